@@ -1,0 +1,34 @@
+import type { CacheRule } from '../config/schema.js';
+import type { Selection } from '../graphql/selection.js';
+
+/** How a query may be cached, from every rule its selection matches (DESIGN.md, "Rules"). */
+export interface CachePolicy {
+  /** Seconds fresh: the smallest maxAge of the matched rules. */
+  maxAge: number;
+  /** Seconds a stale entry may still be served: the smallest swr of the matched rules. */
+  swr: number;
+  /** Custom scopes whose keys form the bucket (the union of the matched rules' scopes); empty means PUBLIC. */
+  scopes: readonly string[];
+  matched: readonly CacheRule[];
+}
+
+/** `undefined` when no rule matches: the query is not cached. */
+export function cachePolicyFor(rules: readonly CacheRule[], selection: Selection): CachePolicy | undefined {
+  const matched = rules.filter((rule) => ruleMatches(rule, selection));
+  if (matched.length === 0) return undefined;
+  const scopes = new Set<string>();
+  for (const rule of matched) if (rule.scope !== undefined && rule.scope !== 'PUBLIC') scopes.add(rule.scope);
+  return {
+    maxAge: Math.min(...matched.map((rule) => rule.maxAge)),
+    swr: Math.min(...matched.map((rule) => rule.swr)),
+    scopes: [...scopes].sort(),
+    matched,
+  };
+}
+
+function ruleMatches(rule: CacheRule, selection: Selection): boolean {
+  if (Array.isArray(rule.types)) return rule.types.some((type) => selection.types.has(type));
+  return Object.entries(rule.types).some(([type, fields]) =>
+    fields.length === 0 ? selection.types.has(type) : fields.some((field) => selection.fields.has(`${type}.${field}`)),
+  );
+}

@@ -1,0 +1,61 @@
+import { createHmac } from 'node:crypto';
+import { cookieValue, headerValues, type HeaderList } from '../http/headers.js';
+
+/**
+ * Scope buckets (SPEC.md section 2, "Scope"). Each distinct key value is its own bucket. The bucket
+ * is identified by a keyed hash of the values, so raw tokens and cookies never reach memory beyond
+ * the request, the store or the logs.
+ */
+
+export const PUBLIC_SCOPE = 'PUBLIC';
+
+export interface ScopeSource {
+  kind: 'header' | 'cookie';
+  name: string;
+}
+
+/** Parses `header:authorization|cookie:session` (validated by the config schema). */
+export function scopeSources(definition: string): ScopeSource[] {
+  return definition.split('|').map((part) => {
+    const [kind, name] = part.trim().split(':', 2) as ['header' | 'cookie', string];
+    return { kind, name: kind === 'header' ? name.toLowerCase() : name };
+  });
+}
+
+/**
+ * The bucket a request falls in for the given scopes. An absent value and an empty one are told
+ * apart; a header sent twice counts with both values in order; header names are case-insensitive
+ * (Envoy lower-cases them), cookie names are not (RFC 6265).
+ */
+export function scopeBucketKey(
+  scopes: readonly string[],
+  definitions: Readonly<Record<string, string>>,
+  headers: HeaderList,
+  secret: Buffer,
+): string {
+  if (scopes.length === 0) return PUBLIC_SCOPE;
+  const hmac = createHmac('sha256', secret);
+  for (const scope of scopes) {
+    hmac.update(`${scope}\u0000`);
+    for (const source of scopeSources(definitions[scope] ?? '')) {
+      const value = sourceValue(source, headers);
+      hmac.update(value === undefined ? '\u0001absent\u0000' : `\u0002${value.length}:${value}\u0000`);
+    }
+  }
+  return `${scopes.join('+')}:${hmac.digest('base64url')}`;
+}
+
+/** Names of the request headers the scopes read, for `vary` on cached answers. */
+export function scopeVaryHeaders(scopes: readonly string[], definitions: Readonly<Record<string, string>>): string[] {
+  const names = new Set<string>();
+  for (const scope of scopes) {
+    for (const source of scopeSources(definitions[scope] ?? '')) names.add(source.kind === 'header' ? source.name : 'cookie');
+  }
+  return [...names].sort();
+}
+
+function sourceValue(source: ScopeSource, headers: HeaderList): string | undefined {
+  if (source.kind === 'cookie') return cookieValue(headers, source.name);
+  const values = headerValues(headers, source.name);
+  return values.length === 0 ? undefined : values.join('\u0000');
+}

@@ -1,0 +1,217 @@
+import type { HeaderList } from '../http/headers.js';
+import type { Logger } from '../observability/log.js';
+import {
+  DecisionEngine,
+  type HeaderChanges,
+  type RequestDecision,
+  type RequestHead,
+  type ResponsePlan,
+} from '../engine/engine.js';
+import type { HttpResponse } from '../engine/responses.js';
+import {
+  BodySendMode,
+  type HeaderMap,
+  type HeaderMutation,
+  type HeaderValueOption,
+  type ProcessingRequest,
+  type ProcessingResponse,
+} from './messages.js';
+
+/**
+ * One ext_proc stream, i.e. one HTTP request: translates Envoy's messages, which arrive in the order
+ * request headers, buffered request body, response headers, buffered response body (ext_proc.md
+ * section 2.3), into decision-engine calls, and the engine's answers into exactly one
+ * ProcessingResponse of the matching type per message.
+ */
+export class ProcessingStream {
+  private phase: Phase = 'start';
+  private head: RequestHead | undefined;
+  private plan: ResponsePlan | undefined;
+  private responseHeaders: HeaderList = [];
+
+  constructor(
+    private readonly engine: DecisionEngine,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The answer to one message; throws `ProtocolViolation` for a message Envoy would never send here. */
+  async handle(message: ProcessingRequest): Promise<ProcessingResponse> {
+    switch (message.request) {
+      case 'request_headers':
+        return this.onRequestHeaders(message);
+      case 'request_body':
+        return this.onRequestBody(message);
+      case 'request_trailers':
+        this.expect(['awaiting-request-body', 'awaiting-response-headers'], 'request_trailers');
+        return { request_trailers: {} };
+      case 'response_headers':
+        return this.onResponseHeaders(message);
+      case 'response_body':
+        return this.onResponseBody(message);
+      case 'response_trailers':
+        this.expect(['awaiting-response-body', 'passing-response'], 'response_trailers');
+        return { response_trailers: {} };
+      default:
+        throw new ProtocolViolation('ProcessingRequest carries none of the request cases');
+    }
+  }
+
+  private async onRequestHeaders(message: ProcessingRequest): Promise<ProcessingResponse> {
+    this.expect(['start'], 'request_headers');
+    const headers = headerList(message.request_headers?.headers);
+    const method = firstValue(headers, ':method');
+    const path = firstValue(headers, ':path');
+    if (method === undefined || path === undefined) {
+      throw new ProtocolViolation('request_headers without :method or :path');
+    }
+    this.head = { method, path, headers, hasBody: message.request_headers?.end_of_stream !== true };
+    const decision = await this.decideSafely(() => this.engine.decideRequestHead(this.head!));
+    if (decision.kind === 'need-body') {
+      this.phase = 'awaiting-request-body';
+      return { request_headers: { response: {} } };
+    }
+    if (decision.kind === 'respond') return this.respondImmediately(decision.response);
+    this.plan = decision.plan;
+    this.phase = 'awaiting-response-headers';
+    const answer: ProcessingResponse = { request_headers: { response: commonResponse(decision.requestHeaders) } };
+    // A request passed through needs neither body looked at; the response headers still get
+    // `svc-cache: PASS`. Body modes in an override are literal (ext_proc.md section 5.1).
+    if (decision.plan.kind === 'pass') answer.mode_override = { request_body_mode: BodySendMode.NONE, response_body_mode: BodySendMode.NONE };
+    return answer;
+  }
+
+  private async onRequestBody(message: ProcessingRequest): Promise<ProcessingResponse> {
+    if (this.phase === 'awaiting-response-headers' && this.plan?.kind === 'pass') {
+      // Envoy without allow_mode_override still sends the body: it is not needed.
+      return { request_body: { response: {} } };
+    }
+    this.expect(['awaiting-request-body'], 'request_body');
+    const body = message.request_body?.body ?? Buffer.alloc(0);
+    const decision = await this.decideSafely(() => this.engine.decideRequest(this.head!, body));
+    if (decision.kind === 'respond') return this.respondImmediately(decision.response);
+    this.plan = decision.plan;
+    this.phase = 'awaiting-response-headers';
+    return { request_body: { response: commonResponse(decision.requestHeaders) } };
+  }
+
+  private onResponseHeaders(message: ProcessingRequest): ProcessingResponse {
+    if (this.phase === 'start') {
+      // An Envoy local reply made before the request phase reached us (ext_proc.md section 2.3 E).
+      this.plan = DecisionEngine.passPlan('response without a request phase');
+    } else {
+      this.expect(['awaiting-response-headers'], 'response_headers');
+    }
+    const headers = headerList(message.response_headers?.headers);
+    const endOfStream = message.response_headers?.end_of_stream === true;
+    const status = Number(firstValue(headers, ':status'));
+    const plan = this.plan ?? DecisionEngine.passPlan('no request decision');
+    let decision;
+    try {
+      decision = this.engine.decideResponseHead(plan, status, headers, endOfStream);
+    } catch (error) {
+      this.logger.error({ err: String(error) }, 'decision engine failed on response headers; passing through');
+      decision = { headers: { set: [], remove: [] }, wantsBody: false, plan: DecisionEngine.passPlan('engine error') };
+    }
+    this.plan = decision.plan;
+    this.responseHeaders = headers;
+    this.phase = endOfStream ? 'done' : decision.wantsBody ? 'awaiting-response-body' : 'passing-response';
+    const answer: ProcessingResponse = { response_headers: { response: commonResponse(decision.headers) } };
+    if (!endOfStream && !decision.wantsBody) answer.mode_override = { response_body_mode: BodySendMode.NONE };
+    return answer;
+  }
+
+  private async onResponseBody(message: ProcessingRequest): Promise<ProcessingResponse> {
+    if (this.phase === 'passing-response') return { response_body: { response: {} } };
+    this.expect(['awaiting-response-body'], 'response_body');
+    this.phase = 'done';
+    const body = message.response_body?.body ?? Buffer.alloc(0);
+    try {
+      const decision = await this.engine.decideResponseBody(this.plan!, this.responseHeaders, body);
+      return { response_body: { response: commonResponse(decision.headers) } };
+    } catch (error) {
+      this.logger.error({ err: String(error) }, 'decision engine failed on the response body; passing through');
+      return { response_body: { response: {} } };
+    }
+  }
+
+  private respondImmediately(response: HttpResponse): ProcessingResponse {
+    this.phase = 'done';
+    return {
+      immediate_response: {
+        status: { code: response.status },
+        headers: { set_headers: headerOptions(response.headers) },
+        body: response.body,
+      },
+    };
+  }
+
+  /** An engine fault must not fail the client's request: the request goes on to the origin. */
+  private async decideSafely<T extends RequestDecision | { kind: 'need-body' }>(
+    decide: () => Promise<T>,
+  ): Promise<T | RequestDecision> {
+    try {
+      return await decide();
+    } catch (error) {
+      this.logger.error({ err: String(error) }, 'decision engine failed on the request; passing through');
+      return { kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: DecisionEngine.passPlan('engine error') };
+    }
+  }
+
+  private expect(phases: readonly Phase[], received: string): void {
+    if (!phases.includes(this.phase)) {
+      throw new ProtocolViolation(`unexpected ${received} while ${this.phase}`);
+    }
+  }
+}
+
+/** A message out of Envoy's order or malformed: the stream ends with a gRPC error status. */
+export class ProtocolViolation extends Error {}
+
+type Phase =
+  | 'start'
+  | 'awaiting-request-body'
+  | 'awaiting-response-headers'
+  | 'awaiting-response-body'
+  /** Response body not needed; it only arrives if Envoy ignored the mode override. */
+  | 'passing-response'
+  | 'done';
+
+/**
+ * Header values are octets; latin1 keeps every byte as one character and back. Current Envoy sends
+ * `raw_value`, Envoy before 1.27 `value` (ext_proc.md section 1.3).
+ */
+function headerList(map: HeaderMap | undefined): HeaderList {
+  return (map?.headers ?? []).map((header) => [
+    header.key.toLowerCase(),
+    header.raw_value && header.raw_value.length > 0 ? header.raw_value.toString('latin1') : (header.value ?? ''),
+  ]);
+}
+
+function firstValue(headers: HeaderList, name: string): string | undefined {
+  return headers.find(([key]) => key === name)?.[1];
+}
+
+function commonResponse(changes: HeaderChanges): { header_mutation?: HeaderMutation } {
+  if (changes.set.length === 0 && changes.remove.length === 0) return {};
+  return {
+    header_mutation: {
+      set_headers: headerOptions(changes.set),
+      remove_headers: changes.remove,
+    },
+  };
+}
+
+/**
+ * Values go in `raw_value` only (setting `value` too makes Envoy answer 500). Envoy's ext_proc reads
+ * the deprecated `append` and ignores `append_action`; absent means overwrite, so a repeated name
+ * sets its first value and appends the rest (ext_proc.md section 1.3).
+ */
+function headerOptions(headers: ReadonlyArray<readonly [string, string]>): HeaderValueOption[] {
+  const seen = new Set<string>();
+  return headers.map(([key, value]) => {
+    const option: HeaderValueOption = { header: { key, raw_value: Buffer.from(value, 'latin1') } };
+    if (seen.has(key)) option.append = { value: true };
+    seen.add(key);
+    return option;
+  });
+}

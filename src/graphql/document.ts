@@ -1,0 +1,90 @@
+import { LRUCache } from 'lru-cache';
+import {
+  GraphQLError,
+  Kind,
+  parse,
+  print,
+  separateOperations,
+  type DocumentNode,
+  type OperationDefinitionNode,
+} from 'graphql';
+
+/**
+ * A query document parsed once and remembered by its exact text: popular queries arrive with the
+ * same text again and again, and parsing and printing dominate the cost of deciding a request.
+ */
+export interface ParsedDocument {
+  document: DocumentNode;
+  operations: readonly OperationDefinitionNode[];
+}
+
+export type SelectedOperation =
+  | {
+      kind: 'operation';
+      operation: OperationDefinitionNode;
+      /** The operation's name, or '' for an anonymous one. */
+      name: string;
+      /** The operation with only the fragments it uses, printed: the normalised form in the cache key. */
+      normalised: string;
+      /** The same, as a document (for rule matching against the schema). */
+      document: DocumentNode;
+    }
+  | { kind: 'invalid'; reason: string };
+
+export function parseDocument(query: string): ParsedDocument | { kind: 'syntax-error'; message: string } {
+  const remembered = parsedByText.get(query);
+  if (remembered) return remembered;
+  let document: DocumentNode;
+  try {
+    document = parse(query, { noLocation: true });
+  } catch (error) {
+    return { kind: 'syntax-error', message: error instanceof GraphQLError ? error.message : String(error) };
+  }
+  const operations = document.definitions.filter(
+    (definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION,
+  );
+  const parsed: ParsedDocument = { document, operations };
+  parsedByText.set(query, parsed);
+  return parsed;
+}
+
+/** Picks the operation to run as GraphQL's "GetOperation" does, and its normalised text. */
+export function selectOperation(parsed: ParsedDocument, operationName: string | undefined): SelectedOperation {
+  const { operations } = parsed;
+  let operation: OperationDefinitionNode | undefined;
+  if (operationName === undefined) {
+    if (operations.length !== 1) {
+      return { kind: 'invalid', reason: operations.length === 0 ? 'no operation' : 'several operations and no operationName' };
+    }
+    operation = operations[0];
+  } else {
+    operation = operations.find((candidate) => candidate.name?.value === operationName);
+    if (!operation) return { kind: 'invalid', reason: `no operation named "${operationName}"` };
+  }
+  const name = operation!.name?.value ?? '';
+  let byName = normalisedByDocument.get(parsed);
+  if (!byName) {
+    byName = new Map();
+    normalisedByDocument.set(parsed, byName);
+  }
+  let normalised = byName.get(name);
+  if (!normalised) {
+    const document = operations.length === 1 ? parsed.document : separatedOperation(parsed, name);
+    normalised = { text: print(document), document };
+    byName.set(name, normalised);
+  }
+  return { kind: 'operation', operation: operation!, name, normalised: normalised.text, document: normalised.document };
+}
+
+const parsedByText = new LRUCache<string, ParsedDocument>({
+  max: 10_000,
+  maxSize: 32 * 1024 * 1024,
+  sizeCalculation: (_value, key) => key.length * 4 + 1,
+});
+
+const normalisedByDocument = new WeakMap<ParsedDocument, Map<string, { text: string; document: DocumentNode }>>();
+
+function separatedOperation(parsed: ParsedDocument, name: string): DocumentNode {
+  const separated = separateOperations(parsed.document)[name];
+  return separated ?? parsed.document;
+}

@@ -1,0 +1,90 @@
+import { mediaType, type HeaderList, headerValue } from '../http/headers.js';
+
+/**
+ * GraphQL over HTTP request parameters (the GraphQL over HTTP spec, section "Request Parameters"),
+ * read from a POST JSON body or from a GET query string.
+ */
+export interface GraphQLParams {
+  query: string | undefined;
+  operationName: string | undefined;
+  /** Absent and `null` both mean "no variables". */
+  variables: Record<string, unknown>;
+  extensions: Record<string, unknown>;
+}
+
+export type ParsedHttpRequest =
+  | { kind: 'graphql'; method: 'GET' | 'POST'; params: GraphQLParams }
+  /** Something svc-cache does not interpret: it goes to the origin untouched (DESIGN.md). */
+  | { kind: 'uninterpretable'; reason: string };
+
+export function parseGetRequest(path: string): ParsedHttpRequest {
+  const queryStart = path.indexOf('?');
+  const search = new URLSearchParams(queryStart < 0 ? '' : path.slice(queryStart + 1));
+  const variables = parseJsonParameter(search.get('variables'));
+  const extensions = parseJsonParameter(search.get('extensions'));
+  if (variables === INVALID) return { kind: 'uninterpretable', reason: 'variables is not a JSON object' };
+  if (extensions === INVALID) return { kind: 'uninterpretable', reason: 'extensions is not a JSON object' };
+  return {
+    kind: 'graphql',
+    method: 'GET',
+    params: {
+      query: search.get('query') ?? undefined,
+      operationName: search.get('operationName') || undefined,
+      variables,
+      extensions,
+    },
+  };
+}
+
+export function parsePostRequest(headers: HeaderList, body: Buffer): ParsedHttpRequest {
+  if (mediaType(headerValue(headers, 'content-type')) !== 'application/json') {
+    return { kind: 'uninterpretable', reason: 'content type is not application/json' };
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(body.toString('utf8'));
+  } catch {
+    return { kind: 'uninterpretable', reason: 'body is not JSON' };
+  }
+  if (!isPlainObject(payload)) return { kind: 'uninterpretable', reason: 'body is not a JSON object' };
+  const { query, operationName, variables, extensions } = payload;
+  if (query !== undefined && query !== null && typeof query !== 'string') {
+    return { kind: 'uninterpretable', reason: 'query is not a string' };
+  }
+  if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') {
+    return { kind: 'uninterpretable', reason: 'operationName is not a string' };
+  }
+  if (variables !== undefined && variables !== null && !isPlainObject(variables)) {
+    return { kind: 'uninterpretable', reason: 'variables is not an object' };
+  }
+  if (extensions !== undefined && extensions !== null && !isPlainObject(extensions)) {
+    return { kind: 'uninterpretable', reason: 'extensions is not an object' };
+  }
+  return {
+    kind: 'graphql',
+    method: 'POST',
+    params: {
+      query: query ?? undefined,
+      operationName: operationName || undefined,
+      variables: variables ?? {},
+      extensions: extensions ?? {},
+    },
+  };
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+const INVALID = Symbol('invalid');
+
+function parseJsonParameter(raw: string | null): Record<string, unknown> | typeof INVALID {
+  if (raw === null || raw === '') return {};
+  try {
+    const value: unknown = JSON.parse(raw);
+    if (value === null) return {};
+    return isPlainObject(value) ? value : INVALID;
+  } catch {
+    return INVALID;
+  }
+}

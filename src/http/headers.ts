@@ -1,0 +1,38 @@
+/**
+ * HTTP headers as Envoy hands them over: lower-case names, pseudo-headers (`:method`, `:path`,
+ * `:status`) included, and a name may repeat (Envoy keeps each occurrence as its own entry).
+ */
+export type HeaderList = ReadonlyArray<readonly [name: string, value: string]>;
+
+/** All values of a header, in order. */
+export function headerValues(headers: HeaderList, name: string): string[] {
+  const values: string[] = [];
+  for (const [key, value] of headers) if (key === name) values.push(value);
+  return values;
+}
+
+/** The header's value, repeated occurrences joined with ", " as HTTP field combination allows. */
+export function headerValue(headers: HeaderList, name: string): string | undefined {
+  const values = headerValues(headers, name);
+  return values.length === 0 ? undefined : values.join(', ');
+}
+
+/**
+ * The value of one cookie. The first occurrence wins (RFC 6265 section 5.4 orders the more
+ * specific path first, and that is the one a browser means); `cookie` may itself repeat over HTTP/2.
+ */
+export function cookieValue(headers: HeaderList, name: string): string | undefined {
+  for (const header of headerValues(headers, 'cookie')) {
+    for (const pair of header.split(';')) {
+      const separator = pair.indexOf('=');
+      if (separator < 0) continue;
+      if (pair.slice(0, separator).trim() === name) return pair.slice(separator + 1).trim();
+    }
+  }
+  return undefined;
+}
+
+/** The media type of a content-type value, lower-cased and without parameters. */
+export function mediaType(contentType: string | undefined): string {
+  return (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase();
+}

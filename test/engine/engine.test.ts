@@ -1,0 +1,365 @@
+import { buildSchema } from 'graphql';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { configSchema, type Config } from '../../src/config/schema.js';
+import { DecisionEngine, type RequestDecision, type RequestHead, type ResponsePlan } from '../../src/engine/engine.js';
+import { silentLogger } from '../../src/observability/log.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { demoSchemaSDL } from '../support/origin.js';
+
+/** The decision engine alone: no gRPC, no HTTP, a real in-memory store and a controllable clock. */
+
+const schema = buildSchema(demoSchemaSDL);
+const ORIGIN_BODY = Buffer.from('{"data":{"todos":[{"id":"1"}]}}');
+const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/json; charset=utf-8']];
+
+function config(input: Record<string, unknown> = {}): Config {
+  return configSchema.parse({
+    origin: { url: 'http://origin.test/graphql' },
+    rules: [{ types: ['Query'], maxAge: 60 }],
+    ...input,
+  });
+}
+
+function post(query: unknown, headers: Array<[string, string]> = []): { head: RequestHead; body: Buffer } {
+  const body = Buffer.from(JSON.stringify(query));
+  return {
+    head: {
+      method: 'POST',
+      path: '/graphql',
+      headers: [[':method', 'POST'], [':path', '/graphql'], ['content-type', 'application/json'], ...headers],
+      hasBody: true,
+    },
+    body,
+  };
+}
+
+describe('DecisionEngine', () => {
+  let now: number;
+  let current: Config;
+  let engine: DecisionEngine;
+  let store: MemoryStore;
+
+  const build = (input: Record<string, unknown> = {}) => {
+    current = config(input);
+    store = new MemoryStore({ maxBytes: 1024 * 1024 });
+    engine = new DecisionEngine({
+      state: () => ({ config: current, schema }),
+      store,
+      scopeKeySecret: Buffer.from('test-secret'),
+      logger: silentLogger(),
+      now: () => now,
+    });
+  };
+
+  /** Runs a request through the engine and, when forwarded, answers it with `origin`. */
+  async function roundTrip(
+    request: { head: RequestHead; body: Buffer },
+    origin: { status?: number; headers?: Array<[string, string]>; body?: Buffer } = {},
+  ): Promise<{ decision: RequestDecision; status: string; headers: Record<string, string> }> {
+    const decision = await engine.decideRequest(request.head, request.body);
+    if (decision.kind === 'respond') {
+      return { decision, status: decision.status, headers: Object.fromEntries(decision.response.headers) };
+    }
+    const responseHeaders = [[':status', String(origin.status ?? 200)] as [string, string], ...(origin.headers ?? JSON_HEADERS)];
+    const head = engine.decideResponseHead(decision.plan, origin.status ?? 200, responseHeaders, false);
+    if (!head.wantsBody) return { decision, status: 'PASS', headers: Object.fromEntries(head.headers.set) };
+    const body = await engine.decideResponseBody(head.plan, responseHeaders, origin.body ?? ORIGIN_BODY);
+    return { decision, status: body.status, headers: Object.fromEntries(body.headers.set) };
+  }
+
+  beforeEach(() => {
+    now = 1_700_000_000_000;
+    build();
+  });
+
+  it('misses, stores, then hits with the stored bytes, content type and age', async () => {
+    const request = post({ query: '{ todos { id } }' });
+    expect((await roundTrip(request)).status).toBe('MISS');
+    now += 5_500;
+    const hit = await engine.decideRequest(request.head, request.body);
+    expect(hit.kind).toBe('respond');
+    if (hit.kind !== 'respond') return;
+    expect(hit.status).toBe('HIT');
+    expect(hit.response.status).toBe(200);
+    expect(hit.response.body).toEqual(ORIGIN_BODY);
+    expect(hit.response.headers).toEqual([
+      ['content-type', 'application/json; charset=utf-8'],
+      ['svc-cache', 'HIT'],
+      ['age', '5'],
+    ]);
+  });
+
+  it('misses again once maxAge has passed', async () => {
+    const request = post({ query: '{ todos { id } }' });
+    await roundTrip(request);
+    now += 60_001;
+    expect((await engine.decideRequest(request.head, request.body)).kind).toBe('forward');
+  });
+
+  it('needs the body of a POST and decides a GET on its headers', async () => {
+    const { head } = post({ query: '{ todos { id } }' });
+    expect(await engine.decideRequestHead(head)).toEqual({ kind: 'need-body' });
+    const get = await engine.decideRequestHead({
+      method: 'GET',
+      path: `/graphql?query=${encodeURIComponent('{ todos { id } }')}`,
+      headers: [],
+      hasBody: false,
+    });
+    expect(get.kind).toBe('forward');
+    if (get.kind === 'forward') expect(get.plan.kind).toBe('store');
+  });
+
+  it('answers 413 itself for a body over limits.maxRequestBodyBytes, from content-length or the body', async () => {
+    build({ limits: { maxRequestBodyBytes: 64 } });
+    const large = post({ query: `{ todos { id } } ${'#'.repeat(100)}` });
+    const byHeader = await engine.decideRequestHead({
+      ...large.head,
+      headers: [...large.head.headers, ['content-length', String(large.body.length)]],
+    });
+    const byBody = await engine.decideRequest(large.head, large.body);
+    for (const decision of [byHeader, byBody]) {
+      expect(decision.kind).toBe('respond');
+      if (decision.kind !== 'respond') continue;
+      expect(decision.response.status).toBe(413);
+      expect(JSON.parse(decision.response.body.toString())).toEqual({
+        errors: [{ message: 'Request body is larger than 64 bytes', extensions: { code: 'PAYLOAD_TOO_LARGE' } }],
+      });
+    }
+  });
+
+  it.each([
+    ['a mutation', { query: 'mutation { addTodo(title: "x") { id } }' }, 'mutation'],
+    ['a syntax error', { query: '{ todos { id }' }, 'syntax error: Syntax Error: Expected Name, found <EOF>.'],
+    ['an unknown operationName', { query: 'query A { todos { id } }', operationName: 'B' }, 'no operation named "B"'],
+    ['several operations without a name', { query: 'query A { todos { id } } query B { users { id } }' }, 'several operations and no operationName'],
+    ['no query', { extensions: {} }, 'no query text'],
+    ['a subscription', { query: 'subscription { x }' }, 'subscription'],
+  ])('passes %s', async (_name, body, reason) => {
+    const request = post(body);
+    const decision = await engine.decideRequest(request.head, request.body);
+    expect(decision).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason } });
+  });
+
+  it('passes request bodies it cannot interpret', async () => {
+    const head = post({}).head;
+    for (const [raw, reason] of [
+      ['{oops', 'body is not JSON'],
+      ['[{"query":"{ todos { id } }"}]', 'body is not a JSON object'],
+      ['{"query":1}', 'query is not a string'],
+      ['{"query":"{ todos { id } }","variables":"x"}', 'variables is not an object'],
+      ['{"query":"{ todos { id } }","operationName":7}', 'operationName is not a string'],
+    ] as const) {
+      const decision = await engine.decideRequest(head, Buffer.from(raw));
+      expect(decision.kind === 'forward' && decision.plan, raw).toEqual({ kind: 'pass', reason });
+    }
+    const textPlain = await engine.decideRequest(
+      { ...head, headers: [['content-type', 'text/plain']] },
+      Buffer.from('{"query":"{ todos { id } }"}'),
+    );
+    expect(textPlain.kind === 'forward' && textPlain.plan).toEqual({ kind: 'pass', reason: 'content type is not application/json' });
+  });
+
+  it('passes a query no rule matches, and one whose matched rule has maxAge 0', async () => {
+    build({ rules: [{ types: { Query: ['products'] }, maxAge: 60 }, { types: ['User'], maxAge: 0 }] });
+    const todos = await engine.decideRequest(post({ query: '{ todos { id } }' }).head, post({ query: '{ todos { id } }' }).body);
+    expect(todos.kind === 'forward' && todos.plan).toEqual({ kind: 'pass', reason: 'no caching rule matches' });
+    const users = post({ query: '{ products { sku } users { id } }' });
+    const decision = await engine.decideRequest(users.head, users.body);
+    expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'a matching rule has maxAge 0' });
+  });
+
+  it('matches rules through interfaces, unions and fragments', async () => {
+    build({ rules: [{ types: ['Product'], maxAge: 30 }] });
+    for (const query of [
+      '{ search(text: "a") { ... on Todo { id } } }',
+      '{ products { ...P } } fragment P on Product { sku }',
+    ]) {
+      const request = post({ query });
+      const decision = await engine.decideRequest(request.head, request.body);
+      expect(decision.kind === 'forward' && decision.plan.kind, query).toBe('store');
+    }
+    const plain = post({ query: '{ todos { id } }' });
+    const decision = await engine.decideRequest(plain.head, plain.body);
+    expect(decision.kind === 'forward' && decision.plan.kind).toBe('pass');
+  });
+
+  it('takes the smallest maxAge of the matched rules', async () => {
+    build({ rules: [{ types: ['Query'], maxAge: 900, swr: 100 }, { types: { Todo: ['title'] }, maxAge: 10, swr: 300 }] });
+    const request = post({ query: '{ todos { title } }' });
+    const decision = await engine.decideRequest(request.head, request.body);
+    expect(decision.kind === 'forward' && decision.plan.kind === 'store' && [decision.plan.policy.maxAge, decision.plan.policy.swr]).toEqual([10, 100]);
+  });
+
+  describe('origin response', () => {
+    const storePlan = async (): Promise<ResponsePlan> => {
+      const request = post({ query: '{ todos { id } }' });
+      const decision = await engine.decideRequest(request.head, request.body);
+      if (decision.kind !== 'forward') throw new Error('expected a forward');
+      return decision.plan;
+    };
+
+    it.each([
+      ['a non-200 status', 500, JSON_HEADERS],
+      ['a non-JSON content type', 200, [['content-type', 'text/html']]],
+      ['cache-control no-store', 200, [...JSON_HEADERS, ['cache-control', 'no-store']]],
+      ['cache-control private', 200, [...JSON_HEADERS, ['cache-control', 'private, max-age=60']]],
+      ['set-cookie', 200, [...JSON_HEADERS, ['set-cookie', 'a=b']]],
+      ['a content-encoding', 200, [...JSON_HEADERS, ['content-encoding', 'gzip']]],
+      ['vary on a header outside the key', 200, [...JSON_HEADERS, ['vary', 'Accept, X-Tenant']]],
+      ['a content-length over the limit', 200, [...JSON_HEADERS, ['content-length', String(20 * 1000 * 1000)]]],
+    ] as const)('is not stored with %s, and the body is skipped', async (_name, status, headers) => {
+      const plan = await storePlan();
+      const decision = engine.decideResponseHead(plan, status, headers as Array<[string, string]>, false);
+      expect(decision.wantsBody).toBe(false);
+      expect(decision.headers).toEqual({ set: [['svc-cache', 'PASS']], remove: [] });
+      expect(decision.plan.kind).toBe('pass');
+    });
+
+    it.each([
+      ['errors', '{"errors":[{"message":"boom"}],"data":{"todos":null}}'],
+      ['no data', '{"extensions":{}}'],
+      ['a body that is not JSON', 'oops'],
+    ])('is not stored with %s', async (_name, body) => {
+      const plan = await storePlan();
+      const decision = await engine.decideResponseBody(plan, JSON_HEADERS, Buffer.from(body));
+      expect(decision).toEqual({ headers: { set: [['svc-cache', 'PASS']], remove: [] }, status: 'PASS' });
+    });
+
+    it('lets a shorter origin max-age shorten the entry, unless ignoreOriginCacheControl', async () => {
+      const request = post({ query: '{ todos { id } }' });
+      await roundTrip(request, { headers: [...JSON_HEADERS, ['cache-control', 'public, max-age=5']] });
+      now += 6_000;
+      expect((await engine.decideRequest(request.head, request.body)).kind).toBe('forward');
+
+      build({ cache: { ignoreOriginCacheControl: true } });
+      await roundTrip(request, { headers: [...JSON_HEADERS, ['cache-control', 'public, max-age=5']] });
+      now += 6_000;
+      expect((await engine.decideRequest(request.head, request.body)).kind).toBe('respond');
+    });
+
+    it('replays safe origin headers on a HIT and never per-user or hop-by-hop ones', async () => {
+      const request = post({ query: '{ todos { id } }' });
+      await roundTrip(request, {
+        headers: [
+          ...JSON_HEADERS,
+          ['cache-control', 'public, max-age=60'],
+          ['x-origin', 'kept'],
+          ['connection', 'keep-alive'],
+          ['x-envoy-upstream-service-time', '4'],
+          ['date', 'Tue, 01 Jan 2030 00:00:00 GMT'],
+          ['content-length', String(ORIGIN_BODY.length)],
+        ],
+      });
+      const hit = await engine.decideRequest(request.head, request.body);
+      expect(hit.kind === 'respond' && hit.response.headers).toEqual([
+        ['content-type', 'application/json; charset=utf-8'],
+        ['cache-control', 'public, max-age=60'],
+        ['x-origin', 'kept'],
+        ['svc-cache', 'HIT'],
+        ['age', '0'],
+      ]);
+    });
+  });
+
+  describe('scopes', () => {
+    beforeEach(() => {
+      build({
+        scopes: { AUTHENTICATED: 'header:authorization', SESSION: 'cookie:session' },
+        rules: [
+          { types: ['Query'], maxAge: 60 },
+          { types: { Query: ['me'] }, maxAge: 30, scope: 'AUTHENTICATED' },
+          { types: { Query: ['users'] }, maxAge: 30, scope: 'SESSION' },
+        ],
+      });
+    });
+
+    const me = (headers: Array<[string, string]>) => post({ query: '{ me { id } }' }, headers);
+
+    it('gives each authorization value its own bucket and serves each only its own entry', async () => {
+      const alice = me([['authorization', 'Bearer alice']]);
+      const bob = me([['authorization', 'Bearer bob']]);
+      expect((await roundTrip(alice, { body: Buffer.from('{"data":{"me":{"id":"u1"}}}') })).status).toBe('MISS');
+      expect((await roundTrip(bob, { body: Buffer.from('{"data":{"me":{"id":"u2"}}}') })).status).toBe('MISS');
+      const aliceHit = await engine.decideRequest(alice.head, alice.body);
+      const bobHit = await engine.decideRequest(bob.head, bob.body);
+      expect(aliceHit.kind === 'respond' && aliceHit.response.body.toString()).toBe('{"data":{"me":{"id":"u1"}}}');
+      expect(bobHit.kind === 'respond' && bobHit.response.body.toString()).toBe('{"data":{"me":{"id":"u2"}}}');
+      expect(aliceHit.kind === 'respond' && Object.fromEntries(aliceHit.response.headers)).toMatchObject({
+        'cache-control': 'private, no-cache',
+        vary: 'authorization',
+      });
+    });
+
+    it('tells absent, empty and repeated key values apart', async () => {
+      const keyOf = async (headers: Array<[string, string]>) => {
+        const request = me(headers);
+        const decision = await engine.decideRequest(request.head, request.body);
+        if (decision.kind !== 'forward' || decision.plan.kind !== 'store') throw new Error('expected a store plan');
+        return decision.plan.key;
+      };
+      const absent = await keyOf([]);
+      const empty = await keyOf([['authorization', '']]);
+      const once = await keyOf([['authorization', 'a']]);
+      const twice = await keyOf([['authorization', 'a'], ['authorization', 'a']]);
+      expect(new Set([absent, empty, once, twice]).size).toBe(4);
+      expect(await keyOf([])).toBe(absent);
+    });
+
+    it('keys a cookie scope on that cookie only, whatever other cookies come along', async () => {
+      const keyOf = async (cookie: string) => {
+        const request = post({ query: '{ users { id } }' }, [['cookie', cookie]]);
+        const decision = await engine.decideRequest(request.head, request.body);
+        if (decision.kind !== 'forward' || decision.plan.kind !== 'store') throw new Error('expected a store plan');
+        return decision.plan.key;
+      };
+      const plain = await keyOf('session=s1');
+      expect(await keyOf('theme=dark; session=s1; lang=en')).toBe(plain);
+      expect(await keyOf('session=s2; theme=dark')).not.toBe(plain);
+      expect(await keyOf('Session=s1')).not.toBe(plain);
+    });
+
+    it('never puts a raw scope value into the cache key', async () => {
+      const request = me([['authorization', 'Bearer super-secret-token']]);
+      const decision = await engine.decideRequest(request.head, request.body);
+      if (decision.kind !== 'forward' || decision.plan.kind !== 'store') throw new Error('expected a store plan');
+      expect(decision.plan.key).not.toContain('super-secret-token');
+      expect(decision.plan.tags.join(' ')).not.toContain('super-secret-token');
+    });
+
+    it('does not serve a credentialed request from PUBLIC unless the operator opts in', async () => {
+      const todos = post({ query: '{ todos { id } }' }, [['authorization', 'Bearer alice']]);
+      const decision = await engine.decideRequest(todos.head, todos.body);
+      expect(decision.kind === 'forward' && decision.plan).toEqual({
+        kind: 'pass',
+        reason: 'credentials on a request for the PUBLIC scope',
+      });
+      build({ cache: { publicForCredentialedRequests: true } });
+      const optedIn = await engine.decideRequest(todos.head, todos.body);
+      expect(optedIn.kind === 'forward' && optedIn.plan.kind).toBe('store');
+    });
+  });
+
+  it('passes a request carrying a configured bypass header', async () => {
+    build({ cache: { bypassCacheHeaders: ['X-Bypass-Cache'] } });
+    const request = post({ query: '{ todos { id } }' }, [['x-bypass-cache', '1']]);
+    const decision = await engine.decideRequest(request.head, request.body);
+    expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'bypass header' });
+  });
+
+  it('passes to the origin while the store fails', async () => {
+    class UnreachableStore extends MemoryStore {
+      override lookup(): never {
+        throw new Error('redis down');
+      }
+    }
+    const failing = new DecisionEngine({
+      state: () => ({ config: current, schema }),
+      store: new UnreachableStore({ maxBytes: 1024 }),
+      scopeKeySecret: Buffer.from('k'),
+      logger: silentLogger(),
+    });
+    const request = post({ query: '{ todos { id } }' });
+    const decision = await failing.decideRequest(request.head, request.body);
+    expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'store unavailable' });
+  });
+});
