@@ -1,0 +1,136 @@
+import { LRUCache } from 'lru-cache';
+import type { CacheStore, CachedResponse, InvalidationMark, Lookup, StoreOptions } from './types.js';
+
+export interface MemoryStoreOptions {
+  /** Bound on what the store holds, in approximate bytes; the least recently used entries go first. */
+  maxBytes: number;
+}
+
+/**
+ * A store for a single replica. Everything it keeps is bounded: entries by bytes (tag indexes only
+ * point at entries still held), invalidation records by count. When an invalidation record is
+ * evicted, its sequence number becomes a floor below which every mark is refused, so forgetting a
+ * record can only cost a store, never let a stale answer in.
+ */
+export class MemoryStore implements CacheStore {
+  private readonly entries: LRUCache<string, MemoryEntry>;
+  private readonly keysByTag = new Map<string, Set<string>>();
+  private readonly tagInvalidatedAt: LRUCache<string, number>;
+  private readonly persistedQueries: LRUCache<string, string>;
+  private invalidationSequence = 0;
+  private refuseMarksBelow = 0;
+
+  constructor(options: MemoryStoreOptions) {
+    const persistedQueryBytes = Math.max(MIN_PERSISTED_QUERY_BYTES, Math.floor(options.maxBytes / 16));
+    this.entries = new LRUCache<string, MemoryEntry>({
+      maxSize: options.maxBytes,
+      sizeCalculation: (entry, key) => approximateEntryBytes(key, entry),
+      dispose: (entry, key) => this.unindex(key, entry),
+    });
+    this.tagInvalidatedAt = new LRUCache<string, number>({
+      max: MAX_INVALIDATION_RECORDS,
+      dispose: (sequence, _tag, reason) => {
+        if (reason === 'evict') this.refuseMarksBelow = Math.max(this.refuseMarksBelow, sequence);
+      },
+    });
+    this.persistedQueries = new LRUCache<string, string>({
+      maxSize: persistedQueryBytes,
+      sizeCalculation: (query, hash) => hash.length + query.length,
+    });
+  }
+
+  async lookup(key: string): Promise<Lookup> {
+    return { entry: this.entries.get(key)?.response, mark: { value: String(this.invalidationSequence) } };
+  }
+
+  async store(key: string, response: CachedResponse, options: StoreOptions): Promise<boolean> {
+    const ttlMs = Math.ceil(options.ttlSeconds * 1000);
+    if (!(ttlMs > 0) || !this.isMarkCurrent(options.mark, options.tags)) return false;
+    const entry: MemoryEntry = { response, tags: [...new Set(options.tags)] };
+    this.entries.set(key, entry, { ttl: ttlMs });
+    // lru-cache declines (and drops any previous value) when one entry alone exceeds maxBytes.
+    if (this.entries.peek(key) !== entry) return false;
+    for (const tag of entry.tags) {
+      let keys = this.keysByTag.get(tag);
+      if (keys === undefined) {
+        keys = new Set();
+        this.keysByTag.set(tag, keys);
+      }
+      keys.add(key);
+    }
+    return true;
+  }
+
+  async invalidate(tags: readonly string[]): Promise<number> {
+    this.invalidationSequence += 1;
+    let removed = 0;
+    for (const tag of tags) {
+      this.tagInvalidatedAt.set(tag, this.invalidationSequence);
+      for (const key of [...(this.keysByTag.get(tag) ?? [])]) {
+        if (this.entries.has(key)) removed += 1;
+        this.entries.delete(key);
+      }
+    }
+    return removed;
+  }
+
+  async invalidateAll(): Promise<number> {
+    this.invalidationSequence += 1;
+    this.refuseMarksBelow = this.invalidationSequence;
+    this.tagInvalidatedAt.clear();
+    this.entries.purgeStale();
+    const removed = this.entries.size;
+    this.entries.clear();
+    return removed;
+  }
+
+  async persistedQuery(hash: string): Promise<string | undefined> {
+    return this.persistedQueries.get(hash);
+  }
+
+  async registerPersistedQuery(hash: string, query: string, ttlSeconds: number): Promise<void> {
+    this.persistedQueries.set(hash, query, { ttl: Math.ceil(ttlSeconds * 1000) });
+  }
+
+  async ping(): Promise<void> {}
+
+  async close(): Promise<void> {
+    this.entries.clear();
+    this.tagInvalidatedAt.clear();
+    this.persistedQueries.clear();
+  }
+
+  private isMarkCurrent(mark: InvalidationMark, tags: readonly string[]): boolean {
+    const markSequence = Number(mark.value);
+    if (!Number.isSafeInteger(markSequence) || markSequence < this.refuseMarksBelow) return false;
+    return tags.every((tag) => (this.tagInvalidatedAt.peek(tag) ?? 0) <= markSequence);
+  }
+
+  private unindex(key: string, entry: MemoryEntry): void {
+    for (const tag of entry.tags) {
+      const keys = this.keysByTag.get(tag);
+      if (keys === undefined) continue;
+      keys.delete(key);
+      if (keys.size === 0) this.keysByTag.delete(tag);
+    }
+  }
+}
+
+interface MemoryEntry {
+  response: CachedResponse;
+  tags: readonly string[];
+}
+
+/** Enough tags for the invalidations of a busy minute; older ones fall back to the floor. */
+const MAX_INVALIDATION_RECORDS = 50_000;
+const MIN_PERSISTED_QUERY_BYTES = 1024 * 1024;
+/** Rough cost of the objects, maps and set slots around each entry and each of its tags. */
+const ENTRY_OVERHEAD_BYTES = 256;
+const TAG_OVERHEAD_BYTES = 64;
+
+function approximateEntryBytes(key: string, entry: MemoryEntry): number {
+  const { response } = entry;
+  const headerBytes = response.headers.reduce((sum, [name, value]) => sum + name.length + value.length, 0);
+  const tagBytes = entry.tags.reduce((sum, tag) => sum + tag.length + TAG_OVERHEAD_BYTES, 0);
+  return ENTRY_OVERHEAD_BYTES + key.length + response.body.length + response.contentType.length + headerBytes + tagBytes;
+}

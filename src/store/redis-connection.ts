@@ -1,0 +1,136 @@
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../observability/log.js';
+import type { RedisClient } from './redis-scripts.js';
+
+export type RedisConfig = NonNullable<Config['redis']>;
+
+/** Whether `config` names a Redis at all; without one the service runs on the in-memory store. */
+export function hasRedisConnection(config: Config['redis'] | undefined): config is RedisConfig {
+  return config !== undefined && (config.url !== undefined || config.cluster !== undefined || config.sentinel !== undefined);
+}
+
+/**
+ * A client for the standalone server, Cluster or Sentinel-managed master that `config` names.
+ * Commands never wait for a connection: while Redis is away they fail at once (the engine answers
+ * PASS), and the client keeps reconnecting by itself. With `cluster` or `sentinel`, `url` may still
+ * be given for the password, user name and TLS (rediss://) that the data nodes require.
+ */
+export function connectRedis(config: RedisConfig, logger: Logger): RedisClient {
+  const client = createClient(config);
+  reportConnectionChanges(client, logger);
+  return client;
+}
+
+function createClient(config: RedisConfig): RedisClient {
+  if (config.cluster !== undefined && config.sentinel !== undefined) {
+    throw new Error('redis.cluster and redis.sentinel exclude each other: configure one of them');
+  }
+  const endpoint = config.url === undefined ? undefined : parseRedisUrl(config.url);
+  const commandOptions = {
+    username: endpoint?.username,
+    password: endpoint?.password,
+    tls: endpoint?.tls ? {} : undefined,
+    commandTimeout: config.commandTimeoutMs,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    maxRetriesPerRequest: 1,
+  } satisfies RedisOptions;
+
+  if (config.cluster !== undefined) {
+    // The Cluster connects to nodes lazily, hands them commands only while they are new or ready,
+    // and reconnects as a whole after refreshing its slot map, so its own offline queue is the one
+    // to turn off.
+    return new Cluster(config.cluster.nodes.map(parseNodeAddress), {
+      redisOptions: commandOptions,
+      enableOfflineQueue: false,
+      clusterRetryStrategy: reconnectDelayMs,
+      retryDelayOnFailover: RETRY_DELAY_IN_CLUSTER_MS,
+      retryDelayOnClusterDown: RETRY_DELAY_IN_CLUSTER_MS,
+      retryDelayOnTryAgain: RETRY_DELAY_IN_CLUSTER_MS,
+      slotsRefreshTimeout: Math.max(config.commandTimeoutMs, 1000),
+    });
+  }
+  const connectionOptions = {
+    ...commandOptions,
+    db: endpoint?.db ?? 0,
+    enableOfflineQueue: false,
+    retryStrategy: reconnectDelayMs,
+  } satisfies RedisOptions;
+  if (config.sentinel !== undefined) {
+    return new Redis({
+      ...connectionOptions,
+      name: config.sentinel.name,
+      sentinels: config.sentinel.sentinels.map(parseNodeAddress),
+      sentinelRetryStrategy: reconnectDelayMs,
+      enableTLSForSentinelMode: connectionOptions.tls !== undefined,
+    });
+  }
+  if (endpoint === undefined) throw new Error('redis.url, redis.cluster or redis.sentinel is required');
+  return new Redis({ ...connectionOptions, host: endpoint.host, port: endpoint.port });
+}
+
+interface RedisEndpoint {
+  host: string;
+  port: number;
+  username: string | undefined;
+  password: string | undefined;
+  db: number;
+  tls: boolean;
+}
+
+const DEFAULT_PORT = 6379;
+const CONNECT_TIMEOUT_MS = 2000;
+const MAX_RECONNECT_DELAY_MS = 1000;
+const RETRY_DELAY_IN_CLUSTER_MS = 50;
+
+function reconnectDelayMs(attempt: number): number {
+  return Math.min(100 * attempt, MAX_RECONNECT_DELAY_MS);
+}
+
+function parseRedisUrl(url: string): RedisEndpoint {
+  const parsed = new URL(url);
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
+    throw new Error(`redis URL must start with redis:// or rediss:// (got "${parsed.protocol}")`);
+  }
+  const database = parsed.pathname.replace(/^\//, '');
+  if (database !== '' && !/^\d+$/.test(database)) {
+    throw new Error(`redis URL path must be a database number (got "/${database}")`);
+  }
+  return {
+    host: parsed.hostname.replace(/^\[|\]$/g, '') || 'localhost',
+    port: parsed.port === '' ? DEFAULT_PORT : Number(parsed.port),
+    username: parsed.username === '' ? undefined : decodeURIComponent(parsed.username),
+    password: parsed.password === '' ? undefined : decodeURIComponent(parsed.password),
+    db: database === '' ? 0 : Number(database),
+    tls: parsed.protocol === 'rediss:',
+  };
+}
+
+/** `host:port` or a redis:// URL, for Cluster seed nodes and Sentinels. */
+function parseNodeAddress(address: string): { host: string; port: number } {
+  if (/^rediss?:\/\//.test(address)) {
+    const { host, port } = parseRedisUrl(address);
+    return { host, port };
+  }
+  const separator = address.lastIndexOf(':');
+  const port = separator === -1 ? DEFAULT_PORT : Number(address.slice(separator + 1));
+  if (!Number.isInteger(port) || port <= 0 || port > 65535) {
+    throw new Error(`expected "host:port" for a Redis node (got "${address}")`);
+  }
+  const host = separator === -1 ? address : address.slice(0, separator);
+  return { host: host.replace(/^\[|\]$/g, ''), port };
+}
+
+/** One line when the connection fails and one when it is back, not one per reconnect attempt. */
+function reportConnectionChanges(client: RedisClient, logger: Logger): void {
+  let failing = false;
+  client.on('ready', () => {
+    failing = false;
+    logger.info('redis connected');
+  });
+  client.on('error', (error: Error) => {
+    if (failing) return;
+    failing = true;
+    logger.warn({ err: error }, 'redis unavailable; requests pass to the origin until it is back');
+  });
+}

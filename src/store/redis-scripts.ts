@@ -1,0 +1,124 @@
+import { createHash } from 'node:crypto';
+import type { Cluster, Redis } from 'ioredis';
+
+/**
+ * The Lua scripts of the Redis store. Each touches the keys of one virtual shard only (one Cluster
+ * slot), and every key it touches is named in KEYS except entry keys found through an index, which
+ * share the shard's hash tag.
+ *
+ * Times come from the Redis server clock (TIME), never from a replica's, so that index scores and
+ * entry expiry agree however far apart the replicas' clocks are.
+ */
+
+export type RedisClient = Redis | Cluster;
+type ScriptArgument = string | number | Buffer;
+
+export class LuaScript {
+  private readonly sha: string;
+
+  constructor(private readonly source: string) {
+    this.sha = createHash('sha1').update(source).digest('hex');
+  }
+
+  /** EVALSHA, falling back to EVAL once per server that has not seen the script (or was restarted). */
+  async run(client: RedisClient, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
+    try {
+      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+      return client.eval(this.source, keys.length, ...keys, ...args);
+    }
+  }
+}
+
+/**
+ * Deletes up to `budget` entries listed in the sorted sets KEYS[first..last] and removes them from
+ * those sets. Members whose score (entry expiry) has passed are trimmed first: their entries are
+ * gone already. Returns the number of entries deleted and the number of members still listed.
+ */
+const DRAIN_INDEXES = `
+local function drain(first, last, entryKeyPrefix, budget)
+  local now = redis.call('TIME')
+  local nowMs = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+  local removed, remaining = 0, 0
+  for i = first, last do
+    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', '(' .. nowMs)
+    if budget > 0 then
+      local ids = redis.call('ZRANGE', KEYS[i], 0, budget - 1)
+      for _, id in ipairs(ids) do
+        removed = removed + redis.call('DEL', entryKeyPrefix .. id)
+      end
+      if #ids > 0 then
+        redis.call('ZREM', KEYS[i], unpack(ids))
+      end
+      budget = budget - #ids
+    end
+    remaining = remaining + redis.call('ZCARD', KEYS[i])
+  end
+  return { removed, remaining }
+end
+`;
+
+/**
+ * Stores an entry unless the mark is stale. KEYS: entry, floor, all-entries index, then the tags'
+ * invalidation records, then the tags' indexes (same order). ARGV: encoded entry, ttl ms, mark
+ * sequence, entry id. Returns 1 when stored, 0 when refused.
+ */
+export const STORE_ENTRY = new LuaScript(`
+local tagCount = (#KEYS - 3) / 2
+local markSequence = tonumber(ARGV[3])
+if tonumber(redis.call('GET', KEYS[2]) or '0') > markSequence then
+  return 0
+end
+for i = 4, 3 + tagCount do
+  local invalidatedAt = redis.call('GET', KEYS[i])
+  if invalidatedAt and tonumber(invalidatedAt) > markSequence then
+    return 0
+  end
+end
+local ttlMs = tonumber(ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ttlMs)
+local now = redis.call('TIME')
+local nowMs = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local function index(key)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. nowMs)
+  redis.call('ZADD', key, nowMs + ttlMs, ARGV[4])
+  if redis.call('PTTL', key) < ttlMs then
+    redis.call('PEXPIRE', key, ttlMs)
+  end
+end
+index(KEYS[3])
+for i = 4 + tagCount, 3 + 2 * tagCount do
+  index(KEYS[i])
+end
+return 1
+`);
+
+/**
+ * Invalidates tags on one shard. KEYS: sequence, then the tags' invalidation records, then the
+ * tags' indexes (same order). ARGV: entry key prefix, record ttl ms, budget, '1' on the first call
+ * (which records the invalidation) or '0' on the calls that only drain what the budget left.
+ * Returns { entries deleted, members still listed }.
+ */
+export const INVALIDATE_TAGS = new LuaScript(`${DRAIN_INDEXES}
+local tagCount = (#KEYS - 1) / 2
+if ARGV[4] == '1' then
+  local sequence = redis.call('INCR', KEYS[1])
+  for i = 2, 1 + tagCount do
+    redis.call('SET', KEYS[i], sequence, 'PX', tonumber(ARGV[2]))
+  end
+end
+return drain(2 + tagCount, 1 + 2 * tagCount, ARGV[1], tonumber(ARGV[3]))
+`);
+
+/**
+ * Invalidates every entry of one shard. KEYS: sequence, floor, all-entries index. ARGV: entry key
+ * prefix, budget, '1' on the first call (which raises the floor) or '0' on draining calls.
+ * Returns { entries deleted, members still listed }.
+ */
+export const INVALIDATE_SHARD = new LuaScript(`${DRAIN_INDEXES}
+if ARGV[3] == '1' then
+  redis.call('SET', KEYS[2], redis.call('INCR', KEYS[1]))
+end
+return drain(3, 3, ARGV[1], tonumber(ARGV[2]))
+`);

@@ -1,0 +1,206 @@
+import { once } from 'node:events';
+import { performance } from 'node:perf_hooks';
+import { silentLogger, type Logger } from '../observability/log.js';
+import { decodeEntry, encodeEntry } from './entry-codec.js';
+import { connectRedis, type RedisConfig } from './redis-connection.js';
+import { RedisKeyLayout, SHARD_COUNT } from './redis-layout.js';
+import { INVALIDATE_SHARD, INVALIDATE_TAGS, STORE_ENTRY, type LuaScript, type RedisClient } from './redis-scripts.js';
+import type { CacheStore, CachedResponse, InvalidationMark, Lookup, StoreOptions } from './types.js';
+
+export interface RedisStoreOptions {
+  logger?: Logger;
+}
+
+/**
+ * The store shared by every replica (data model in redis-layout.ts). A HIT is one MGET of the entry
+ * and its shard's invalidation sequence. Every call is bounded by `commandTimeoutMs` and fails at
+ * once while Redis is unreachable, so the engine answers PASS instead of waiting.
+ *
+ * Race guard: the mark a lookup returns holds the shard's invalidation sequence. Invalidating a tag
+ * raises the sequence and records it against the tag for MARK_LIFETIME_MS (plus a margin); `store`
+ * refuses, inside its script, when a tag's record is newer than the mark. A mark belongs to the
+ * key whose lookup returned it (sequences are per shard), and one older than its lifetime is
+ * refused without asking, since the records it would need may be gone.
+ */
+export class RedisStore implements CacheStore {
+  private readonly client: RedisClient;
+  private readonly layout: RedisKeyLayout;
+  private readonly timeoutMs: number;
+
+  constructor(config: RedisConfig, options: RedisStoreOptions = {}) {
+    this.layout = new RedisKeyLayout(config.keyPrefix);
+    this.timeoutMs = config.commandTimeoutMs;
+    this.client = connectRedis(config, options.logger ?? silentLogger());
+  }
+
+  async lookup(key: string): Promise<Lookup> {
+    const location = this.layout.locate(key);
+    const [entryBytes, sequence] = await this.withinTimeout(
+      this.client.mgetBuffer(this.layout.entryKey(location), this.layout.sequenceKey(location.shard)),
+      'lookup',
+    );
+    return {
+      entry: entryBytes ? decodeEntry(entryBytes) : undefined,
+      mark: encodeMark({ shard: location.shard, sequence: Number(sequence ?? 0), takenAt: performance.now() }),
+    };
+  }
+
+  async store(key: string, response: CachedResponse, options: StoreOptions): Promise<boolean> {
+    const location = this.layout.locate(key);
+    const mark = decodeMark(options.mark);
+    const ttlMs = Math.ceil(options.ttlSeconds * 1000);
+    if (
+      !(ttlMs > 0) ||
+      mark === undefined ||
+      mark.shard !== location.shard ||
+      performance.now() - mark.takenAt > MARK_LIFETIME_MS
+    ) {
+      return false;
+    }
+    const { shard } = location;
+    const tags = [...new Set(options.tags)];
+    const keys = [
+      this.layout.entryKey(location),
+      this.layout.floorKey(shard),
+      this.layout.allEntriesKey(shard),
+      ...tags.map((tag) => this.layout.tagInvalidationKey(shard, tag)),
+      ...tags.map((tag) => this.layout.tagIndexKey(shard, tag)),
+    ];
+    const stored = await this.withinTimeout(
+      STORE_ENTRY.run(this.client, keys, [encodeEntry(response), ttlMs, mark.sequence, location.entryId]),
+      'store',
+    );
+    return stored === 1;
+  }
+
+  async invalidate(tags: readonly string[]): Promise<number> {
+    const uniqueTags = [...new Set(tags)];
+    if (uniqueTags.length === 0) return 0;
+    return this.onEveryShard((shard) =>
+      this.drainShard(
+        INVALIDATE_TAGS,
+        [
+          this.layout.sequenceKey(shard),
+          ...uniqueTags.map((tag) => this.layout.tagInvalidationKey(shard, tag)),
+          ...uniqueTags.map((tag) => this.layout.tagIndexKey(shard, tag)),
+        ],
+        (firstCall) => [this.layout.entryKeyPrefix(shard), INVALIDATION_RECORD_TTL_MS, DRAIN_BUDGET, firstCall ? '1' : '0'],
+      ),
+    );
+  }
+
+  async invalidateAll(): Promise<number> {
+    return this.onEveryShard((shard) =>
+      this.drainShard(
+        INVALIDATE_SHARD,
+        [this.layout.sequenceKey(shard), this.layout.floorKey(shard), this.layout.allEntriesKey(shard)],
+        (firstCall) => [this.layout.entryKeyPrefix(shard), DRAIN_BUDGET, firstCall ? '1' : '0'],
+      ),
+    );
+  }
+
+  async persistedQuery(hash: string): Promise<string | undefined> {
+    const query = await this.withinTimeout(this.client.get(this.layout.persistedQueryKey(hash)), 'persisted query lookup');
+    return query ?? undefined;
+  }
+
+  async registerPersistedQuery(hash: string, query: string, ttlSeconds: number): Promise<void> {
+    const ttlMs = Math.ceil(ttlSeconds * 1000);
+    await this.withinTimeout(this.client.set(this.layout.persistedQueryKey(hash), query, 'PX', ttlMs), 'persisted query registration');
+  }
+
+  /** Waits up to `commandTimeoutMs` for a connection that is still being made, then pings. */
+  async ping(): Promise<void> {
+    if (this.client.status !== 'ready') {
+      await once(this.client, 'ready', { signal: AbortSignal.timeout(this.timeoutMs) }).catch((error: unknown) => {
+        throw new Error('redis is not connected', { cause: error });
+      });
+    }
+    await this.withinTimeout(this.client.ping(), 'ping');
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.withinTimeout(this.client.quit(), 'close');
+    } catch {
+      // Unreachable or slow: nothing left to flush, so dropping the connection loses nothing.
+    } finally {
+      this.client.disconnect();
+    }
+  }
+
+  /** Runs `invalidateShard` on every shard at once; resolves to the total removed, rejects if any failed. */
+  private async onEveryShard(invalidateShard: (shard: number) => Promise<number>): Promise<number> {
+    const removed = await Promise.all(Array.from({ length: SHARD_COUNT }, (_, shard) => invalidateShard(shard)));
+    return removed.reduce((sum, count) => sum + count, 0);
+  }
+
+  /**
+   * The first call records the invalidation and deletes up to DRAIN_BUDGET entries; further calls
+   * delete the rest, so no single script holds Redis for long. Entries still listed after the
+   * first call cannot be refreshed meanwhile (the record refuses them), and the caller hears of
+   * success only once all are gone.
+   */
+  private async drainShard(
+    script: LuaScript,
+    keys: readonly string[],
+    argumentsFor: (firstCall: boolean) => ReadonlyArray<string | number>,
+  ): Promise<number> {
+    let removed = 0;
+    for (let firstCall = true; ; firstCall = false) {
+      const reply = await this.withinTimeout(script.run(this.client, keys, argumentsFor(firstCall)), 'invalidation');
+      const [deleted, remaining] = parseDrainReply(reply);
+      removed += deleted;
+      if (remaining === 0) return removed;
+    }
+  }
+
+  private async withinTimeout<T>(operation: Promise<T>, what: string): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`redis ${what} timed out after ${this.timeoutMs} ms`)), this.timeoutMs);
+    });
+    try {
+      return await Promise.race([operation, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/**
+ * How long a MISS may spend at the origin and still be stored. Longer fetches are not stored: the
+ * invalidation records that would prove them current are kept only this long.
+ */
+const MARK_LIFETIME_MS = 60_000;
+/** Past the mark lifetime by enough to absorb network delay and clock rate differences. */
+const INVALIDATION_RECORD_TTL_MS = MARK_LIFETIME_MS + 10_000;
+/** Entries one invalidation script deletes before handing Redis back to other clients. */
+const DRAIN_BUDGET = 1000;
+
+interface DecodedMark {
+  shard: number;
+  sequence: number;
+  /** performance.now() of the lookup: marks never leave the process that took them. */
+  takenAt: number;
+}
+
+function encodeMark(mark: DecodedMark): InvalidationMark {
+  return { value: `${mark.shard}:${mark.sequence}:${mark.takenAt}` };
+}
+
+function decodeMark(mark: InvalidationMark): DecodedMark | undefined {
+  const parts = mark.value.split(':').map(Number);
+  const [shard = NaN, sequence = NaN, takenAt = NaN] = parts;
+  if (parts.length !== 3 || !Number.isInteger(shard) || !Number.isSafeInteger(sequence) || !Number.isFinite(takenAt)) {
+    return undefined;
+  }
+  return { shard, sequence, takenAt };
+}
+
+function parseDrainReply(reply: unknown): [deleted: number, remaining: number] {
+  if (!Array.isArray(reply) || typeof reply[0] !== 'number' || typeof reply[1] !== 'number') {
+    throw new Error(`unexpected reply from the invalidation script: ${JSON.stringify(reply)}`);
+  }
+  return [reply[0], reply[1]];
+}

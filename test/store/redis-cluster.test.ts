@@ -1,0 +1,71 @@
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createStore, type CacheStore } from '../../src/store/index.js';
+import { RedisKeyLayout, SHARD_COUNT } from '../../src/store/redis-layout.js';
+import { startRedisCluster, type RedisCluster } from '../support/redis.js';
+import { describeStoreContract, jsonResponse, untilReady } from './contract.js';
+import { scanKeys } from './redis-inspection.js';
+
+let cluster: RedisCluster;
+let masters: Redis[];
+let prefixNumber = 0;
+const openStores: CacheStore[] = [];
+
+beforeAll(async () => {
+  cluster = await startRedisCluster(3);
+  masters = cluster.nodes.map(({ host, port }) => new Redis({ host, port }));
+});
+
+afterAll(async () => {
+  for (const master of masters ?? []) master.disconnect();
+  await cluster?.stop();
+});
+
+afterEach(async () => {
+  await Promise.all(openStores.splice(0).map((store) => store.close()));
+});
+
+async function openStore(keyPrefix: string): Promise<CacheStore> {
+  const nodes = cluster.nodes.map(({ host, port }) => `${host}:${port}`);
+  const store = await untilReady(createStore({ cluster: { nodes }, keyPrefix, commandTimeoutMs: 1000 }, { memoryMaxBytes: 0 }));
+  openStores.push(store);
+  return store;
+}
+
+function uniquePrefix(name: string): string {
+  prefixNumber += 1;
+  return `${name}-${prefixNumber}:`;
+}
+
+describeStoreContract('Redis Cluster of three masters', () => openStore(uniquePrefix('contract')));
+
+describe('Redis Cluster', () => {
+  it('spreads entries over every master and invalidates them on every shard', async () => {
+    const keyPrefix = uniquePrefix('spread');
+    const layout = new RedisKeyLayout(keyPrefix);
+    const store = await openStore(keyPrefix);
+    const otherReplica = await openStore(keyPrefix);
+    const keys = Array.from({ length: 200 }, (_, index) => `products-page-${index}`);
+    const shards = new Set(keys.map((key) => layout.locate(key).shard));
+    expect(shards.size).toBe(SHARD_COUNT);
+
+    await Promise.all(
+      keys.map(async (key) => {
+        const { mark } = await store.lookup(key);
+        await store.store(key, jsonResponse(key), { tags: ['Product', `Page:${key}`], ttlSeconds: 60, mark });
+      }),
+    );
+    const entriesPerMaster = await Promise.all(masters.map(async (master) => (await scanKeys(master, `${keyPrefix}*:e:*`)).length));
+    expect(entriesPerMaster.every((count) => count > 0)).toBe(true);
+    expect(entriesPerMaster.reduce((sum, count) => sum + count, 0)).toBe(keys.length);
+
+    expect(await otherReplica.invalidate(['Product'])).toBe(keys.length);
+    const leftPerMaster = await Promise.all(masters.map(async (master) => (await scanKeys(master, `${keyPrefix}*:e:*`)).length));
+    expect(leftPerMaster).toEqual(masters.map(() => 0));
+    const recordsPerMaster = await Promise.all(masters.map(async (master) => (await scanKeys(master, `${keyPrefix}*:i:Product`)).length));
+    expect(recordsPerMaster.every((count) => count > 0)).toBe(true);
+    expect(recordsPerMaster.reduce((sum, count) => sum + count, 0)).toBe(SHARD_COUNT);
+    const stillCached = await Promise.all(keys.map(async (key) => (await store.lookup(key)).entry !== undefined));
+    expect(stillCached.filter(Boolean)).toEqual([]);
+  });
+});

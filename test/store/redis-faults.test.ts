@@ -1,0 +1,115 @@
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createStore, type CacheStore, type InvalidationMark } from '../../src/store/index.js';
+import { startRedisServer, type RedisServer } from '../support/redis.js';
+import { jsonResponse, sleep, untilReady } from './contract.js';
+
+const COMMAND_TIMEOUT_MS = 200;
+
+let server: RedisServer;
+let store: CacheStore;
+
+beforeAll(async () => {
+  server = await startRedisServer();
+});
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+beforeEach(async () => {
+  store = await untilReady(
+    createStore({ url: server.url, keyPrefix: 'faults:', commandTimeoutMs: COMMAND_TIMEOUT_MS }, { memoryMaxBytes: 0 }),
+  );
+});
+
+afterEach(async () => {
+  await store.close();
+});
+
+/** Every store operation, each expected to reject while Redis cannot answer. */
+function everyOperation(mark: InvalidationMark): Array<[string, () => Promise<unknown>]> {
+  return [
+    ['lookup', () => store.lookup('query')],
+    ['store', () => store.store('query', jsonResponse('x'), { tags: ['A'], ttlSeconds: 60, mark })],
+    ['invalidate', () => store.invalidate(['A'])],
+    ['invalidateAll', () => store.invalidateAll()],
+    ['persistedQuery', () => store.persistedQuery('a'.repeat(64))],
+    ['registerPersistedQuery', () => store.registerPersistedQuery('a'.repeat(64), '{ a }', 60)],
+    ['ping', () => store.ping()],
+  ];
+}
+
+async function expectEveryOperationToRejectWithin(limitMs: number, mark: InvalidationMark): Promise<void> {
+  const outcomes = await Promise.all(
+    everyOperation(mark).map(async ([name, operation]) => {
+      const started = performance.now();
+      const outcome = await operation().then(
+        () => 'resolved',
+        () => 'rejected',
+      );
+      return { name, outcome, fastEnough: performance.now() - started < limitMs };
+    }),
+  );
+  expect(outcomes).toEqual(outcomes.map(({ name }) => ({ name, outcome: 'rejected', fastEnough: true })));
+}
+
+async function eventually(check: () => Promise<unknown>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await check();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await sleep(50);
+    }
+  }
+}
+
+describe('Redis store faults', () => {
+  it('fails fast while Redis is down and resumes by itself when it is back on the same port', async () => {
+    const { mark } = await store.lookup('query');
+    expect(await store.store('query', jsonResponse('before'), { tags: ['A'], ttlSeconds: 60, mark })).toBe(true);
+
+    const missed = await store.lookup('query');
+    await server.kill();
+    try {
+      await expectEveryOperationToRejectWithin(COMMAND_TIMEOUT_MS + 150, missed.mark);
+    } finally {
+      await server.restart();
+    }
+
+    await eventually(() => store.lookup('query'));
+    const afterRestart = await store.lookup('query');
+    expect(afterRestart.entry).toBeUndefined();
+    expect(await store.store('query', jsonResponse('after'), { tags: ['A'], ttlSeconds: 60, mark: afterRestart.mark })).toBe(true);
+    expect((await store.lookup('query')).entry?.body.toString()).toBe('after');
+    expect(await store.invalidate(['A'])).toBe(1);
+  });
+
+  it('bounds every call by the command timeout when Redis is slow', async () => {
+    const { mark } = await store.lookup('query');
+    const admin = new Redis(server.url);
+    try {
+      await admin.client('PAUSE', 1000, 'ALL');
+      await expectEveryOperationToRejectWithin(COMMAND_TIMEOUT_MS + 150, mark);
+    } finally {
+      await sleep(1000);
+      admin.disconnect();
+    }
+    await eventually(() => store.ping());
+  });
+
+  it('does not answer ping before a connection exists', async () => {
+    const unreachable = createStore(
+      { url: 'redis://127.0.0.1:1', keyPrefix: 'faults:', commandTimeoutMs: COMMAND_TIMEOUT_MS },
+      { memoryMaxBytes: 0 },
+    );
+    const started = performance.now();
+    await expect(unreachable.ping()).rejects.toThrow();
+    await expect(unreachable.lookup('query')).rejects.toThrow();
+    expect(performance.now() - started).toBeLessThan(COMMAND_TIMEOUT_MS + 150);
+    await unreachable.close();
+  });
+});

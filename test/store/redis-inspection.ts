@@ -1,0 +1,26 @@
+import type { Redis } from 'ioredis';
+import type { RedisKeyLayout } from '../../src/store/redis-layout.js';
+
+/** SCAN of a test's own server, to prove what the store left behind (the store itself never scans). */
+export async function scanKeys(client: Redis, pattern: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    keys.push(...batch);
+    cursor = next;
+  } while (cursor !== '0');
+  return keys;
+}
+
+/** `count` cache keys that hash to the same virtual shard, so a test can watch one shard's indexes. */
+export function keysInSameShard(layout: RedisKeyLayout, count: number): string[] {
+  const byShard = new Map<number, string[]>();
+  for (let candidate = 0; ; candidate += 1) {
+    const key = `query-${candidate}`;
+    const { shard } = layout.locate(key);
+    const keys = [...(byShard.get(shard) ?? []), key];
+    if (keys.length === count) return keys;
+    byShard.set(shard, keys);
+  }
+}

@@ -1,0 +1,232 @@
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createStore, type CacheStore } from '../../src/store/index.js';
+import { RedisKeyLayout, SHARD_COUNT } from '../../src/store/redis-layout.js';
+import { startRedisSentinel, startRedisServer, type RedisServer } from '../support/redis.js';
+import { bodyText, describeStoreContract, jsonResponse, sleep, untilReady } from './contract.js';
+import { keysInSameShard, scanKeys } from './redis-inspection.js';
+
+let server: RedisServer;
+let inspector: Redis;
+let prefixNumber = 0;
+const openStores: CacheStore[] = [];
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  inspector = new Redis(server.url);
+});
+
+afterAll(async () => {
+  inspector?.disconnect();
+  await server?.stop();
+});
+
+function uniquePrefix(name: string): string {
+  prefixNumber += 1;
+  return `${name}-${prefixNumber}:`;
+}
+
+async function openStore(keyPrefix: string): Promise<CacheStore> {
+  const store = await untilReady(createStore({ url: server.url, keyPrefix, commandTimeoutMs: 1000 }, { memoryMaxBytes: 0 }));
+  openStores.push(store);
+  return store;
+}
+
+afterEach(async () => {
+  await Promise.all(openStores.splice(0).map((store) => store.close()));
+});
+
+async function storeAfterMiss(store: CacheStore, key: string, tags: readonly string[], ttlSeconds = 60, text = key): Promise<boolean> {
+  const { mark } = await store.lookup(key);
+  return store.store(key, jsonResponse(text), { tags, ttlSeconds, mark });
+}
+
+describeStoreContract('standalone Redis', () => openStore(uniquePrefix('contract')));
+
+describe('Redis data model', () => {
+  it('gives every key a lifetime except a fixed set of bookkeeping keys, and trims expired index members', async () => {
+    const keyPrefix = uniquePrefix('model');
+    const layout = new RedisKeyLayout(keyPrefix);
+    const store = await openStore(keyPrefix);
+    const [shortLived, longLived, later] = keysInSameShard(layout, 3) as [string, string, string];
+    const { shard } = layout.locate(shortLived);
+
+    await storeAfterMiss(store, shortLived, ['Product:1', 'Product'], 1);
+    await storeAfterMiss(store, longLived, ['Product'], 30);
+    expect(await inspector.pttl(layout.entryKey(layout.locate(shortLived)))).toBeLessThanOrEqual(1000);
+    expect(await inspector.zcard(layout.tagIndexKey(shard, 'Product'))).toBe(2);
+    expect(await inspector.pttl(layout.tagIndexKey(shard, 'Product'))).toBeGreaterThan(29_000);
+    expect(await inspector.pttl(layout.tagIndexKey(shard, 'Product:1'))).toBeLessThanOrEqual(1000);
+
+    await store.invalidate(['User:1']);
+    for (let each = 0; each < SHARD_COUNT; each += 1) {
+      const recordTtl = await inspector.pttl(layout.tagInvalidationKey(each, 'User:1'));
+      expect(recordTtl).toBeGreaterThan(0);
+      expect(recordTtl).toBeLessThanOrEqual(70_000);
+    }
+
+    await sleep(1100);
+    expect(await inspector.exists(layout.tagIndexKey(shard, 'Product:1'))).toBe(0);
+    expect(await inspector.zcard(layout.tagIndexKey(shard, 'Product'))).toBe(2);
+    await storeAfterMiss(store, later, ['Product'], 30);
+    expect(await inspector.zrange(layout.tagIndexKey(shard, 'Product'), 0, -1)).toEqual(
+      expect.arrayContaining([layout.locate(longLived).entryId, layout.locate(later).entryId]),
+    );
+    expect(await inspector.zcard(layout.tagIndexKey(shard, 'Product'))).toBe(2);
+    expect(await inspector.zcard(layout.allEntriesKey(shard))).toBe(2);
+
+    const keys = await scanKeys(inspector, `${keyPrefix}*`);
+    const ttls = await Promise.all(keys.map((key) => inspector.pttl(key)));
+    const keptForever = keys.filter((_, index) => ttls[index] === -1);
+    const bookkeeping = Array.from({ length: SHARD_COUNT }, (_, each) => [layout.sequenceKey(each), layout.floorKey(each)]).flat();
+    expect(keptForever.every((key) => bookkeeping.includes(key))).toBe(true);
+  });
+
+  it('removes invalidated entries from the tag index, leaving no empty index behind', async () => {
+    const keyPrefix = uniquePrefix('drain');
+    const layout = new RedisKeyLayout(keyPrefix);
+    const store = await openStore(keyPrefix);
+    const keys = Array.from({ length: 2500 }, (_, index) => `list-${index}`);
+    await Promise.all(keys.map((key) => storeAfterMiss(store, key, ['Product'])));
+    expect(await store.invalidate(['Product'])).toBe(keys.length);
+    expect(await scanKeys(inspector, `${keyPrefix}*:t:Product`)).toEqual([]);
+    expect(await scanKeys(inspector, `${keyPrefix}*:e:*`)).toEqual([]);
+    expect(await store.invalidateAll()).toBe(0);
+    expect(await scanKeys(inspector, `${keyPrefix}*:all`)).toEqual([]);
+    for (const key of keys.slice(0, 3)) expect((await store.lookup(key)).entry).toBeUndefined();
+    expect(layout.entryKeyPrefix(0).startsWith(keyPrefix)).toBe(true);
+  });
+
+  it('answers a lookup with one command and never lists or scans the keyspace', async () => {
+    const store = await openStore(uniquePrefix('round-trips'));
+    await storeAfterMiss(store, 'cached', ['A']);
+    await store.registerPersistedQuery('f'.repeat(64), '{ a }', 60);
+
+    await inspector.config('RESETSTAT');
+    for (let index = 0; index < 10; index += 1) {
+      await store.lookup('cached');
+      await store.lookup(`missing-${index}`);
+    }
+    const lookupStats = await commandStats();
+    expect(lookupStats).toEqual({ mget: 20 });
+
+    await storeAfterMiss(store, 'another', ['A', 'B']);
+    await store.persistedQuery('f'.repeat(64));
+    await store.invalidate(['A']);
+    await store.invalidateAll();
+    const allStats = await commandStats();
+    expect(Object.keys(allStats).filter((command) => /^(keys|scan)$/.test(command))).toEqual([]);
+  });
+
+  it('stores a body raw behind a header of a few dozen bytes', async () => {
+    const keyPrefix = uniquePrefix('size');
+    const layout = new RedisKeyLayout(keyPrefix);
+    const store = await openStore(keyPrefix);
+    for (const bodyBytes of [1000, 10_000, 100_000, 1_000_000]) {
+      const key = `size-${bodyBytes}`;
+      const { mark } = await store.lookup(key);
+      const response = { ...jsonResponse(key), body: Buffer.alloc(bodyBytes, 'x') };
+      await store.store(key, response, { tags: ['Product', 'Product:1', 'Query.products'], ttlSeconds: 60, mark });
+      const entryBytes = await inspector.strlen(layout.entryKey(layout.locate(key)));
+      expect(entryBytes - bodyBytes).toBeLessThan(100);
+      if (bodyBytes >= 10_000) {
+        // Beyond the encoding, Redis adds its key and object headers and the allocator's size-class rounding.
+        const usage = (await inspector.memory('USAGE', layout.entryKey(layout.locate(key)), 'SAMPLES', 0)) as number;
+        expect(usage / bodyBytes).toBeLessThan(1.3);
+      }
+    }
+  });
+
+  it('rejects a key prefix that would break Cluster hash tags', () => {
+    expect(() => createStore({ url: server.url, keyPrefix: 'svc{a}:', commandTimeoutMs: 250 }, { memoryMaxBytes: 0 })).toThrow(
+      /keyPrefix/,
+    );
+  });
+});
+
+describe('Redis shared by services and replicas', () => {
+  it('keeps services with different key prefixes apart', async () => {
+    const shop = await openStore(uniquePrefix('shop'));
+    const blog = await openStore(uniquePrefix('blog'));
+    await storeAfterMiss(shop, 'query', ['Product'], 60, 'shop');
+    expect((await blog.lookup('query')).entry).toBeUndefined();
+    await storeAfterMiss(blog, 'query', ['Product'], 60, 'blog');
+    await shop.registerPersistedQuery('a'.repeat(64), '{ shop }', 60);
+
+    expect(await blog.invalidate(['Product'])).toBe(1);
+    expect(bodyText(await shop.lookup('query'))).toBe('shop');
+    await storeAfterMiss(blog, 'query', ['Product'], 60, 'blog');
+    expect(await shop.invalidateAll()).toBe(1);
+    expect(bodyText(await blog.lookup('query'))).toBe('blog');
+    expect(await blog.persistedQuery('a'.repeat(64))).toBeUndefined();
+    expect(await shop.persistedQuery('a'.repeat(64))).toBe('{ shop }');
+  });
+
+  it('lets every replica see the entries, invalidations and persisted queries of the others', async () => {
+    const keyPrefix = uniquePrefix('replicas');
+    const [first, second] = await Promise.all([openStore(keyPrefix), openStore(keyPrefix)]);
+
+    await storeAfterMiss(first, 'product-1', ['Product:1'], 60, 'from first');
+    expect(bodyText(await second.lookup('product-1'))).toBe('from first');
+    await second.registerPersistedQuery('b'.repeat(64), '{ b }', 60);
+    expect(await first.persistedQuery('b'.repeat(64))).toBe('{ b }');
+
+    expect(await second.invalidate(['Product:1'])).toBe(1);
+    expect((await first.lookup('product-1')).entry).toBeUndefined();
+
+    const missedOnFirst = await first.lookup('product-1');
+    await second.invalidate(['Product:1']);
+    const stale = { tags: ['Product:1'], ttlSeconds: 60, mark: missedOnFirst.mark };
+    expect(await first.store('product-1', jsonResponse('stale'), stale)).toBe(false);
+
+    await storeAfterMiss(first, 'product-2', ['Product:2']);
+    expect(await second.invalidateAll()).toBe(1);
+    expect((await first.lookup('product-2')).entry).toBeUndefined();
+  });
+});
+
+async function commandStats(): Promise<Record<string, number>> {
+  const info = await inspector.info('commandstats');
+  const stats: Record<string, number> = {};
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    const [, command = '', calls = '0'] = match;
+    if (!/^(info|config\|resetstat)$/.test(command)) stats[command] = Number(calls);
+  }
+  return stats;
+}
+
+describe('Redis connection settings', () => {
+  it('authenticates with the password in the URL and fails without it', async () => {
+    const guarded = await startRedisServer({ password: 'p@ss word/with:odd chars' });
+    try {
+      const store = await untilReady(createStore({ url: guarded.url, keyPrefix: 'auth:', commandTimeoutMs: 1000 }, { memoryMaxBytes: 0 }));
+      openStores.push(store);
+      await storeAfterMiss(store, 'query', ['A']);
+      expect(bodyText(await store.lookup('query'))).toBe('query');
+
+      const anonymousUrl = `redis://127.0.0.1:${guarded.port}`;
+      const anonymous = createStore({ url: anonymousUrl, keyPrefix: 'auth:', commandTimeoutMs: 250 }, { memoryMaxBytes: 0 });
+      await expect(anonymous.lookup('query')).rejects.toThrow();
+      await anonymous.close();
+    } finally {
+      await Promise.all(openStores.splice(0).map((store) => store.close()));
+      await guarded.stop();
+    }
+  });
+
+  it('finds the master through Sentinel', async () => {
+    const sentinel = await startRedisSentinel(server, 'svc-master');
+    try {
+      const sentinels = [`127.0.0.1:${sentinel.port}`];
+      const config = { sentinel: { name: 'svc-master', sentinels }, keyPrefix: uniquePrefix('sentinel'), commandTimeoutMs: 1000 };
+      const store = await untilReady(createStore(config, { memoryMaxBytes: 0 }));
+      openStores.push(store);
+      await storeAfterMiss(store, 'query', ['A']);
+      expect(bodyText(await store.lookup('query'))).toBe('query');
+      expect(await store.invalidate(['A'])).toBe(1);
+    } finally {
+      await Promise.all(openStores.splice(0).map((store) => store.close()));
+      await sentinel.stop();
+    }
+  });
+});
