@@ -1,23 +1,35 @@
 import { z } from 'zod';
+import { scopeReferenceIssues } from './scope-references.js';
 
 /**
  * The configuration file of DESIGN.md. `.strict()` everywhere: an unknown key is a typo the operator
- * wants to hear about at start, not a setting silently ignored.
+ * wants to hear about at start, not a setting silently ignored. Error messages are worked out from
+ * these definitions (src/config/issues.ts): `.describe()` names what a value must be where the
+ * types alone would read poorly, and `.meta({ secret: true })` keeps a value out of messages.
  */
 
 const SCOPE_SOURCE = /^(header|cookie):[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
 
+const SCOPE_DEFINITION = '"header:NAME", "cookie:NAME" or several joined with "|", e.g. "header:x-team|cookie:team"';
+
 const scopeDefinition = z
   .string()
-  .refine(
-    (value) => value.split('|').every((part) => SCOPE_SOURCE.test(part.trim())),
-    'expected "header:NAME", "cookie:NAME" or several joined with "|", e.g. "header:x-team|cookie:team"',
-  );
+  .refine((value) => value.split('|').every((part) => SCOPE_SOURCE.test(part.trim())), `expected ${SCOPE_DEFINITION}`)
+  .describe(SCOPE_DEFINITION);
 
-const typeSelection = z.union([
-  z.array(z.string().min(1)).min(1),
-  z.record(z.string().min(1), z.array(z.string().min(1))),
-]);
+const scopeName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected letters, digits and "_", not starting with a digit');
+
+const fieldNames = z.array(z.string().min(1)).describe('a list of field names');
+
+/** An empty field list stands for the whole type. */
+const typeSelection = z
+  .union([
+    z.array(z.string().min(1)).min(1).describe('a non-empty list of type names'),
+    z.record(z.string().min(1), fieldNames),
+  ])
+  .describe('a list of type names, or a mapping of type name to a list of its field names');
 
 const rule = z
   .object({
@@ -31,11 +43,15 @@ const rule = z
 
 export const configSchema = z
   .object({
-    origin: z.object({ url: z.url() }).strict(),
+    origin: z.object({ url: z.url({ protocol: /^https?$/ }).describe('an http:// or https:// URL') }).strict(),
     schema: z.object({ file: z.string().min(1).optional() }).strict().optional(),
     redis: z
       .object({
-        url: z.string().regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL').optional(),
+        url: z
+          .string()
+          .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')
+          .meta({ secret: true })
+          .optional(),
         keyPrefix: z.string().default('svc-cache:'),
         cluster: z.object({ nodes: z.array(z.string().min(1)).min(1) }).strict().optional(),
         sentinel: z
@@ -46,19 +62,24 @@ export const configSchema = z
       })
       .strict()
       .optional(),
-    scopes: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), scopeDefinition).default({}),
+    scopes: z
+      .record(scopeName, scopeDefinition)
+      .describe('a mapping of scope name to "header:NAME", "cookie:NAME" or several joined with "|"')
+      .default({}),
     rules: z.array(rule).default([]),
     keyFields: z
       .object({
-        defaults: z.array(z.string().min(1)).default(['id', '_id']),
-        types: z.record(z.string().min(1), z.array(z.string().min(1)).min(1)).default({}),
+        defaults: fieldNames.default(['id', '_id']),
+        types: z
+          .record(z.string().min(1), z.array(z.string().min(1)).min(1).describe('a non-empty list of field names'))
+          .default({}),
       })
       .strict()
       .default({ defaults: ['id', '_id'], types: {} }),
     mutationPolicy: z.enum(['None', 'Entity', 'List', 'Type']).default('Entity'),
     purge: z
       .object({
-        tokens: z.array(z.string().min(1)).default([]),
+        tokens: z.array(z.string().min(1).meta({ secret: true })).default([]),
         header: z.string().min(1).default('svc-purge-token'),
       })
       .strict()
@@ -97,6 +118,11 @@ export const configSchema = z
         ignoreOriginCacheControl: z.boolean().default(false),
         /** Request headers that make a request skip the cache (off by default: any client could use them). */
         bypassCacheHeaders: z.array(z.string().min(1)).default([]),
+        /**
+         * Key of the hash that names scope buckets. Replicas sharing one store need the same secret to
+         * share scoped entries; without it each process picks a random one.
+         */
+        scopeKeySecret: z.string().min(16).meta({ secret: true }).optional(),
       })
       .strict()
       .default({
@@ -112,19 +138,11 @@ export const configSchema = z
   })
   .strict()
   .superRefine((config, ctx) => {
-    config.rules.forEach((r, index) => {
-      if (r.scope !== undefined && r.scope !== 'PUBLIC' && !(r.scope in config.scopes)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['rules', index, 'scope'],
-          message: `unknown scope "${r.scope}": expected PUBLIC or one of the names under "scopes"`,
-        });
-      }
-    });
-    if ('PUBLIC' in config.scopes) {
-      ctx.addIssue({ code: 'custom', path: ['scopes', 'PUBLIC'], message: 'PUBLIC is built in and cannot be redefined' });
-    }
+    for (const issue of scopeReferenceIssues(config)) ctx.addIssue({ code: 'custom', ...issue });
   });
 
 export type Config = z.infer<typeof configSchema>;
 export type CacheRule = Config['rules'][number];
+
+/** What a file or a caller may write: defaulted settings are optional here. */
+export type ConfigInput = z.input<typeof configSchema>;

@@ -1,0 +1,15 @@
+import { configSchema, type Config } from './schema.js';
+
+/** What `npm start` runs with: no file to write, an in-memory store, and a purge token fit only for a laptop. */
+export function demoConfig(originUrl: string): Config {
+  return configSchema.parse({
+    origin: { url: originUrl },
+    scopes: { AUTHENTICATED: 'header:authorization' },
+    rules: [
+      { description: 'Cache all queries for 15 minutes', types: ['Query'], maxAge: 900, swr: 900 },
+      { description: 'Per-user data', types: { Query: ['me'] }, maxAge: 60, scope: 'AUTHENTICATED' },
+    ],
+    purge: { tokens: ['dev-purge-token'] },
+    apq: { enabled: true },
+  });
+}

@@ -1,0 +1,5 @@
+export { demoConfig } from './demo.js';
+export { ConfigError } from './error.js';
+export { loadConfig, parseConfig, type ParseConfigOptions } from './load.js';
+export { configSchema, type CacheRule, type Config, type ConfigInput } from './schema.js';
+export { watchConfig, type ConfigWatcher, type ConfigWatchHandlers, type ConfigWatchOptions } from './watch.js';

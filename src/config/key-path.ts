@@ -1,0 +1,25 @@
+/** Where a value sits in the configuration: mapping keys and list indexes from the top. */
+export type KeyPath = readonly PropertyKey[];
+
+const PLAIN_KEY = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+
+/** The path as an operator would write it: `rules[1].maxAge`, `keyFields.types.Product`, `scopes["x.y"]`. */
+export function formatKeyPath(path: KeyPath): string {
+  let text = '';
+  for (const segment of path) {
+    if (typeof segment === 'number') text += `[${segment}]`;
+    else if (PLAIN_KEY.test(String(segment))) text += text === '' ? String(segment) : `.${String(segment)}`;
+    else text += `[${JSON.stringify(String(segment))}]`;
+  }
+  return text;
+}
+
+/** The value at `path` in plain data, or undefined when some step is missing. */
+export function valueAt(data: unknown, path: KeyPath): unknown {
+  let value = data;
+  for (const segment of path) {
+    if (typeof value !== 'object' || value === null || !Object.hasOwn(value, segment)) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[segment];
+  }
+  return value;
+}

@@ -1,0 +1,71 @@
+import { buildClientSchema, getIntrospectionQuery, validateSchema, type GraphQLSchema, type IntrospectionQuery } from 'graphql';
+import { formatDuration } from './duration.js';
+import { SchemaLoadError } from './error.js';
+
+export interface IntrospectionOptions {
+  /** Ends the attempt early (the source is closing or reloading). */
+  signal: AbortSignal;
+  timeoutMs: number;
+}
+
+/** Asks the origin for its schema with the standard introspection query. */
+export async function introspectOrigin(url: string, options: IntrospectionOptions): Promise<GraphQLSchema> {
+  const { status, contentType, text } = await post(url, options);
+  let body: { data?: Partial<IntrospectionQuery> | null; errors?: readonly { message?: unknown }[] };
+  try {
+    body = JSON.parse(text) as typeof body;
+  } catch {
+    throw new SchemaLoadError(`${url} answered HTTP ${status} with ${contentType ?? 'no content type'}, not a GraphQL JSON response`);
+  }
+  if (!body?.data?.__schema) {
+    const messages = Array.isArray(body?.errors) ? body.errors.map((error) => String(error.message)).join('; ') : '';
+    if (messages) throw new SchemaLoadError(`${url} refused the introspection query (HTTP ${status}): ${messages}`);
+    throw new SchemaLoadError(`${url} answered HTTP ${status} without an introspection result`);
+  }
+  let schema: GraphQLSchema;
+  try {
+    schema = buildClientSchema(body.data as IntrospectionQuery);
+  } catch (error) {
+    throw new SchemaLoadError(`the introspection result from ${url} is not a usable schema: ${(error as Error).message}`);
+  }
+  const problems = validateSchema(schema);
+  if (problems.length > 0) {
+    throw new SchemaLoadError(`the schema of ${url} is not valid: ${problems.map((problem) => problem.message).join('; ')}`);
+  }
+  return schema;
+}
+
+async function post(url: string, options: IntrospectionOptions): Promise<{ status: number; contentType: string | undefined; text: string }> {
+  try {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/graphql-response+json, application/json;q=0.9',
+      },
+      body: JSON.stringify({ query: getIntrospectionQuery(), operationName: 'IntrospectionQuery' }),
+      signal: AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)]),
+    });
+    return { status: response.status, contentType: response.headers.get('content-type') ?? undefined, text: await response.text() };
+  } catch (error) {
+    throw new SchemaLoadError(describeRequestFailure(url, error, options.timeoutMs));
+  }
+}
+
+const NETWORK_ERRORS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name lookup failed',
+  EHOSTUNREACH: 'host unreachable',
+  ETIMEDOUT: 'connection timed out',
+  UND_ERR_SOCKET: 'connection closed by the origin',
+};
+
+function describeRequestFailure(url: string, error: unknown, timeoutMs: number): string {
+  if (error instanceof Error && error.name === 'TimeoutError') return `no answer from ${url} within ${formatDuration(timeoutMs)}`;
+  const cause = error instanceof Error ? (error.cause as (Error & { code?: string }) | undefined) : undefined;
+  const code = cause?.code;
+  if (code !== undefined) return `cannot reach ${url}: ${NETWORK_ERRORS[code] ?? cause?.message ?? code} (${code})`;
+  return `cannot reach ${url}: ${cause?.message ?? (error instanceof Error ? error.message : String(error))}`;
+}

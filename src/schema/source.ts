@@ -1,0 +1,142 @@
+import type { GraphQLSchema } from 'graphql';
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../observability/log.js';
+import { configSchemaMismatches } from './check.js';
+import { formatDuration } from './duration.js';
+import { SchemaLoadError } from './error.js';
+import { introspectOrigin } from './introspect.js';
+import { loadSchemaFile } from './sdl.js';
+
+/**
+ * The origin's GraphQL schema, which rule matching, key fields and the purge API need. Without one
+ * the service still forwards every request; it just cannot cache, and says why.
+ */
+export interface SchemaSource {
+  current(): GraphQLSchema | undefined;
+  /**
+   * Why there is no schema yet, for /readyz (which names the subject: "origin schema: <reason>");
+   * undefined once one is loaded.
+   */
+  unavailableReason(): string | undefined;
+  /** Resolves when the first schema is loaded; never rejects. */
+  ready: Promise<void>;
+  /** Loads the schema again from the (possibly changed) source; the current schema stays in use until the new one is loaded. */
+  reload(config: Config): void;
+  close(): void;
+}
+
+export interface SchemaSourceOptions {
+  /** Waits between introspection attempts while the origin is not answering; the last one repeats. */
+  retryDelaysMs?: readonly number[];
+  /** How long one introspection request may take. */
+  timeoutMs?: number;
+}
+
+const DEFAULT_RETRY_DELAYS_MS = [1_000, 2_000, 4_000, 8_000, 16_000, 30_000];
+const DEFAULT_TIMEOUT_MS = 10_000;
+
+/**
+ * `schema.file` when the configuration names one (read once per load: a broken file does not fix
+ * itself, and a changed one arrives through reload), otherwise introspection of `origin.url`,
+ * retried for as long as it takes: in a pod the origin often starts after the sidecar.
+ */
+export function createSchemaSource(config: Config, logger: Logger, options: SchemaSourceOptions = {}): SchemaSource {
+  const retryDelaysMs = options.retryDelaysMs?.length ? options.retryDelaysMs : DEFAULT_RETRY_DELAYS_MS;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  let schema: GraphQLSchema | undefined;
+  let reason: string | undefined;
+  let cancelLoad: (() => void) | undefined;
+  let closed = false;
+  let markReady!: () => void;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+
+  const accept = (loaded: GraphQLSchema, from: string, forConfig: Config, attempts: number): void => {
+    schema = loaded;
+    reason = undefined;
+    markReady();
+    const typeCount = Object.keys(loaded.getTypeMap()).filter((name) => !name.startsWith('__')).length;
+    const after = attempts > 1 ? ` after ${attempts} attempts` : '';
+    logger.info({ source: from, types: typeCount }, `origin schema loaded from ${from}${after}`);
+    for (const mismatch of configSchemaMismatches(forConfig, loaded)) {
+      logger.warn(`configuration does not match the origin schema: ${mismatch}`);
+    }
+  };
+
+  const loadFile = (file: string, forConfig: Config): (() => void) => {
+    let cancelled = false;
+    loadSchemaFile(file).then(
+      (loaded) => {
+        if (!cancelled) accept(loaded, file, forConfig, 1);
+      },
+      (error: unknown) => {
+        if (cancelled) return;
+        const problem = describe(error);
+        if (schema) {
+          logger.error(`cannot reload the origin schema, keeping the previous one: ${problem}`);
+        } else {
+          reason = problem;
+          logger.error(`origin schema not available: ${problem}`);
+        }
+      },
+    );
+    return () => {
+      cancelled = true;
+    };
+  };
+
+  const introspect = (url: string, forConfig: Config): (() => void) => {
+    const controller = new AbortController();
+    let retry: NodeJS.Timeout | undefined;
+    let attempts = 0;
+    const attempt = async (): Promise<void> => {
+      attempts += 1;
+      try {
+        const loaded = await introspectOrigin(url, { signal: controller.signal, timeoutMs });
+        if (!controller.signal.aborted) accept(loaded, url, forConfig, attempts);
+      } catch (error) {
+        if (controller.signal.aborted) return;
+        const problem = describe(error);
+        const delay = retryDelaysMs[Math.min(attempts - 1, retryDelaysMs.length - 1)] as number;
+        if (schema) {
+          logger.warn({ url, attempt: attempts }, `cannot reload the origin schema, keeping the previous one: ${problem}; retrying in ${formatDuration(delay)}`);
+        } else {
+          reason = problem;
+          logger.warn({ url, attempt: attempts }, `origin schema not available yet: ${problem}; retrying in ${formatDuration(delay)}`);
+        }
+        retry = setTimeout(() => void attempt(), delay);
+        retry.unref();
+      }
+    };
+    void attempt();
+    return () => {
+      controller.abort();
+      clearTimeout(retry);
+    };
+  };
+
+  const load = (forConfig: Config): void => {
+    cancelLoad?.();
+    const file = forConfig.schema?.file;
+    if (!schema) reason = `not loaded yet: ${file ? `reading ${file}` : `introspecting ${forConfig.origin.url}`}`;
+    cancelLoad = file ? loadFile(file, forConfig) : introspect(forConfig.origin.url, forConfig);
+  };
+
+  load(config);
+  return {
+    current: () => schema,
+    unavailableReason: () => reason,
+    ready,
+    reload(next) {
+      if (!closed) load(next);
+    },
+    close() {
+      closed = true;
+      cancelLoad?.();
+    },
+  };
+}
+
+function describe(error: unknown): string {
+  if (error instanceof SchemaLoadError) return error.message;
+  return `unexpected failure: ${error instanceof Error ? error.message : String(error)}`;
+}
