@@ -1,0 +1,159 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { getGraphQL, postGraphQL } from '../support/origin.js';
+import { startStack, type Stack } from '../support/stack.js';
+
+/** Query caching end to end: client -> gateway -> real ext_proc gRPC -> sidecar -> demo origin. */
+describe('query caching through the gateway', () => {
+  let stack: Stack;
+  const TODOS = '{ todos { id title done } }';
+
+  beforeAll(async () => {
+    stack = await startStack();
+  });
+  afterAll(async () => {
+    await stack.close();
+  });
+  beforeEach(async () => {
+    stack.origin.reset();
+    await stack.sidecar.store.invalidateAll();
+  });
+
+  it('answers MISS from the origin, then HIT from the cache with the identical body, one origin call', async () => {
+    const direct = await postGraphQL(stack.origin.url, { query: TODOS });
+    stack.origin.reset();
+
+    const first = await postGraphQL(stack.url, { query: TODOS });
+    const second = await postGraphQL(stack.url, { query: TODOS });
+
+    expect(first.status).toBe(200);
+    expect(first.headers['svc-cache']).toBe('MISS');
+    expect(first.text).toBe(direct.text);
+    expect(first.headers['content-type']).toBe(direct.headers['content-type']);
+    expect(second.status).toBe(200);
+    expect(second.headers['svc-cache']).toBe('HIT');
+    expect(second.headers['age']).toMatch(/^\d+$/);
+    expect(second.headers['content-type']).toBe(direct.headers['content-type']);
+    expect(second.headers['content-length']).toBe(String(Buffer.byteLength(direct.text)));
+    expect(second.text).toBe(first.text);
+    expect(stack.origin.requestCount()).toBe(1);
+  });
+
+  it('serves a reformatted query (whitespace, comments) from the same entry', async () => {
+    await postGraphQL(stack.url, { query: TODOS });
+    const reformatted = await postGraphQL(stack.url, {
+      query: '# the list\nquery {\n  todos {\n    id\n    title\n    done\n  }\n}\n',
+    });
+    expect(reformatted.headers['svc-cache']).toBe('HIT');
+    expect(stack.origin.requestCount()).toBe(1);
+  });
+
+  it('keys on variables: other values miss, the same values in another key order hit', async () => {
+    const query = 'query Todos($id: ID!, $other: ID!) { todo(id: $id) { id title } other: todo(id: $other) { id } }';
+    const one = await postGraphQL(stack.url, { query, variables: { id: '1', other: '3' } });
+    const two = await postGraphQL(stack.url, { query, variables: { id: '2', other: '3' } });
+    const oneAgain = await postGraphQL(stack.url, { query, variables: { other: '3', id: '1' } });
+    expect([one.headers['svc-cache'], two.headers['svc-cache'], oneAgain.headers['svc-cache']]).toEqual([
+      'MISS',
+      'MISS',
+      'HIT',
+    ]);
+    expect(one.json?.data).toEqual({ todo: { id: '1', title: expect.any(String) }, other: { id: '3' } });
+    expect(two.json?.data).toEqual({ todo: { id: '2', title: expect.any(String) }, other: { id: '3' } });
+    expect(oneAgain.text).toBe(one.text);
+    expect(stack.origin.requestCount()).toBe(2);
+  });
+
+  it('caches GET requests, and GET and POST of one operation share the entry', async () => {
+    const first = await getGraphQL(stack.url, { query: TODOS });
+    const second = await getGraphQL(stack.url, { query: TODOS });
+    const post = await postGraphQL(stack.url, { query: TODOS });
+    expect([first.headers['svc-cache'], second.headers['svc-cache'], post.headers['svc-cache']]).toEqual([
+      'MISS',
+      'HIT',
+      'HIT',
+    ]);
+    expect(second.text).toBe(first.text);
+    expect(stack.origin.requestCount()).toBe(1);
+  });
+
+  it('keeps answers for different Accept media types apart', async () => {
+    const json = await postGraphQL(stack.url, { query: TODOS }, { accept: 'application/json' });
+    const graphqlResponse = await postGraphQL(
+      stack.url,
+      { query: TODOS },
+      { accept: 'application/graphql-response+json' },
+    );
+    expect(json.headers['svc-cache']).toBe('MISS');
+    expect(graphqlResponse.headers['svc-cache']).toBe('MISS');
+    expect(json.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(graphqlResponse.headers['content-type']).toBe('application/graphql-response+json; charset=utf-8');
+    const again = await postGraphQL(stack.url, { query: TODOS }, { accept: 'application/graphql-response+json' });
+    expect(again.headers['svc-cache']).toBe('HIT');
+    expect(again.headers['content-type']).toBe('application/graphql-response+json; charset=utf-8');
+  });
+
+  it('passes mutations to the origin every time with svc-cache: PASS', async () => {
+    const mutation = 'mutation { addTodo(title: "write tests") { id title done } }';
+    const first = await postGraphQL(stack.url, { query: mutation });
+    const second = await postGraphQL(stack.url, { query: mutation });
+    expect(first.status).toBe(200);
+    expect(first.headers['svc-cache']).toBe('PASS');
+    expect(second.headers['svc-cache']).toBe('PASS');
+    expect(first.json?.data).toEqual({ addTodo: { id: expect.any(String), title: 'write tests', done: false } });
+    expect(second.json?.data?.addTodo).not.toEqual(first.json?.data?.addTodo);
+    expect(stack.origin.requestCount()).toBe(2);
+  });
+
+  it('refuses a mutation over GET itself with 405 and never forwards it', async () => {
+    const response = await getGraphQL(stack.url, { query: 'mutation { addTodo(title: "x") { id } }' });
+    expect(response.status).toBe(405);
+    expect(response.headers['allow']).toBe('POST');
+    expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(response.json).toEqual({
+      errors: [{ message: 'Mutations cannot be sent with GET; use POST', extensions: { code: 'METHOD_NOT_ALLOWED' } }],
+    });
+    expect(stack.origin.requestCount()).toBe(0);
+  });
+
+  it('does not store answers with GraphQL errors: the client gets the origin answer each time', async () => {
+    const query = '{ todos { id nope } }';
+    const direct = await postGraphQL(stack.origin.url, { query });
+    stack.origin.reset();
+    const first = await postGraphQL(stack.url, { query });
+    const second = await postGraphQL(stack.url, { query });
+    expect(first.status).toBe(direct.status);
+    expect(first.text).toBe(direct.text);
+    expect(first.headers['svc-cache']).toBe('PASS');
+    expect(second.headers['svc-cache']).toBe('PASS');
+    expect(stack.origin.requestCount()).toBe(2);
+  });
+
+  it('passes what it cannot interpret to the origin untouched and returns the origin answer', async () => {
+    for (const body of ['{not json', '[1,2]', '{"query": 42}', '{"query":"{ todos { id }","variables":[]}']) {
+      const direct = await postGraphQL(stack.origin.url, body);
+      const through = await postGraphQL(stack.url, body);
+      expect(through.status, body).toBe(direct.status);
+      expect(through.text, body).toBe(direct.text);
+      expect(through.headers['content-type'], body).toBe(direct.headers['content-type']);
+      expect(through.headers['svc-cache'], body).toBe('PASS');
+    }
+  });
+
+  it('passes a query that matches no caching rule', async () => {
+    const local = await startStack({ rules: [{ types: { Query: ['products'] }, maxAge: 60 }] });
+    try {
+      const first = await postGraphQL(local.url, { query: TODOS });
+      const second = await postGraphQL(local.url, { query: TODOS });
+      const products = await postGraphQL(local.url, { query: '{ products { sku } }' });
+      const productsAgain = await postGraphQL(local.url, { query: '{ products { sku } }' });
+      expect([first, second, products, productsAgain].map((r) => r.headers['svc-cache'])).toEqual([
+        'PASS',
+        'PASS',
+        'MISS',
+        'HIT',
+      ]);
+    } finally {
+      await local.close();
+    }
+  });
+});
