@@ -63,8 +63,12 @@ export type CacheStatus = 'HIT' | 'MISS' | 'PASS';
 export type RequestDecision =
   /** Answer now without the origin: a HIT, or an error svc-cache owns. */
   | { kind: 'respond'; response: HttpResponse; status: CacheStatus | 'ERROR' }
-  /** Let the request go on; come back with the origin's response under `plan`. */
-  | { kind: 'forward'; requestHeaders: HeaderChanges; plan: ResponsePlan };
+  /**
+   * Let the request go on, its headers changed and its body replaced by `requestBody` when given
+   * (only ever for a request whose body the engine was handed); come back with the origin's
+   * response under `plan`.
+   */
+  | { kind: 'forward'; requestHeaders: HeaderChanges; requestBody?: Buffer; plan: ResponsePlan };
 
 export type RequestHeadDecision = RequestDecision | { kind: 'need-body' };
 
@@ -95,6 +99,8 @@ export interface ResponseHeadDecision {
 
 export interface ResponseBodyDecision {
   headers: HeaderChanges;
+  /** Replaces the origin's body for the client when given. */
+  body?: Buffer;
   status: CacheStatus;
 }
 

@@ -2,6 +2,7 @@ import type { HeaderList } from '../http/headers.js';
 import type { Logger } from '../observability/log.js';
 import {
   DecisionEngine,
+  type CacheStatus,
   type HeaderChanges,
   type RequestDecision,
   type RequestHead,
@@ -10,8 +11,8 @@ import {
 import type { HttpResponse } from '../engine/responses.js';
 import {
   BodySendMode,
+  type CommonResponse,
   type HeaderMap,
-  type HeaderMutation,
   type HeaderValueOption,
   type ProcessingRequest,
   type ProcessingResponse,
@@ -28,11 +29,18 @@ export class ProcessingStream {
   private head: RequestHead | undefined;
   private plan: ResponsePlan | undefined;
   private responseHeaders: HeaderList = [];
+  private decidedStatus: CacheStatus | 'ERROR' | undefined;
+  private bytesServedFromCache = 0;
 
   constructor(
     private readonly engine: DecisionEngine,
     private readonly logger: Logger,
   ) {}
+
+  /** What became of the request so far: HIT, MISS, PASS, an error svc-cache answered, or undecided. */
+  get outcome(): { status: CacheStatus | 'ERROR' | undefined; bytesServedFromCache: number } {
+    return { status: this.decidedStatus, bytesServedFromCache: this.bytesServedFromCache };
+  }
 
   /** The answer to one message; throws `ProtocolViolation` for a message Envoy would never send here. */
   async handle(message: ProcessingRequest): Promise<ProcessingResponse> {
@@ -70,7 +78,7 @@ export class ProcessingStream {
       this.phase = 'awaiting-request-body';
       return { request_headers: { response: {} } };
     }
-    if (decision.kind === 'respond') return this.respondImmediately(decision.response);
+    if (decision.kind === 'respond') return this.respondImmediately(decision.response, decision.status);
     this.plan = decision.plan;
     this.phase = 'awaiting-response-headers';
     const answer: ProcessingResponse = { request_headers: { response: commonResponse(decision.requestHeaders) } };
@@ -88,10 +96,10 @@ export class ProcessingStream {
     this.expect(['awaiting-request-body'], 'request_body');
     const body = message.request_body?.body ?? Buffer.alloc(0);
     const decision = await this.decideSafely(() => this.engine.decideRequest(this.head!, body));
-    if (decision.kind === 'respond') return this.respondImmediately(decision.response);
+    if (decision.kind === 'respond') return this.respondImmediately(decision.response, decision.status);
     this.plan = decision.plan;
     this.phase = 'awaiting-response-headers';
-    return { request_body: { response: commonResponse(decision.requestHeaders) } };
+    return { request_body: { response: commonResponse(decision.requestHeaders, decision.requestBody) } };
   }
 
   private onResponseHeaders(message: ProcessingRequest): ProcessingResponse {
@@ -114,6 +122,7 @@ export class ProcessingStream {
     }
     this.plan = decision.plan;
     this.responseHeaders = headers;
+    if (!decision.wantsBody) this.decidedStatus = 'PASS';
     this.phase = endOfStream ? 'done' : decision.wantsBody ? 'awaiting-response-body' : 'passing-response';
     const answer: ProcessingResponse = { response_headers: { response: commonResponse(decision.headers) } };
     if (!endOfStream && !decision.wantsBody) answer.mode_override = { response_body_mode: BodySendMode.NONE };
@@ -127,15 +136,19 @@ export class ProcessingStream {
     const body = message.response_body?.body ?? Buffer.alloc(0);
     try {
       const decision = await this.engine.decideResponseBody(this.plan!, this.responseHeaders, body);
-      return { response_body: { response: commonResponse(decision.headers) } };
+      this.decidedStatus = decision.status;
+      return { response_body: { response: commonResponse(decision.headers, decision.body) } };
     } catch (error) {
       this.logger.error({ err: String(error) }, 'decision engine failed on the response body; passing through');
+      this.decidedStatus = 'PASS';
       return { response_body: { response: {} } };
     }
   }
 
-  private respondImmediately(response: HttpResponse): ProcessingResponse {
+  private respondImmediately(response: HttpResponse, status: CacheStatus | 'ERROR'): ProcessingResponse {
     this.phase = 'done';
+    this.decidedStatus = status;
+    if (status === 'HIT') this.bytesServedFromCache = response.body.length;
     return {
       immediate_response: {
         status: { code: response.status },
@@ -191,14 +204,19 @@ function firstValue(headers: HeaderList, name: string): string | undefined {
   return headers.find(([key]) => key === name)?.[1];
 }
 
-function commonResponse(changes: HeaderChanges): { header_mutation?: HeaderMutation } {
-  if (changes.set.length === 0 && changes.remove.length === 0) return {};
-  return {
-    header_mutation: {
-      set_headers: headerOptions(changes.set),
-      remove_headers: changes.remove,
-    },
-  };
+/**
+ * Header changes, and a replacement body when given. Envoy >= 1.29 in BUFFERED mode compares the
+ * body it is handed with `content-length` and answers 500 on a mismatch, so a replaced body always
+ * carries its own length in the same answer (ext_proc.md section 4.3).
+ */
+function commonResponse(changes: HeaderChanges, body?: Buffer): CommonResponse {
+  const set = body === undefined ? changes.set : [...changes.set, ['content-length', String(body.length)] as const];
+  const response: CommonResponse = {};
+  if (set.length > 0 || changes.remove.length > 0) {
+    response.header_mutation = { set_headers: headerOptions(set), remove_headers: changes.remove };
+  }
+  if (body !== undefined) response.body_mutation = { body };
+  return response;
 }
 
 /**
