@@ -8,6 +8,7 @@ import { parseDocument, selectOperation } from '../graphql/document.js';
 import { parseGetRequest, parsePostRequest, isPlainObject, type ParsedHttpRequest } from '../graphql/httpRequest.js';
 import { selectionOf } from '../graphql/selection.js';
 import { headerValue, mediaType, type HeaderList } from '../http/headers.js';
+import { invalidationTag } from '../invalidation/tags.js';
 import { cachePolicyFor, type CachePolicy } from './rules.js';
 import { scopeBucketKey, scopeVaryHeaders } from './scopes.js';
 import {
@@ -305,10 +306,10 @@ export function cacheKey(
 }
 
 function cacheTags(bucket: string, operationName: string, operation: OperationDefinitionNode): string[] {
-  const tags = [`bucket:${bucket}`];
-  if (operationName) tags.push(`operation:${operationName}`);
+  const tags = [invalidationTag.bucket(bucket)];
+  if (operationName) tags.push(invalidationTag.operation(operationName));
   for (const selection of operation.selectionSet.selections) {
-    if (selection.kind === Kind.FIELD) tags.push(`query:${selection.name.value}`);
+    if (selection.kind === Kind.FIELD) tags.push(invalidationTag.query(selection.name.value));
   }
   return tags;
 }
