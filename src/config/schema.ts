@@ -88,9 +88,11 @@ export const configSchema = z
       .object({
         enabled: z.boolean().default(true),
         ttl: z.number().int().positive().default(86400),
+        /** Keep `extensions.persistedQuery` on requests to the origin (for an origin with APQ of its own). */
+        forwardPersistedQuery: z.boolean().default(false),
       })
       .strict()
-      .default({ enabled: true, ttl: 86400 }),
+      .default({ enabled: true, ttl: 86400, forwardPersistedQuery: false }),
     limits: z
       .object({
         /** Envoy's own buffer limit should match (per_connection_buffer_limit_bytes). */

@@ -5,7 +5,14 @@ import type { Logger } from '../observability/log.js';
 import type { CacheStore, InvalidationMark } from '../store/types.js';
 import { canonicalJson } from '../graphql/canonicalJson.js';
 import { parseDocument, selectOperation } from '../graphql/document.js';
-import { parseGetRequest, parsePostRequest, isPlainObject, type ParsedHttpRequest } from '../graphql/httpRequest.js';
+import {
+  isPlainObject,
+  parseGetRequest,
+  parsePostRequest,
+  rewrittenForOrigin,
+  type ParsedHttpRequest,
+} from '../graphql/httpRequest.js';
+import { resolvePersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/persistedQuery.js';
 import { selectionOf } from '../graphql/selection.js';
 import { headerValue, mediaType, type HeaderList } from '../http/headers.js';
 import { invalidationTag } from '../invalidation/tags.js';
@@ -36,9 +43,15 @@ export interface RuntimeState {
   schema: GraphQLSchema | undefined;
 }
 
+/** What the engine reports for metrics and logs beyond each request's outcome. */
+export interface EngineEvents {
+  persistedQuery(event: 'registered' | PersistedQueryRefusal): void;
+}
+
 export interface EngineDependencies {
   state: () => RuntimeState;
   store: CacheStore;
+  events?: EngineEvents;
   /** Key of the hash that names scope buckets; replicas sharing a store must share it. */
   scopeKeySecret: Buffer;
   logger: Logger;
@@ -206,27 +219,49 @@ export class DecisionEngine {
     if (request.kind === 'uninterpretable') return pass(request.reason);
     const { config, schema } = this.deps.state();
     const { params } = request;
-    if (params.query === undefined) return pass('no query text');
-    const parsed = parseDocument(params.query);
-    if ('kind' in parsed) return pass(`syntax error: ${parsed.message}`);
+    const persisted = await resolvePersistedQuery(params.query, params.extensions, {
+      apq: config.apq,
+      maxQueryBytes: config.limits.maxQueryBytes,
+      store: this.deps.store,
+      logger: this.deps.logger,
+    });
+    if (persisted.kind === 'refused') {
+      this.deps.events?.persistedQuery(persisted.reason);
+      return { kind: 'respond', response: persisted.response, status: 'ERROR' };
+    }
+    if (persisted.kind === 'resolved' && persisted.registered) this.deps.events?.persistedQuery('registered');
+    const query = persisted.kind === 'resolved' ? persisted.query : params.query;
+    // The origin always gets the full query text, so it needs no APQ support of its own.
+    const origin = originRequest(head, request, persisted.kind === 'resolved' && !config.apq.forwardPersistedQuery, query);
+    const forward = (plan: ResponsePlan, removeHeaders: string[] = []): RequestDecision => ({
+      kind: 'forward',
+      requestHeaders: { set: origin.path === undefined ? [] : [[':path', origin.path]], remove: removeHeaders },
+      ...(origin.body === undefined ? {} : { requestBody: origin.body }),
+      plan,
+    });
+    const passed = (reason: string): RequestDecision => forward({ kind: 'pass', reason });
+
+    if (query === undefined) return passed('no query text');
+    const parsed = parseDocument(query);
+    if ('kind' in parsed) return passed(`syntax error: ${parsed.message}`);
     const selected = selectOperation(parsed, params.operationName);
-    if (selected.kind === 'invalid') return pass(selected.reason);
+    if (selected.kind === 'invalid') return passed(selected.reason);
     if (selected.operation.operation === OperationTypeNode.MUTATION) {
       if (request.method === 'GET') return mutationOverGet();
-      return pass('mutation');
+      return passed('mutation');
     }
-    if (selected.operation.operation === OperationTypeNode.SUBSCRIPTION) return pass('subscription');
-    if (!schema) return pass('origin schema not loaded');
+    if (selected.operation.operation === OperationTypeNode.SUBSCRIPTION) return passed('subscription');
+    if (!schema) return passed('origin schema not loaded');
     if (config.cache.bypassCacheHeaders.some((name) => headerValue(head.headers, name.toLowerCase()) !== undefined)) {
-      return pass('bypass header');
+      return passed('bypass header');
     }
     const policy = cachePolicyFor(config.rules, selectionOf(schema, selected.document));
-    if (!policy) return pass('no caching rule matches');
-    if (policy.maxAge <= 0) return pass('a matching rule has maxAge 0');
+    if (!policy) return passed('no caching rule matches');
+    if (policy.maxAge <= 0) return passed('a matching rule has maxAge 0');
     const credentialed =
       headerValue(head.headers, 'authorization') !== undefined || headerValue(head.headers, 'cookie') !== undefined;
     if (policy.scopes.length === 0 && credentialed && !config.cache.publicForCredentialedRequests) {
-      return pass('credentials on a request for the PUBLIC scope');
+      return passed('credentials on a request for the PUBLIC scope');
     }
 
     const bucket = scopeBucketKey(policy.scopes, config.scopes, head.headers, this.deps.scopeKeySecret);
@@ -237,7 +272,7 @@ export class DecisionEngine {
       lookup = await this.deps.store.lookup(key);
     } catch (error) {
       this.deps.logger.warn({ err: errorMessage(error) }, 'cache store unavailable; passing to origin');
-      return pass('store unavailable');
+      return passed('store unavailable');
     }
     const varyNames = scopeVaryHeaders(policy.scopes, config.scopes);
     const scopeHeaders: Array<[string, string]> =
@@ -250,11 +285,9 @@ export class DecisionEngine {
         status: 'HIT',
       };
     }
-    return {
-      kind: 'forward',
-      // The cache stores and replays identity bodies; Envoy can compress in front of the sidecar.
-      requestHeaders: { set: [], remove: ['accept-encoding'] },
-      plan: {
+    // The cache stores and replays identity bodies; Envoy can compress in front of the sidecar.
+    return forward(
+      {
         kind: 'store',
         key,
         mark: lookup.mark,
@@ -267,7 +300,8 @@ export class DecisionEngine {
           ignoreOriginCacheControl: config.cache.ignoreOriginCacheControl,
         },
       },
-    };
+      ['accept-encoding'],
+    );
   }
 
   /** The rule's maxAge, shortened by a shorter origin `s-maxage` or `max-age` unless configured not to. */
@@ -312,6 +346,17 @@ function cacheTags(bucket: string, operationName: string, operation: OperationDe
     if (selection.kind === Kind.FIELD) tags.push(invalidationTag.query(selection.name.value));
   }
   return tags;
+}
+
+/** How the request must change on its way to the origin: nothing, or the query text put back in. */
+function originRequest(
+  head: RequestHead,
+  request: Extract<ParsedHttpRequest, { kind: 'graphql' }>,
+  expandPersistedQuery: boolean,
+  query: string | undefined,
+): { path?: string; body?: Buffer } {
+  if (!expandPersistedQuery || query === undefined) return {};
+  return rewrittenForOrigin(request, head.path, { query, extensions: withoutPersistedQuery(request.params.extensions) });
 }
 
 function pass(reason: string): RequestDecision {

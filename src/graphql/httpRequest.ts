@@ -13,7 +13,13 @@ export interface GraphQLParams {
 }
 
 export type ParsedHttpRequest =
-  | { kind: 'graphql'; method: 'GET' | 'POST'; params: GraphQLParams }
+  | {
+      kind: 'graphql';
+      method: 'GET' | 'POST';
+      params: GraphQLParams;
+      /** The POST body as sent, so a rewrite for the origin keeps every member it does not change. */
+      payload?: Record<string, unknown>;
+    }
   /** Something svc-cache does not interpret: it goes to the origin untouched (DESIGN.md). */
   | { kind: 'uninterpretable'; reason: string };
 
@@ -63,6 +69,7 @@ export function parsePostRequest(headers: HeaderList, body: Buffer): ParsedHttpR
   return {
     kind: 'graphql',
     method: 'POST',
+    payload,
     params: {
       query: query ?? undefined,
       operationName: operationName || undefined,
@@ -70,6 +77,30 @@ export function parsePostRequest(headers: HeaderList, body: Buffer): ParsedHttpR
       extensions: extensions ?? {},
     },
   };
+}
+
+/**
+ * The request as the origin should get it when svc-cache changed the query text or the extensions
+ * (a persisted query expanded, fields added): a new POST body, or a new `:path` for a GET, every
+ * other parameter as the client sent it.
+ */
+export function rewrittenForOrigin(
+  request: Extract<ParsedHttpRequest, { kind: 'graphql' }>,
+  path: string,
+  changes: { query: string; extensions: Record<string, unknown> },
+): { path?: string; body?: Buffer } {
+  const hasExtensions = Object.keys(changes.extensions).length > 0;
+  if (request.method === 'POST') {
+    const { extensions: _extensions, ...rest } = request.payload ?? {};
+    const payload = hasExtensions ? { ...rest, query: changes.query, extensions: changes.extensions } : { ...rest, query: changes.query };
+    return { body: Buffer.from(JSON.stringify(payload)) };
+  }
+  const queryStart = path.indexOf('?');
+  const search = new URLSearchParams(queryStart < 0 ? '' : path.slice(queryStart + 1));
+  search.set('query', changes.query);
+  if (hasExtensions) search.set('extensions', JSON.stringify(changes.extensions));
+  else search.delete('extensions');
+  return { path: `${queryStart < 0 ? path : path.slice(0, queryStart)}?${search.toString()}` };
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

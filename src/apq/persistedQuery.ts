@@ -1,0 +1,93 @@
+import { createHash } from 'node:crypto';
+import type { Config } from '../config/schema.js';
+import { graphQLErrorResponse, type HttpResponse } from '../engine/responses.js';
+import { isPlainObject } from '../graphql/httpRequest.js';
+import type { Logger } from '../observability/log.js';
+import type { CacheStore } from '../store/types.js';
+
+/**
+ * Automatic persisted queries, answered as Apollo Server answers them, since Apollo clients depend
+ * on the exact messages, codes and statuses: a hash the registry does not know gets HTTP 200
+ * `PersistedQueryNotFound` (the client then resends the query with its hash), never a 4xx or 5xx
+ * that would send it into error handling or a retry loop.
+ */
+
+export type PersistedQueryResolution =
+  /** The request carries no persisted query. */
+  | { kind: 'none' }
+  /** The query text to run; `registered` when this request taught the registry its hash. */
+  | { kind: 'resolved'; query: string; registered: boolean }
+  | { kind: 'refused'; response: HttpResponse; reason: PersistedQueryRefusal };
+
+export type PersistedQueryRefusal = 'not-found' | 'not-supported' | 'bad-version' | 'bad-hash' | 'hash-mismatch' | 'bad-shape';
+
+export interface PersistedQueryDependencies {
+  apq: Config['apq'];
+  /** Queries longer than this are served but not registered. */
+  maxQueryBytes: number;
+  store: CacheStore;
+  logger: Logger;
+}
+
+export async function resolvePersistedQuery(
+  query: string | undefined,
+  extensions: Record<string, unknown>,
+  deps: PersistedQueryDependencies,
+): Promise<PersistedQueryResolution> {
+  if (!('persistedQuery' in extensions) || extensions.persistedQuery === null) return { kind: 'none' };
+  const reference = extensions.persistedQuery;
+  if (!deps.apq.enabled) return refused('not-supported');
+  if (!isPlainObject(reference)) return refused('bad-shape');
+  if (reference.version !== 1) return refused('bad-version');
+  const hash = reference.sha256Hash;
+  if (typeof hash !== 'string' || !SHA256_HEX.test(hash)) return refused('bad-hash');
+  const normalisedHash = hash.toLowerCase();
+
+  if (query === undefined) {
+    let registered: string | undefined;
+    try {
+      registered = await deps.store.persistedQuery(normalisedHash);
+    } catch (error) {
+      // Not-found makes the client resend the full query, which is then served: better than a 500.
+      deps.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'persisted query registry unavailable');
+    }
+    return registered === undefined ? refused('not-found') : { kind: 'resolved', query: registered, registered: false };
+  }
+
+  if (createHash('sha256').update(query).digest('hex') !== normalisedHash) return refused('hash-mismatch');
+  if (Buffer.byteLength(query) > deps.maxQueryBytes) return { kind: 'resolved', query, registered: false };
+  try {
+    await deps.store.registerPersistedQuery(normalisedHash, query, deps.apq.ttl);
+  } catch (error) {
+    deps.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'persisted query not registered');
+    return { kind: 'resolved', query, registered: false };
+  }
+  return { kind: 'resolved', query, registered: true };
+}
+
+/** `extensions` as the origin gets them: the persisted query reference is svc-cache's business. */
+export function withoutPersistedQuery(extensions: Record<string, unknown>): Record<string, unknown> {
+  const { persistedQuery: _reference, ...rest } = extensions;
+  return rest;
+}
+
+const SHA256_HEX = /^[0-9a-fA-F]{64}$/;
+
+/** Apollo Server marks these two uncacheable so that the retry with the query is not answered from a cache. */
+const NOT_CACHEABLE: Array<[string, string]> = [['cache-control', 'private, no-cache, must-revalidate']];
+
+function refused(reason: PersistedQueryRefusal): PersistedQueryResolution {
+  return { kind: 'refused', reason, response: REFUSALS[reason]() };
+}
+
+const REFUSALS: Record<PersistedQueryRefusal, () => HttpResponse> = {
+  'not-found': () => graphQLErrorResponse(200, 'PersistedQueryNotFound', 'PERSISTED_QUERY_NOT_FOUND', NOT_CACHEABLE),
+  'not-supported': () =>
+    graphQLErrorResponse(200, 'PersistedQueryNotSupported', 'PERSISTED_QUERY_NOT_SUPPORTED', NOT_CACHEABLE),
+  'bad-version': () => graphQLErrorResponse(400, 'Unsupported persisted query version', 'BAD_REQUEST'),
+  'bad-hash': () =>
+    graphQLErrorResponse(400, 'Invalid persisted query hash: expected 64 hexadecimal characters', 'BAD_REQUEST'),
+  'hash-mismatch': () => graphQLErrorResponse(400, 'provided sha does not match query', 'BAD_REQUEST'),
+  'bad-shape': () =>
+    graphQLErrorResponse(400, 'Invalid persisted query: expected an object with version and sha256Hash', 'BAD_REQUEST'),
+};

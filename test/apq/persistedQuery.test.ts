@@ -1,0 +1,67 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { resolvePersistedQuery, withoutPersistedQuery } from '../../src/apq/persistedQuery.js';
+import { silentLogger } from '../../src/observability/log.js';
+import { MemoryStore } from '../../src/store/memory.js';
+
+const QUERY = '{ todos { id } }';
+const HASH = createHash('sha256').update(QUERY).digest('hex');
+
+function deps(store = new MemoryStore({ maxBytes: 1024 * 1024 }), maxQueryBytes = 1000) {
+  return { apq: { enabled: true, ttl: 60, forwardPersistedQuery: false }, maxQueryBytes, store, logger: silentLogger() };
+}
+
+class UnreachableStore extends MemoryStore {
+  override persistedQuery(): never {
+    throw new Error('down');
+  }
+  override registerPersistedQuery(): never {
+    throw new Error('down');
+  }
+}
+
+describe('resolvePersistedQuery', () => {
+  it('leaves requests without a persisted query alone', async () => {
+    expect(await resolvePersistedQuery(QUERY, {}, deps())).toEqual({ kind: 'none' });
+    expect(await resolvePersistedQuery(QUERY, { persistedQuery: null }, deps())).toEqual({ kind: 'none' });
+  });
+
+  it('registers with the query, resolves the hash alone afterwards, an upper-case hash too', async () => {
+    const d = deps();
+    const reference = { persistedQuery: { version: 1, sha256Hash: HASH } };
+    expect(await resolvePersistedQuery(undefined, reference, d)).toMatchObject({ kind: 'refused', reason: 'not-found' });
+    expect(await resolvePersistedQuery(QUERY, reference, d)).toEqual({ kind: 'resolved', query: QUERY, registered: true });
+    expect(await resolvePersistedQuery(undefined, reference, d)).toEqual({ kind: 'resolved', query: QUERY, registered: false });
+    const upper = { persistedQuery: { version: 1, sha256Hash: HASH.toUpperCase() } };
+    expect(await resolvePersistedQuery(undefined, upper, d)).toEqual({ kind: 'resolved', query: QUERY, registered: false });
+  });
+
+  it('serves but does not register a query over the size bound', async () => {
+    const d = deps(undefined, 5);
+    const reference = { persistedQuery: { version: 1, sha256Hash: HASH } };
+    expect(await resolvePersistedQuery(QUERY, reference, d)).toEqual({ kind: 'resolved', query: QUERY, registered: false });
+    expect(await resolvePersistedQuery(undefined, reference, d)).toMatchObject({ reason: 'not-found' });
+  });
+
+  it('answers not-found when the registry cannot be read, and serves the query when it cannot be written', async () => {
+    const d = deps(new UnreachableStore({ maxBytes: 1024 }));
+    const reference = { persistedQuery: { version: 1, sha256Hash: HASH } };
+    const notFound = await resolvePersistedQuery(undefined, reference, d);
+    expect(notFound.kind === 'refused' && [notFound.reason, notFound.response.status]).toEqual(['not-found', 200]);
+    expect(await resolvePersistedQuery(QUERY, reference, d)).toEqual({ kind: 'resolved', query: QUERY, registered: false });
+  });
+
+  it('checks support, version, hash form and hash match in Apollo Server\'s order', async () => {
+    const off = { ...deps(), apq: { enabled: false, ttl: 60, forwardPersistedQuery: false } };
+    expect(await resolvePersistedQuery(QUERY, { persistedQuery: { version: 2 } }, off)).toMatchObject({ reason: 'not-supported' });
+    expect(await resolvePersistedQuery(QUERY, { persistedQuery: { version: 2, sha256Hash: 'x' } }, deps())).toMatchObject({ reason: 'bad-version' });
+    expect(await resolvePersistedQuery(QUERY, { persistedQuery: { version: 1, sha256Hash: 'x' } }, deps())).toMatchObject({ reason: 'bad-hash' });
+    expect(await resolvePersistedQuery('{ users { id } }', { persistedQuery: { version: 1, sha256Hash: HASH } }, deps())).toMatchObject({
+      reason: 'hash-mismatch',
+    });
+  });
+
+  it('drops only the persisted query reference from extensions', () => {
+    expect(withoutPersistedQuery({ persistedQuery: { version: 1 }, tracing: true })).toEqual({ tracing: true });
+  });
+});

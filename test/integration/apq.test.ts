@@ -1,0 +1,258 @@
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  getGraphQL,
+  persistedQueryExtensions,
+  postGraphQL,
+  startDemoOrigin,
+  type DemoOrigin,
+  type GraphQLHttpResult,
+  type GraphQLRequestParams,
+} from '../support/origin.js';
+import { startRedisServer, type RedisServer } from '../support/redis.js';
+import { startStack, type Stack } from '../support/stack.js';
+
+/** Automatic persisted queries through the gateway and the real ext_proc protocol. */
+
+const TODOS = '{ todos { id title } }';
+const NOT_FOUND = {
+  errors: [{ message: 'PersistedQueryNotFound', extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }],
+};
+const APOLLO_NO_CACHE = 'private, no-cache, must-revalidate';
+
+/**
+ * What an unmodified Apollo client does (its persisted-query link): the hash alone first, and on
+ * PersistedQueryNotFound the same request again with the query text. Returns every HTTP answer.
+ */
+async function apolloStyleRequest(
+  url: string,
+  method: 'GET' | 'POST',
+  request: { query: string; variables?: Record<string, unknown>; operationName?: string },
+): Promise<Array<GraphQLHttpResult<Record<string, unknown>>>> {
+  const send = (params: GraphQLRequestParams) => (method === 'GET' ? getGraphQL(url, params) : postGraphQL(url, params));
+  const hashOnly = {
+    variables: request.variables,
+    operationName: request.operationName,
+    extensions: persistedQueryExtensions(request.query),
+  };
+  const first = await send(hashOnly);
+  if (first.json?.errors?.[0]?.extensions?.code !== 'PERSISTED_QUERY_NOT_FOUND') return [first];
+  return [first, await send({ ...hashOnly, query: request.query })];
+}
+
+describe('automatic persisted queries', () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await startStack();
+  });
+  afterAll(async () => {
+    await stack.close();
+  });
+  beforeEach(async () => {
+    stack.origin.reset();
+    await stack.sidecar.store.invalidateAll();
+  });
+
+  it('answers an unknown hash with Apollo\'s PersistedQueryNotFound and never calls the origin', async () => {
+    const query = '{ todos { id done } }';
+    for (const response of [
+      await postGraphQL(stack.url, { extensions: persistedQueryExtensions(query) }),
+      await getGraphQL(stack.url, { extensions: persistedQueryExtensions(query) }),
+    ]) {
+      expect(response.status).toBe(200);
+      expect(response.json).toEqual(NOT_FOUND);
+      expect(response.headers['cache-control']).toBe(APOLLO_NO_CACHE);
+      expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
+    }
+    expect(stack.origin.requestCount()).toBe(0);
+  });
+
+  it('registers a hash sent with its query, sends the origin the plain query, then serves the hash alone', async () => {
+    const extensions = persistedQueryExtensions(TODOS);
+    const registering = await postGraphQL(stack.url, { query: TODOS, extensions });
+    expect(registering.status).toBe(200);
+    expect(registering.headers['svc-cache']).toBe('MISS');
+    expect(registering.json?.data).toEqual({ todos: expect.any(Array) });
+    expect(JSON.parse(stack.origin.requests[0]!.body)).toEqual({ query: TODOS });
+
+    const hashOnly = await postGraphQL(stack.url, { extensions });
+    expect(hashOnly.headers['svc-cache']).toBe('HIT');
+    expect(hashOnly.text).toBe(registering.text);
+    const asText = await postGraphQL(stack.url, { query: TODOS });
+    expect(asText.headers['svc-cache']).toBe('HIT');
+    expect(stack.origin.requestCount()).toBe(1);
+  });
+
+  it('expands a registered hash for the origin when the entry is not cached (POST body and GET path)', async () => {
+    const query = 'query One($id: ID!) { todo(id: $id) { id title } }';
+    await postGraphQL(stack.url, { query, variables: { id: '1' }, extensions: persistedQueryExtensions(query) });
+    stack.origin.reset();
+
+    const post = await postGraphQL(stack.url, {
+      variables: { id: '2' },
+      operationName: 'One',
+      extensions: { ...persistedQueryExtensions(query), client: 'x' },
+    });
+    expect(post.headers['svc-cache']).toBe('MISS');
+    expect(post.json?.data).toEqual({ todo: { id: '2', title: expect.any(String) } });
+    expect(JSON.parse(stack.origin.requests[0]!.body)).toEqual({
+      query,
+      variables: { id: '2' },
+      operationName: 'One',
+      extensions: { client: 'x' },
+    });
+    expect(stack.origin.requests[0]!.headers['content-length']).toBe(String(Buffer.byteLength(stack.origin.requests[0]!.body)));
+
+    const get = await getGraphQL(stack.url, { variables: { id: '3' }, extensions: persistedQueryExtensions(query) });
+    expect(get.headers['svc-cache']).toBe('MISS');
+    expect(get.json?.data).toEqual({ todo: { id: '3', title: expect.any(String) } });
+    const forwarded = new URL(`http://origin${stack.origin.requests[1]!.path}`).searchParams;
+    expect(forwarded.get('query')).toBe(query);
+    expect(forwarded.get('variables')).toBe('{"id":"3"}');
+    expect(forwarded.has('extensions')).toBe(false);
+  });
+
+  it('keeps variables and operation name in the key of a hashed query', async () => {
+    const query = 'query A($id: ID!) { todo(id: $id) { id } } query B { todos { id } }';
+    const extensions = persistedQueryExtensions(query);
+    await postGraphQL(stack.url, { query, operationName: 'A', variables: { id: '1' }, extensions });
+    const otherVariables = await postGraphQL(stack.url, { operationName: 'A', variables: { id: '2' }, extensions });
+    const otherOperation = await postGraphQL(stack.url, { operationName: 'B', extensions });
+    const same = await postGraphQL(stack.url, { operationName: 'A', variables: { id: '1' }, extensions });
+    expect([otherVariables, otherOperation, same].map((r) => r.headers['svc-cache'])).toEqual(['MISS', 'MISS', 'HIT']);
+    expect(otherOperation.json?.data).toEqual({ todos: expect.any(Array) });
+  });
+
+  it.each([
+    [
+      'a hash that does not match the query',
+      { query: TODOS, extensions: persistedQueryExtensions('{ users { id } }') },
+      'provided sha does not match query',
+    ],
+    [
+      'version 2',
+      { query: TODOS, extensions: { persistedQuery: { version: 2, sha256Hash: persistedQueryExtensions(TODOS).persistedQuery.sha256Hash } } },
+      'Unsupported persisted query version',
+    ],
+    [
+      'no version',
+      { extensions: { persistedQuery: { sha256Hash: persistedQueryExtensions(TODOS).persistedQuery.sha256Hash } } },
+      'Unsupported persisted query version',
+    ],
+    [
+      'a hash that is not 64 hexadecimal characters',
+      { extensions: { persistedQuery: { version: 1, sha256Hash: 'abc' } } },
+      'Invalid persisted query hash: expected 64 hexadecimal characters',
+    ],
+    [
+      'a persistedQuery that is not an object',
+      { extensions: { persistedQuery: 'abc' } },
+      'Invalid persisted query: expected an object with version and sha256Hash',
+    ],
+  ])('answers %s with 400 and Apollo\'s message, never cached, never forwarded', async (_name, params, message) => {
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      const response = await postGraphQL(stack.url, params);
+      expect(response.status).toBe(400);
+      expect(response.json).toEqual({ errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] });
+      expect(response.headers['svc-cache']).toBeUndefined();
+    }
+    const get = await getGraphQL(stack.url, params);
+    expect(get.status).toBe(400);
+    expect(stack.origin.requestCount()).toBe(0);
+  });
+
+  it('refuses a mutation sent by hash over GET with 405', async () => {
+    const mutation = 'mutation { addTodo(title: "by hash") { id } }';
+    const extensions = persistedQueryExtensions(mutation);
+    const registered = await postGraphQL(stack.url, { query: mutation, extensions });
+    expect(registered.headers['svc-cache']).toBe('PASS');
+    const overGet = await getGraphQL(stack.url, { extensions });
+    expect(overGet.status).toBe(405);
+    expect(overGet.json).toEqual({
+      errors: [{ message: 'Mutations cannot be sent with GET; use POST', extensions: { code: 'METHOD_NOT_ALLOWED' } }],
+    });
+    expect(stack.origin.requestCount()).toBe(1);
+  });
+
+  it.each(['POST', 'GET'] as const)('works for an unmodified Apollo-style client over %s', async (method) => {
+    const query = `query ApolloStyle${method} { todos { id title done } }`;
+    const first = await apolloStyleRequest(stack.url, method, { query });
+    expect(first.map((r) => [r.status, r.json?.errors?.[0]?.message ?? r.headers['svc-cache']])).toEqual([
+      [200, 'PersistedQueryNotFound'],
+      [200, 'MISS'],
+    ]);
+    const second = await apolloStyleRequest(stack.url, method, { query });
+    expect(second.map((r) => [r.status, r.headers['svc-cache']])).toEqual([[200, 'HIT']]);
+    expect(second[0]!.text).toBe(first[1]!.text);
+    expect(stack.origin.requestCount()).toBe(1);
+  });
+});
+
+describe('automatic persisted queries turned off', () => {
+  it('answers Apollo\'s PersistedQueryNotSupported and forwards nothing', async () => {
+    const stack = await startStack({ apq: { enabled: false } });
+    stack.origin.reset();
+    try {
+      const response = await postGraphQL(stack.url, { query: TODOS, extensions: persistedQueryExtensions(TODOS) });
+      expect(response.status).toBe(200);
+      expect(response.headers['cache-control']).toBe(APOLLO_NO_CACHE);
+      expect(response.json).toEqual({
+        errors: [{ message: 'PersistedQueryNotSupported', extensions: { code: 'PERSISTED_QUERY_NOT_SUPPORTED' } }],
+      });
+      expect(stack.origin.requestCount()).toBe(0);
+    } finally {
+      await stack.close();
+    }
+  });
+});
+
+describe('automatic persisted queries across replicas sharing Redis', () => {
+  let redis: RedisServer;
+  let origin: DemoOrigin;
+  let replicaA: Stack;
+  let replicaB: Stack;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    origin = await startDemoOrigin();
+    const config = { redis: { url: redis.url }, cache: { scopeKeySecret: 'shared-secret-of-the-replicas' } };
+    replicaA = await startStack(config, { origin });
+    replicaB = await startStack(config, { origin });
+  });
+  afterAll(async () => {
+    await replicaA.close();
+    await replicaB.close();
+    await origin.close();
+    await redis.stop();
+  });
+  beforeEach(() => origin.reset());
+
+  it('serves through one replica a hash registered through the other', async () => {
+    const query = '{ users { id name } }';
+    const registered = await postGraphQL(replicaA.url, { query, extensions: persistedQueryExtensions(query) });
+    expect(registered.headers['svc-cache']).toBe('MISS');
+    const elsewhere = await postGraphQL(replicaB.url, { extensions: persistedQueryExtensions(query) });
+    expect(elsewhere.headers['svc-cache']).toBe('HIT');
+    expect(elsewhere.text).toBe(registered.text);
+    expect(origin.requestCount()).toBe(1);
+  });
+
+  it('answers PersistedQueryNotFound while the registry is down, then serves the full query', async () => {
+    const query = '{ products { sku name } }';
+    const hash = createHash('sha256').update(query).digest('hex');
+    await postGraphQL(replicaA.url, { query, extensions: persistedQueryExtensions(query) });
+    await redis.kill();
+    try {
+      const hashOnly = await postGraphQL(replicaA.url, { extensions: { persistedQuery: { version: 1, sha256Hash: hash } } });
+      expect(hashOnly.status).toBe(200);
+      expect(hashOnly.json).toEqual(NOT_FOUND);
+      const retried = await postGraphQL(replicaA.url, { query, extensions: persistedQueryExtensions(query) });
+      expect(retried.status).toBe(200);
+      expect(retried.headers['svc-cache']).toBe('PASS');
+      expect(retried.json?.data).toEqual({ products: expect.any(Array) });
+    } finally {
+      await redis.restart();
+    }
+  });
+});
