@@ -5,7 +5,7 @@
  */
 
 export interface HeaderValue {
-  key: string;
+  key?: string;
   /** Pre-1.27 Envoy only; read as a fallback, never written (both set => Envoy answers 500). */
   value?: string;
   raw_value?: Buffer;

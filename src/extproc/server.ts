@@ -1,13 +1,16 @@
 import * as grpc from '@grpc/grpc-js';
+import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 import type { DecisionEngine } from '../engine/engine.js';
 import type { Logger } from '../observability/log.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { ProcessingRequest, ProcessingResponse } from './messages.js';
-import { MAX_GRPC_MESSAGE_BYTES, externalProcessorService } from './protocol.js';
+import { EXT_PROC_SERVICE, MAX_GRPC_MESSAGE_BYTES, externalProcessorService } from './protocol.js';
 import { ProcessingStream, ProtocolViolation } from './stream.js';
 
 export interface ExtProcServerOptions {
   engine: DecisionEngine;
   logger: Logger;
+  metrics: Metrics;
   /** 0 picks a free port. */
   port: number;
   host?: string;
@@ -15,19 +18,38 @@ export interface ExtProcServerOptions {
 
 export interface ExtProcServer {
   port: number;
-  /** Stops taking new streams and waits up to `graceMs` for open ones before cutting them. */
+  /**
+   * Reports NOT_SERVING on the health service, stops taking new streams and waits up to `graceMs`
+   * for open ones before cutting them.
+   */
   close(graceMs?: number): Promise<void>;
 }
 
-/** The ext_proc gRPC service Envoy streams every HTTP request through. */
+/**
+ * Names the standard health service (`grpc.health.v1.Health`) answers for: the empty name, which
+ * Envoy's gRPC health check asks about unless told otherwise, and the ext_proc service itself.
+ */
+export const HEALTH_SERVICE_NAMES = ['', EXT_PROC_SERVICE] as const;
+
+/** The ext_proc gRPC service Envoy streams every HTTP request through, and its health service. */
 export async function startExtProcServer(options: ExtProcServerOptions): Promise<ExtProcServer> {
+  const { logger, metrics } = options;
   const server = new grpc.Server({
     'grpc.max_receive_message_length': MAX_GRPC_MESSAGE_BYTES,
     'grpc.max_send_message_length': MAX_GRPC_MESSAGE_BYTES,
   });
+  const health = new HealthImplementation();
+  const setHealth = (status: ServingStatus): void => {
+    for (const name of HEALTH_SERVICE_NAMES) health.setStatus(name, status);
+  };
+  setHealth('SERVING');
+  health.addToServer(server);
+  let openStreams = 0;
   server.addService(externalProcessorService(), {
-    Process: (call: grpc.ServerDuplexStream<ProcessingRequest, ProcessingResponse>) =>
-      serveStream(call, options.engine, options.logger),
+    Process: (call: grpc.ServerDuplexStream<ProcessingRequest, ProcessingResponse>) => {
+      openStreams += 1;
+      serveStream(call, options.engine, logger, metrics, () => (openStreams -= 1));
+    },
   });
   const address = `${options.host ?? '0.0.0.0'}:${options.port}`;
   const port = await new Promise<number>((resolve, reject) =>
@@ -39,7 +61,12 @@ export async function startExtProcServer(options: ExtProcServerOptions): Promise
     port,
     close: (graceMs = 10_000) =>
       new Promise<void>((resolve) => {
-        const deadline = setTimeout(() => server.forceShutdown(), graceMs);
+        setHealth('NOT_SERVING');
+        logger.info({ openStreams, graceMs }, 'ext_proc server draining');
+        const deadline = setTimeout(() => {
+          logger.warn({ openStreams }, 'ext_proc streams still open at the shutdown deadline; cutting them');
+          server.forceShutdown();
+        }, graceMs);
         server.tryShutdown(() => {
           clearTimeout(deadline);
           resolve();
@@ -50,29 +77,49 @@ export async function startExtProcServer(options: ExtProcServerOptions): Promise
 
 /**
  * Messages of one stream are handled strictly in order, one answer each. Envoy ends a stream with a
- * half-close followed at once by a cancel (ext_proc.md section 2.2 item 5): both are normal.
+ * half-close followed at once by a cancel (ext_proc.md section 2.2 item 5): both are normal. The
+ * request's outcome is counted once, whichever way the stream ends.
  */
 function serveStream(
   call: grpc.ServerDuplexStream<ProcessingRequest, ProcessingResponse>,
   engine: DecisionEngine,
   logger: Logger,
+  metrics: Metrics,
+  onClosed: () => void,
 ): void {
   const stream = new ProcessingStream(engine, logger);
   let finished = false;
+  let counted = false;
   let pending: Promise<void> = Promise.resolve();
+  metrics.streamOpened();
 
-  const fail = (code: grpc.status, details: string): void => {
+  const countOutcome = (): void => {
+    if (counted) return;
+    counted = true;
+    const outcome = stream.outcome;
+    if (outcome.status !== undefined) metrics.recordOutcome(outcome.status);
+    metrics.addBytesServedFromCache(outcome.bytesServedFromCache);
+    metrics.streamClosed();
+    onClosed();
+  };
+
+  const fail = (code: grpc.status.INVALID_ARGUMENT | grpc.status.INTERNAL, details: string): void => {
     if (finished) return;
     finished = true;
     logger.warn({ details }, 'ending ext_proc stream that broke the protocol');
+    metrics.recordStreamError(code === grpc.status.INVALID_ARGUMENT ? 'INVALID_ARGUMENT' : 'INTERNAL');
     call.emit('error', { code, details, metadata: new grpc.Metadata() });
   };
 
   call.on('data', (message: ProcessingRequest) => {
     pending = pending.then(async () => {
       if (finished) return;
+      const started = process.hrtime.bigint();
       try {
         const answer = await stream.handle(message);
+        if (message.request !== undefined) {
+          metrics.observeDecisionSeconds(message.request, Number(process.hrtime.bigint() - started) / 1e9);
+        }
         if (!finished && message.observability_mode !== true) call.write(answer);
       } catch (error) {
         if (error instanceof ProtocolViolation) fail(grpc.status.INVALID_ARGUMENT, error.message);
@@ -83,6 +130,7 @@ function serveStream(
   });
   call.on('end', () => {
     pending = pending.then(() => {
+      countOutcome();
       if (finished) return;
       finished = true;
       call.end();
@@ -90,8 +138,10 @@ function serveStream(
   });
   call.on('cancelled', () => {
     finished = true;
+    countOutcome();
   });
   call.on('error', () => {
     finished = true;
+    countOutcome();
   });
 }

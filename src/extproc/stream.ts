@@ -195,7 +195,7 @@ type Phase =
  */
 function headerList(map: HeaderMap | undefined): HeaderList {
   return (map?.headers ?? []).map((header) => [
-    header.key.toLowerCase(),
+    (header.key ?? '').toLowerCase(),
     header.raw_value && header.raw_value.length > 0 ? header.raw_value.toString('latin1') : (header.value ?? ''),
   ]);
 }

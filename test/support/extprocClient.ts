@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import type { ProcessingRequest, ProcessingResponse } from '../../src/extproc/messages.js';
+import type { HeaderMutation, ProcessingRequest, ProcessingResponse } from '../../src/extproc/messages.js';
 import { externalProcessorClient } from '../../src/extproc/protocol.js';
 
 /** One ext_proc stream driven by hand with Envoy-shaped messages, answers read in order. */
@@ -35,12 +35,12 @@ export function headerMap(headers: Record<string, string>): { headers: Array<{ k
 }
 
 /** Header mutations of an answer as a plain map (raw_value decoded); asserts `value` is never used. */
-export function setHeaders(mutation: { set_headers?: Array<{ header?: { key: string; value?: string; raw_value?: Buffer } }> } | undefined): Record<string, string> {
+export function setHeaders(mutation: HeaderMutation | undefined): Record<string, string> {
   const result: Record<string, string> = {};
   for (const option of mutation?.set_headers ?? []) {
     if (!option.header) continue;
     if (option.header.value) throw new Error(`header ${option.header.key} uses value instead of raw_value`);
-    result[option.header.key] = option.header.raw_value?.toString('latin1') ?? '';
+    result[option.header.key ?? ''] = option.header.raw_value?.toString('latin1') ?? '';
   }
   return result;
 }

@@ -1,0 +1,322 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../observability/log.js';
+import { ExtProcFilter, type FilterCallbacks } from './extProcFilter.js';
+import type { FilterConfig } from './filterConfig.js';
+import { HeaderMap } from './headerMap.js';
+import { envoyReplies, prepareLocalReply, type LocalReply } from './localReply.js';
+import { MessageBody } from './messageBody.js';
+import type { MutationChecker } from './mutation.js';
+import type { ProcessorClient } from './processorClient.js';
+import type { GatewayStatsCollector, RequestRecord } from './stats.js';
+import type { Router, UpstreamRequest } from './upstream.js';
+
+export interface StreamContext {
+  config: FilterConfig;
+  client: ProcessorClient;
+  checker: MutationChecker;
+  router: Router;
+  stats: GatewayStatsCollector;
+  logger: Logger;
+}
+
+/** Headers the connection manager never passes on: they describe one hop, not the message (RFC 9110 §7.6.1). */
+const HOP_BY_HOP_HEADERS = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
+
+/**
+ * One HTTP request through the gateway, as Envoy's connection manager, filter chain (ext_proc, then the
+ * router) and HTTP/1 codec handle it: request headers → ext_proc decode → origin → ext_proc encode →
+ * client, with local replies that enter the response path wherever Envoy would send them.
+ */
+export class ActiveStream implements FilterCallbacks {
+  private stage = new Stage();
+  private readonly filter: ExtProcFilter;
+  private readonly record: RequestRecord;
+  private readonly isHeadRequest: boolean;
+  private requestBody = MessageBody.absent();
+  private responseBody = MessageBody.absent();
+  private upstream: UpstreamRequest | undefined;
+  /** Response headers have entered the encoder path; later local replies bypass the filters (§3 item 6). */
+  private responseStarted = false;
+  private recorded = false;
+  private resetByGateway = false;
+  private destroyed = false;
+
+  constructor(
+    private readonly context: StreamContext,
+    private readonly request: IncomingMessage,
+    private readonly response: ServerResponse,
+  ) {
+    this.isHeadRequest = request.method === 'HEAD';
+    this.record = {
+      requestId: '',
+      method: request.method ?? '',
+      path: request.url ?? '',
+      responseCode: 0,
+      responseCodeDetails: '',
+      processorMessages: [],
+    };
+    this.filter = new ExtProcFilter({ ...context, record: this.record }, this);
+    response.on('close', () => this.onDownstreamClose());
+    // Writing to a client that has gone fails here; 'close' above is where that is handled.
+    response.on('error', () => undefined);
+  }
+
+  start(): void {
+    this.run().catch((error: unknown) => this.onInternalError(error));
+  }
+
+  /** Envoy's sendLocalReply: through the encoder filters if no response started, else straight out or a reset. */
+  sendLocalReply(reply: LocalReply): void {
+    if (this.destroyed) return;
+    this.stage.interrupt();
+    const stage = (this.stage = new Stage());
+    this.upstream?.abort();
+    this.responseBody.discard();
+    if (!this.responseStarted) {
+      this.encodeLocalReply(stage, reply).catch((error: unknown) => this.onInternalError(error));
+    } else if (!this.response.headersSent) {
+      try {
+        const prepared = prepareLocalReply(reply, this.isHeadRequest);
+        this.writeResponseHead(prepared.headers, reply.details, prepared.body.length === 0);
+        this.response.end(prepared.body);
+        this.onResponseComplete();
+      } catch (error) {
+        this.onInternalError(error);
+      }
+    } else {
+      this.resetDownstream(reply.details);
+    }
+  }
+
+  private async run(): Promise<void> {
+    const stage = this.stage;
+    const { config, router } = this.context;
+    const headers = requestHeaders(this.request);
+    this.record.requestId = headers.get('x-request-id') ?? '';
+    if (requestHasBody(this.request)) {
+      this.requestBody = MessageBody.reading(this.request, config.bufferLimitBytes, () =>
+        this.sendLocalReply(envoyReplies.requestPayloadTooLarge()),
+      );
+    }
+
+    if ((await stage.race(this.filter.decodeHeaders(headers, this.requestBody))) === INTERRUPTED) return;
+    const body = this.requestBody;
+    const upstream = router.forward(headers, !body.isAbsent, (details) => this.resetDownstream(details));
+    this.upstream = upstream;
+    if (body.isAbsent) {
+      upstream.request.end();
+    } else {
+      upstream.request.flushHeaders();
+      if ((await stage.race(this.filter.decodeBody())) === INTERRUPTED) return;
+      body.pipeTo(upstream.request);
+    }
+
+    const outcome = await stage.race(upstream.outcome);
+    if (outcome === INTERRUPTED) return;
+    if (outcome.kind === 'failure') {
+      this.sendLocalReply(outcome.reply);
+      return;
+    }
+    const { response, serviceTimeMs } = outcome;
+    if (responseHasBody(response, this.isHeadRequest)) {
+      this.responseBody = MessageBody.reading(response, config.bufferLimitBytes, () =>
+        this.sendLocalReply(envoyReplies.responsePayloadTooLarge()),
+      );
+    }
+    await this.encode(stage, responseHeaders(response, serviceTimeMs), this.responseBody, 'via_upstream');
+  }
+
+  private async encodeLocalReply(stage: Stage, reply: LocalReply): Promise<void> {
+    const prepared = prepareLocalReply(reply, this.isHeadRequest);
+    this.responseBody = prepared.body.length > 0 ? MessageBody.fixed(prepared.body) : MessageBody.absent();
+    await this.encode(stage, prepared.headers, this.responseBody, reply.details);
+  }
+
+  private async encode(stage: Stage, headers: HeaderMap, body: MessageBody, details: string): Promise<void> {
+    this.responseStarted = true;
+    if ((await stage.race(this.filter.encodeHeaders(headers, body))) === INTERRUPTED) return;
+    this.writeResponseHead(headers, details, body.isAbsent);
+    if (body.isAbsent) {
+      this.response.end();
+      this.onResponseComplete();
+      return;
+    }
+    // Headers go out now so that a body the filter no longer holds (e.g. text/event-stream) streams.
+    this.response.flushHeaders();
+    if ((await stage.race(this.filter.encodeBody())) === INTERRUPTED) return;
+    body.pipeTo(this.response, () => this.onResponseComplete());
+  }
+
+  /**
+   * The whole response is with the codec: Envoy's stream is over and its filters are destroyed in the same
+   * dispatch, so whatever the processor sends afterwards (even an error status) can no longer matter.
+   */
+  private onResponseComplete(): void {
+    this.filter.onDestroy();
+  }
+
+  /** The HTTP/1 codec's view: no pseudo-headers, no hop-by-hop headers, Envoy's `server`. */
+  private writeResponseHead(headers: HeaderMap, details: string, headersOnly: boolean): void {
+    const status = Number(headers.get(':status'));
+    const lines: string[] = [];
+    for (const [name, value] of headers.entries()) {
+      if (!name.startsWith(':') && !HOP_BY_HOP_HEADERS.has(name) && name !== 'server') lines.push(name, value);
+    }
+    // Envoy's HTTP/1 codec frames a headers-only response with an explicit zero length where a body is allowed.
+    const bodyAllowed = !this.isHeadRequest && status >= 200 && status !== 204 && status !== 304;
+    if (headersOnly && bodyAllowed && !headers.has('content-length')) lines.push('content-length', '0');
+    // server_header_transformation defaults to OVERWRITE.
+    lines.push('server', 'envoy');
+    // Answering before the whole request was read leaves the HTTP/1 connection unusable, so Envoy closes it.
+    if (!this.request.complete) {
+      lines.push('connection', 'close');
+      this.requestBody.discard();
+    }
+    this.finishRecord(status, details);
+    this.response.writeHead(status, lines);
+  }
+
+  private resetDownstream(details: string): void {
+    this.resetByGateway = true;
+    this.finishRecord(this.response.headersSent ? this.response.statusCode : 0, details);
+    this.response.destroy();
+  }
+
+  private onDownstreamClose(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    if (!this.response.writableFinished && !this.resetByGateway) this.finishRecord(0, 'downstream_remote_disconnect');
+    this.stage.interrupt();
+    this.upstream?.abort();
+    this.requestBody.discard();
+    this.responseBody.discard();
+    this.filter.onDestroy();
+  }
+
+  private onInternalError(error: unknown): void {
+    this.context.logger.error({ err: error, requestId: this.record.requestId }, 'gateway failed a request');
+    this.resetDownstream('gateway_internal_error');
+  }
+
+  /** The access-log view of the request; a reset after the head was written keeps the code it sent. */
+  private finishRecord(status: number, details: string): void {
+    if (!this.recorded || status !== 0) this.record.responseCode = status;
+    this.record.responseCodeDetails = details;
+    if (this.recorded) return;
+    this.recorded = true;
+    this.context.stats.record(this.record);
+    this.context.logger.debug(
+      { code: status, details, method: this.record.method, path: this.record.path, requestId: this.record.requestId },
+      'request finished',
+    );
+  }
+}
+
+const INTERRUPTED = Symbol('interrupted');
+
+/** One attempt at producing the response; a local reply interrupts it and starts another. */
+class Stage {
+  private interruptStage!: () => void;
+  private readonly interrupted = new Promise<typeof INTERRUPTED>((resolve) => {
+    this.interruptStage = () => resolve(INTERRUPTED);
+  });
+
+  race<T>(promise: Promise<T>): Promise<T | typeof INTERRUPTED> {
+    return Promise.race([promise, this.interrupted]);
+  }
+
+  interrupt(): void {
+    this.interruptStage();
+  }
+}
+
+/**
+ * The request headers ext_proc sees: HTTP/1 `Host` as `:authority`, pseudo-headers first, hop-by-hop
+ * headers gone, and what the connection manager adds before any filter runs (ext_proc.md §2.2 item 4).
+ * The production listener sets use_remote_address and no internal_address_config, which since 1.36 makes
+ * every request an edge request: Envoy's own control headers are dropped, x-forwarded-for gets the peer
+ * (Envoy's own address for a loopback peer), x-envoy-external-address is set and x-request-id replaced.
+ */
+function requestHeaders(request: IncomingMessage): HeaderMap {
+  const headers = new HeaderMap();
+  headers.add(':authority', request.headers.host ?? '');
+  headers.add(':path', request.url ?? '/');
+  headers.add(':method', request.method ?? 'GET');
+  headers.add(':scheme', 'http');
+  const raw = request.rawHeaders;
+  for (let index = 0; index + 1 < raw.length; index += 2) {
+    const name = (raw[index] ?? '').toLowerCase();
+    const value = raw[index + 1] ?? '';
+    if (name === 'host' || HOP_BY_HOP_HEADERS.has(name) || EDGE_CLEANED_HEADERS.has(name)) continue;
+    // Envoy answers `Expect: 100-continue` itself and drops the header.
+    if (name === 'expect' && value.toLowerCase() === '100-continue') continue;
+    // TE is sanitised to the one value that may cross a hop.
+    if (name === 'te') {
+      if (value.split(',').some((token) => token.trim().toLowerCase() === 'trailers')) headers.add('te', 'trailers');
+      continue;
+    }
+    headers.add(name, value);
+  }
+  const peer = plainAddress(request.socket.remoteAddress);
+  const forwardedAs = isLoopback(peer) ? plainAddress(request.socket.localAddress) : peer;
+  const forwardedFor = headers.get('x-forwarded-for');
+  headers.set('x-forwarded-for', forwardedFor === undefined ? forwardedAs : `${forwardedFor},${forwardedAs}`);
+  headers.set('x-forwarded-proto', 'http');
+  headers.set('x-envoy-external-address', peer);
+  headers.set('x-request-id', randomUUID());
+  return headers;
+}
+
+/** Request headers Envoy strips from requests that are not internal (ConnectionManagerUtility). */
+const EDGE_CLEANED_HEADERS = new Set([
+  'x-envoy-internal',
+  'x-envoy-decorator-operation',
+  'x-envoy-downstream-service-cluster',
+  'x-envoy-downstream-service-node',
+  'x-envoy-retriable-status-codes',
+  'x-envoy-retriable-header-names',
+  'x-envoy-retry-on',
+  'x-envoy-retry-grpc-on',
+  'x-envoy-max-retries',
+  'x-envoy-upstream-alt-stat-name',
+  'x-envoy-upstream-rq-timeout-ms',
+  'x-envoy-upstream-rq-per-try-timeout-ms',
+  'x-envoy-upstream-rq-timeout-alt-response',
+  'x-envoy-expected-rq-timeout-ms',
+  'x-envoy-force-trace',
+  'x-envoy-ip-tags',
+  'x-envoy-original-url',
+  'x-envoy-hedge-on-per-try-timeout',
+]);
+
+function plainAddress(address: string | undefined): string {
+  return (address ?? '').replace(/^::ffff:/, '');
+}
+
+function isLoopback(address: string): boolean {
+  return address === '::1' || address.startsWith('127.');
+}
+
+/** The origin's response headers as the router hands them to the encoder filters. */
+function responseHeaders(response: IncomingMessage, serviceTimeMs: number): HeaderMap {
+  const headers = new HeaderMap([[':status', String(response.statusCode ?? 502)]]);
+  const raw = response.rawHeaders;
+  for (let index = 0; index + 1 < raw.length; index += 2) headers.add(raw[index] ?? '', raw[index + 1] ?? '');
+  headers.set('x-envoy-upstream-service-time', String(serviceTimeMs));
+  return headers;
+}
+
+/** HTTP/1 framing decides whether the headers end the stream (§2.3 D): no length and no chunking is no body. */
+function requestHasBody(request: IncomingMessage): boolean {
+  if (request.headers['transfer-encoding'] !== undefined) return true;
+  return Number(request.headers['content-length'] ?? 0) > 0;
+}
+
+function responseHasBody(response: IncomingMessage, isHeadRequest: boolean): boolean {
+  const status = response.statusCode ?? 200;
+  if (isHeadRequest || status < 200 || status === 204 || status === 304) return false;
+  if (response.headers['transfer-encoding'] !== undefined) return true;
+  const contentLength = response.headers['content-length'];
+  return contentLength === undefined || Number(contentLength) > 0;
+}

@@ -1,0 +1,338 @@
+import http from 'node:http';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { BodySendMode, HeaderSendMode, type ProcessingRequest } from '../../src/extproc/messages.js';
+import { envoyProfile } from '../../src/gateway/index.js';
+import { answerEach, continueResponse, headerValue, setHeader } from '../support/fakeProcessor.js';
+import { header, jsonOrigin, send, startRig, type Rig } from './harness.js';
+
+let rig: Rig;
+
+beforeAll(async () => {
+  rig = await startRig();
+});
+
+afterAll(async () => {
+  await rig.close();
+});
+
+beforeEach(() => {
+  rig.processor.use(answerEach((request) => continueResponse(request)));
+  rig.origin.use(jsonOrigin('{"data":{}}'));
+});
+
+function kinds(requests: ProcessingRequest[]): string[] {
+  return requests.map((request) => request.request ?? 'none');
+}
+
+function lastStream() {
+  const stream = rig.processor.streams.at(-1);
+  if (!stream) throw new Error('no stream');
+  return stream;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+const SKIP_THE_REST = {
+  request_body_mode: BodySendMode.NONE,
+  response_header_mode: HeaderSendMode.SKIP,
+  response_body_mode: BodySendMode.NONE,
+};
+
+describe('mode_override (§5.1)', () => {
+  it('at request_headers skips the request body and the whole response phase, and closes the stream at once', async () => {
+    rig.processor.use(
+      answerEach((request) => ({ ...continueResponse(request), mode_override: SKIP_THE_REST })),
+    );
+
+    const response = await send(rig.gateway.url, { method: 'POST', body: '{"query":"mutation { x }"}' });
+
+    expect(response.status).toBe(200);
+    expect(response.text).toBe('{"data":{}}');
+    expect(rig.origin.received.at(-1)?.body.toString()).toBe('{"query":"mutation { x }"}');
+    const stream = lastStream();
+    expect(kinds(stream.received)).toEqual(['request_headers']);
+    expect(stream.cancelled).toBe(true);
+  });
+
+  it('is ignored without allow_mode_override', async () => {
+    const strict = await rig.gatewayWith({ filter: { allowModeOverride: false } });
+    rig.processor.use(
+      answerEach((request) => ({ ...continueResponse(request), mode_override: SKIP_THE_REST })),
+    );
+
+    await send(strict.url, { method: 'POST', body: '{}' });
+
+    expect(kinds(lastStream().received)).toEqual(['request_headers', 'request_body', 'response_headers', 'response_body']);
+  });
+
+  it('is ignored in a body answer', async () => {
+    rig.processor.use(
+      answerEach((request) =>
+        request.request === 'request_body'
+          ? { ...continueResponse(request), mode_override: SKIP_THE_REST }
+          : continueResponse(request),
+      ),
+    );
+
+    await send(rig.gateway.url, { method: 'POST', body: '{}' });
+
+    expect(kinds(lastStream().received)).toEqual(['request_headers', 'request_body', 'response_headers', 'response_body']);
+  });
+
+  it('takes body modes literally: leaving request_body_mode out means NONE', async () => {
+    rig.processor.use(
+      answerEach((request) => ({
+        ...continueResponse(request),
+        ...(request.request === 'request_headers' ? { mode_override: { response_body_mode: BodySendMode.BUFFERED } } : {}),
+      })),
+    );
+
+    await send(rig.gateway.url, { method: 'POST', body: '{}' });
+
+    expect(kinds(lastStream().received)).toEqual(['request_headers', 'response_headers', 'response_body']);
+  });
+
+  it.each([
+    ['1.36: DEFAULT keeps the configured SKIP', '1.36', ['request_headers']],
+    ['1.33: the override replaces the mode and DEFAULT means SEND', '1.33', ['request_headers', 'response_headers']],
+  ])('%s', async (_label, version, expected) => {
+    const gateway = await rig.gatewayWith({
+      filter: {
+        processingMode: {
+          request_header_mode: HeaderSendMode.SEND,
+          response_header_mode: HeaderSendMode.SKIP,
+          request_body_mode: BodySendMode.NONE,
+          response_body_mode: BodySendMode.NONE,
+        },
+        envoy: envoyProfile(version),
+      },
+    });
+    rig.processor.use(
+      answerEach((request) => ({
+        ...continueResponse(request),
+        mode_override: { request_header_mode: HeaderSendMode.DEFAULT, response_header_mode: HeaderSendMode.DEFAULT },
+      })),
+    );
+
+    await send(gateway.url);
+
+    expect(kinds(lastStream().received)).toEqual(expected);
+    expect(lastStream().received[0]?.protocol_config === undefined).toBe(version === '1.33');
+  });
+
+  it('outside allowed_override_modes is ignored', async () => {
+    const gateway = await rig.gatewayWith({
+      filter: { allowedOverrideModes: [{ response_header_mode: HeaderSendMode.SKIP }] },
+    });
+    rig.processor.use(
+      answerEach((request) => ({ ...continueResponse(request), mode_override: SKIP_THE_REST })),
+    );
+
+    await send(gateway.url);
+
+    expect(kinds(lastStream().received)).toEqual(['request_headers', 'response_headers', 'response_body']);
+  });
+
+  it('response_body_mode NONE at response_headers lets text/event-stream stream to the client', async () => {
+    let releaseSecondEvent: () => void = () => undefined;
+    const secondEventMayGo = new Promise<void>((resolve) => (releaseSecondEvent = resolve));
+    rig.origin.use((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write('data: one\n\n');
+      void secondEventMayGo.then(() => response.end('data: two\n\n'));
+    });
+    rig.processor.use(
+      answerEach((request) =>
+        request.request === 'response_headers' &&
+        headerValue(request.response_headers, 'content-type') === 'text/event-stream'
+          ? { ...continueResponse(request), mode_override: { response_body_mode: BodySendMode.NONE } }
+          : continueResponse(request),
+      ),
+    );
+
+    const received = await new Promise<string[]>((resolve, reject) => {
+      const events: string[] = [];
+      const url = new URL('/events', rig.gateway.url);
+      http
+        .get(url, { agent: false }, (response) => {
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => {
+            events.push(chunk);
+            // The second event only exists once the first one has reached the client.
+            if (events.length === 1) releaseSecondEvent();
+          });
+          response.on('end', () => resolve(events));
+        })
+        .on('error', reject);
+    });
+
+    expect(received.join('')).toBe('data: one\n\ndata: two\n\n');
+    expect(received[0]).toBe('data: one\n\n');
+    expect(kinds(lastStream().received)).toEqual(['request_headers', 'response_headers']);
+  });
+});
+
+describe('override_message_timeout (§5.3)', () => {
+  /** Answers request_headers late, after sending the given timeout overrides first. */
+  function lateAnswer(overridesMs: number[], answerAfterMs: number): void {
+    rig.processor.use(async (stream) => {
+      for (let request = await stream.next(); request; request = await stream.next()) {
+        if (request.request !== 'request_headers') {
+          stream.send(continueResponse(request));
+          continue;
+        }
+        for (const ms of overridesMs) {
+          stream.send({ override_message_timeout: { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 } });
+        }
+        await delay(answerAfterMs);
+        stream.send(continueResponse(request, { header_mutation: { set_headers: [setHeader('x-late', 'applied')] } }));
+      }
+    });
+  }
+
+  let gateway: Awaited<ReturnType<Rig['gatewayWith']>>;
+  beforeAll(async () => {
+    gateway = await rig.gatewayWith({ filter: { messageTimeoutMs: 150, maxMessageTimeoutMs: 1000 } });
+  });
+
+  it('within max_message_timeout extends the wait for the answer', async () => {
+    lateAnswer([600], 300);
+    const start = { ...gateway.stats.counters };
+
+    const response = await send(gateway.url);
+
+    expect(response.status).toBe(200);
+    expect(rig.origin.received.at(-1)?.headers).toContainEqual(['x-late', 'applied']);
+    expect(rig.countersSince(start, gateway)).toMatchObject({ override_message_timeout_received: 1 });
+    expect(rig.countersSince(start, gateway).message_timeouts).toBeUndefined();
+  });
+
+  it('over max_message_timeout is ignored: the original timer fires and the request fails open', async () => {
+    lateAnswer([5000], 300);
+    const start = { ...gateway.stats.counters };
+
+    const response = await send(gateway.url);
+
+    expect(response.status).toBe(200);
+    expect(rig.origin.received.at(-1)?.headers.some(([name]) => name === 'x-late')).toBe(false);
+    expect(rig.countersSince(start, gateway)).toMatchObject({
+      override_message_timeout_ignored: 1,
+      message_timeouts: 1,
+      failure_mode_allowed: 1,
+    });
+  });
+
+  it('a second override for the same message is ignored', async () => {
+    lateAnswer([200, 900], 400);
+    const start = { ...gateway.stats.counters };
+
+    const response = await send(gateway.url);
+
+    expect(response.status).toBe(200);
+    expect(rig.origin.received.at(-1)?.headers.some(([name]) => name === 'x-late')).toBe(false);
+    expect(rig.countersSince(start, gateway)).toMatchObject({
+      override_message_timeout_received: 1,
+      override_message_timeout_ignored: 1,
+      message_timeouts: 1,
+    });
+  });
+
+  it('makes Envoy ignore every other field of the message carrying it', async () => {
+    rig.processor.use(
+      answerEach((request) =>
+        request.request === 'request_headers'
+          ? [
+              { override_message_timeout: { nanos: 500_000_000 }, immediate_response: { status: { code: 418 } } },
+              continueResponse(request),
+            ]
+          : continueResponse(request),
+      ),
+    );
+
+    const response = await send(gateway.url);
+
+    expect(response.status).toBe(200);
+  });
+});
+
+describe('buffer limit (§6)', () => {
+  let small: Awaited<ReturnType<Rig['gatewayWith']>>;
+  beforeAll(async () => {
+    small = await rig.gatewayWith({ filter: { bufferLimitBytes: 1024 } });
+  });
+
+  it('a request body over the limit gets a 413 local reply that still goes through the response phase', async () => {
+    rig.processor.use(
+      answerEach((request) =>
+        request.request === 'response_headers'
+          ? continueResponse(request, { header_mutation: { set_headers: [setHeader('svc-cache', 'PASS')] } })
+          : continueResponse(request),
+      ),
+    );
+    const originCount = rig.origin.received.length;
+
+    const response = await send(small.url, { method: 'POST', body: Buffer.alloc(4096, 'a') });
+
+    expect(response.status).toBe(413);
+    expect(response.text).toBe('Payload Too Large');
+    expect(header(response, 'content-type')).toBe('text/plain');
+    expect(header(response, 'svc-cache')).toBe('PASS');
+    expect(rig.origin.received.length).toBe(originCount);
+    expect(small.stats.lastRequest()?.responseCodeDetails).toBe('request_payload_too_large');
+    const stream = lastStream();
+    expect(kinds(stream.received)).toEqual(['request_headers', 'response_headers', 'response_body']);
+    expect(headerValue(stream.received[1]?.response_headers, ':status')).toBe('413');
+    expect(headerValue(stream.received[1]?.response_headers, 'x-envoy-upstream-service-time')).toBeUndefined();
+    expect(stream.received[2]?.response_body).toEqual({ body: Buffer.from('Payload Too Large'), end_of_stream: true });
+  });
+
+  it('a body passed with request_body_mode NONE is not limited', async () => {
+    rig.processor.use(
+      answerEach((request) => ({
+        ...continueResponse(request),
+        ...(request.request === 'request_headers' ? { mode_override: { response_header_mode: HeaderSendMode.SKIP } } : {}),
+      })),
+    );
+
+    const streamsBefore = rig.processor.streams.length;
+    const body = await new Promise<string>((resolve, reject) => {
+      const request = http.request(new URL('/graphql', small.url), {
+        method: 'POST',
+        agent: false,
+        headers: { 'transfer-encoding': 'chunked' },
+      });
+      request.on('response', (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve(Buffer.concat(chunks).toString()));
+      });
+      request.on('error', reject);
+      request.flushHeaders();
+      // The body only starts once the processor has let the headers through with body mode NONE.
+      const waitForAnswer = setInterval(() => {
+        if ((rig.processor.streams[streamsBefore]?.sent.length ?? 0) > 0) {
+          clearInterval(waitForAnswer);
+          request.end(Buffer.alloc(4096, 'b'));
+        }
+      }, 5);
+    });
+
+    expect(body).toBe('{"data":{}}');
+    expect(rig.origin.received.at(-1)?.body.length).toBe(4096);
+  });
+
+  it('a response body over the limit while its headers are held is a direct 500', async () => {
+    rig.origin.use(jsonOrigin(JSON.stringify({ data: 'x'.repeat(4096) })));
+
+    const response = await send(small.url);
+
+    expect(response.status).toBe(500);
+    expect(response.text).toBe('Internal Server Error');
+    expect(small.stats.lastRequest()?.responseCodeDetails).toBe('response_payload_too_large');
+    await delay(30);
+    // Sent straight to the client: the processor never sees the 500.
+    expect(kinds(lastStream().received)).toEqual(['request_headers', 'response_headers']);
+  });
+});
