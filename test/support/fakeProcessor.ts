@@ -125,7 +125,7 @@ export function setHeader(key: string, value: string, append?: boolean): HeaderV
 /** The headers of a request_headers/response_headers message as [name, value] pairs, values from raw_value. */
 export function headerPairs(headers: HttpHeaders | undefined): [string, string][] {
   return (headers?.headers?.headers ?? []).map((header) => [
-    header.key,
+    header.key ?? '',
     header.raw_value ? header.raw_value.toString('latin1') : (header.value ?? ''),
   ]);
 }
