@@ -125,6 +125,11 @@ export const configSchema = z
          * share scoped entries; without it each process picks a random one.
          */
         scopeKeySecret: z.string().min(16).meta({ secret: true }).optional(),
+        /**
+         * How long identical misses wait for the one request already fetching their answer, in ms.
+         * Kept under Envoy's ext_proc message_timeout (1 s in envoy/envoy.yaml); 0 turns coalescing off.
+         */
+        coalesceWaitMs: z.number().int().min(0).default(800),
       })
       .strict()
       .default({
@@ -132,6 +137,7 @@ export const configSchema = z
         publicForCredentialedRequests: false,
         ignoreOriginCacheControl: false,
         bypassCacheHeaders: [],
+        coalesceWaitMs: 800,
       }),
     logging: z
       .object({ level: z.enum(['debug', 'info', 'warn', 'error']).default('info') })

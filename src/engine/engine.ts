@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Kind, OperationTypeNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../observability/log.js';
-import type { CacheStore, InvalidationMark } from '../store/types.js';
+import type { CacheStore, CachedResponse, InvalidationMark } from '../store/types.js';
 import { canonicalJson } from '../graphql/canonicalJson.js';
 import { parseDocument, selectOperation } from '../graphql/document.js';
 import {
@@ -16,6 +16,7 @@ import { resolvePersistedQuery, withoutPersistedQuery, type PersistedQueryRefusa
 import { selectionOf } from '../graphql/selection.js';
 import { headerValue, mediaType, type HeaderList } from '../http/headers.js';
 import { invalidationTag } from '../invalidation/tags.js';
+import { MissCoalescer, type Leadership } from './coalescing.js';
 import { cachePolicyFor, type CachePolicy } from './rules.js';
 import { scopeBucketKey, scopeVaryHeaders } from './scopes.js';
 import {
@@ -101,6 +102,8 @@ export type ResponsePlan =
       /** Request headers the cache key already covers; an origin `vary` on anything else is not cacheable. */
       keyedRequestHeaders: ReadonlySet<string>;
       limits: { maxResponseBodyBytes: number; ignoreOriginCacheControl: boolean };
+      /** Set when this request leads the fetch that identical requests wait for. */
+      leadership: Leadership | undefined;
     };
 
 export interface ResponseHeadDecision {
@@ -120,6 +123,7 @@ export interface ResponseBodyDecision {
 
 export class DecisionEngine {
   private readonly now: () => number;
+  private readonly coalescer = new MissCoalescer();
 
   constructor(private readonly deps: EngineDependencies) {
     this.now = deps.now ?? Date.now;
@@ -152,11 +156,10 @@ export class DecisionEngine {
 
   decideResponseHead(plan: ResponsePlan, status: number, headers: HeaderList, endOfStream: boolean): ResponseHeadDecision {
     if (plan.kind === 'pass') return { headers: cacheStatusHeader('PASS'), wantsBody: false, plan };
-    const notCacheable = (reason: string): ResponseHeadDecision => ({
-      headers: cacheStatusHeader('PASS'),
-      wantsBody: false,
-      plan: { kind: 'pass', reason },
-    });
+    const notCacheable = (reason: string): ResponseHeadDecision => {
+      plan.leadership?.release();
+      return { headers: cacheStatusHeader('PASS'), wantsBody: false, plan: { kind: 'pass', reason } };
+    };
     if (status !== 200) return notCacheable(`origin status ${status}`);
     const type = mediaType(headerValue(headers, 'content-type'));
     if (type !== 'application/json' && type !== 'application/graphql-response+json') {
@@ -182,6 +185,23 @@ export class DecisionEngine {
     body: Buffer,
   ): Promise<ResponseBodyDecision> {
     if (plan.kind === 'pass') return { headers: cacheStatusHeader('PASS'), status: 'PASS' };
+    try {
+      return await this.storeResponse(plan, responseHeaders, body);
+    } finally {
+      plan.leadership?.release();
+    }
+  }
+
+  /** The request ended before its response was decided (client gone, stream cancelled). */
+  abandon(plan: ResponsePlan | undefined): void {
+    if (plan?.kind === 'store') plan.leadership?.release();
+  }
+
+  private async storeResponse(
+    plan: Extract<ResponsePlan, { kind: 'store' }>,
+    responseHeaders: HeaderList,
+    body: Buffer,
+  ): Promise<ResponseBodyDecision> {
     const passed = (reason: string): ResponseBodyDecision => {
       this.deps.logger.debug({ reason }, 'response not stored');
       return { headers: cacheStatusHeader('PASS'), status: 'PASS' };
@@ -277,13 +297,21 @@ export class DecisionEngine {
     const varyNames = scopeVaryHeaders(policy.scopes, config.scopes);
     const scopeHeaders: Array<[string, string]> =
       policy.scopes.length === 0 ? [] : [['cache-control', 'private, no-cache'], ['vary', varyNames.join(', ')]];
-    const entry = lookup.entry;
-    if (entry && this.now() - entry.storedAt <= entry.maxAge * 1000) {
-      return {
-        kind: 'respond',
-        response: hitResponse(entry, this.now(), mergeScopeHeaders(entry.headers, scopeHeaders)),
-        status: 'HIT',
-      };
+    const hit = (entry: CachedResponse | undefined): RequestDecision | undefined =>
+      entry && this.now() - entry.storedAt <= entry.maxAge * 1000
+        ? { kind: 'respond', response: hitResponse(entry, this.now(), mergeScopeHeaders(entry.headers, scopeHeaders)), status: 'HIT' }
+        : undefined;
+    const cached = hit(lookup.entry);
+    if (cached) return cached;
+    const leadership = this.coalescer.lead(key);
+    if (!leadership && (await this.coalescer.follow(key, config.cache.coalesceWaitMs))) {
+      try {
+        const afterLeader = hit((await this.deps.store.lookup(key)).entry);
+        if (afterLeader) return afterLeader;
+      } catch (error) {
+        this.deps.logger.warn({ err: errorMessage(error) }, 'cache store unavailable; passing to origin');
+        return passed('store unavailable');
+      }
     }
     // The cache stores and replays identity bodies; Envoy can compress in front of the sidecar.
     return forward(
@@ -299,6 +327,7 @@ export class DecisionEngine {
           maxResponseBodyBytes: config.limits.maxResponseBodyBytes,
           ignoreOriginCacheControl: config.cache.ignoreOriginCacheControl,
         },
+        leadership,
       },
       ['accept-encoding'],
     );

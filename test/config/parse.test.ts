@@ -82,6 +82,7 @@ apq:
         publicForCredentialedRequests: false,
         ignoreOriginCacheControl: false,
         bypassCacheHeaders: [],
+        coalesceWaitMs: 800,
       },
       logging: { level: 'info' },
     });
