@@ -167,6 +167,8 @@ export class DecisionEngine {
     }
     const cacheControl = parseCacheControl(headerValue(headers, 'cache-control'));
     if (cacheControl.has('no-store')) return notCacheable('origin cache-control no-store');
+    // svc-cache does not revalidate, and a no-cache answer must not be reused without it (RFC 9111 section 5.2.2.4).
+    if (cacheControl.has('no-cache')) return notCacheable('origin cache-control no-cache');
     if (cacheControl.has('private')) return notCacheable('origin cache-control private');
     if (headerValue(headers, 'set-cookie') !== undefined) return notCacheable('origin set-cookie');
     if (headerValue(headers, 'content-encoding') !== undefined) return notCacheable('origin content-encoding');

@@ -203,6 +203,7 @@ describe('DecisionEngine', () => {
       ['a non-JSON content type', 200, [['content-type', 'text/html']]],
       ['cache-control no-store', 200, [...JSON_HEADERS, ['cache-control', 'no-store']]],
       ['cache-control private', 200, [...JSON_HEADERS, ['cache-control', 'private, max-age=60']]],
+      ['cache-control no-cache', 200, [...JSON_HEADERS, ['cache-control', 'no-cache']]],
       ['set-cookie', 200, [...JSON_HEADERS, ['set-cookie', 'a=b']]],
       ['a content-encoding', 200, [...JSON_HEADERS, ['content-encoding', 'gzip']]],
       ['vary on a header outside the key', 200, [...JSON_HEADERS, ['vary', 'Accept, X-Tenant']]],

@@ -1,0 +1,136 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { startFileConfiguredStack, RELOADED, REFUSED, type FileConfiguredStack } from '../support/fileConfiguredStack.js';
+import { postGraphQL, type GraphQLHttpResult } from '../support/origin.js';
+
+/**
+ * The configuration file followed live, as `svc-cache serve --config FILE` runs: a real YAML file in
+ * a temporary directory, replaced while requests flow through the gateway and real ext_proc gRPC.
+ * Each step waits for the sidecar to log that it read the new file, never for a guessed delay.
+ */
+
+const TODOS = '{ todos { id } }';
+const USERS = '{ users { id } }';
+const TIME = '{ time }';
+const TODOS_BODY = '{"data":{"todos":[{"id":"1"},{"id":"2"},{"id":"3"}]}}';
+const USERS_BODY = '{"data":{"users":[{"id":"u1"},{"id":"u2"}]}}';
+
+function configFile(rules: string, scopes = ''): string {
+  return `# written by config-reload.test.ts
+origin:
+  url: {{ORIGIN_URL}}
+schema:
+  file: {{SCHEMA_FILE}}
+${scopes}rules:
+${rules}`;
+}
+
+const TODOS_ONLY = configFile(`  - description: the todo list
+    types: { Query: [todos] }
+    maxAge: 60
+`);
+
+const USERS_ONLY = configFile(`  - description: the user list
+    types:
+      Query: [users]
+    maxAge: 60
+`);
+
+function statuses(results: readonly GraphQLHttpResult<unknown>[]): Array<string | undefined> {
+  return results.map((result) => result.headers['svc-cache']);
+}
+
+async function twice(
+  stack: FileConfiguredStack,
+  query: string,
+  headers: Record<string, string> = {},
+): Promise<GraphQLHttpResult<unknown>[]> {
+  return [await postGraphQL(stack.url, { query }, headers), await postGraphQL(stack.url, { query }, headers)];
+}
+
+describe('configuration file hot reload through the gateway', () => {
+  let stack: FileConfiguredStack | undefined;
+
+  afterEach(async () => {
+    await stack?.close();
+    stack = undefined;
+  });
+
+  it('applies changed rules to the next requests without a restart', async () => {
+    stack = await startFileConfiguredStack(TODOS_ONLY);
+    const before = [...(await twice(stack, TODOS)), ...(await twice(stack, USERS))];
+    expect(statuses(before)).toEqual(['MISS', 'HIT', 'PASS', 'PASS']);
+
+    await stack.writeConfig(USERS_ONLY);
+    await stack.log.waitFor(RELOADED, 1);
+    const after = [...(await twice(stack, TODOS)), ...(await twice(stack, USERS))];
+    expect(statuses(after)).toEqual(['PASS', 'PASS', 'MISS', 'HIT']);
+    expect(after.map((result) => result.text)).toEqual([TODOS_BODY, TODOS_BODY, USERS_BODY, USERS_BODY]);
+  });
+
+  it('refuses a broken file and keeps serving with the rules it had, then takes the next valid file', async () => {
+    stack = await startFileConfiguredStack(TODOS_ONLY);
+    await stack.writeConfig(USERS_ONLY);
+    await stack.log.waitFor(RELOADED, 1);
+    expect(statuses(await twice(stack, USERS))).toEqual(['MISS', 'HIT']);
+
+    await stack.writeConfig(configFile(`  - types: { Query: [todos] }\n    maxAge: -5\n`));
+    await stack.log.waitFor(REFUSED, 1);
+    await stack.writeConfig(`${USERS_ONLY}  - types: [Query\n`);
+    await stack.log.waitFor(REFUSED, 2);
+    const whileBroken = [...(await twice(stack, TODOS)), await postGraphQL(stack.url, { query: USERS })];
+    expect(statuses(whileBroken)).toEqual(['PASS', 'PASS', 'HIT']);
+    expect(whileBroken.map((result) => result.text)).toEqual([TODOS_BODY, TODOS_BODY, USERS_BODY]);
+
+    await stack.writeConfig(TODOS_ONLY);
+    await stack.log.waitFor(RELOADED, 2);
+    expect(statuses(await twice(stack, TODOS))).toEqual(['MISS', 'HIT']);
+    expect(statuses(await twice(stack, USERS))).toEqual(['PASS', 'PASS']);
+    expect(stack.log.messages.filter((message) => message === RELOADED || message === REFUSED)).toEqual([
+      RELOADED,
+      REFUSED,
+      REFUSED,
+      RELOADED,
+    ]);
+  });
+
+  it('applies a new scope definition live: the bucket follows the newly named header', async () => {
+    const byAuthorization = configFile(
+      `  - types: { Query: [time] }\n    maxAge: 60\n    scope: PER_CLIENT\n`,
+      'scopes:\n  PER_CLIENT: header:authorization\n',
+    );
+    stack = await startFileConfiguredStack(byAuthorization);
+    const alice = { authorization: 'Bearer alice', 'x-tenant': 'one' };
+    const bob = { authorization: 'Bearer bob', 'x-tenant': 'one' };
+    const before = [...(await twice(stack, TIME, alice)), await postGraphQL(stack.url, { query: TIME }, bob)];
+    expect(statuses(before)).toEqual(['MISS', 'HIT', 'MISS']);
+    expect(before[1]?.headers['vary']).toBe('authorization');
+
+    await stack.writeConfig(byAuthorization.replace('header:authorization', 'header:x-tenant'));
+    await stack.log.waitFor(RELOADED, 1);
+    const tenantOne = await postGraphQL(stack.url, { query: TIME }, bob);
+    const tenantOneOtherClient = await postGraphQL(stack.url, { query: TIME }, alice);
+    const tenantTwo = await postGraphQL(stack.url, { query: TIME }, { ...alice, 'x-tenant': 'two' });
+    expect(statuses([tenantOne, tenantOneOtherClient, tenantTwo])).toEqual(['MISS', 'HIT', 'MISS']);
+    expect(tenantOneOtherClient.text).toBe(tenantOne.text);
+    expect(tenantTwo.text).not.toBe(tenantOne.text);
+    expect(tenantOneOtherClient.headers['vary']).toBe('x-tenant');
+  });
+
+  it('substitutes ${NAME} from the environment, and refuses a file naming a variable that is not set', async () => {
+    process.env.SVC_CACHE_TEST_TODOS_MAX_AGE = '60';
+    try {
+      stack = await startFileConfiguredStack(TODOS_ONLY.replace('maxAge: 60', 'maxAge: ${SVC_CACHE_TEST_TODOS_MAX_AGE}'));
+      expect(statuses(await twice(stack, TODOS))).toEqual(['MISS', 'HIT']);
+
+      await stack.writeConfig(USERS_ONLY.replace('maxAge: 60', 'maxAge: ${SVC_CACHE_TEST_NOT_SET}'));
+      await stack.log.waitFor(REFUSED, 1);
+      expect(statuses([await postGraphQL(stack.url, { query: TODOS }), ...(await twice(stack, USERS))])).toEqual([
+        'HIT',
+        'PASS',
+        'PASS',
+      ]);
+    } finally {
+      delete process.env.SVC_CACHE_TEST_TODOS_MAX_AGE;
+    }
+  });
+});
