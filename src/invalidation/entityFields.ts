@@ -1,0 +1,323 @@
+import {
+  Kind,
+  getNamedType,
+  isAbstractType,
+  isCompositeType,
+  isInterfaceType,
+  isObjectType,
+  print,
+  validate,
+  validateSchema,
+  visit,
+  type DirectiveNode,
+  type DocumentNode,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLCompositeType,
+  type GraphQLField,
+  type GraphQLObjectType,
+  type GraphQLOutputType,
+  type GraphQLSchema,
+  type InlineFragmentNode,
+  type NamedTypeNode,
+  type SelectionNode,
+  type SelectionSetNode,
+} from 'graphql';
+import type { KeyFields } from '../purge/index.js';
+import { removeMembers, type MemberPlan } from './jsonMembers.js';
+import { entityKeyField } from './keyFields.js';
+import { fragmentsByName, operationPlan, type SelectionPlan } from './selectionPlan.js';
+
+/**
+ * Entity identity (DESIGN.md): before a query or mutation goes to the origin, svc-cache adds what it
+ * needs to name every object in the response, `__typename` where the schema alone cannot tell the
+ * type and each entity's key field, and after the response comes back it takes exactly those
+ * additions out again.
+ *
+ * Added fields go under response keys starting with a prefix that no response key of the client's
+ * document starts with (`_svc_`, else `_svc1_`, `_svc2_`, ...), so they can neither collide with
+ * the client's fields nor be mistaken for them. A key field gets one alias per field name and
+ * declared type across the document (`_svc_id`, then `_svc_id_2` for an `id` of another type), so
+ * two additions that GraphQL merges always agree and the rewritten document stays valid.
+ *
+ * What a client can still tell apart in an answer to a rewritten operation: error `locations`
+ * point into the rewritten text the origin received, not the client's; and should the origin fail
+ * to resolve an added key field, the error names the added response key and, the key being
+ * non-null, its object may come back `null`.
+ */
+
+/** One operation made ready for the origin, and what reading its response back needs. */
+export interface PreparedOperation {
+  /** The operation and its fragments as the origin is to receive them. */
+  readonly document: DocumentNode;
+  /** `document` printed: the query text to send to the origin when `rewritten`. */
+  readonly query: string;
+  /** False when nothing needed adding: the client's request and the origin's bytes can go through untouched. */
+  readonly rewritten: boolean;
+  /** Every response key svc-cache added starts with this; none of the client's does. */
+  readonly addedKeyPrefix: string;
+  /** The key fields the additions were made for; reading entities back uses the same. */
+  readonly keyFields: KeyFields;
+}
+
+/**
+ * Prepares one operation (a document holding it and the fragments it uses) for the origin.
+ * Documents that do not validate against the schema are left as they are, so the origin's errors
+ * about them refer to the client's own text. Remembered per document, schema and `keyFields`.
+ */
+export function prepareOperation(schema: GraphQLSchema, document: DocumentNode, keyFields: KeyFields): PreparedOperation {
+  const remembered = preparedByDocument.get(document);
+  if (remembered?.schema === schema && remembered.keyFields === keyFields) return remembered.prepared;
+  const prepared = prepare(schema, document, keyFields);
+  preparedByDocument.set(document, { schema, keyFields, prepared });
+  return prepared;
+}
+
+/**
+ * The origin's response body as it would have been for the client's own operation: the members
+ * svc-cache added are cut out of `data`, every other byte (including `errors` and `extensions`)
+ * left as the origin wrote it. The same Buffer when the operation was not rewritten or nothing
+ * added is present (an error without data, a body that is not JSON).
+ */
+export function stripAddedFields(prepared: PreparedOperation, resultBody: Buffer): Buffer {
+  if (!prepared.rewritten) return resultBody;
+  let added = addedMembersByOperation.get(prepared);
+  if (!added) {
+    const operation = operationPlan(prepared);
+    if (!operation) return resultBody;
+    const data = new AddedMembers(operation.plan, prepared.addedKeyPrefix);
+    added = { removes: () => false, within: (key) => (key === 'data' ? data : undefined) };
+    addedMembersByOperation.set(prepared, added);
+  }
+  return removeMembers(resultBody, added);
+}
+
+/** What to cut from a whole response body, per prepared operation. */
+const addedMembersByOperation = new WeakMap<PreparedOperation, MemberPlan>();
+
+const preparedByDocument = new WeakMap<
+  DocumentNode,
+  { schema: GraphQLSchema; keyFields: KeyFields; prepared: PreparedOperation }
+>();
+
+function prepare(schema: GraphQLSchema, document: DocumentNode, keyFields: KeyFields): PreparedOperation {
+  const addedKeyPrefix = reservedPrefix(document);
+  const unchanged: PreparedOperation = { document, query: print(document), rewritten: false, addedKeyPrefix, keyFields };
+  if (validateSchema(schema).length > 0 || validate(schema, document).length > 0) return unchanged;
+  const rewriter = new EntityFieldAdder(schema, document, keyFields, addedKeyPrefix);
+  const rewritten = rewriter.rewrite();
+  if (!rewriter.addedAny) return unchanged;
+  return { document: rewritten, query: print(rewritten), rewritten: true, addedKeyPrefix, keyFields };
+}
+
+function reservedPrefix(document: DocumentNode): string {
+  const responseKeys: string[] = [];
+  visit(document, {
+    Field(field) {
+      responseKeys.push((field.alias ?? field.name).value);
+    },
+  });
+  for (let attempt = 0; ; attempt++) {
+    const prefix = attempt === 0 ? '_svc_' : `_svc${attempt}_`;
+    if (!responseKeys.some((key) => key.startsWith(prefix))) return prefix;
+  }
+}
+
+/**
+ * Adds, to the selection set of every field of an object, interface or union type, what naming its
+ * objects needs and the client did not already ask for unconditionally:
+ * - `__typename` when the type is an interface or union (an object type names itself);
+ * - for each possible type with a key field, that field: on the field's own type when it has it,
+ *   otherwise in an inline fragment on the possible type.
+ * The operation's root selection gains nothing: root objects are not entities. Fields the schema
+ * does not know (introspection included) are left alone.
+ */
+class EntityFieldAdder {
+  addedAny = false;
+  private readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>;
+  private readonly typenameAlias: string;
+  /** Alias of each added key field, by field name and declared type. */
+  private readonly keyAliases = new Map<string, string>();
+  private readonly usedAliases = new Set<string>();
+
+  constructor(
+    private readonly schema: GraphQLSchema,
+    private readonly document: DocumentNode,
+    private readonly keyFields: KeyFields,
+    private readonly prefix: string,
+  ) {
+    this.fragments = fragmentsByName(document);
+    this.typenameAlias = `${prefix}typename`;
+    this.usedAliases.add(this.typenameAlias);
+  }
+
+  rewrite(): DocumentNode {
+    const definitions = this.document.definitions.map((definition) => {
+      if (definition.kind === Kind.OPERATION_DEFINITION) {
+        const root = this.schema.getRootType(definition.operation);
+        return root ? { ...definition, selectionSet: this.rewriteInside(definition.selectionSet, root) } : definition;
+      }
+      if (definition.kind === Kind.FRAGMENT_DEFINITION) {
+        const type = this.schema.getType(definition.typeCondition.name.value);
+        if (!isCompositeType(type)) return definition;
+        return { ...definition, selectionSet: this.rewriteInside(definition.selectionSet, type) };
+      }
+      return definition;
+    });
+    return { ...this.document, definitions };
+  }
+
+  /** Rewrites the fields within the set; the set itself gains nothing here (its field decides). */
+  private rewriteInside(selectionSet: SelectionSetNode, type: GraphQLCompositeType): SelectionSetNode {
+    const selections = selectionSet.selections.map((selection): SelectionNode => {
+      if (selection.kind === Kind.FIELD) return this.rewriteField(selection, type);
+      if (selection.kind === Kind.FRAGMENT_SPREAD) return selection;
+      const condition = selection.typeCondition ? this.schema.getType(selection.typeCondition.name.value) : type;
+      if (!isCompositeType(condition)) return selection;
+      return { ...selection, selectionSet: this.rewriteInside(selection.selectionSet, condition) };
+    });
+    return { ...selectionSet, selections };
+  }
+
+  private rewriteField(field: FieldNode, parentType: GraphQLCompositeType): FieldNode {
+    if (!field.selectionSet) return field;
+    const definition = ownField(parentType, field.name.value);
+    const type = definition && getNamedType(definition.type);
+    if (!type || !isCompositeType(type)) return field;
+    const inner = this.rewriteInside(field.selectionSet, type);
+    const additions = this.additions(field.selectionSet, type);
+    if (additions.length === 0) return { ...field, selectionSet: inner };
+    this.addedAny = true;
+    return { ...field, selectionSet: { ...inner, selections: [...inner.selections, ...additions] } };
+  }
+
+  private additions(selectionSet: SelectionSetNode, type: GraphQLCompositeType): SelectionNode[] {
+    const possibleTypes = isAbstractType(type) ? this.schema.getPossibleTypes(type) : [type];
+    const additions: SelectionNode[] = [];
+    if (isAbstractType(type) && possibleTypes.some((possible) => !this.selects(selectionSet, possible, '__typename'))) {
+      additions.push(aliasedField(this.typenameAlias, '__typename'));
+    }
+    const keysOnType = new Set<string>();
+    for (const possible of possibleTypes) {
+      const key = entityKeyField(possible, this.keyFields);
+      if (key === undefined || this.selects(selectionSet, possible, key)) continue;
+      const shared = ownField(type, key);
+      if (shared) {
+        if (keysOnType.has(key)) continue;
+        keysOnType.add(key);
+        additions.push(aliasedField(this.keyAlias(key, shared.type), key));
+      } else {
+        const keyField = aliasedField(this.keyAlias(key, possible.getFields()[key]!.type), key);
+        additions.push(inlineFragment(possible.name, keyField));
+      }
+    }
+    return additions;
+  }
+
+  /**
+   * Whether an object of `concrete` type always receives `fieldName` (under whatever response key,
+   * without arguments) from this selection set: selected directly or through fragments that apply
+   * to the type, with no `@include`/`@skip` that a variable could turn off.
+   */
+  private selects(
+    selectionSet: SelectionSetNode,
+    concrete: GraphQLObjectType,
+    fieldName: string,
+    spreadFragments: Set<string> = new Set(),
+  ): boolean {
+    return selectionSet.selections.some((selection) => {
+      if (!alwaysIncluded(selection.directives)) return false;
+      if (selection.kind === Kind.FIELD) {
+        return selection.name.value === fieldName && (selection.arguments ?? []).length === 0;
+      }
+      if (selection.kind === Kind.INLINE_FRAGMENT) {
+        return (
+          this.appliesTo(selection.typeCondition, concrete) &&
+          this.selects(selection.selectionSet, concrete, fieldName, spreadFragments)
+        );
+      }
+      const fragment = this.fragments.get(selection.name.value);
+      if (!fragment || spreadFragments.has(fragment.name.value)) return false;
+      spreadFragments.add(fragment.name.value);
+      return (
+        this.appliesTo(fragment.typeCondition, concrete) &&
+        this.selects(fragment.selectionSet, concrete, fieldName, spreadFragments)
+      );
+    });
+  }
+
+  private appliesTo(typeCondition: NamedTypeNode | undefined, concrete: GraphQLObjectType): boolean {
+    if (!typeCondition || typeCondition.name.value === concrete.name) return true;
+    const condition = this.schema.getType(typeCondition.name.value);
+    return condition !== undefined && isAbstractType(condition) && this.schema.isSubType(condition, concrete);
+  }
+
+  private keyAlias(fieldName: string, type: GraphQLOutputType): string {
+    const shape = `${fieldName}: ${String(type)}`;
+    let alias = this.keyAliases.get(shape);
+    if (alias === undefined) {
+      alias = `${this.prefix}${fieldName}`;
+      for (let suffix = 2; this.usedAliases.has(alias); suffix++) alias = `${this.prefix}${fieldName}_${suffix}`;
+      this.keyAliases.set(shape, alias);
+      this.usedAliases.add(alias);
+    }
+    return alias;
+  }
+}
+
+/** Strips, from one object of `data` and the objects below it, the members the rewrite added. */
+class AddedMembers implements MemberPlan {
+  private readonly added = new Set<string>();
+  /** Response keys whose fields have selections, with the plan below once it was needed. */
+  private readonly below = new Map<string, AddedMembers | undefined>();
+
+  constructor(
+    private readonly plan: SelectionPlan,
+    private readonly prefix: string,
+  ) {
+    for (const [responseKey, fields] of plan.fields()) {
+      if (responseKey.startsWith(prefix)) this.added.add(responseKey);
+      else if (fields.some((field) => field.selectionSet)) this.below.set(responseKey, undefined);
+    }
+  }
+
+  removes(key: string): boolean {
+    return this.added.has(key);
+  }
+
+  within(key: string): AddedMembers | undefined {
+    if (!this.below.has(key)) return undefined;
+    let child = this.below.get(key);
+    if (!child) {
+      child = new AddedMembers(this.plan.child(key), this.prefix);
+      this.below.set(key, child);
+    }
+    return child;
+  }
+}
+
+function ownField(type: GraphQLCompositeType, name: string): GraphQLField<unknown, unknown> | undefined {
+  return isObjectType(type) || isInterfaceType(type) ? type.getFields()[name] : undefined;
+}
+
+/** False when `@include` or `@skip` could leave the selection out (a variable, or a literal that does). */
+function alwaysIncluded(directives: readonly DirectiveNode[] | undefined): boolean {
+  return (directives ?? []).every((directive) => {
+    const name = directive.name.value;
+    if (name !== 'include' && name !== 'skip') return true;
+    const condition = directive.arguments?.find((argument) => argument.name.value === 'if')?.value;
+    return condition?.kind === Kind.BOOLEAN && condition.value === (name === 'include');
+  });
+}
+
+function aliasedField(alias: string, name: string): FieldNode {
+  return { kind: Kind.FIELD, alias: { kind: Kind.NAME, value: alias }, name: { kind: Kind.NAME, value: name } };
+}
+
+function inlineFragment(typeName: string, field: FieldNode): InlineFragmentNode {
+  return {
+    kind: Kind.INLINE_FRAGMENT,
+    typeCondition: { kind: Kind.NAMED_TYPE, name: { kind: Kind.NAME, value: typeName } },
+    selectionSet: { kind: Kind.SELECTION_SET, selections: [field] },
+  };
+}

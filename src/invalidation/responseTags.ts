@@ -1,0 +1,282 @@
+import {
+  getNamedType,
+  getNullableType,
+  isAbstractType,
+  isCompositeType,
+  isListType,
+  isObjectType,
+  type GraphQLCompositeType,
+  type GraphQLObjectType,
+  type GraphQLOutputType,
+  type GraphQLSchema,
+} from 'graphql';
+import { isPlainObject } from '../graphql/httpRequest.js';
+import { entityKeyText } from '../purge/index.js';
+import type { PreparedOperation } from './entityFields.js';
+import { entityKeyField } from './keyFields.js';
+import { fragmentsFor, operationPlan, type SelectionPlan } from './selectionPlan.js';
+import { invalidationTag } from './tags.js';
+
+/**
+ * Past this many distinct tags a response is not worth storing: each tag is an index entry in the
+ * store, and a response naming more objects than this would cost more to index and to invalidate
+ * than fetching it again. Dropping some tags instead would leave the entry stale after the purge of
+ * an entity it holds, so `responseTags` gives up rather than under-tags.
+ */
+export const MAX_RESPONSE_TAGS = 10_000;
+
+/** Invalidation policy after a mutation (DESIGN.md "Mutation policy"). */
+export type MutationPolicy = 'None' | 'Entity' | 'List' | 'Type';
+
+/**
+ * The invalidation tags of a query's response (the rewritten operation's, before stripping):
+ * - `entity` for each object with a key, under its concrete `__typename`;
+ * - `type` for each object type present, and `list` for each type present as a list element;
+ * - for a field that came back `null` or as an empty list, `type` (and `list` for a list field) of
+ *   every object type it could have held, so that "nothing yet" is invalidated when one appears;
+ * - `query` for each root field (its schema name, not its alias), `operation` for a named operation.
+ * Undefined when the response cannot be tagged completely, so must not be stored: it names more
+ * than `maxTags` distinct tags, holds an object whose type the schema does not know (the origin has
+ * a newer schema) and whose entities would go untagged, or holds an entity without its key (the
+ * operation, not valid against the schema, went to the origin as the client wrote it).
+ */
+export function responseTags(
+  schema: GraphQLSchema,
+  prepared: PreparedOperation,
+  result: unknown,
+  operationName: string,
+  maxTags: number = MAX_RESPONSE_TAGS,
+): string[] | undefined {
+  const tags = new Set<string>();
+  if (operationName) tags.add(invalidationTag.operation(operationName));
+  const operation = operationPlan(prepared);
+  const root = operation && schema.getRootType(operation.operation.operation);
+  if (!operation || !root) return [...tags];
+  for (const fields of operation.plan.fields(fragmentsFor(schema, root)).values()) {
+    const name = fields[0]!.name.value;
+    if (!name.startsWith('__')) tags.add(invalidationTag.query(name));
+  }
+  const complete = walkResponse(schema, prepared, result, {
+    object(type, key, inList) {
+      tags.add(invalidationTag.type(type.name));
+      if (inList) tags.add(invalidationTag.list(type.name));
+      if (key !== undefined) tags.add(invalidationTag.entity(type.name, key));
+      return tags.size <= maxTags;
+    },
+    vacancy(types, list) {
+      for (const type of types) {
+        tags.add(invalidationTag.type(type.name));
+        if (list) tags.add(invalidationTag.list(type.name));
+      }
+      return tags.size <= maxTags;
+    },
+    unidentified: () => false,
+    keyMissing: () => false,
+  });
+  return complete && tags.size <= maxTags ? [...tags] : undefined;
+}
+
+/**
+ * What a mutation's response invalidates under `policy`, from every object it returned:
+ * `Entity` the returned entities; `List` those and every list of a returned type; `Type` every
+ * response holding an object of a returned type (its entities and lists included). An object the
+ * mutation created touches no list under `Entity` (SPEC.md section 3 note 1).
+ *
+ * Where the tags cannot be precise, broader ones stand in: invalidating more than asked is safe,
+ * less is not. Beyond `MAX_RESPONSE_TAGS` returned entities, their tags give way to the `type` tags
+ * of their types; an object whose type the schema does not know invalidates every type it could be,
+ * and an entity that came back without its key, its type.
+ */
+export function mutationInvalidationTags(
+  schema: GraphQLSchema,
+  prepared: PreparedOperation,
+  result: unknown,
+  policy: MutationPolicy,
+): string[] {
+  if (policy === 'None') return [];
+  const entities = new Set<string>();
+  const returnedTypes = new Set<string>();
+  const entityTypes = new Set<string>();
+  /** Types invalidated whole because their objects could not be named precisely. */
+  const unnamedTypes = new Set<string>();
+  walkResponse(schema, prepared, result, {
+    object(type, key) {
+      returnedTypes.add(type.name);
+      if (key !== undefined) {
+        entityTypes.add(type.name);
+        if (entities.size < MAX_RESPONSE_TAGS) entities.add(invalidationTag.entity(type.name, key));
+      }
+      return true;
+    },
+    vacancy: () => true,
+    unidentified(types) {
+      for (const type of types) unnamedTypes.add(type.name);
+      return true;
+    },
+    keyMissing(type) {
+      unnamedTypes.add(type.name);
+      return true;
+    },
+  });
+  const unnamedTags = [...unnamedTypes].map(invalidationTag.type);
+  if (policy === 'Type') return [...new Set([...[...returnedTypes].map(invalidationTag.type), ...unnamedTags])];
+  const entityTags = entities.size < MAX_RESPONSE_TAGS ? [...entities] : [...entityTypes].map(invalidationTag.type);
+  const listTags = policy === 'List' ? [...returnedTypes].map(invalidationTag.list) : [];
+  return [...new Set([...entityTags, ...listTags, ...unnamedTags])];
+}
+
+/** What a walk over a response reports; each call returns false to end the walk. */
+interface ResponseVisitor {
+  /** An object of the concrete `type`, with its key when it is an entity, directly in a list or not. */
+  object(type: GraphQLObjectType, key: string | undefined, inList: boolean): boolean;
+  /**
+   * A place that could have held objects of these types holds none: a `null` or an empty list;
+   * `list` when the place is (or is in) a list.
+   */
+  vacancy(types: readonly GraphQLObjectType[], list: boolean): boolean;
+  /** An object of one of these types, which one not told by its `__typename`; what it holds is not walked. */
+  unidentified(types: readonly GraphQLObjectType[]): boolean;
+  /** An object of an entity type without its key field in the response (reported besides `object`). */
+  keyMissing(type: GraphQLObjectType): boolean;
+}
+
+/**
+ * Walks `data` of a response along the prepared operation, below the root object (root objects
+ * are not entities). Returns false when the visitor ended the walk.
+ */
+function walkResponse(
+  schema: GraphQLSchema,
+  prepared: PreparedOperation,
+  result: unknown,
+  visitor: ResponseVisitor,
+): boolean {
+  const operation = operationPlan(prepared);
+  const root = operation && schema.getRootType(operation.operation.operation);
+  if (!operation || !root || !isPlainObject(result) || !isPlainObject(result.data)) return true;
+  return new ResponseWalk(schema, prepared, visitor).fields(result.data, root, operation.plan);
+}
+
+/** What reading an object of one type at one place of the operation needs, worked out once. */
+interface ObjectShape {
+  /** Response keys that can hold the entity key; undefined when the type has no key field. */
+  keyResponseKeys: readonly string[] | undefined;
+  /** Response keys whose values hold objects, with the declared type and the plan below. */
+  objectFields: ReadonlyArray<{ responseKey: string; type: GraphQLOutputType; plan: SelectionPlan }>;
+}
+
+/** Shapes by plan node and concrete type name; a plan belongs to one prepared operation, so to one schema. */
+const shapesByPlan = new WeakMap<SelectionPlan, Map<string, ObjectShape>>();
+
+/** Response keys that hold `__typename`, whatever fragment they came from, by plan node. */
+const typenameKeysByPlan = new WeakMap<SelectionPlan, readonly string[]>();
+
+class ResponseWalk {
+  constructor(
+    private readonly schema: GraphQLSchema,
+    private readonly prepared: PreparedOperation,
+    private readonly visitor: ResponseVisitor,
+  ) {}
+
+  fields(object: Record<string, unknown>, type: GraphQLObjectType, plan: SelectionPlan): boolean {
+    for (const field of this.shape(type, plan).objectFields) {
+      if (!Object.hasOwn(object, field.responseKey)) continue;
+      if (!this.value(object[field.responseKey], field.type, field.plan, false)) return false;
+    }
+    return true;
+  }
+
+  private value(value: unknown, type: GraphQLOutputType, plan: SelectionPlan, inList: boolean): boolean {
+    const nullable = getNullableType(type);
+    if (value === null || value === undefined) {
+      return this.visitor.vacancy(this.possibleTypes(getNamedType(nullable)), inList || isListType(nullable));
+    }
+    if (isListType(nullable)) {
+      if (!Array.isArray(value)) return true;
+      if (value.length === 0) return this.visitor.vacancy(this.possibleTypes(getNamedType(nullable)), true);
+      return value.every((item) => this.value(item, nullable.ofType, plan, true));
+    }
+    if (!isCompositeType(nullable) || !isPlainObject(value)) return true;
+    const concrete = isObjectType(nullable) ? nullable : this.typeOf(value, nullable, plan);
+    if (!concrete) return this.visitor.unidentified(this.possibleTypes(nullable));
+    const shape = this.shape(concrete, plan);
+    const key = shape.keyResponseKeys && keyOf(value, shape.keyResponseKeys);
+    if (key === MISSING_KEY && !this.visitor.keyMissing(concrete)) return false;
+    const entityKey = typeof key === 'string' ? key : undefined;
+    return this.visitor.object(concrete, entityKey, inList) && this.fields(value, concrete, plan);
+  }
+
+  /** The concrete type named by whichever `__typename` the object received. */
+  private typeOf(
+    object: Record<string, unknown>,
+    abstractType: Exclude<GraphQLCompositeType, GraphQLObjectType>,
+    plan: SelectionPlan,
+  ): GraphQLObjectType | undefined {
+    let typenameKeys = typenameKeysByPlan.get(plan);
+    if (!typenameKeys) {
+      typenameKeys = [...plan.fields()].flatMap(([responseKey, fields]) =>
+        fields[0]!.name.value === '__typename' ? [responseKey] : [],
+      );
+      typenameKeysByPlan.set(plan, typenameKeys);
+    }
+    for (const responseKey of typenameKeys) {
+      const typename = object[responseKey];
+      if (typeof typename !== 'string') continue;
+      const type = this.schema.getType(typename);
+      if (isObjectType(type) && this.schema.isSubType(abstractType, type)) return type;
+    }
+    return undefined;
+  }
+
+  private shape(type: GraphQLObjectType, plan: SelectionPlan): ObjectShape {
+    let byType = shapesByPlan.get(plan);
+    if (!byType) {
+      byType = new Map();
+      shapesByPlan.set(plan, byType);
+    }
+    let shape = byType.get(type.name);
+    if (!shape) {
+      shape = this.workOutShape(type, plan);
+      byType.set(type.name, shape);
+    }
+    return shape;
+  }
+
+  private workOutShape(type: GraphQLObjectType, plan: SelectionPlan): ObjectShape {
+    const filter = fragmentsFor(this.schema, type);
+    const keyField = entityKeyField(type, this.prepared.keyFields);
+    const definitions = type.getFields();
+    const keyResponseKeys: string[] | undefined = keyField === undefined ? undefined : [];
+    const objectFields: Array<{ responseKey: string; type: GraphQLOutputType; plan: SelectionPlan }> = [];
+    for (const [responseKey, fields] of plan.fields(filter)) {
+      const field = fields[0]!;
+      if (field.name.value === keyField && (field.arguments ?? []).length === 0) keyResponseKeys?.push(responseKey);
+      const definition = definitions[field.name.value];
+      if (definition && isCompositeType(getNamedType(definition.type))) {
+        objectFields.push({ responseKey, type: definition.type, plan: plan.child(responseKey, filter) });
+      }
+    }
+    return { keyResponseKeys, objectFields };
+  }
+
+  private possibleTypes(type: GraphQLOutputType): readonly GraphQLObjectType[] {
+    if (isObjectType(type)) return [type];
+    return isAbstractType(type) ? this.schema.getPossibleTypes(type) : [];
+  }
+}
+
+const MISSING_KEY = Symbol('missing key');
+
+/**
+ * The entity key, from whichever selection of the key field (the client's or an added one) came
+ * back; null when it came back null (such an object cannot be named), `MISSING_KEY` when none did.
+ */
+function keyOf(object: Record<string, unknown>, keyResponseKeys: readonly string[]): string | null | typeof MISSING_KEY {
+  let key: string | null | typeof MISSING_KEY = MISSING_KEY;
+  for (const responseKey of keyResponseKeys) {
+    if (!Object.hasOwn(object, responseKey)) continue;
+    const value = object[responseKey];
+    if (value !== null && value !== undefined) return entityKeyText(value);
+    key = null;
+  }
+  return key;
+}

@@ -1,0 +1,147 @@
+import {
+  Kind,
+  isAbstractType,
+  type DocumentNode,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLObjectType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+} from 'graphql';
+import type { PreparedOperation } from './entityFields.js';
+
+/**
+ * The response shape an operation asks for, worked out lazily while a response is read: under each
+ * response key, the fields that produce it, merged across fragments as GraphQL's CollectFields
+ * merges them, and below those the plan for the key's value. `@include` and `@skip` are not
+ * evaluated (their variables are not at hand): a response holds a key exactly when its field was
+ * included, so readers go by the keys present.
+ *
+ * Work is remembered per plan node, so reading a list of a thousand objects collects the fields of
+ * their selection once.
+ */
+export class SelectionPlan {
+  private readonly fieldsByFilter = new Map<string, ReadonlyMap<string, readonly FieldNode[]>>();
+  private readonly children = new Map<string, SelectionPlan>();
+
+  constructor(
+    private readonly selectionSets: readonly SelectionSetNode[],
+    private readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>,
+  ) {}
+
+  /** The fields under each response key, in response order, counting the fragments `filter` admits. */
+  fields(filter: FragmentFilter = everyFragment): ReadonlyMap<string, readonly FieldNode[]> {
+    let fields = this.fieldsByFilter.get(filter.key);
+    if (!fields) {
+      fields = collectFields(this.selectionSets, this.fragments, filter);
+      this.fieldsByFilter.set(filter.key, fields);
+    }
+    return fields;
+  }
+
+  /** The plan for the value under `responseKey`: the merged selection sets of its fields. */
+  child(responseKey: string, filter: FragmentFilter = everyFragment): SelectionPlan {
+    const memoKey = `${filter.key}\u0000${responseKey}`;
+    let child = this.children.get(memoKey);
+    if (!child) {
+      const selectionSets = (this.fields(filter).get(responseKey) ?? []).flatMap((field) =>
+        field.selectionSet ? [field.selectionSet] : [],
+      );
+      child = new SelectionPlan(selectionSets, this.fragments);
+      this.children.set(memoKey, child);
+    }
+    return child;
+  }
+}
+
+/**
+ * Which fragments count when fields are collected: those whose type condition holds for one
+ * concrete type (what an object of that type received), or all of them (every key the response can
+ * hold at that place, whatever the type).
+ */
+export interface FragmentFilter {
+  /** Tells filters apart in memo tables. */
+  readonly key: string;
+  admits(typeCondition: string): boolean;
+}
+
+export const everyFragment: FragmentFilter = { key: '*', admits: () => true };
+
+/** The fragments that apply to an object whose `__typename` is `type`. */
+export function fragmentsFor(schema: GraphQLSchema, type: GraphQLObjectType): FragmentFilter {
+  return {
+    key: type.name,
+    admits: (typeCondition) => {
+      if (typeCondition === type.name) return true;
+      const condition = schema.getType(typeCondition);
+      return condition !== undefined && isAbstractType(condition) && schema.isSubType(condition, type);
+    },
+  };
+}
+
+export interface OperationPlan {
+  operation: OperationDefinitionNode;
+  plan: SelectionPlan;
+}
+
+/**
+ * The plan of the prepared operation, remembered with it: a prepared operation belongs to one
+ * schema, and which fragments apply to a type depends on the schema.
+ */
+export function operationPlan(prepared: PreparedOperation): OperationPlan | undefined {
+  let remembered = plansByOperation.get(prepared);
+  if (remembered === undefined) {
+    remembered = planOperation(prepared.document) ?? null;
+    plansByOperation.set(prepared, remembered);
+  }
+  return remembered ?? undefined;
+}
+
+export function fragmentsByName(document: DocumentNode): Map<string, FragmentDefinitionNode> {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+  }
+  return fragments;
+}
+
+const plansByOperation = new WeakMap<PreparedOperation, OperationPlan | null>();
+
+function planOperation(document: DocumentNode): OperationPlan | undefined {
+  const operation = document.definitions.find(
+    (definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION,
+  );
+  if (!operation) return undefined;
+  return { operation, plan: new SelectionPlan([operation.selectionSet], fragmentsByName(document)) };
+}
+
+function collectFields(
+  selectionSets: readonly SelectionSetNode[],
+  fragments: ReadonlyMap<string, FragmentDefinitionNode>,
+  filter: FragmentFilter,
+): Map<string, FieldNode[]> {
+  const fields = new Map<string, FieldNode[]>();
+  // As in GraphQL's CollectFields, a named fragment counts once per selection, which also ends cycles.
+  const spreadFragments = new Set<string>();
+  const collect = (selectionSet: SelectionSetNode): void => {
+    for (const selection of selectionSet.selections) {
+      if (selection.kind === Kind.FIELD) {
+        const responseKey = (selection.alias ?? selection.name).value;
+        const sameKey = fields.get(responseKey);
+        if (sameKey) sameKey.push(selection);
+        else fields.set(responseKey, [selection]);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        if (!selection.typeCondition || filter.admits(selection.typeCondition.name.value)) collect(selection.selectionSet);
+      } else {
+        const name = selection.name.value;
+        const fragment = fragments.get(name);
+        if (!fragment || spreadFragments.has(name)) continue;
+        spreadFragments.add(name);
+        if (filter.admits(fragment.typeCondition.name.value)) collect(fragment.selectionSet);
+      }
+    }
+  };
+  for (const selectionSet of selectionSets) collect(selectionSet);
+  return fields;
+}

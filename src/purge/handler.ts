@@ -1,0 +1,241 @@
+import {
+  execute,
+  Kind,
+  OperationTypeNode,
+  validate,
+  type DocumentNode,
+  type ExecutionResult,
+  type FragmentDefinitionNode,
+  type GraphQLError,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+} from 'graphql';
+import type { Config } from '../config/schema.js';
+import { CACHE_STATUS_HEADER, type HttpResponse } from '../engine/responses.js';
+import { headerValue, type HeaderList } from '../http/headers.js';
+import type { Logger } from '../observability/log.js';
+import type { CacheStore } from '../store/types.js';
+import type { GraphQLResponseMediaType } from './mediaType.js';
+import { derivePurgeApi, type PurgeApi } from './schema.js';
+import { PurgeTargets } from './targets.js';
+import { isPurgeToken } from './token.js';
+
+/**
+ * Purge requests, answered by svc-cache itself and never forwarded.
+ *
+ * Which requests are purges: a mutation is a purge when every root field it selects (fragments
+ * resolved, `__typename` aside) is a field of the purge schema. The purge schema leaves out any
+ * purge field whose name the origin's Mutation type has, so an origin mutation `purgeTodo` always
+ * reaches the origin. A mutation that mixes purge and origin fields is not a purge either: it goes
+ * to the origin, which answers it with its own validation error. svc-cache only answers what it
+ * owns, and the origin, not svc-cache's possibly older copy of its schema, has the last word on
+ * its own mutations.
+ *
+ * A query whose root fields are all introspection fields (or `_purgeApi`) is answered from the
+ * purge schema when it carries the purge-token header, so tools can introspect the purge API with
+ * the token they purge with; without that header it is an ordinary query for the origin.
+ *
+ * Answers: no token or a wrong one, 401 and nothing purged; validation and variable errors, 400
+ * under `application/graphql-response+json` and 200 under `application/json`; a valid purge is
+ * applied with one store call and answered `{"data":{"<field>":true}}` only once the store has
+ * confirmed it; a store that fails, 503 with an error and no `data`.
+ */
+
+export interface PurgeRequest {
+  /** The selected operation and the fragments it uses (`selectOperation(...).document`). */
+  document: DocumentNode;
+  operation: OperationDefinitionNode;
+  operationName: string | undefined;
+  variables: Record<string, unknown>;
+  /** Lower-case names. */
+  headers: HeaderList;
+  /** See `negotiateResponseMediaType`. */
+  responseMediaType: GraphQLResponseMediaType;
+}
+
+export interface PurgeDependencies {
+  originSchema: GraphQLSchema;
+  config: Config;
+  store: CacheStore;
+  logger: Logger;
+  /** Told of every purge attempt and every refused token, for metrics. */
+  onPurge?: (event: PurgeEvent) => void;
+}
+
+export type PurgeEvent =
+  | ({ result: 'purged'; removedEntries: number } & PurgeSummary)
+  | ({ result: 'store-failed'; error: string } & PurgeSummary)
+  | { result: 'unauthorized' }
+  /** Failed validation or variable coercion: nothing purged. */
+  | { result: 'invalid' };
+
+export interface PurgeSummary {
+  /** The purge fields that ran, by field name. */
+  fields: readonly string[];
+  /** `_purgeAll` ran. */
+  everything: boolean;
+  tags: readonly string[];
+}
+
+/** The answer to a purge request, or undefined when the request is not one (the engine carries on). */
+export async function handlePurgeRequest(
+  request: PurgeRequest,
+  deps: PurgeDependencies,
+): Promise<HttpResponse | undefined> {
+  const { purge, keyFields } = deps.config;
+  const api = derivePurgeApi(deps.originSchema, keyFields);
+  const tokenHeader = purge.header.toLowerCase();
+  const route = routeOf(request, api, tokenHeader);
+  if (route === undefined) return undefined;
+  const respond = (status: number, body: unknown, headers: Array<[string, string]> = []): HttpResponse =>
+    graphQLResponse(request.responseMediaType, status, body, headers);
+
+  if (!isPurgeToken(headerValue(request.headers, tokenHeader), purge.tokens)) {
+    const message =
+      purge.tokens.length === 0
+        ? 'Purging is disabled: no purge tokens are configured'
+        : `Missing or invalid purge token in the ${tokenHeader} header`;
+    deps.logger.warn({ route }, `purge refused: ${message}`);
+    deps.onPurge?.({ result: 'unauthorized' });
+    return respond(401, { errors: [{ message, extensions: { code: 'UNAUTHENTICATED' } }] }, [
+      ['www-authenticate', `SvcPurgeToken realm="svc-cache purge", header="${tokenHeader}"`],
+    ]);
+  }
+
+  const validationErrors = validate(api.schema, request.document);
+  if (validationErrors.length > 0) return requestErrors(validationErrors, request, deps, route);
+  const targets = new PurgeTargets();
+  const result: ExecutionResult = await execute({
+    schema: api.schema,
+    document: request.document,
+    operationName: request.operationName,
+    variableValues: request.variables,
+    contextValue: targets,
+  });
+  // The resolvers never throw: any error here is a request error (variable coercion).
+  if (result.errors) return requestErrors(result.errors, request, deps, route);
+  if (route === 'purge-schema-query') return respond(200, result);
+
+  const summary: PurgeSummary = { fields: targets.fields, everything: targets.everything, tags: [...targets.tags] };
+  let removedEntries: number;
+  try {
+    removedEntries = await applyPurge(summary, deps.store);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    deps.logger.error({ ...logFields(summary), err: reason }, 'purge not applied: the cache store failed');
+    deps.onPurge?.({ result: 'store-failed', error: reason, ...summary });
+    // A request-level failure caused by the server: no `data`, and 503 whatever the media type, so
+    // that the operator's purge job sees a failure (and retries) without reading the body.
+    return respond(503, {
+      errors: [
+        {
+          message: 'The purge was not applied: the cache store did not confirm it. Retry the purge.',
+          extensions: { code: 'PURGE_NOT_APPLIED' },
+        },
+      ],
+    });
+  }
+  deps.logger.info({ ...logFields(summary), removedEntries }, 'purge applied');
+  deps.onPurge?.({ result: 'purged', removedEntries, ...summary });
+  return respond(200, result);
+}
+
+type PurgeRoute = 'purge' | 'purge-schema-query';
+
+function routeOf(request: PurgeRequest, api: PurgeApi, tokenHeader: string): PurgeRoute | undefined {
+  const { operation } = request;
+  if (operation.operation === OperationTypeNode.MUTATION) {
+    const rootFields = rootFieldNames(operation.selectionSet, request.document);
+    const selectsPurgeField = [...rootFields].some((field) => api.mutationFields.has(field));
+    const onlyPurgeFields = [...rootFields].every((field) => field === '__typename' || api.mutationFields.has(field));
+    return selectsPurgeField && onlyPurgeFields ? 'purge' : undefined;
+  }
+  if (operation.operation === OperationTypeNode.QUERY && headerValue(request.headers, tokenHeader) !== undefined) {
+    const rootFields = rootFieldNames(operation.selectionSet, request.document);
+    const onlyPurgeSchemaFields = rootFields.size > 0 && [...rootFields].every((field) => api.queryFields.has(field));
+    return onlyPurgeSchemaFields ? 'purge-schema-query' : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * The names of the fields a selection set selects at its own level, through inline fragments and
+ * fragment spreads. Directives are not evaluated: a field that `@skip` might leave out still counts,
+ * so a request is only a purge when it could never reach an origin field.
+ */
+function rootFieldNames(selectionSet: SelectionSetNode, document: DocumentNode): Set<string> {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+  }
+  const names = new Set<string>();
+  const visitedFragments = new Set<string>();
+  const visit = (selections: SelectionSetNode): void => {
+    for (const selection of selections.selections) {
+      if (selection.kind === Kind.FIELD) {
+        names.add(selection.name.value);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        visit(selection.selectionSet);
+      } else if (!visitedFragments.has(selection.name.value)) {
+        visitedFragments.add(selection.name.value);
+        const fragment = fragments.get(selection.name.value);
+        if (fragment) visit(fragment.selectionSet);
+      }
+    }
+  };
+  visit(selectionSet);
+  return names;
+}
+
+/**
+ * One store call for the whole request, so a purge is confirmed as a whole. `invalidateAll` covers
+ * every tag, so `_purgeAll` alongside other purge fields needs nothing more.
+ */
+async function applyPurge(summary: PurgeSummary, store: CacheStore): Promise<number> {
+  if (summary.everything) return store.invalidateAll();
+  if (summary.tags.length === 0) return 0;
+  return store.invalidate(summary.tags);
+}
+
+/**
+ * Validation and variable-coercion errors, with the status of the GraphQL over HTTP spec
+ * (2025 stage 2 draft, section "Status Codes", as graphql-http implements and audits it): 400
+ * under `application/graphql-response+json`, 200 under `application/json`.
+ */
+function requestErrors(
+  errors: readonly GraphQLError[],
+  request: PurgeRequest,
+  deps: PurgeDependencies,
+  route: PurgeRoute,
+): HttpResponse {
+  deps.logger.info({ route, errors: errors.map((error) => error.message) }, 'purge request rejected');
+  if (route === 'purge') deps.onPurge?.({ result: 'invalid' });
+  const status = request.responseMediaType === 'application/graphql-response+json' ? 400 : 200;
+  return graphQLResponse(request.responseMediaType, status, { errors }, []);
+}
+
+function graphQLResponse(
+  mediaType: GraphQLResponseMediaType,
+  status: number,
+  body: unknown,
+  headers: Array<[string, string]>,
+): HttpResponse {
+  return {
+    status,
+    headers: [['content-type', `${mediaType}; charset=utf-8`], [CACHE_STATUS_HEADER, 'PASS'], ...headers],
+    body: Buffer.from(JSON.stringify(body)),
+  };
+}
+
+/** Enough of the tags to recognise a purge in the log without one purge of many ids flooding it. */
+const LOGGED_TAGS = 20;
+
+function logFields(summary: PurgeSummary): Record<string, unknown> {
+  return {
+    fields: summary.fields,
+    everything: summary.everything,
+    tagCount: summary.tags.length,
+    tags: summary.tags.slice(0, LOGGED_TAGS),
+  };
+}

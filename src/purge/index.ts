@@ -1,0 +1,16 @@
+export {
+  handlePurgeRequest,
+  type PurgeDependencies,
+  type PurgeEvent,
+  type PurgeRequest,
+  type PurgeSummary,
+} from './handler.js';
+export { negotiateResponseMediaType, type GraphQLResponseMediaType } from './mediaType.js';
+export {
+  buildPurgeSchema,
+  derivePurgeApi,
+  entityKeyText,
+  type KeyFields,
+  type OmittedPurgeField,
+  type PurgeApi,
+} from './schema.js';

@@ -1,0 +1,300 @@
+import {
+  assertValidSchema,
+  getNullableType,
+  GraphQLBoolean,
+  GraphQLEnumType,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLScalarType,
+  GraphQLSchema,
+  GraphQLString,
+  isEnumType,
+  isIntrospectionType,
+  isObjectType,
+  specifiedScalarTypes,
+  type GraphQLEnumValueConfigMap,
+  type GraphQLFieldConfig,
+  type GraphQLFieldConfigMap,
+  type GraphQLInputType,
+} from 'graphql';
+import { canonicalJson } from '../graphql/canonicalJson.js';
+import { entityKeyField } from '../invalidation/keyFields.js';
+import { invalidationTag } from '../invalidation/tags.js';
+import type { PurgeTargets } from './targets.js';
+
+/**
+ * The purge API as a GraphQL schema of its own, derived from the origin schema (DESIGN.md "Purge
+ * API"), so that purges are validated, executed and introspected as any GraphQL request is:
+ *
+ * ```graphql
+ * type Mutation {
+ *   _purgeAll: Boolean!
+ *   _purgeQuery(queries: [QueryField!]!): Boolean!       # QueryField: the origin's root query fields
+ *   _purgeOperationName(names: [String!]!): Boolean!
+ *   _purge<T>: Boolean!                                  # every object type T of the origin
+ *   purge<T>(<key>: [<KeyType>!]): Boolean!              # T's key field (keyFields), its origin type
+ * }
+ * type Query { _purgeApi: Boolean! }
+ * ```
+ *
+ * GraphQL requires a Query type: `_purgeApi` is a harmless placeholder that always answers `true`.
+ *
+ * The origin always wins a name: a purge field whose name the origin's Mutation type already has is
+ * not generated, so a request for it reaches the origin unchanged. Such fields, and others that
+ * cannot be generated, are listed in `PurgeApi.omitted` for the caller to log.
+ */
+
+/** `keyFields` of the configuration: an object's identity is its first key field the type has. */
+export interface KeyFields {
+  defaults: readonly string[];
+  types: Readonly<Record<string, readonly string[]>>;
+}
+
+export interface PurgeApi {
+  schema: GraphQLSchema;
+  /** The purge schema's Mutation fields: a mutation selecting only these (and `__typename`) is a purge. */
+  mutationFields: ReadonlySet<string>;
+  /**
+   * Root fields of a query the purge schema answers (introspection and `_purgeApi`), when the
+   * request carries the purge-token header.
+   */
+  queryFields: ReadonlySet<string>;
+  /** Purge fields that were not generated, and why. */
+  omitted: readonly OmittedPurgeField[];
+}
+
+export interface OmittedPurgeField {
+  field: string;
+  reason: string;
+}
+
+export function buildPurgeSchema(origin: GraphQLSchema, keyFields: KeyFields): GraphQLSchema {
+  return derivePurgeApi(origin, keyFields).schema;
+}
+
+/** Derived once per origin schema and `keyFields`: a config reload that keeps both reuses it. */
+export function derivePurgeApi(origin: GraphQLSchema, keyFields: KeyFields): PurgeApi {
+  const keyFieldsKey = canonicalJson(keyFields);
+  const remembered = derivedByOrigin.get(origin);
+  if (remembered?.keyFieldsKey === keyFieldsKey) return remembered.api;
+  const api = derive(origin, keyFields);
+  derivedByOrigin.set(origin, { keyFieldsKey, api });
+  return api;
+}
+
+/**
+ * How a key value is spelt in an entity tag: strings as they are, anything else as canonical JSON
+ * (`42`, `true`), which is how a response's key value reads once serialised.
+ */
+export function entityKeyText(value: unknown): string {
+  return typeof value === 'string' ? value : canonicalJson(value);
+}
+
+/** One slot per origin schema: `keyFields` changes only with a config reload, and then for good. */
+const derivedByOrigin = new WeakMap<GraphQLSchema, { keyFieldsKey: string; api: PurgeApi }>();
+
+const PLACEHOLDER_QUERY_FIELD = '_purgeApi';
+const INTROSPECTION_ROOT_FIELDS = ['__schema', '__type', '__typename'];
+/** Type names the purge schema itself defines; an origin key type of the same name cannot join it. */
+const PURGE_TYPE_NAMES = new Set(['Query', 'Mutation', 'QueryField']);
+/** Names GraphQL forbids as enum values. */
+const NOT_ENUM_VALUES = new Set(['true', 'false', 'null']);
+
+type PurgeFieldConfig = GraphQLFieldConfig<unknown, PurgeTargets>;
+
+const TRUE = new GraphQLNonNull(GraphQLBoolean);
+
+function derive(origin: GraphQLSchema, keyFields: KeyFields): PurgeApi {
+  const originMutationFields = origin.getMutationType()?.getFields() ?? {};
+  const omitted: OmittedPurgeField[] = [];
+  const fields: GraphQLFieldConfigMap<unknown, PurgeTargets> = {};
+  const offer = (name: string, field: PurgeFieldConfig): void => {
+    if (Object.hasOwn(originMutationFields, name)) {
+      const reason = `the origin's Mutation type has a field ${name}; requests for it go to the origin`;
+      omitted.push({ field: name, reason });
+    } else if (Object.hasOwn(fields, name)) {
+      omitted.push({ field: name, reason: 'the built-in purge field of that name takes precedence' });
+    } else {
+      fields[name] = field;
+    }
+  };
+
+  offer('_purgeAll', {
+    type: TRUE,
+    description: 'Invalidates every cached response.',
+    resolve: (_source, _args, targets, info) => {
+      targets.addEverything(info.fieldName);
+      return true;
+    },
+  });
+  const queryField = queryFieldEnum(origin, omitted);
+  if (queryField) {
+    offer('_purgeQuery', {
+      type: TRUE,
+      description: 'Invalidates the cached results of queries that select any of these root query fields.',
+      args: { queries: { type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(queryField))) } },
+      resolve: (_source, args: { queries: string[] }, targets, info) => {
+        targets.addTags(info.fieldName, args.queries.map(invalidationTag.query));
+        return true;
+      },
+    });
+  }
+  offer('_purgeOperationName', {
+    type: TRUE,
+    description: 'Invalidates the cached results of operations with any of these names.',
+    args: { names: { type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(GraphQLString))) } },
+    resolve: (_source, args: { names: string[] }, targets, info) => {
+      targets.addTags(info.fieldName, args.names.map(invalidationTag.operation));
+      return true;
+    },
+  });
+
+  const keyTypes = new KeyTypeCopies();
+  for (const type of entityTypes(origin)) {
+    const typeTag = invalidationTag.type(type.name);
+    offer(`_purge${type.name}`, {
+      type: TRUE,
+      description: `Invalidates every cached response that contains any ${type.name}.`,
+      resolve: (_source, _args, targets, info) => {
+        targets.addTags(info.fieldName, [typeTag]);
+        return true;
+      },
+    });
+    const key = keyArgument(type, keyFields, keyTypes, omitted);
+    if (!key) continue;
+    offer(`purge${type.name}`, {
+      type: TRUE,
+      description:
+        `Invalidates the cached responses that contain the ${type.name} with these ${key.name} values,` +
+        ` or any ${type.name} when ${key.name} is left out.`,
+      args: { [key.name]: { type: new GraphQLList(new GraphQLNonNull(key.type)) } },
+      resolve: (_source, args: Record<string, unknown[] | null | undefined>, targets, info) => {
+        const values = args[key.name];
+        targets.addTags(
+          info.fieldName,
+          values === null || values === undefined
+            ? [typeTag]
+            : values.map((value) => invalidationTag.entity(type.name, entityKeyText(value))),
+        );
+        return true;
+      },
+    });
+  }
+
+  const originQueryFields = origin.getQueryType()?.getFields() ?? {};
+  const schema = new GraphQLSchema({
+    query: new GraphQLObjectType({
+      name: 'Query',
+      description: 'GraphQL requires a Query type; the purge API is its mutations.',
+      fields: {
+        [PLACEHOLDER_QUERY_FIELD]: { type: TRUE, description: 'Always true.', resolve: () => true },
+      },
+    }),
+    mutation:
+      Object.keys(fields).length === 0
+        ? undefined
+        : new GraphQLObjectType<unknown, PurgeTargets>({
+            name: 'Mutation',
+            description: 'svc-cache purge API: each field answers true once the cache has dropped what it names.',
+            fields,
+          }),
+  });
+  assertValidSchema(schema);
+  return {
+    schema,
+    mutationFields: new Set(Object.keys(fields)),
+    queryFields: new Set([
+      ...INTROSPECTION_ROOT_FIELDS,
+      ...(Object.hasOwn(originQueryFields, PLACEHOLDER_QUERY_FIELD) ? [] : [PLACEHOLDER_QUERY_FIELD]),
+    ]),
+    omitted,
+  };
+}
+
+/** The origin's object types that can appear in a response: not root types, not introspection types. */
+function entityTypes(origin: GraphQLSchema): GraphQLObjectType[] {
+  const roots = new Set([origin.getQueryType(), origin.getMutationType(), origin.getSubscriptionType()]);
+  return Object.values(origin.getTypeMap())
+    .filter((type): type is GraphQLObjectType => isObjectType(type) && !isIntrospectionType(type) && !roots.has(type))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+function queryFieldEnum(origin: GraphQLSchema, omitted: OmittedPurgeField[]): GraphQLEnumType | undefined {
+  const values: GraphQLEnumValueConfigMap = {};
+  for (const name of Object.keys(origin.getQueryType()?.getFields() ?? {})) {
+    if (NOT_ENUM_VALUES.has(name)) {
+      omitted.push({
+        field: `_purgeQuery(queries: ${name})`,
+        reason: 'GraphQL does not allow it as an enum value; purge its results with _purgeOperationName or _purge<Type>',
+      });
+    } else {
+      values[name] = { value: name };
+    }
+  }
+  if (Object.keys(values).length === 0) return undefined;
+  return new GraphQLEnumType({ name: 'QueryField', description: 'A root field of the origin\'s Query type.', values });
+}
+
+/**
+ * The argument of `purge<T>`: named after T's key field, by the rule entity tags of responses follow
+ * (`entityKeyField`), and typed as that field's scalar or enum. A type without one gets only
+ * `_purge<T>`.
+ */
+function keyArgument(
+  type: GraphQLObjectType,
+  keyFields: KeyFields,
+  keyTypes: KeyTypeCopies,
+  omitted: OmittedPurgeField[],
+): { name: string; type: GraphQLInputType } | undefined {
+  const fields = type.getFields();
+  const name = entityKeyField(type, keyFields);
+  if (name === undefined) {
+    const unusable = (keyFields.types[type.name] ?? keyFields.defaults).find((candidate) => Object.hasOwn(fields, candidate));
+    if (unusable !== undefined) {
+      const field = fields[unusable]!;
+      omitted.push({
+        field: `purge${type.name}`,
+        reason: `its key field ${type.name}.${unusable}: ${String(field.type)} cannot identify objects (it must be a scalar or an enum and take no required argument)`,
+      });
+    }
+    return undefined;
+  }
+  const leaf = getNullableType(fields[name]!.type) as GraphQLScalarType | GraphQLEnumType;
+  if (PURGE_TYPE_NAMES.has(leaf.name)) {
+    omitted.push({
+      field: `purge${type.name}`,
+      reason: `its key type ${leaf.name} has the name of a type of the purge schema`,
+    });
+    return undefined;
+  }
+  return { name, type: keyTypes.copyOf(leaf) };
+}
+
+/**
+ * The purge schema's own copies of the origin's key types: a GraphQL schema owns its named types,
+ * and origin scalars keep the pass-through coercion a schema built from SDL or introspection gives
+ * them. Built-in scalars are the shared instances.
+ */
+class KeyTypeCopies {
+  private readonly byName = new Map<string, GraphQLScalarType | GraphQLEnumType>();
+
+  copyOf(type: GraphQLScalarType | GraphQLEnumType): GraphQLScalarType | GraphQLEnumType {
+    const builtIn = specifiedScalarTypes.find((scalar) => scalar.name === type.name);
+    if (builtIn) return builtIn;
+    let copy = this.byName.get(type.name);
+    if (!copy) {
+      copy = isEnumType(type)
+        ? new GraphQLEnumType({
+            name: type.name,
+            description: type.description,
+            values: Object.fromEntries(
+              type.getValues().map((value) => [value.name, { value: value.name, description: value.description }]),
+            ),
+          })
+        : new GraphQLScalarType({ name: type.name, description: type.description, specifiedByURL: type.specifiedByURL });
+      this.byName.set(type.name, copy);
+    }
+    return copy;
+  }
+}

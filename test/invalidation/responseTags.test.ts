@@ -1,0 +1,218 @@
+import { buildSchema, parse } from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { prepareOperation, type PreparedOperation } from '../../src/invalidation/entityFields.js';
+import { mutationInvalidationTags, responseTags, type MutationPolicy } from '../../src/invalidation/responseTags.js';
+import { invalidationTag as tag } from '../../src/invalidation/tags.js';
+import { keyFields, originBody, prepare, schema } from './fixtures.js';
+
+/** Tags of what a graphql-js origin answers to the rewritten operation. */
+async function tagsOf(query: string, operationName = '', variables: Record<string, unknown> = {}): Promise<string[] | undefined> {
+  const prepared = prepare(query);
+  return responseTags(schema, prepared, JSON.parse(await originBody(prepared.document, variables)), operationName);
+}
+
+async function mutationTags(query: string, policy: MutationPolicy): Promise<string[]> {
+  const prepared = prepare(query);
+  return mutationInvalidationTags(schema, prepared, JSON.parse(await originBody(prepared.document)), policy);
+}
+
+const sorted = (tags: readonly string[] | undefined): string[] => [...(tags ?? [])].sort();
+
+describe('responseTags', () => {
+  it('tags every entity of a list, its type, the list and the root field', async () => {
+    expect(sorted(await tagsOf('{ todos { title } }'))).toEqual(
+      sorted([
+        tag.entity('Todo', '1'),
+        tag.entity('Todo', '2'),
+        tag.entity('Todo', '3'),
+        tag.type('Todo'),
+        tag.list('Todo'),
+        tag.query('todos'),
+      ]),
+    );
+  });
+
+  it('tags nested entities, and lists only for the types found in lists', async () => {
+    expect(sorted(await tagsOf('{ todo(id: "2") { title author { name todos { done } } } }'))).toEqual(
+      sorted([
+        tag.entity('Todo', '2'),
+        tag.type('Todo'),
+        tag.entity('User', 'u2'),
+        tag.type('User'),
+        tag.list('Todo'),
+        tag.query('todo'),
+      ]),
+    );
+  });
+
+  it('tags a null field with the types it could have held', async () => {
+    expect(sorted(await tagsOf('{ me { name } }'))).toEqual(sorted([tag.type('User'), tag.query('me')]));
+    expect(sorted(await tagsOf('{ node(id: "nope") { id } }'))).toEqual(
+      sorted([tag.type('Todo'), tag.type('User'), tag.query('node')]),
+    );
+    const prepared = prepare('{ todo(id: "1") { author { name } } }');
+    const result = { data: { todo: { author: null, _svc_id: '1' } } };
+    expect(sorted(responseTags(schema, prepared, result, ''))).toEqual(
+      sorted([tag.entity('Todo', '1'), tag.type('Todo'), tag.type('User'), tag.query('todo')]),
+    );
+  });
+
+  it('tags an empty list with the types and lists it could have held, union members included', async () => {
+    expect(sorted(await tagsOf('{ search(text: "nothing like it") { ... on Todo { title } } }'))).toEqual(
+      sorted([
+        tag.type('Todo'),
+        tag.list('Todo'),
+        tag.type('User'),
+        tag.list('User'),
+        tag.type('Product'),
+        tag.list('Product'),
+        tag.query('search'),
+      ]),
+    );
+    const prepared = prepare('{ user(id: "u2") { todos { title } } }');
+    const result = { data: { user: { todos: [], _svc_id: 'u2' } } };
+    expect(sorted(responseTags(schema, prepared, result, ''))).toEqual(
+      sorted([tag.entity('User', 'u2'), tag.type('User'), tag.type('Todo'), tag.list('Todo'), tag.query('user')]),
+    );
+  });
+
+  it('names union and interface results by their concrete __typename', async () => {
+    expect(sorted(await tagsOf('{ search(text: "e") { ... on Product { name } } node(id: "u1") { id } }'))).toEqual(
+      sorted([
+        tag.entity('Todo', '2'),
+        tag.entity('Todo', '3'),
+        tag.type('Todo'),
+        tag.list('Todo'),
+        tag.entity('User', 'u1'),
+        tag.type('User'),
+        tag.list('User'),
+        tag.entity('Product', 'sku-1'),
+        tag.entity('Product', 'sku-2'),
+        tag.type('Product'),
+        tag.list('Product'),
+        tag.query('search'),
+        tag.query('node'),
+      ]),
+    );
+  });
+
+  it('identifies Product by sku', async () => {
+    expect(sorted(await tagsOf('{ product(sku: "sku-2") { name } }'))).toEqual(
+      sorted([tag.entity('Product', 'sku-2'), tag.type('Product'), tag.query('product')]),
+    );
+  });
+
+  it('tags the operation name and root fields by their schema name, not their alias', async () => {
+    expect(sorted(await tagsOf('query Home { mine: todo(id: "1") { id } clock: time }', 'Home'))).toEqual(
+      sorted([tag.operation('Home'), tag.entity('Todo', '1'), tag.type('Todo'), tag.query('todo'), tag.query('time')]),
+    );
+  });
+
+  it('reads the key from the client\'s own aliased field, or from the added one when the client\'s was left out', async () => {
+    expect(prepare('{ todos { todoId: id } }').rewritten).toBe(false);
+    expect(await tagsOf('{ todo(id: "3") { todoId: id } }')).toContain(tag.entity('Todo', '3'));
+    const query = 'query ($withId: Boolean!) { todo(id: "3") { id @include(if: $withId) } }';
+    expect(await tagsOf(query, '', { withId: false })).toContain(tag.entity('Todo', '3'));
+  });
+
+  it('spells non-string keys as the purge API does', () => {
+    const intSchema = buildSchema('type Order { id: Int! } type Query { orders: [Order!]! }');
+    const prepared = prepareOperation(intSchema, parse('{ orders { id } }'), keyFields);
+    expect(responseTags(intSchema, prepared, { data: { orders: [{ id: 42 }] } }, '')).toContain(tag.entity('Order', '42'));
+  });
+
+  it('gives up on a response naming more tags than the bound', async () => {
+    const prepared = prepare('{ todos { title } }');
+    const result = JSON.parse(await originBody(prepared.document));
+    expect(responseTags(schema, prepared, result, '', 6)).toHaveLength(6);
+    expect(responseTags(schema, prepared, result, '', 5)).toBeUndefined();
+  });
+
+  it('gives up on an object whose __typename the schema does not know, rather than leave what it holds untagged', () => {
+    const prepared = prepare('{ node(id: "x") { id } }');
+    expect(responseTags(schema, prepared, { data: { node: { id: 'x', _svc_typename: 'Ghost' } } }, '')).toBeUndefined();
+  });
+
+  it('gives up on entities without their key, as when the origin accepts a document the schema does not', () => {
+    const prepared = prepare('{ todos { title extra } }');
+    expect(prepared.rewritten).toBe(false);
+    expect(responseTags(schema, prepared, { data: { todos: [{ title: 'Buy milk', extra: 1 }] } }, '')).toBeUndefined();
+  });
+
+  it('tags no entity for a key that came back null', () => {
+    const nullableSchema = buildSchema('type Draft { id: ID title: String } type Query { drafts: [Draft!]! }');
+    const prepared = prepareOperation(nullableSchema, parse('{ drafts { title } }'), keyFields);
+    expect(sorted(responseTags(nullableSchema, prepared, { data: { drafts: [{ title: 'x', _svc_id: null }] } }, ''))).toEqual(
+      sorted([tag.type('Draft'), tag.list('Draft'), tag.query('drafts')]),
+    );
+  });
+
+  it('tags only the operation when there is no data', () => {
+    expect(responseTags(schema, prepare('query Q { todos { title } }'), { errors: [{ message: 'boom' }] }, 'Q')).toEqual([
+      tag.operation('Q'),
+      tag.query('todos'),
+    ]);
+  });
+});
+
+describe('mutationInvalidationTags', () => {
+  const update = 'mutation { updateTodo(id: "1", title: "Buy oat milk") { title author { name } } }';
+
+  it('invalidates nothing under None', async () => {
+    expect(await mutationTags(update, 'None')).toEqual([]);
+  });
+
+  it('invalidates every returned entity under Entity', async () => {
+    expect(sorted(await mutationTags(update, 'Entity'))).toEqual(sorted([tag.entity('Todo', '1'), tag.entity('User', 'u1')]));
+  });
+
+  it('adds the lists of every returned type under List', async () => {
+    expect(sorted(await mutationTags(update, 'List'))).toEqual(
+      sorted([tag.entity('Todo', '1'), tag.entity('User', 'u1'), tag.list('Todo'), tag.list('User')]),
+    );
+  });
+
+  it('invalidates every response holding a returned type under Type', async () => {
+    expect(sorted(await mutationTags(update, 'Type'))).toEqual(sorted([tag.type('Todo'), tag.type('User')]));
+  });
+
+  it('leaves list queries alone after an added item under Entity (SPEC.md section 3 note 1)', async () => {
+    const add = 'mutation { addTodo(title: "Call mum") { title } }';
+    expect(await mutationTags(add, 'Entity')).toEqual([tag.entity('Todo', '4')]);
+    expect(sorted(await mutationTags(add, 'List'))).toEqual(sorted([tag.entity('Todo', '4'), tag.list('Todo')]));
+  });
+
+  it('identifies a returned Product by sku, and invalidates nothing for a null or scalar result', async () => {
+    expect(await mutationTags('mutation { updateProduct(sku: "sku-2", price: 5) { price } }', 'Entity')).toEqual([
+      tag.entity('Product', 'sku-2'),
+    ]);
+    expect(await mutationTags('mutation { updateTodo(id: "404", done: true) { done } deleteTodo(id: "2") }', 'Type')).toEqual([]);
+  });
+
+  it('invalidates every type an object could be when its __typename is unknown', () => {
+    const nodeSchema = buildSchema(`
+      interface Node { id: ID! }
+      type Todo implements Node { id: ID! }
+      type User implements Node { id: ID! }
+      type Query { node(id: ID!): Node }
+      type Mutation { touch(id: ID!): Node }
+    `);
+    const prepared = prepareOperation(nodeSchema, parse('mutation { touch(id: "x") { id } }'), keyFields);
+    const result = { data: { touch: { id: 'x', _svc_typename: 'Ghost' } } };
+    expect(sorted(mutationInvalidationTags(nodeSchema, prepared, result, 'Entity'))).toEqual(sorted([tag.type('Todo'), tag.type('User')]));
+  });
+
+  it('invalidates the whole type of an entity that came back without its key', () => {
+    const prepared = prepare('mutation { addTodo(title: "x") { title extra } }');
+    const result = { data: { addTodo: { title: 'x', extra: 1 } } };
+    expect(mutationInvalidationTags(schema, prepared, result, 'Entity')).toEqual([tag.type('Todo')]);
+  });
+
+  it('falls back to type tags when a mutation returns more entities than the bound', () => {
+    const bulkSchema = buildSchema('type Todo { id: ID! } type Query { todos: [Todo!]! } type Mutation { importTodos: [Todo!]! }');
+    const prepared: PreparedOperation = prepareOperation(bulkSchema, parse('mutation { importTodos { id } }'), keyFields);
+    const many = { data: { importTodos: Array.from({ length: 10_001 }, (_, index) => ({ id: String(index) })) } };
+    expect(mutationInvalidationTags(bulkSchema, prepared, many, 'Entity')).toEqual([tag.type('Todo')]);
+    expect(mutationInvalidationTags(bulkSchema, prepared, many, 'List')).toEqual([tag.type('Todo'), tag.list('Todo')]);
+  });
+});

@@ -1,0 +1,449 @@
+import { Writable } from 'node:stream';
+import { buildSchema, type GraphQLSchema } from 'graphql';
+import { pino } from 'pino';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { configSchema, type Config } from '../../src/config/schema.js';
+import { parseDocument, selectOperation } from '../../src/graphql/document.js';
+import { silentLogger, type Logger } from '../../src/observability/log.js';
+import {
+  handlePurgeRequest,
+  negotiateResponseMediaType,
+  type GraphQLResponseMediaType,
+  type PurgeEvent,
+  type PurgeRequest,
+} from '../../src/purge/index.js';
+import { invalidationTag as tag } from '../../src/invalidation/tags.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { demoSchemaSDL } from '../support/origin.js';
+
+/** The purge handler alone, as the engine calls it: a parsed request, a real in-memory store. */
+
+const demoOrigin = buildSchema(demoSchemaSDL);
+const TOKEN = 'the-purge-token-of-the-tests';
+const OTHER_TOKEN = 'a-second-token';
+const GRAPHQL_RESPONSE = 'application/graphql-response+json';
+
+/** Cached entries and the tags the response side would have given them. */
+const SEEDED: Record<string, string[]> = {
+  todos: [tag.query('todos'), tag.list('Todo'), tag.type('Todo'), tag.entity('Todo', '1'), tag.entity('Todo', '2'), tag.type('User'), tag.entity('User', 'u1')],
+  todo1: [tag.query('todo'), tag.type('Todo'), tag.entity('Todo', '1')],
+  user2: [tag.query('user'), tag.type('User'), tag.entity('User', 'u2')],
+  products: [tag.query('products'), tag.list('Product'), tag.type('Product'), tag.entity('Product', 'sku-1'), tag.entity('Product', 'sku-2')],
+  product2: [tag.query('product'), tag.type('Product'), tag.entity('Product', 'sku-2')],
+  namedTime: [tag.query('time'), tag.operation('TimeNow')],
+};
+
+function config(purge: Record<string, unknown> = { tokens: [TOKEN, OTHER_TOKEN] }): Config {
+  return configSchema.parse({
+    origin: { url: 'http://origin.test/graphql' },
+    keyFields: { defaults: ['id', '_id'], types: { Product: ['sku'] } },
+    purge,
+  });
+}
+
+interface RequestOptions {
+  variables?: Record<string, unknown>;
+  operationName?: string;
+  headers?: Array<[string, string]>;
+  token?: string | null;
+  mediaType?: GraphQLResponseMediaType;
+}
+
+/** A request as the engine hands it over: parsed, its operation selected. */
+function purgeRequest(query: string, options: RequestOptions = {}): PurgeRequest {
+  const parsed = parseDocument(query);
+  if ('kind' in parsed) throw new Error(parsed.message);
+  const selected = selectOperation(parsed, options.operationName);
+  if (selected.kind === 'invalid') throw new Error(selected.reason);
+  const token = options.token === undefined ? TOKEN : options.token;
+  return {
+    document: selected.document,
+    operation: selected.operation,
+    operationName: options.operationName,
+    variables: options.variables ?? {},
+    headers: [['content-type', 'application/json'], ...(token === null ? [] : [['svc-purge-token', token] as [string, string]]), ...(options.headers ?? [])],
+    responseMediaType: options.mediaType ?? GRAPHQL_RESPONSE,
+  };
+}
+
+describe('handlePurgeRequest', () => {
+  let store: MemoryStore;
+  let events: PurgeEvent[];
+  let current: Config;
+  let originSchema: GraphQLSchema;
+  let logger: Logger;
+
+  beforeEach(async () => {
+    store = new MemoryStore({ maxBytes: 1024 * 1024 });
+    events = [];
+    current = config();
+    originSchema = demoOrigin;
+    logger = silentLogger();
+    for (const [key, tags] of Object.entries(SEEDED)) {
+      const { mark } = await store.lookup(key);
+      const body = Buffer.from(`{"data":{"key":"${key}"}}`);
+      const stored = await store.store(
+        key,
+        { body, contentType: 'application/json', headers: [], storedAt: 0, maxAge: 60, swr: 0 },
+        { tags, ttlSeconds: 60, mark },
+      );
+      expect(stored).toBe(true);
+    }
+  });
+
+  const purge = (query: string, options?: RequestOptions) =>
+    handlePurgeRequest(purgeRequest(query, options), {
+      originSchema,
+      config: current,
+      store,
+      logger,
+      onPurge: (event) => events.push(event),
+    });
+
+  async function remaining(): Promise<string[]> {
+    const held: string[] = [];
+    for (const key of Object.keys(SEEDED)) if ((await store.lookup(key)).entry) held.push(key);
+    return held;
+  }
+
+  const everyKeyBut = (...gone: string[]) => Object.keys(SEEDED).filter((key) => !gone.includes(key));
+
+  async function expectAnswer(query: string, data: Record<string, unknown>, options?: RequestOptions): Promise<void> {
+    const response = await purge(query, options);
+    expect(response?.status).toBe(200);
+    expect(response?.body.toString()).toBe(JSON.stringify({ data }));
+  }
+
+  describe('purge fields', () => {
+    it('_purge<Type> clears every entry holding the type and answers exactly true', async () => {
+      const response = await purge('mutation { _purgeTodo }');
+      expect(response).toEqual({
+        status: 200,
+        headers: [
+          ['content-type', 'application/graphql-response+json; charset=utf-8'],
+          ['svc-cache', 'PASS'],
+        ],
+        body: Buffer.from('{"data":{"_purgeTodo":true}}'),
+      });
+      expect(await remaining()).toEqual(everyKeyBut('todos', 'todo1'));
+    });
+
+    it('purge<Type> takes one key value or a list of them', async () => {
+      await expectAnswer('mutation { purgeTodo(id: "1") }', { purgeTodo: true });
+      expect(await remaining()).toEqual(everyKeyBut('todos', 'todo1'));
+      await expectAnswer('mutation { purgeUser(id: ["u2", "nobody"]) }', { purgeUser: true });
+      expect(await remaining()).toEqual(everyKeyBut('todos', 'todo1', 'user2'));
+    });
+
+    it('purge<Type> coerces ID values as GraphQL does and accepts variables', async () => {
+      const query = 'mutation Purge($ids: [ID!]) { purgeTodo(id: $ids) }';
+      await expectAnswer(query, { purgeTodo: true }, { variables: { ids: [2] } });
+      expect(await remaining()).toEqual(everyKeyBut('todos'));
+      await expectAnswer('mutation { purgeTodo(id: 1) }', { purgeTodo: true });
+      expect(await remaining()).toEqual(everyKeyBut('todos', 'todo1'));
+    });
+
+    it('purge<Type> without its key argument purges the whole type; an empty list purges nothing', async () => {
+      const invalidate = vi.spyOn(store, 'invalidate');
+      await expectAnswer('mutation { purgeProduct(sku: []) }', { purgeProduct: true });
+      expect(invalidate).not.toHaveBeenCalled();
+      expect(await remaining()).toEqual(everyKeyBut());
+      await expectAnswer('mutation { purgeProduct }', { purgeProduct: true });
+      expect(await remaining()).toEqual(everyKeyBut('products', 'product2'));
+    });
+
+    it('purgeProduct is keyed by sku, and an id argument is a validation error', async () => {
+      await expectAnswer('mutation { purgeProduct(sku: "sku-2") }', { purgeProduct: true });
+      expect(await remaining()).toEqual(everyKeyBut('products', 'product2'));
+      const rejected = await purge('mutation { purgeUser(id: "u2") purgeProduct(id: "sku-1") }');
+      expect(rejected?.status).toBe(400);
+      expect(JSON.parse(rejected!.body.toString())).toEqual({
+        errors: [{ message: 'Unknown argument "id" on field "Mutation.purgeProduct".' }],
+      });
+      expect(await remaining()).toEqual(everyKeyBut('products', 'product2'));
+    });
+
+    it('_purgeQuery clears the results of queries selecting those root fields', async () => {
+      await expectAnswer('mutation { _purgeQuery(queries: [todo, user]) }', { _purgeQuery: true });
+      expect(await remaining()).toEqual(everyKeyBut('todo1', 'user2'));
+      await expectAnswer('mutation { _purgeQuery(queries: products) }', { _purgeQuery: true });
+      expect(await remaining()).toEqual(everyKeyBut('todo1', 'user2', 'products'));
+    });
+
+    it('_purgeQuery with an unknown field or a string is a validation error', async () => {
+      const unknown = await purge('mutation { _purgeQuery(queries: [todoz]) }');
+      expect(unknown?.status).toBe(400);
+      expect(JSON.parse(unknown!.body.toString())).toEqual({
+        errors: [{ message: 'Value "todoz" does not exist in "QueryField" enum. Did you mean the enum value "todo", "todos", or "node"?' }],
+      });
+      const quoted = await purge('mutation { _purgeQuery(queries: ["todos"]) }');
+      expect(JSON.parse(quoted!.body.toString()).errors[0].message).toBe(
+        'Enum "QueryField" cannot represent non-enum value: "todos". Did you mean the enum value "todos" or "todo"?',
+      );
+      expect(await remaining()).toEqual(everyKeyBut());
+    });
+
+    it('_purgeOperationName clears the results of operations with those names', async () => {
+      await expectAnswer('mutation { _purgeOperationName(names: ["TimeNow", "Unknown"]) }', { _purgeOperationName: true });
+      expect(await remaining()).toEqual(everyKeyBut('namedTime'));
+    });
+
+    it('_purgeAll clears everything with one invalidateAll', async () => {
+      const invalidate = vi.spyOn(store, 'invalidate');
+      const invalidateAll = vi.spyOn(store, 'invalidateAll');
+      await expectAnswer('mutation { _purgeAll _purgeTodo }', { _purgeAll: true, _purgeTodo: true });
+      expect(await remaining()).toEqual([]);
+      expect(invalidateAll).toHaveBeenCalledTimes(1);
+      expect(invalidate).not.toHaveBeenCalled();
+      expect(events).toEqual([
+        { result: 'purged', removedEntries: 6, fields: ['_purgeAll', '_purgeTodo'], everything: true, tags: [tag.type('Todo')] },
+      ]);
+    });
+
+    it('applies several purge fields, aliases and fragments with one invalidate call', async () => {
+      const invalidate = vi.spyOn(store, 'invalidate');
+      const query = `mutation Purge {
+        first: purgeTodo(id: "1")
+        second: purgeTodo(id: "1")
+        ...More
+        __typename
+      }
+      fragment More on Mutation { _purgeOperationName(names: ["TimeNow"]) ... on Mutation { purgeUser(id: "u2") } }`;
+      await expectAnswer(
+        query,
+        { first: true, second: true, _purgeOperationName: true, purgeUser: true, __typename: 'Mutation' },
+        { operationName: 'Purge' },
+      );
+      expect(invalidate).toHaveBeenCalledTimes(1);
+      expect(invalidate).toHaveBeenCalledWith([tag.entity('Todo', '1'), tag.operation('TimeNow'), tag.entity('User', 'u2')]);
+      expect(await remaining()).toEqual(['products', 'product2']);
+      expect(events).toEqual([
+        {
+          result: 'purged',
+          removedEntries: 4,
+          fields: ['purgeTodo', 'purgeTodo', '_purgeOperationName', 'purgeUser'],
+          everything: false,
+          tags: [tag.entity('Todo', '1'), tag.operation('TimeNow'), tag.entity('User', 'u2')],
+        },
+      ]);
+    });
+
+    it('skips a field that @skip leaves out', async () => {
+      await expectAnswer('mutation { _purgeTodo @skip(if: true) _purgeUser }', { _purgeUser: true });
+      expect(await remaining()).toEqual(everyKeyBut('todos', 'user2'));
+    });
+
+    it('logs each purge at info with what it cleared', async () => {
+      const lines: Array<Record<string, unknown>> = [];
+      const sink = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+          done();
+        },
+      });
+      logger = pino({ level: 'info' }, sink);
+      await purge('mutation { purgeTodo(id: "1") }');
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(lines).toMatchObject([
+        {
+          level: 30,
+          msg: 'purge applied',
+          fields: ['purgeTodo'],
+          everything: false,
+          tagCount: 1,
+          tags: [tag.entity('Todo', '1')],
+          removedEntries: 2,
+        },
+      ]);
+    });
+  });
+
+  describe('request errors', () => {
+    it('answers validation errors with 400 under application/graphql-response+json and 200 under application/json', async () => {
+      const query = 'mutation { _purgeTodo(id: "1") }';
+      const expected = { errors: [{ message: 'Unknown argument "id" on field "Mutation._purgeTodo".' }] };
+      const strict = await purge(query);
+      expect(strict?.status).toBe(400);
+      expect(JSON.parse(strict!.body.toString())).toEqual(expected);
+      const legacy = await purge(query, { mediaType: 'application/json' });
+      expect(legacy?.status).toBe(200);
+      expect(legacy?.headers[0]).toEqual(['content-type', 'application/json; charset=utf-8']);
+      expect(JSON.parse(legacy!.body.toString())).toEqual(expected);
+      expect(events).toEqual([{ result: 'invalid' }, { result: 'invalid' }]);
+      expect(await remaining()).toEqual(everyKeyBut());
+    });
+
+    it('answers a variable that cannot be coerced as a request error and purges nothing', async () => {
+      const response = await purge('mutation ($ids: [ID!]) { purgeTodo(id: $ids) }', { variables: { ids: [null] } });
+      expect(response?.status).toBe(400);
+      expect(JSON.parse(response!.body.toString()).data).toBeUndefined();
+      expect(await remaining()).toEqual(everyKeyBut());
+    });
+  });
+
+  describe('token', () => {
+    const refused = (message = 'Missing or invalid purge token in the svc-purge-token header') => ({
+      status: 401,
+      headers: [
+        ['content-type', 'application/graphql-response+json; charset=utf-8'],
+        ['svc-cache', 'PASS'],
+        ['www-authenticate', 'SvcPurgeToken realm="svc-cache purge", header="svc-purge-token"'],
+      ],
+      body: Buffer.from(JSON.stringify({ errors: [{ message, extensions: { code: 'UNAUTHENTICATED' } }] })),
+    });
+
+    it.each([
+      ['no token', null],
+      ['an empty token', ''],
+      ['a wrong token of the same length', TOKEN.replace(/.$/, 'X')],
+      ['a prefix of the token', TOKEN.slice(0, -1)],
+      ['the token with a character more', `${TOKEN}x`],
+    ])('refuses %s with 401 and purges nothing', async (_case, token) => {
+      const invalidate = vi.spyOn(store, 'invalidate');
+      expect(await purge('mutation { _purgeTodo }', { token })).toEqual(refused());
+      expect(invalidate).not.toHaveBeenCalled();
+      expect(await remaining()).toEqual(everyKeyBut());
+      expect(events).toEqual([{ result: 'unauthorized' }]);
+    });
+
+    it('accepts any of the configured tokens', async () => {
+      await expectAnswer('mutation { _purgeTodo }', { _purgeTodo: true }, { token: OTHER_TOKEN });
+      expect(await remaining()).toEqual(everyKeyBut('todos', 'todo1'));
+    });
+
+    it('refuses a token repeated in two header fields', async () => {
+      const response = await purge('mutation { _purgeTodo }', { headers: [['svc-purge-token', TOKEN]] });
+      expect(response?.status).toBe(401);
+    });
+
+    it('reads the configured header, whatever the case it is configured in', async () => {
+      current = config({ tokens: [TOKEN], header: 'X-Purge-Key' });
+      expect((await purge('mutation { _purgeTodo }'))?.status).toBe(401);
+      await expectAnswer('mutation { _purgeTodo }', { _purgeTodo: true }, { token: null, headers: [['x-purge-key', TOKEN]] });
+    });
+
+    it('refuses every purge when no tokens are configured', async () => {
+      current = config({ tokens: [] });
+      expect(await purge('mutation { _purgeAll }')).toEqual(refused('Purging is disabled: no purge tokens are configured'));
+      expect(await purge('mutation { _purgeAll }', { token: '' })).toEqual(
+        refused('Purging is disabled: no purge tokens are configured'),
+      );
+      expect(await remaining()).toEqual(everyKeyBut());
+    });
+  });
+
+  describe('store failures', () => {
+    it('answers 503 with an error and no data when the store rejects, never true', async () => {
+      vi.spyOn(store, 'invalidate').mockRejectedValue(new Error('redis down'));
+      for (const mediaType of [GRAPHQL_RESPONSE, 'application/json'] as const) {
+        const response = await purge('mutation { _purgeTodo purgeUser(id: "u2") }', { mediaType });
+        expect(response?.status).toBe(503);
+        expect(JSON.parse(response!.body.toString())).toEqual({
+          errors: [
+            {
+              message: 'The purge was not applied: the cache store did not confirm it. Retry the purge.',
+              extensions: { code: 'PURGE_NOT_APPLIED' },
+            },
+          ],
+        });
+        expect(response!.body.toString()).not.toContain('true');
+      }
+      expect(events[0]).toEqual({
+        result: 'store-failed',
+        error: 'redis down',
+        fields: ['_purgeTodo', 'purgeUser'],
+        everything: false,
+        tags: [tag.type('Todo'), tag.entity('User', 'u2')],
+      });
+    });
+
+    it('answers 503 when invalidateAll rejects', async () => {
+      vi.spyOn(store, 'invalidateAll').mockRejectedValue(new Error('redis down'));
+      const response = await purge('mutation { _purgeAll }');
+      expect(response?.status).toBe(503);
+      expect(response!.body.toString()).not.toContain('true');
+    });
+  });
+
+  describe('what is not a purge', () => {
+    it('lets an origin mutation whose name a purge field would have go to the origin', async () => {
+      originSchema = buildSchema(`${demoSchemaSDL}\nextend type Mutation { purgeTodo(id: ID!): Todo }`);
+      const invalidate = vi.spyOn(store, 'invalidate');
+      expect(await purge('mutation { purgeTodo(id: "1") { id } }')).toBeUndefined();
+      expect(await purge('mutation { purgeTodo(id: "1") { id } }', { token: null })).toBeUndefined();
+      expect(invalidate).not.toHaveBeenCalled();
+      await expectAnswer('mutation { _purgeTodo }', { _purgeTodo: true });
+    });
+
+    it('lets a mutation mixing purge and origin fields go to the origin untouched', async () => {
+      const invalidate = vi.spyOn(store, 'invalidate');
+      expect(await purge('mutation { _purgeTodo addTodo(title: "x") { id } }')).toBeUndefined();
+      expect(await purge('mutation { _purgeTodo ...Add } fragment Add on Mutation { addTodo(title: "x") { id } }')).toBeUndefined();
+      expect(await purge('mutation { _purgeTodo addTodo(title: "x") { id } }', { token: null })).toBeUndefined();
+      expect(invalidate).not.toHaveBeenCalled();
+      expect(events).toEqual([]);
+    });
+
+    it('lets origin mutations, queries and a bare __typename mutation go to the origin', async () => {
+      expect(await purge('mutation { addTodo(title: "x") { id } }')).toBeUndefined();
+      expect(await purge('mutation { __typename }')).toBeUndefined();
+      expect(await purge('{ todos { id } }')).toBeUndefined();
+      expect(await purge('{ todos { id } __typename }')).toBeUndefined();
+      expect(await purge('subscription { _purgeAll }')).toBeUndefined();
+      expect(await remaining()).toEqual(everyKeyBut());
+    });
+  });
+
+  describe('introspection', () => {
+    const introspection = '{ __schema { queryType { name } } __type(name: "Mutation") { fields { name } } }';
+
+    it('answers introspection carrying a valid purge token from the purge schema', async () => {
+      const response = await purge(introspection);
+      expect(response?.status).toBe(200);
+      const { data } = JSON.parse(response!.body.toString());
+      expect(data.__schema).toEqual({ queryType: { name: 'Query' } });
+      expect(data.__type.fields.map((field: { name: string }) => field.name)).toEqual([
+        '_purgeAll',
+        '_purgeQuery',
+        '_purgeOperationName',
+        '_purgeProduct',
+        'purgeProduct',
+        '_purgeTodo',
+        'purgeTodo',
+        '_purgeUser',
+        'purgeUser',
+      ]);
+      await expectAnswer('query Api { _purgeApi __typename }', { _purgeApi: true, __typename: 'Query' });
+      expect(events).toEqual([]);
+    });
+
+    it('leaves introspection without the purge-token header to the origin', async () => {
+      expect(await purge(introspection, { token: null })).toBeUndefined();
+    });
+
+    it('refuses introspection with a wrong token', async () => {
+      expect((await purge(introspection, { token: 'wrong' }))?.status).toBe(401);
+    });
+
+    it('leaves a query for origin fields to the origin even with the token', async () => {
+      expect(await purge('{ __schema { queryType { name } } todos { id } }')).toBeUndefined();
+    });
+  });
+});
+
+describe('negotiateResponseMediaType', () => {
+  it.each([
+    [undefined, 'application/json'],
+    ['', 'application/json'],
+    ['*/*', 'application/json'],
+    ['application/json', 'application/json'],
+    ['text/html', 'application/json'],
+    ['application/graphql-response+json', GRAPHQL_RESPONSE],
+    ['application/graphql-response+json, application/json;q=0.9', GRAPHQL_RESPONSE],
+    ['application/json, application/graphql-response+json', GRAPHQL_RESPONSE],
+    ['application/graphql-response+json;q=0.5, application/json', 'application/json'],
+    ['application/graphql-response+json;q=0, */*', 'application/json'],
+  ])('answers %j in %s', (accept, expected) => {
+    expect(negotiateResponseMediaType(accept)).toBe(expected);
+  });
+});

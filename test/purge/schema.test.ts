@@ -1,0 +1,147 @@
+import { buildSchema, printSchema } from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { buildPurgeSchema, derivePurgeApi, entityKeyText } from '../../src/purge/index.js';
+import { demoSchemaSDL } from '../support/origin.js';
+
+const origin = buildSchema(demoSchemaSDL);
+const KEY_FIELDS = { defaults: ['id', '_id'], types: { Product: ['sku'] } };
+
+describe('buildPurgeSchema', () => {
+  it('derives the purge API from the demo schema', () => {
+    expect(printSchema(buildPurgeSchema(origin, KEY_FIELDS))).toBe(`"""GraphQL requires a Query type; the purge API is its mutations."""
+type Query {
+  """Always true."""
+  _purgeApi: Boolean!
+}
+
+"""
+svc-cache purge API: each field answers true once the cache has dropped what it names.
+"""
+type Mutation {
+  """Invalidates every cached response."""
+  _purgeAll: Boolean!
+
+  """
+  Invalidates the cached results of queries that select any of these root query fields.
+  """
+  _purgeQuery(queries: [QueryField!]!): Boolean!
+
+  """Invalidates the cached results of operations with any of these names."""
+  _purgeOperationName(names: [String!]!): Boolean!
+
+  """Invalidates every cached response that contains any Product."""
+  _purgeProduct: Boolean!
+
+  """
+  Invalidates the cached responses that contain the Product with these sku values, or any Product when sku is left out.
+  """
+  purgeProduct(sku: [String!]): Boolean!
+
+  """Invalidates every cached response that contains any Todo."""
+  _purgeTodo: Boolean!
+
+  """
+  Invalidates the cached responses that contain the Todo with these id values, or any Todo when id is left out.
+  """
+  purgeTodo(id: [ID!]): Boolean!
+
+  """Invalidates every cached response that contains any User."""
+  _purgeUser: Boolean!
+
+  """
+  Invalidates the cached responses that contain the User with these id values, or any User when id is left out.
+  """
+  purgeUser(id: [ID!]): Boolean!
+}
+
+"""A root field of the origin's Query type."""
+enum QueryField {
+  todos
+  todo
+  users
+  user
+  me
+  products
+  product
+  node
+  search
+  time
+}`);
+    expect(derivePurgeApi(origin, KEY_FIELDS).omitted).toEqual([]);
+  });
+
+  it('is derived once per origin schema and keyFields', () => {
+    const first = buildPurgeSchema(origin, KEY_FIELDS);
+    expect(buildPurgeSchema(origin, { defaults: ['id', '_id'], types: { Product: ['sku'] } })).toBe(first);
+    expect(buildPurgeSchema(origin, { defaults: ['id'], types: {} })).not.toBe(first);
+    expect(buildPurgeSchema(buildSchema(demoSchemaSDL), KEY_FIELDS)).not.toBe(first);
+  });
+
+  it('gives a type without a key field only _purge<Type>', () => {
+    const fields = buildPurgeSchema(origin, { defaults: ['id'], types: {} }).getMutationType()!.getFields();
+    expect(Object.keys(fields).filter((name) => name.endsWith('Product'))).toEqual(['_purgeProduct']);
+  });
+
+  it('leaves out purge fields the origin Mutation type already has, and says so', () => {
+    const colliding = buildSchema(`
+      type Todo { id: ID! }
+      type Query { todos: [Todo!]! }
+      type Mutation { purgeTodo(id: ID!): Todo _purgeAll: Boolean }
+    `);
+    const api = derivePurgeApi(colliding, KEY_FIELDS);
+    expect([...api.mutationFields]).toEqual(['_purgeQuery', '_purgeOperationName', '_purgeTodo']);
+    expect(api.omitted).toEqual([
+      { field: '_purgeAll', reason: "the origin's Mutation type has a field _purgeAll; requests for it go to the origin" },
+      { field: 'purgeTodo', reason: "the origin's Mutation type has a field purgeTodo; requests for it go to the origin" },
+    ]);
+  });
+
+  it('types key arguments as the origin key field, copying custom scalars and enums', () => {
+    const api = derivePurgeApi(
+      buildSchema(`
+        scalar UUID
+        enum Region { EU US }
+        type Order { ref: UUID! }
+        type Shop { region: Region! }
+        type Seat { number: Int! }
+        type Tag { id: [ID!]! }
+        type Page { id(format: String!): ID! }
+        type All { id: ID! }
+        type Query { orders: [Order!]! shops: [Shop!]! seats: [Seat!]! tags: [Tag!]! pages: [Page!]! all: [All!]! true: Boolean }
+      `),
+      { defaults: ['id'], types: { Order: ['ref'], Shop: ['region'], Seat: ['number'] } },
+    );
+    const printed = printSchema(api.schema);
+    expect(printed).toContain('purgeOrder(ref: [UUID!]): Boolean!');
+    expect(printed).toContain('purgeShop(region: [Region!]): Boolean!');
+    expect(printed).toContain('purgeSeat(number: [Int!]): Boolean!');
+    expect(printed).toContain('scalar UUID');
+    expect(printed).toContain('enum Region {\n  EU\n  US\n}');
+    expect(api.omitted).toEqual([
+      {
+        field: '_purgeQuery(queries: true)',
+        reason: 'GraphQL does not allow it as an enum value; purge its results with _purgeOperationName or _purge<Type>',
+      },
+      { field: '_purgeAll', reason: 'the built-in purge field of that name takes precedence' },
+      {
+        field: 'purgePage',
+        reason:
+          'its key field Page.id: ID! cannot identify objects (it must be a scalar or an enum and take no required argument)',
+      },
+      {
+        field: 'purgeTag',
+        reason:
+          'its key field Tag.id: [ID!]! cannot identify objects (it must be a scalar or an enum and take no required argument)',
+      },
+    ]);
+  });
+});
+
+describe('entityKeyText', () => {
+  it('spells key values as a serialised response does', () => {
+    expect(entityKeyText('sku-1')).toBe('sku-1');
+    expect(entityKeyText(42)).toBe('42');
+    expect(entityKeyText(true)).toBe('true');
+    expect(entityKeyText({ b: 1, a: 2 })).toBe('{"a":2,"b":1}');
+  });
+});
