@@ -1,9 +1,6 @@
-import { createHash } from 'node:crypto';
-import { Kind, OperationTypeNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { OperationTypeNode, type GraphQLSchema } from 'graphql';
+import { resolvePersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/persistedQuery.js';
 import type { Config } from '../config/schema.js';
-import type { Logger } from '../observability/log.js';
-import type { CacheStore, CachedResponse, InvalidationMark } from '../store/types.js';
-import { canonicalJson } from '../graphql/canonicalJson.js';
 import { parseDocument, selectOperation } from '../graphql/document.js';
 import {
   isPlainObject,
@@ -12,11 +9,17 @@ import {
   rewrittenForOrigin,
   type ParsedHttpRequest,
 } from '../graphql/httpRequest.js';
-import { resolvePersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/persistedQuery.js';
 import { selectionOf } from '../graphql/selection.js';
-import { headerValue, mediaType, type HeaderList } from '../http/headers.js';
+import { headerValue, type HeaderList } from '../http/headers.js';
+import { prepareOperation, stripAddedFields, type PreparedOperation } from '../invalidation/entityFields.js';
+import { mutationInvalidationTags, responseTags, type MutationPolicy } from '../invalidation/responseTags.js';
 import { invalidationTag } from '../invalidation/tags.js';
+import type { Logger } from '../observability/log.js';
+import { handlePurgeRequest, negotiateResponseMediaType, type PurgeEvent } from '../purge/index.js';
+import type { CacheStore, CachedResponse, InvalidationMark } from '../store/types.js';
+import { cacheKey, normalisedAccept } from './cacheKey.js';
 import { MissCoalescer, type Leadership } from './coalescing.js';
+import { freshLifetime, isGraphQLJson, uncacheableReason } from './originResponse.js';
 import { cachePolicyFor, type CachePolicy } from './rules.js';
 import { scopeBucketKey, scopeVaryHeaders } from './scopes.js';
 import {
@@ -34,7 +37,7 @@ import {
  *
  * Per request: `decideRequestHead` (headers only; GET requests are decided there), then
  * `decideRequest` with the body when one follows, then `decideResponseHead` and
- * `decideResponseBody` for whatever was forwarded.
+ * `decideResponseBody` for whatever was forwarded, or `abandon` when the request ends early.
  */
 
 /** What svc-cache is running with right now; hot reload swaps it for new requests. */
@@ -47,6 +50,8 @@ export interface RuntimeState {
 /** What the engine reports for metrics and logs beyond each request's outcome. */
 export interface EngineEvents {
   persistedQuery(event: 'registered' | PersistedQueryRefusal): void;
+  purge(event: PurgeEvent): void;
+  invalidation(event: { policy: MutationPolicy; tags: number; removedEntries: number } | { policy: MutationPolicy; failed: string }): void;
 }
 
 export interface EngineDependencies {
@@ -76,7 +81,7 @@ export interface HeaderChanges {
 export type CacheStatus = 'HIT' | 'MISS' | 'PASS';
 
 export type RequestDecision =
-  /** Answer now without the origin: a HIT, or an error svc-cache owns. */
+  /** Answer now without the origin: a HIT, a purge, or an error svc-cache owns. */
   | { kind: 'respond'; response: HttpResponse; status: CacheStatus | 'ERROR' }
   /**
    * Let the request go on, its headers changed and its body replaced by `requestBody` when given
@@ -88,23 +93,41 @@ export type RequestDecision =
 export type RequestHeadDecision = RequestDecision | { kind: 'need-body' };
 
 /** What the engine remembers between a forwarded request and the origin's response. */
-export type ResponsePlan =
-  /** The response is not looked at: its body can stream through unbuffered. */
-  | { kind: 'pass'; reason: string }
-  | {
-      kind: 'store';
-      key: string;
-      mark: InvalidationMark;
-      policy: CachePolicy;
-      tags: string[];
-      /** Headers that cached answers of this scope carry (vary, cache-control). */
-      scopeHeaders: Array<[string, string]>;
-      /** Request headers the cache key already covers; an origin `vary` on anything else is not cacheable. */
-      keyedRequestHeaders: ReadonlySet<string>;
-      limits: { maxResponseBodyBytes: number; ignoreOriginCacheControl: boolean };
-      /** Set when this request leads the fetch that identical requests wait for. */
-      leadership: Leadership | undefined;
-    };
+export type ResponsePlan = PassPlan | StorePlan | MutationPlan;
+
+/** Not stored. The body is needed only to remove fields svc-cache added to the query. */
+export interface PassPlan {
+  kind: 'pass';
+  reason: string;
+  added?: PreparedOperation;
+}
+
+/** A query to store if the origin's answer allows. */
+export interface StorePlan {
+  kind: 'store';
+  key: string;
+  bucket: string;
+  operationName: string;
+  mark: InvalidationMark;
+  policy: CachePolicy;
+  schema: GraphQLSchema;
+  prepared: PreparedOperation;
+  /** Headers that cached answers of this scope carry (vary, cache-control). */
+  scopeHeaders: Array<[string, string]>;
+  /** Request headers the cache key already covers; an origin `vary` on anything else is not cacheable. */
+  keyedRequestHeaders: ReadonlySet<string>;
+  limits: { maxResponseBodyBytes: number; ignoreOriginCacheControl: boolean };
+  /** Set when this request leads the fetch that identical requests wait for. */
+  leadership: Leadership | undefined;
+}
+
+/** A mutation whose answer names what it changed. */
+export interface MutationPlan {
+  kind: 'mutation';
+  schema: GraphQLSchema;
+  prepared: PreparedOperation;
+  policy: MutationPolicy;
+}
 
 export interface ResponseHeadDecision {
   headers: HeaderChanges;
@@ -136,12 +159,12 @@ export class DecisionEngine {
 
   async decideRequestHead(head: RequestHead): Promise<RequestHeadDecision> {
     const { config } = this.deps.state();
-    if (isStreamingOrUpgrade(head.headers)) return pass('streaming or upgrade request');
+    if (isStreamingOrUpgrade(head.headers)) return pass('streaming or upgrade request', head, config);
     if (head.method === 'GET') {
-      if (head.hasBody) return pass('GET with a body');
+      if (head.hasBody) return pass('GET with a body', head, config);
       return this.decideGraphQL(head, parseGetRequest(head.path));
     }
-    if (head.method !== 'POST') return pass(`method ${head.method}`);
+    if (head.method !== 'POST') return pass(`method ${head.method}`, head, config);
     const declaredLength = Number(headerValue(head.headers, 'content-length'));
     if (declaredLength > config.limits.maxRequestBodyBytes) return bodyTooLarge(config);
     if (!head.hasBody) return this.decideGraphQL(head, parsePostRequest(head.headers, Buffer.alloc(0)));
@@ -155,42 +178,50 @@ export class DecisionEngine {
   }
 
   decideResponseHead(plan: ResponsePlan, status: number, headers: HeaderList, endOfStream: boolean): ResponseHeadDecision {
-    if (plan.kind === 'pass') return { headers: cacheStatusHeader('PASS'), wantsBody: false, plan };
-    const notCacheable = (reason: string): ResponseHeadDecision => {
-      plan.leadership?.release();
-      return { headers: cacheStatusHeader('PASS'), wantsBody: false, plan: { kind: 'pass', reason } };
-    };
-    if (status !== 200) return notCacheable(`origin status ${status}`);
-    const type = mediaType(headerValue(headers, 'content-type'));
-    if (type !== 'application/json' && type !== 'application/graphql-response+json') {
-      return notCacheable(`origin content type "${type}"`);
+    const passing = (pass: PassPlan): ResponseHeadDecision => ({
+      headers: cacheStatusHeader('PASS'),
+      wantsBody: pass.added !== undefined && !endOfStream && isGraphQLJson(headers) && !isEncoded(headers),
+      plan: pass,
+    });
+    switch (plan.kind) {
+      case 'pass':
+        return passing(plan);
+      case 'mutation':
+        if (endOfStream || !isGraphQLJson(headers) || isEncoded(headers)) return passing({ kind: 'pass', reason: 'mutation' });
+        return { headers: cacheStatusHeader('PASS'), wantsBody: true, plan };
+      case 'store': {
+        const reason =
+          uncacheableReason(status, headers, plan.keyedRequestHeaders, plan.limits.maxResponseBodyBytes) ??
+          (endOfStream ? 'origin response without a body' : undefined);
+        if (reason === undefined) return { headers: { set: [], remove: [] }, wantsBody: true, plan };
+        plan.leadership?.release();
+        return passing({ kind: 'pass', reason, ...addedFields(plan.prepared) });
+      }
     }
-    const cacheControl = parseCacheControl(headerValue(headers, 'cache-control'));
-    if (cacheControl.has('no-store')) return notCacheable('origin cache-control no-store');
-    // svc-cache does not revalidate, and a no-cache answer must not be reused without it (RFC 9111 section 5.2.2.4).
-    if (cacheControl.has('no-cache')) return notCacheable('origin cache-control no-cache');
-    if (cacheControl.has('private')) return notCacheable('origin cache-control private');
-    if (headerValue(headers, 'set-cookie') !== undefined) return notCacheable('origin set-cookie');
-    if (headerValue(headers, 'content-encoding') !== undefined) return notCacheable('origin content-encoding');
-    const unkeyedVary = varyOutsideKey(headerValue(headers, 'vary'), plan.keyedRequestHeaders);
-    if (unkeyedVary) return notCacheable(`origin vary on ${unkeyedVary}`);
-    if (Number(headerValue(headers, 'content-length')) > plan.limits.maxResponseBodyBytes) {
-      return notCacheable('response larger than limits.maxResponseBodyBytes');
-    }
-    if (endOfStream) return notCacheable('origin response without a body');
-    return { headers: { set: [], remove: [] }, wantsBody: true, plan };
   }
 
-  async decideResponseBody(
-    plan: ResponsePlan,
-    responseHeaders: HeaderList,
-    body: Buffer,
-  ): Promise<ResponseBodyDecision> {
-    if (plan.kind === 'pass') return { headers: cacheStatusHeader('PASS'), status: 'PASS' };
+  async decideResponseBody(plan: ResponsePlan, responseHeaders: HeaderList, body: Buffer): Promise<ResponseBodyDecision> {
+    switch (plan.kind) {
+      case 'pass':
+        return { ...withBody(plan.added ? stripAddedFields(plan.added, body) : body, body), headers: cacheStatusHeader('PASS'), status: 'PASS' };
+      case 'mutation':
+        return this.invalidateAfterMutation(plan, body);
+      case 'store':
+        try {
+          return await this.storeResponse(plan, responseHeaders, body);
+        } finally {
+          plan.leadership?.release();
+        }
+    }
+  }
+
+  /** Metrics must never cost a client its answer. */
+  private report(emit: (events: EngineEvents) => void): void {
+    if (!this.deps.events) return;
     try {
-      return await this.storeResponse(plan, responseHeaders, body);
-    } finally {
-      plan.leadership?.release();
+      emit(this.deps.events);
+    } catch (error) {
+      this.deps.logger.error({ err: errorMessage(error) }, 'reporting an engine event failed');
     }
   }
 
@@ -199,47 +230,9 @@ export class DecisionEngine {
     if (plan?.kind === 'store') plan.leadership?.release();
   }
 
-  private async storeResponse(
-    plan: Extract<ResponsePlan, { kind: 'store' }>,
-    responseHeaders: HeaderList,
-    body: Buffer,
-  ): Promise<ResponseBodyDecision> {
-    const passed = (reason: string): ResponseBodyDecision => {
-      this.deps.logger.debug({ reason }, 'response not stored');
-      return { headers: cacheStatusHeader('PASS'), status: 'PASS' };
-    };
-    if (body.length > plan.limits.maxResponseBodyBytes) return passed('response larger than limits');
-    if (!isCacheableResult(body)) return passed('response is not a GraphQL result without errors');
-    const ttl = this.freshLifetime(plan, responseHeaders);
-    if (ttl <= 0) return passed('origin max-age 0');
-    const policy = { ...plan.policy, maxAge: ttl };
-    try {
-      const stored = await this.deps.store.store(
-        plan.key,
-        {
-          body,
-          contentType: headerValue(responseHeaders, 'content-type') ?? 'application/json',
-          headers: replayableHeaders(responseHeaders),
-          storedAt: this.now(),
-          maxAge: policy.maxAge,
-          swr: policy.swr,
-        },
-        { tags: plan.tags, ttlSeconds: policy.maxAge + policy.swr, mark: plan.mark },
-      );
-      if (!stored) return passed('invalidated while the origin answered');
-    } catch (error) {
-      this.deps.logger.warn({ err: errorMessage(error) }, 'cache store unavailable; response not stored');
-      return passed('store unavailable');
-    }
-    return {
-      headers: { set: [[CACHE_STATUS_HEADER, 'MISS'], ...mergeScopeHeaders(responseHeaders, plan.scopeHeaders)], remove: [] },
-      status: 'MISS',
-    };
-  }
-
   private async decideGraphQL(head: RequestHead, request: ParsedHttpRequest): Promise<RequestDecision> {
-    if (request.kind === 'uninterpretable') return pass(request.reason);
     const { config, schema } = this.deps.state();
+    if (request.kind === 'uninterpretable') return pass(request.reason, head, config);
     const { params } = request;
     const persisted = await resolvePersistedQuery(params.query, params.extensions, {
       apq: config.apq,
@@ -248,19 +241,32 @@ export class DecisionEngine {
       logger: this.deps.logger,
     });
     if (persisted.kind === 'refused') {
-      this.deps.events?.persistedQuery(persisted.reason);
+      this.report((events) => events.persistedQuery(persisted.reason));
       return { kind: 'respond', response: persisted.response, status: 'ERROR' };
     }
-    if (persisted.kind === 'resolved' && persisted.registered) this.deps.events?.persistedQuery('registered');
+    if (persisted.kind === 'resolved' && persisted.registered) this.report((events) => events.persistedQuery('registered'));
     const query = persisted.kind === 'resolved' ? persisted.query : params.query;
     // The origin always gets the full query text, so it needs no APQ support of its own.
-    const origin = originRequest(head, request, persisted.kind === 'resolved' && !config.apq.forwardPersistedQuery, query);
-    const forward = (plan: ResponsePlan, removeHeaders: string[] = []): RequestDecision => ({
-      kind: 'forward',
-      requestHeaders: { set: origin.path === undefined ? [] : [[':path', origin.path]], remove: removeHeaders },
-      ...(origin.body === undefined ? {} : { requestBody: origin.body }),
-      plan,
-    });
+    const expandPersistedQuery = persisted.kind === 'resolved' && !config.apq.forwardPersistedQuery;
+    const forward = (plan: ResponsePlan, originQuery?: string): RequestDecision => {
+      const origin = expandPersistedQuery || originQuery !== undefined
+        ? rewrittenForOrigin(request, head.path, {
+            query: originQuery ?? query!,
+            // A rewritten query no longer matches the client's hash.
+            extensions: expandPersistedQuery || originQuery !== undefined ? withoutPersistedQuery(params.extensions) : params.extensions,
+          })
+        : {};
+      return {
+        kind: 'forward',
+        requestHeaders: {
+          set: origin.path === undefined ? [] : [[':path', origin.path]],
+          // Identity bodies are what the cache reads and replays (Envoy can compress in front).
+          remove: plan.kind === 'pass' ? tokenRemoval(head, config) : [...tokenRemoval(head, config), 'accept-encoding'],
+        },
+        ...(origin.body === undefined ? {} : { requestBody: origin.body }),
+        plan,
+      };
+    };
     const passed = (reason: string): RequestDecision => forward({ kind: 'pass', reason });
 
     if (query === undefined) return passed('no query text');
@@ -268,12 +274,31 @@ export class DecisionEngine {
     if ('kind' in parsed) return passed(`syntax error: ${parsed.message}`);
     const selected = selectOperation(parsed, params.operationName);
     if (selected.kind === 'invalid') return passed(selected.reason);
-    if (selected.operation.operation === OperationTypeNode.MUTATION) {
-      if (request.method === 'GET') return mutationOverGet();
-      return passed('mutation');
+    const isMutation = selected.operation.operation === OperationTypeNode.MUTATION;
+    if (isMutation && request.method === 'GET') return mutationOverGet();
+    if (!schema) {
+      if (headerValue(head.headers, tokenHeader(config))) return purgeUnavailable();
+      return passed(isMutation ? 'mutation' : 'origin schema not loaded');
+    }
+    const purge = await handlePurgeRequest(
+      {
+        document: selected.document,
+        operation: selected.operation,
+        operationName: params.operationName,
+        variables: params.variables,
+        headers: head.headers,
+        responseMediaType: negotiateResponseMediaType(headerValue(head.headers, 'accept')),
+      },
+      { originSchema: schema, config, store: this.deps.store, logger: this.deps.logger, onPurge: (event) => this.report((events) => events.purge(event)) },
+    );
+    if (purge) return { kind: 'respond', response: purge, status: 'PASS' };
+
+    if (isMutation) {
+      if (config.mutationPolicy === 'None') return passed('mutation');
+      const prepared = prepareOperation(schema, selected.document, config.keyFields);
+      return forward({ kind: 'mutation', schema, prepared, policy: config.mutationPolicy }, originQueryOf(prepared));
     }
     if (selected.operation.operation === OperationTypeNode.SUBSCRIPTION) return passed('subscription');
-    if (!schema) return passed('origin schema not loaded');
     if (config.cache.bypassCacheHeaders.some((name) => headerValue(head.headers, name.toLowerCase()) !== undefined)) {
       return passed('bypass header');
     }
@@ -287,8 +312,7 @@ export class DecisionEngine {
     }
 
     const bucket = scopeBucketKey(policy.scopes, config.scopes, head.headers, this.deps.scopeKeySecret);
-    const accept = normalisedAccept(head.headers);
-    const key = cacheKey(bucket, accept, selected.name, selected.normalised, params.variables);
+    const key = cacheKey(bucket, normalisedAccept(head.headers), selected.name, selected.normalised, params.variables);
     let lookup;
     try {
       lookup = await this.deps.store.lookup(key);
@@ -315,14 +339,17 @@ export class DecisionEngine {
         return passed('store unavailable');
       }
     }
-    // The cache stores and replays identity bodies; Envoy can compress in front of the sidecar.
+    const prepared = prepareOperation(schema, selected.document, config.keyFields);
     return forward(
       {
         kind: 'store',
         key,
+        bucket,
+        operationName: selected.name,
         mark: lookup.mark,
         policy,
-        tags: cacheTags(bucket, selected.name, selected.operation),
+        schema,
+        prepared,
         scopeHeaders,
         keyedRequestHeaders: new Set(['accept', 'accept-encoding', 'content-type', 'content-length', ...varyNames]),
         limits: {
@@ -331,67 +358,102 @@ export class DecisionEngine {
         },
         leadership,
       },
-      ['accept-encoding'],
+      originQueryOf(prepared),
     );
   }
 
-  /** The rule's maxAge, shortened by a shorter origin `s-maxage` or `max-age` unless configured not to. */
-  private freshLifetime(plan: Extract<ResponsePlan, { kind: 'store' }>, headers: HeaderList): number {
-    if (plan.limits.ignoreOriginCacheControl) return plan.policy.maxAge;
-    const directives = parseCacheControl(headerValue(headers, 'cache-control'));
-    const origin = directives.get('s-maxage') ?? directives.get('max-age');
-    const originSeconds = origin === undefined ? NaN : Number.parseInt(origin, 10);
-    return Number.isFinite(originSeconds) ? Math.min(plan.policy.maxAge, originSeconds) : plan.policy.maxAge;
+  private async storeResponse(plan: StorePlan, responseHeaders: HeaderList, body: Buffer): Promise<ResponseBodyDecision> {
+    const passed = (reason: string): ResponseBodyDecision => {
+      this.deps.logger.debug({ reason }, 'response not stored');
+      return { ...withBody(stripAddedFields(plan.prepared, body), body), headers: cacheStatusHeader('PASS'), status: 'PASS' };
+    };
+    if (body.length > plan.limits.maxResponseBodyBytes) return passed('response larger than limits');
+    const result = parseGraphQLResult(body);
+    if (!result || result.errors !== undefined || !isPlainObject(result.data)) {
+      return passed('response is not a GraphQL result without errors');
+    }
+    const tags = responseTags(plan.schema, plan.prepared, result, plan.operationName);
+    if (!tags) return passed('response cannot be tagged completely');
+    const maxAge = freshLifetime(plan.policy.maxAge, responseHeaders, plan.limits.ignoreOriginCacheControl);
+    if (maxAge <= 0) return passed('origin max-age 0');
+    const clientBody = stripAddedFields(plan.prepared, body);
+    try {
+      const stored = await this.deps.store.store(
+        plan.key,
+        {
+          body: clientBody,
+          contentType: headerValue(responseHeaders, 'content-type') ?? 'application/json',
+          headers: replayableHeaders(responseHeaders),
+          storedAt: this.now(),
+          maxAge,
+          swr: plan.policy.swr,
+        },
+        { tags: [invalidationTag.bucket(plan.bucket), ...tags], ttlSeconds: maxAge + plan.policy.swr, mark: plan.mark },
+      );
+      if (!stored) return passed('invalidated while the origin answered');
+    } catch (error) {
+      this.deps.logger.warn({ err: errorMessage(error) }, 'cache store unavailable; response not stored');
+      return passed('store unavailable');
+    }
+    return {
+      ...withBody(clientBody, body),
+      headers: { set: [[CACHE_STATUS_HEADER, 'MISS'], ...mergeScopeHeaders(responseHeaders, plan.scopeHeaders)], remove: [] },
+      status: 'MISS',
+    };
+  }
+
+  /**
+   * Invalidates what the mutation's answer says it changed, before the client hears back, so the
+   * client's next query misses. A failure is logged and counted, never silent; the client still gets
+   * the origin's answer, since the mutation itself went through.
+   */
+  private async invalidateAfterMutation(plan: MutationPlan, body: Buffer): Promise<ResponseBodyDecision> {
+    const answer: ResponseBodyDecision = {
+      ...withBody(stripAddedFields(plan.prepared, body), body),
+      headers: cacheStatusHeader('PASS'),
+      status: 'PASS',
+    };
+    const result = parseGraphQLResult(body);
+    if (!result) return answer;
+    const tags = mutationInvalidationTags(plan.schema, plan.prepared, result, plan.policy);
+    if (tags.length === 0) return answer;
+    try {
+      const removedEntries = await this.deps.store.invalidate(tags);
+      this.deps.logger.info({ policy: plan.policy, tags: tags.length, removedEntries }, 'invalidated after mutation');
+      this.report((events) => events.invalidation({ policy: plan.policy, tags: tags.length, removedEntries }));
+    } catch (error) {
+      this.deps.logger.error({ policy: plan.policy, tags: tags.length, err: errorMessage(error) }, 'invalidation after mutation failed');
+      this.report((events) => events.invalidation({ policy: plan.policy, failed: errorMessage(error) }));
+    }
+    return answer;
   }
 }
 
-/**
- * The cache key of DESIGN.md: scope bucket, `Accept` (the GraphQL over HTTP spec gives
- * `application/graphql-response+json` and `application/json` different answers, and negotiation is
- * the origin's, so the whole normalised header is keyed), operation name, normalised document and
- * canonical variables.
- */
-export function cacheKey(
-  bucket: string,
-  accept: string,
-  operationName: string,
-  normalisedDocument: string,
-  variables: Record<string, unknown>,
-): string {
-  const digest = createHash('sha256')
-    .update(accept)
-    .update('\u0000')
-    .update(operationName)
-    .update('\u0000')
-    .update(normalisedDocument)
-    .update('\u0000')
-    .update(canonicalJson(variables))
-    .digest('base64url');
-  return `${bucket}/${digest}`;
+/** The query text for the origin when svc-cache added fields to it, else undefined (send the client's). */
+function originQueryOf(prepared: PreparedOperation): string | undefined {
+  return prepared.rewritten ? prepared.query : undefined;
 }
 
-function cacheTags(bucket: string, operationName: string, operation: OperationDefinitionNode): string[] {
-  const tags = [invalidationTag.bucket(bucket)];
-  if (operationName) tags.push(invalidationTag.operation(operationName));
-  for (const selection of operation.selectionSet.selections) {
-    if (selection.kind === Kind.FIELD) tags.push(invalidationTag.query(selection.name.value));
-  }
-  return tags;
+function addedFields(prepared: PreparedOperation): { added?: PreparedOperation } {
+  return prepared.rewritten ? { added: prepared } : {};
 }
 
-/** How the request must change on its way to the origin: nothing, or the query text put back in. */
-function originRequest(
-  head: RequestHead,
-  request: Extract<ParsedHttpRequest, { kind: 'graphql' }>,
-  expandPersistedQuery: boolean,
-  query: string | undefined,
-): { path?: string; body?: Buffer } {
-  if (!expandPersistedQuery || query === undefined) return {};
-  return rewrittenForOrigin(request, head.path, { query, extensions: withoutPersistedQuery(request.params.extensions) });
+/** A replacement body for the client only when it differs from what the origin sent. */
+function withBody(clientBody: Buffer, originBody: Buffer): { body?: Buffer } {
+  return clientBody === originBody ? {} : { body: clientBody };
 }
 
-function pass(reason: string): RequestDecision {
-  return { kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason } };
+function pass(reason: string, head: RequestHead, config: Config): RequestDecision {
+  return { kind: 'forward', requestHeaders: { set: [], remove: tokenRemoval(head, config) }, plan: { kind: 'pass', reason } };
+}
+
+function tokenHeader(config: Config): string {
+  return config.purge.header.toLowerCase();
+}
+
+/** The purge token is for svc-cache alone and never reaches the origin. */
+function tokenRemoval(head: RequestHead, config: Config): string[] {
+  return headerValue(head.headers, tokenHeader(config)) === undefined ? [] : [tokenHeader(config)];
 }
 
 function bodyTooLarge(config: Config): RequestDecision {
@@ -416,6 +478,19 @@ function mutationOverGet(): RequestDecision {
   };
 }
 
+function purgeUnavailable(): RequestDecision {
+  return {
+    kind: 'respond',
+    status: 'ERROR',
+    response: graphQLErrorResponse(
+      503,
+      'The purge API is not available until the origin schema is loaded',
+      'PURGE_UNAVAILABLE',
+      [['retry-after', '5']],
+    ),
+  };
+}
+
 function cacheStatusHeader(status: CacheStatus): HeaderChanges {
   return { set: [[CACHE_STATUS_HEADER, status]], remove: [] };
 }
@@ -435,37 +510,18 @@ function isStreamingOrUpgrade(headers: HeaderList): boolean {
   return accept.includes('text/event-stream') || accept.includes('multipart/mixed');
 }
 
-function normalisedAccept(headers: HeaderList): string {
-  const accept = headerValue(headers, 'accept');
-  return accept === undefined || accept.trim() === '' ? '*/*' : accept.replace(/\s+/g, '').toLowerCase();
+function isEncoded(headers: HeaderList): boolean {
+  const encoding = headerValue(headers, 'content-encoding');
+  return encoding !== undefined && encoding.toLowerCase() !== 'identity';
 }
 
-function parseCacheControl(value: string | undefined): Map<string, string | undefined> {
-  const directives = new Map<string, string | undefined>();
-  for (const part of (value ?? '').split(',')) {
-    const [name, argument] = part.split('=', 2);
-    const directive = name?.trim().toLowerCase();
-    if (directive) directives.set(directive, argument?.trim().replace(/^"|"$/g, ''));
-  }
-  return directives;
-}
-
-function varyOutsideKey(vary: string | undefined, keyed: ReadonlySet<string>): string | undefined {
-  for (const name of (vary ?? '').split(',')) {
-    const header = name.trim().toLowerCase();
-    if (header && !keyed.has(header)) return header;
-  }
-  return undefined;
-}
-
-function isCacheableResult(body: Buffer): boolean {
-  let result: unknown;
+function parseGraphQLResult(body: Buffer): Record<string, unknown> | undefined {
   try {
-    result = JSON.parse(body.toString('utf8'));
+    const result: unknown = JSON.parse(body.toString('utf8'));
+    return isPlainObject(result) ? result : undefined;
   } catch {
-    return false;
+    return undefined;
   }
-  return isPlainObject(result) && result.errors === undefined && isPlainObject(result.data);
 }
 
 function errorMessage(error: unknown): string {

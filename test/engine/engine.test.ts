@@ -128,7 +128,6 @@ describe('DecisionEngine', () => {
   });
 
   it.each([
-    ['a mutation', { query: 'mutation { addTodo(title: "x") { id } }' }, 'mutation'],
     ['a syntax error', { query: '{ todos { id }' }, 'syntax error: Syntax Error: Expected Name, found <EOF>.'],
     ['an unknown operationName', { query: 'query A { todos { id } }', operationName: 'B' }, 'no operation named "B"'],
     ['several operations without a name', { query: 'query A { todos { id } } query B { users { id } }' }, 'several operations and no operationName'],
@@ -138,6 +137,18 @@ describe('DecisionEngine', () => {
     const request = post(body);
     const decision = await engine.decideRequest(request.head, request.body);
     expect(decision).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason } });
+  });
+
+  it('forwards a mutation to read its answer, or passes it untouched under mutationPolicy None', async () => {
+    const request = post({ query: 'mutation { addTodo(title: "x") { id } }' });
+    const decision = await engine.decideRequest(request.head, request.body);
+    expect(decision.kind === 'forward' && [decision.plan.kind, decision.requestHeaders]).toEqual([
+      'mutation',
+      { set: [], remove: ['accept-encoding'] },
+    ]);
+    build({ mutationPolicy: 'None' });
+    const untouched = await engine.decideRequest(request.head, request.body);
+    expect(untouched).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'mutation' } });
   });
 
   it('passes request bodies it cannot interpret', async () => {
@@ -324,7 +335,7 @@ describe('DecisionEngine', () => {
       const decision = await engine.decideRequest(request.head, request.body);
       if (decision.kind !== 'forward' || decision.plan.kind !== 'store') throw new Error('expected a store plan');
       expect(decision.plan.key).not.toContain('super-secret-token');
-      expect(decision.plan.tags.join(' ')).not.toContain('super-secret-token');
+      expect(decision.plan.bucket).not.toContain('super-secret-token');
     });
 
     it('does not serve a credentialed request from PUBLIC unless the operator opts in', async () => {

@@ -153,13 +153,13 @@ describe('ext_proc as an independently written client sees it', () => {
   });
 
   it('skips the body of a passed response with mode_override.response_body_mode NONE', async () => {
-    const mutation = Buffer.from('{"query":"mutation { addTodo(title: \\"x\\") { id } }"}');
+    const syntaxError = Buffer.from('{"query":"{ todos { id }"}');
     const stream = new RawStream(client);
     await stream.exchange(
       ProcessingRequest.request_headers,
       headers({ ':method': 'POST', ':path': '/graphql', 'content-type': 'application/json' }, false),
     );
-    await stream.exchange(ProcessingRequest.request_body, body(mutation));
+    await stream.exchange(ProcessingRequest.request_body, body(syntaxError));
     const answer = await stream.exchange(
       ProcessingRequest.response_headers,
       headers({ ':status': '200', 'content-type': 'application/json' }, false),

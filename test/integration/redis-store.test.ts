@@ -23,7 +23,8 @@ const ALICE = '{"data":{"me":{"id":"u1","name":"Alice"}}}';
 
 function scopedConfig(redisUrl: string, scopeKeySecret: string): ConfigInput {
   return {
-    redis: { url: redisUrl, keyPrefix: 'svc-cache:' },
+    // Generous: on a loaded 2-core CI machine a slow answer must not turn into a PASS; a killed Redis fails fast anyway.
+    redis: { url: redisUrl, keyPrefix: 'svc-cache:', commandTimeoutMs: 2000 },
     scopes: { AUTHENTICATED: 'header:authorization', SESSION: 'cookie:session' },
     rules: [
       { types: ['Query'], maxAge: 60 },

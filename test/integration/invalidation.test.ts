@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { postGraphQL } from '../support/origin.js';
+import { startStack, type Stack } from '../support/stack.js';
+
+/** Automatic invalidation after mutations, per mutation policy, through the gateway. */
+
+const LIST = '{ todos { id title } }';
+const TODO_1 = '{ todo(id: "1") { id title } }';
+const TODO_2 = '{ todo(id: "2") { id title } }';
+const USERS = '{ users { id name } }';
+const SEARCH = '{ search(text: "") { ... on Todo { title } ... on User { name } } }';
+const PRODUCT_1 = '{ product(sku: "sku-1") { name price } }';
+
+async function cacheStatuses(stack: Stack, queries: string[]): Promise<string[]> {
+  const statuses: string[] = [];
+  for (const query of queries) statuses.push((await postGraphQL(stack.url, { query })).headers['svc-cache']!);
+  return statuses;
+}
+
+async function warm(stack: Stack, queries: string[]): Promise<void> {
+  expect(await cacheStatuses(stack, queries)).toEqual(queries.map(() => 'MISS'));
+  expect(await cacheStatuses(stack, queries)).toEqual(queries.map(() => 'HIT'));
+}
+
+describe.each(['Entity', 'List', 'Type', 'None'] as const)('mutationPolicy %s', (policy) => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await startStack({ mutationPolicy: policy });
+  });
+  afterAll(async () => {
+    await stack.close();
+  });
+  beforeEach(async () => {
+    stack.origin.reset();
+    await stack.sidecar.store.invalidateAll();
+  });
+
+  it('after updating Todo 1', async () => {
+    await warm(stack, [LIST, TODO_1, TODO_2, USERS, SEARCH]);
+    const update = await postGraphQL(stack.url, { query: 'mutation { updateTodo(id: "1", title: "Renamed") { title } }' });
+    expect(update.headers['svc-cache']).toBe('PASS');
+    expect(update.text).toBe('{"data":{"updateTodo":{"title":"Renamed"}}}');
+
+    const after = await cacheStatuses(stack, [LIST, TODO_1, TODO_2, USERS, SEARCH]);
+    const expected = {
+      // Every entry holding Todo:1 misses; other todos and other types stay.
+      Entity: ['MISS', 'MISS', 'HIT', 'HIT', 'MISS'],
+      List: ['MISS', 'MISS', 'HIT', 'HIT', 'MISS'],
+      // Every entry holding any Todo.
+      Type: ['MISS', 'MISS', 'MISS', 'HIT', 'MISS'],
+      None: ['HIT', 'HIT', 'HIT', 'HIT', 'HIT'],
+    }[policy];
+    expect(after).toEqual(expected);
+    if (policy !== 'None') {
+      const fresh = await postGraphQL(stack.url, { query: TODO_1 });
+      expect(fresh.json?.data).toEqual({ todo: { id: '1', title: 'Renamed' } });
+    }
+  });
+
+  it('after adding a todo', async () => {
+    await warm(stack, [LIST, TODO_1, USERS]);
+    const add = await postGraphQL(stack.url, { query: 'mutation { addTodo(title: "New") { title done } }' });
+    expect(add.text).toBe('{"data":{"addTodo":{"title":"New","done":false}}}');
+    const after = await cacheStatuses(stack, [LIST, TODO_1, USERS]);
+    const expected = {
+      // SPEC.md section 3 note 1: an added item does not touch list queries under Entity.
+      Entity: ['HIT', 'HIT', 'HIT'],
+      List: ['MISS', 'HIT', 'HIT'],
+      Type: ['MISS', 'MISS', 'HIT'],
+      None: ['HIT', 'HIT', 'HIT'],
+    }[policy];
+    expect(after).toEqual(expected);
+  });
+});
+
+describe('entities keyed by another field, and fields svc-cache adds', () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await startStack({ keyFields: { defaults: ['id'], types: { Product: ['sku'] } } });
+  });
+  afterAll(async () => {
+    await stack.close();
+  });
+  beforeEach(async () => {
+    stack.origin.reset();
+    await stack.sidecar.store.invalidateAll();
+  });
+
+  it('invalidates a Product by its sku', async () => {
+    const PRODUCT_2 = '{ product(sku: "sku-2") { name } }';
+    await warm(stack, [PRODUCT_1, PRODUCT_2]);
+    await postGraphQL(stack.url, { query: 'mutation { updateProduct(sku: "sku-1", price: 9.5) { price } }' });
+    expect(await cacheStatuses(stack, [PRODUCT_1, PRODUCT_2])).toEqual(['MISS', 'HIT']);
+    expect((await postGraphQL(stack.url, { query: PRODUCT_1 })).json?.data).toEqual({
+      product: { name: expect.any(String), price: 9.5 },
+    });
+  });
+
+  it('never returns fields the client did not ask for, aliases included, MISS and HIT alike', async () => {
+    const cases: Array<[string, string]> = [
+      ['{ todos { title } }', '{"data":{"todos":[{"title":"Buy milk"},{"title":"Write the report"},{"title":"Walk the dog"}]}}'],
+      ['{ todo(id: "1") { id: title } }', '{"data":{"todo":{"id":"Buy milk"}}}'],
+      ['{ todo(id: "2") { name: title other: id } }', '{"data":{"todo":{"name":"Write the report","other":"2"}}}'],
+      ['{ node(id: "1") { ... on Todo { title } } }', '{"data":{"node":{"title":"Buy milk"}}}'],
+      ['{ products { name } }', '{"data":{"products":[{"name":"Coffee beans"},{"name":"Green tea"}]}}'],
+    ];
+    for (const [query, body] of cases) {
+      const direct = await postGraphQL(stack.origin.url, { query });
+      const miss = await postGraphQL(stack.url, { query });
+      const hit = await postGraphQL(stack.url, { query });
+      expect(direct.text, query).toBe(body);
+      expect([miss.headers['svc-cache'], miss.text], query).toEqual(['MISS', body]);
+      expect([hit.headers['svc-cache'], hit.text], query).toEqual(['HIT', body]);
+      expect(miss.headers['content-length'], query).toBe(String(Buffer.byteLength(body)));
+    }
+    // What the origin got through svc-cache for the first query: the key field added under an alias.
+    const forwarded = stack.origin.requests.find((r) => r.headers['x-forwarded-proto'] && r.body.includes('todos'));
+    expect(JSON.parse(forwarded!.body)).toEqual({ query: '{\n  todos {\n    title\n    _svc_id: id\n  }\n}' });
+  });
+
+  it('strips added fields from a mutation answer too', async () => {
+    const update = await postGraphQL(stack.url, { query: 'mutation { updateTodo(id: "3", done: true) { done } }' });
+    expect(update.text).toBe('{"data":{"updateTodo":{"done":true}}}');
+  });
+});
