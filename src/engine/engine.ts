@@ -15,7 +15,7 @@ import { prepareOperation, stripAddedFields, type PreparedOperation } from '../i
 import { mutationInvalidationTags, responseTags, type MutationPolicy } from '../invalidation/responseTags.js';
 import { invalidationTag } from '../invalidation/tags.js';
 import type { Logger } from '../observability/log.js';
-import { handlePurgeRequest, negotiateResponseMediaType, type PurgeEvent } from '../purge/index.js';
+import { handlePurgeRequest, isPurgeToken, negotiateResponseMediaType, type PurgeEvent } from '../purge/index.js';
 import type { CacheStore, CachedResponse, InvalidationMark } from '../store/types.js';
 import { cacheKey, normalisedAccept } from './cacheKey.js';
 import { MissCoalescer, type Leadership } from './coalescing.js';
@@ -100,6 +100,17 @@ export interface PassPlan {
   kind: 'pass';
   reason: string;
   added?: PreparedOperation;
+  explain?: Explanation;
+}
+
+/**
+ * Present when the request asked for `svc-debug: 1` with a valid purge token: what the decision
+ * was based on, returned as `svc-debug-*` response headers.
+ */
+export interface Explanation {
+  scope?: string;
+  bucket?: string;
+  rules?: string;
 }
 
 /** A query to store if the origin's answer allows. */
@@ -119,6 +130,7 @@ export interface StorePlan {
   limits: { maxResponseBodyBytes: number; ignoreOriginCacheControl: boolean };
   /** Set when this request leads the fetch that identical requests wait for. */
   leadership: Leadership | undefined;
+  explain?: Explanation;
 }
 
 /** A mutation whose answer names what it changed. */
@@ -127,6 +139,7 @@ export interface MutationPlan {
   schema: GraphQLSchema;
   prepared: PreparedOperation;
   policy: MutationPolicy;
+  explain?: Explanation;
 }
 
 export interface ResponseHeadDecision {
@@ -179,7 +192,7 @@ export class DecisionEngine {
 
   decideResponseHead(plan: ResponsePlan, status: number, headers: HeaderList, endOfStream: boolean): ResponseHeadDecision {
     const passing = (pass: PassPlan): ResponseHeadDecision => ({
-      headers: cacheStatusHeader('PASS'),
+      headers: cacheStatusHeader('PASS', explanationHeaders(pass.explain, pass.reason)),
       wantsBody: pass.added !== undefined && !endOfStream && isGraphQLJson(headers) && !isEncoded(headers),
       plan: pass,
     });
@@ -187,15 +200,17 @@ export class DecisionEngine {
       case 'pass':
         return passing(plan);
       case 'mutation':
-        if (endOfStream || !isGraphQLJson(headers) || isEncoded(headers)) return passing({ kind: 'pass', reason: 'mutation' });
-        return { headers: cacheStatusHeader('PASS'), wantsBody: true, plan };
+        if (endOfStream || !isGraphQLJson(headers) || isEncoded(headers)) {
+          return passing({ kind: 'pass', reason: 'mutation', ...(plan.explain ? { explain: plan.explain } : {}) });
+        }
+        return { headers: cacheStatusHeader('PASS', explanationHeaders(plan.explain, 'mutation')), wantsBody: true, plan };
       case 'store': {
         const reason =
           uncacheableReason(status, headers, plan.keyedRequestHeaders, plan.limits.maxResponseBodyBytes) ??
           (endOfStream ? 'origin response without a body' : undefined);
         if (reason === undefined) return { headers: { set: [], remove: [] }, wantsBody: true, plan };
         plan.leadership?.release();
-        return passing({ kind: 'pass', reason, ...addedFields(plan.prepared) });
+        return passing({ kind: 'pass', reason, ...addedFields(plan.prepared), ...(plan.explain ? { explain: plan.explain } : {}) });
       }
     }
   }
@@ -203,7 +218,11 @@ export class DecisionEngine {
   async decideResponseBody(plan: ResponsePlan, responseHeaders: HeaderList, body: Buffer): Promise<ResponseBodyDecision> {
     switch (plan.kind) {
       case 'pass':
-        return { ...withBody(plan.added ? stripAddedFields(plan.added, body) : body, body), headers: cacheStatusHeader('PASS'), status: 'PASS' };
+        return {
+          ...withBody(plan.added ? stripAddedFields(plan.added, body) : body, body),
+          headers: cacheStatusHeader('PASS', explanationHeaders(plan.explain, plan.reason)),
+          status: 'PASS',
+        };
       case 'mutation':
         return this.invalidateAfterMutation(plan, body);
       case 'store':
@@ -267,7 +286,8 @@ export class DecisionEngine {
         plan,
       };
     };
-    const passed = (reason: string): RequestDecision => forward({ kind: 'pass', reason });
+    const explain: Explanation | undefined = explanationRequested(head, config) ? {} : undefined;
+    const passed = (reason: string): RequestDecision => forward({ kind: 'pass', reason, ...(explain ? { explain } : {}) });
 
     if (query === undefined) return passed('no query text');
     const parsed = parseDocument(query);
@@ -296,7 +316,10 @@ export class DecisionEngine {
     if (isMutation) {
       if (config.mutationPolicy === 'None') return passed('mutation');
       const prepared = prepareOperation(schema, selected.document, config.keyFields);
-      return forward({ kind: 'mutation', schema, prepared, policy: config.mutationPolicy }, originQueryOf(prepared));
+      return forward(
+        { kind: 'mutation', schema, prepared, policy: config.mutationPolicy, ...(explain ? { explain } : {}) },
+        originQueryOf(prepared),
+      );
     }
     if (selected.operation.operation === OperationTypeNode.SUBSCRIPTION) return passed('subscription');
     if (config.cache.bypassCacheHeaders.some((name) => headerValue(head.headers, name.toLowerCase()) !== undefined)) {
@@ -320,12 +343,24 @@ export class DecisionEngine {
       this.deps.logger.warn({ err: errorMessage(error) }, 'cache store unavailable; passing to origin');
       return passed('store unavailable');
     }
+    const storeExplain: Explanation | undefined = explain && {
+      scope: policy.scopes.length === 0 ? 'PUBLIC' : policy.scopes.join('+'),
+      bucket,
+      rules: policy.matched.map((rule) => rule.description ?? `rules[${config.rules.indexOf(rule)}]`).join('; '),
+    };
     const varyNames = scopeVaryHeaders(policy.scopes, config.scopes);
     const scopeHeaders: Array<[string, string]> =
       policy.scopes.length === 0 ? [] : [['cache-control', 'private, no-cache'], ['vary', varyNames.join(', ')]];
     const hit = (entry: CachedResponse | undefined): RequestDecision | undefined =>
       entry && this.now() - entry.storedAt <= entry.maxAge * 1000
-        ? { kind: 'respond', response: hitResponse(entry, this.now(), mergeScopeHeaders(entry.headers, scopeHeaders)), status: 'HIT' }
+        ? {
+            kind: 'respond',
+            response: hitResponse(entry, this.now(), [
+              ...mergeScopeHeaders(entry.headers, scopeHeaders),
+              ...explanationHeaders(storeExplain),
+            ]),
+            status: 'HIT',
+          }
         : undefined;
     const cached = hit(lookup.entry);
     if (cached) return cached;
@@ -357,6 +392,7 @@ export class DecisionEngine {
           ignoreOriginCacheControl: config.cache.ignoreOriginCacheControl,
         },
         leadership,
+        ...(storeExplain ? { explain: storeExplain } : {}),
       },
       originQueryOf(prepared),
     );
@@ -365,7 +401,11 @@ export class DecisionEngine {
   private async storeResponse(plan: StorePlan, responseHeaders: HeaderList, body: Buffer): Promise<ResponseBodyDecision> {
     const passed = (reason: string): ResponseBodyDecision => {
       this.deps.logger.debug({ reason }, 'response not stored');
-      return { ...withBody(stripAddedFields(plan.prepared, body), body), headers: cacheStatusHeader('PASS'), status: 'PASS' };
+      return {
+        ...withBody(stripAddedFields(plan.prepared, body), body),
+        headers: cacheStatusHeader('PASS', explanationHeaders(plan.explain, reason)),
+        status: 'PASS',
+      };
     };
     if (body.length > plan.limits.maxResponseBodyBytes) return passed('response larger than limits');
     const result = parseGraphQLResult(body);
@@ -397,7 +437,10 @@ export class DecisionEngine {
     }
     return {
       ...withBody(clientBody, body),
-      headers: { set: [[CACHE_STATUS_HEADER, 'MISS'], ...mergeScopeHeaders(responseHeaders, plan.scopeHeaders)], remove: [] },
+      headers: cacheStatusHeader('MISS', [
+        ...mergeScopeHeaders(responseHeaders, plan.scopeHeaders),
+        ...explanationHeaders(plan.explain),
+      ]),
       status: 'MISS',
     };
   }
@@ -410,7 +453,7 @@ export class DecisionEngine {
   private async invalidateAfterMutation(plan: MutationPlan, body: Buffer): Promise<ResponseBodyDecision> {
     const answer: ResponseBodyDecision = {
       ...withBody(stripAddedFields(plan.prepared, body), body),
-      headers: cacheStatusHeader('PASS'),
+      headers: cacheStatusHeader('PASS', explanationHeaders(plan.explain, 'mutation')),
       status: 'PASS',
     };
     const result = parseGraphQLResult(body);
@@ -444,7 +487,8 @@ function withBody(clientBody: Buffer, originBody: Buffer): { body?: Buffer } {
 }
 
 function pass(reason: string, head: RequestHead, config: Config): RequestDecision {
-  return { kind: 'forward', requestHeaders: { set: [], remove: tokenRemoval(head, config) }, plan: { kind: 'pass', reason } };
+  const plan: PassPlan = explanationRequested(head, config) ? { kind: 'pass', reason, explain: {} } : { kind: 'pass', reason };
+  return { kind: 'forward', requestHeaders: { set: [], remove: tokenRemoval(head, config) }, plan };
 }
 
 function tokenHeader(config: Config): string {
@@ -491,8 +535,29 @@ function purgeUnavailable(): RequestDecision {
   };
 }
 
-function cacheStatusHeader(status: CacheStatus): HeaderChanges {
-  return { set: [[CACHE_STATUS_HEADER, status]], remove: [] };
+function cacheStatusHeader(status: CacheStatus, extra: Array<[string, string]> = []): HeaderChanges {
+  return { set: [[CACHE_STATUS_HEADER, status], ...extra], remove: [] };
+}
+
+/**
+ * `svc-debug: 1` explains the decision, but only to whoever holds a purge token: the headers show
+ * the configuration (rules, scopes), which is not for every client to read.
+ */
+function explanationRequested(head: RequestHead, config: Config): boolean {
+  return headerValue(head.headers, DEBUG_HEADER) === '1' && isPurgeToken(headerValue(head.headers, tokenHeader(config)), config.purge.tokens);
+}
+
+const DEBUG_HEADER = 'svc-debug';
+
+function explanationHeaders(explain: Explanation | undefined, passReason?: string): Array<[string, string]> {
+  if (!explain) return [];
+  const headers: Array<[string, string]> = [];
+  if (explain.scope !== undefined) headers.push(['svc-debug-scope', explain.scope]);
+  if (explain.bucket !== undefined) headers.push(['svc-debug-bucket', explain.bucket]);
+  if (explain.rules !== undefined) headers.push(['svc-debug-rules', explain.rules]);
+  if (passReason !== undefined) headers.push(['svc-debug-pass-reason', passReason]);
+  // Header values are visible ASCII: a rule description or a reason quoting the query may not be.
+  return headers.map(([name, value]) => [name, value.replace(/[^\x20-\x7e]/g, '?')]);
 }
 
 /** Scope headers for a cached answer, with `vary` extended by the origin's own. */

@@ -14,3 +14,4 @@ export {
   type OmittedPurgeField,
   type PurgeApi,
 } from './schema.js';
+export { isPurgeToken } from './token.js';
