@@ -21,7 +21,9 @@ const USAGE = `usage:
 const DEFAULT_GRPC_PORT = 50051;
 const DEFAULT_ADMIN_PORT = 9901;
 const DEFAULT_GATEWAY_PORT = 8080;
+const DEFAULT_DEMO_ORIGIN_PORT = 4000;
 const SHUTDOWN_GRACE_MS = 10_000;
+const SHUTDOWN_OVERRUN_MS = 5_000;
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
@@ -32,6 +34,8 @@ async function main(argv: string[]): Promise<void> {
       return gateway(rest);
     case 'demo':
       return demo(rest);
+    case 'demo-origin':
+      return demoOrigin(rest);
     case undefined:
     case '--help':
     case '-h':
@@ -84,7 +88,7 @@ async function gateway(args: string[]): Promise<void> {
 async function demo(args: string[]): Promise<void> {
   const { values } = parse(args, { port: { type: 'string' } });
   const logger = createLogger('info');
-  const origin = await startDemoOrigin({ port: 4000 });
+  const origin = await startDemoOrigin({ port: DEFAULT_DEMO_ORIGIN_PORT });
   const sidecar = await startSidecar({
     config: demoConfig(origin.url),
     grpcPort: 0,
@@ -117,6 +121,18 @@ Try it twice and watch the svc-cache header go from MISS to HIT:
   });
 }
 
+/**
+ * Not in the usage text: the demo origin alone, listening on every interface, so that
+ * docker-compose.yml and the end-to-end tests can run it from the svc-cache image beside Envoy.
+ */
+async function demoOrigin(args: string[]): Promise<void> {
+  const { values } = parse(args, { port: { type: 'string' } });
+  const logger = createLogger('info', 'svc-cache-demo-origin');
+  const origin = await startDemoOrigin({ port: portOption(values.port, DEFAULT_DEMO_ORIGIN_PORT, '--port'), host: '0.0.0.0' });
+  logger.info({ url: origin.url }, 'demo origin listening');
+  closeOnSignal(logger, () => origin.close());
+}
+
 class UsageError extends Error {}
 
 function parse<T extends Record<string, { type: 'string' }>>(args: string[], options: T) {
@@ -134,15 +150,29 @@ function portOption(raw: string | undefined, fallback: number, flag: string): nu
   return port;
 }
 
-/** SIGTERM (Kubernetes) and SIGINT (a terminal): finish open work, then exit 0. */
+/**
+ * SIGTERM (Kubernetes) and SIGINT (a terminal): finish open work, then exit 0. `close` has its own
+ * grace period; should it hang past that (a store that never answers its QUIT), the process exits 1
+ * a little later rather than waiting for SIGKILL. A second signal means "now": exit at once.
+ */
 function closeOnSignal(logger: Logger, close: () => Promise<void>): void {
   let closing = false;
   const onSignal = (signal: string) => {
-    if (closing) return;
+    if (closing) {
+      logger.warn({ signal }, 'second signal during shutdown; exiting now');
+      process.exit(1);
+    }
     closing = true;
     logger.info({ signal }, 'shutting down');
+    setTimeout(() => {
+      logger.error({ afterMs: SHUTDOWN_GRACE_MS + SHUTDOWN_OVERRUN_MS }, 'shutdown did not finish; exiting');
+      process.exit(1);
+    }, SHUTDOWN_GRACE_MS + SHUTDOWN_OVERRUN_MS).unref();
     close().then(
-      () => process.exit(0),
+      () => {
+        logger.info('shut down cleanly');
+        process.exit(0);
+      },
       (error: unknown) => {
         logger.error({ err: String(error) }, 'shutdown failed');
         process.exit(1);

@@ -100,6 +100,7 @@ function serveStream(
     if (outcome.status !== undefined) metrics.recordOutcome(outcome.status);
     metrics.addBytesServedFromCache(outcome.bytesServedFromCache);
     metrics.streamClosed();
+    logger.debug({ outcome: outcome.status ?? 'undecided' }, 'ext_proc stream closed');
     onClosed();
   };
 

@@ -1,4 +1,5 @@
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
+import type { Metrics } from '../observability/metrics.js';
 
 export interface Readiness {
   ready: boolean;
@@ -9,6 +10,7 @@ export interface AdminServerOptions {
   port: number;
   host?: string;
   readiness: () => Promise<Readiness>;
+  metrics: Metrics;
 }
 
 export interface AdminServer {
@@ -16,26 +18,33 @@ export interface AdminServer {
   close(): Promise<void>;
 }
 
-/** The admin port: `/healthz` (the process answers) and `/readyz` (it can cache, or why not). */
+/**
+ * The admin port: `/healthz` (the process answers), `/readyz` (it can cache, or why not) and
+ * `/metrics` (Prometheus text format).
+ */
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
   const server = createServer((request, response) => {
     const path = (request.url ?? '/').split('?', 1)[0];
-    if (path === '/healthz') {
-      response.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end('ok\n');
-      return;
+    switch (path) {
+      case '/healthz':
+        plainText(response, 200, 'ok\n');
+        return;
+      case '/readyz':
+        options.readiness().then(
+          (readiness) =>
+            plainText(response, readiness.ready ? 200 : 503, readiness.ready ? 'ready\n' : `not ready: ${readiness.reason}\n`),
+          (error: unknown) => plainText(response, 503, `not ready: ${String(error)}\n`),
+        );
+        return;
+      case '/metrics':
+        options.metrics.exposition().then(
+          (text) => response.writeHead(200, { 'content-type': options.metrics.contentType }).end(text),
+          (error: unknown) => plainText(response, 500, `metrics unavailable: ${String(error)}\n`),
+        );
+        return;
+      default:
+        plainText(response, 404, 'not found\n');
     }
-    if (path === '/readyz') {
-      options.readiness().then(
-        (readiness) =>
-          response
-            .writeHead(readiness.ready ? 200 : 503, { 'content-type': 'text/plain; charset=utf-8' })
-            .end(readiness.ready ? 'ready\n' : `not ready: ${readiness.reason}\n`),
-        (error: unknown) =>
-          response.writeHead(503, { 'content-type': 'text/plain; charset=utf-8' }).end(`not ready: ${String(error)}\n`),
-      );
-      return;
-    }
-    response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found\n');
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -50,4 +59,8 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
         server.close(() => resolve());
       }),
   };
+}
+
+function plainText(response: ServerResponse, status: number, body: string): void {
+  response.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' }).end(body);
 }

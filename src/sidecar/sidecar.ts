@@ -3,10 +3,13 @@ import type { Config } from '../config/schema.js';
 import { watchConfig } from '../config/index.js';
 import { DecisionEngine, type RuntimeState } from '../engine/engine.js';
 import { startExtProcServer } from '../extproc/server.js';
-import type { Logger } from '../observability/log.js';
+import { withSecretHeaders, type Logger } from '../observability/log.js';
+import { MeasuredStore } from '../observability/measuredStore.js';
+import { Metrics } from '../observability/metrics.js';
 import { createSchemaSource } from '../schema/index.js';
 import { createStore, type CacheStore } from '../store/index.js';
 import { startAdminServer } from './admin.js';
+import { engineEventsRecordedIn } from './engineEvents.js';
 
 export interface SidecarOptions {
   config: Config;
@@ -23,6 +26,8 @@ export interface Sidecar {
   adminPort: number;
   engine: DecisionEngine;
   store: CacheStore;
+  /** What this sidecar recorded, on a registry of its own; served on the admin port's `/metrics`. */
+  metrics: Metrics;
   /** Resolves once the origin schema is loaded (caching starts then). */
   schemaReady: Promise<void>;
   close(graceMs?: number): Promise<void>;
@@ -30,22 +35,30 @@ export interface Sidecar {
 
 /** `svc-cache serve`: the ext_proc server, its store, schema and config, and the admin port. */
 export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
-  const { logger } = options;
   let config = options.config;
-  const store = createStore(config.redis, { memoryMaxBytes: config.cache.memoryMaxBytes, logger });
+  const logger = withSecretHeaders(options.logger, secretHeaderNames(config));
+  let closing = false;
+  const metrics = new Metrics();
+  const store = new MeasuredStore(
+    createStore(config.redis, { memoryMaxBytes: config.cache.memoryMaxBytes, logger }),
+    metrics,
+  );
   const schemaSource = createSchemaSource(config, logger);
   const state = (): RuntimeState => ({ config, schema: schemaSource.current() });
   const engine = new DecisionEngine({
     state,
     store,
+    events: engineEventsRecordedIn(metrics),
     scopeKeySecret: scopeKeySecret(config, logger),
     logger,
   });
-  const extProc = await startExtProcServer({ engine, logger, port: options.grpcPort, host: options.host });
+  const extProc = await startExtProcServer({ engine, logger, metrics, port: options.grpcPort, host: options.host });
   const admin = await startAdminServer({
     port: options.adminPort,
     host: options.host,
+    metrics,
     readiness: async () => {
+      if (closing) return { ready: false, reason: 'shutting down' };
       const reason = schemaSource.unavailableReason();
       if (reason) return { ready: false, reason: `origin schema: ${reason}` };
       try {
@@ -61,9 +74,13 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
         onChange: (next) => {
           config = next;
           schemaSource.reload(next);
+          metrics.recordConfigReload('ok');
           logger.info({ path: options.configPath }, 'configuration reloaded');
         },
-        onError: (error) => logger.error({ err: error.message }, 'new configuration refused; keeping the current one'),
+        onError: (error) => {
+          metrics.recordConfigReload('refused');
+          logger.error({ err: error.message }, 'new configuration refused; keeping the current one');
+        },
       })
     : undefined;
   logger.info({ grpcPort: extProc.port, adminPort: admin.port, store: config.redis ? 'redis' : 'memory' }, 'svc-cache serving');
@@ -72,8 +89,10 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     adminPort: admin.port,
     engine,
     store,
+    metrics,
     schemaReady: schemaSource.ready,
     close: async (graceMs) => {
+      closing = true;
       watcher?.close();
       await extProc.close(graceMs);
       await admin.close();
@@ -94,4 +113,16 @@ function scopeKeySecret(config: Config, logger: Logger): Buffer {
     logger.warn('cache.scopeKeySecret is not set: replicas sharing this Redis will not share scoped entries');
   }
   return randomBytes(32);
+}
+
+/** Headers whose values must never reach a log line: the purge token's and those scopes are keyed on. */
+function secretHeaderNames(config: Config): string[] {
+  const scopeHeaders = Object.values(config.scopes).flatMap((definition) =>
+    definition
+      .split('|')
+      .map((source) => source.trim())
+      .filter((source) => source.startsWith('header:'))
+      .map((source) => source.slice('header:'.length)),
+  );
+  return [config.purge.header, ...scopeHeaders];
 }

@@ -57,7 +57,7 @@ describe('debug headers', () => {
   });
 
   it('ignores svc-debug without a valid purge token', async () => {
-    for (const headers of [{ 'svc-debug': '1' }, { 'svc-debug': '1', 'svc-purge-token': 'wrong' }]) {
+    for (const headers of [{ 'svc-debug': '1' }, { 'svc-debug': '1', 'svc-purge-token': 'wrong' }] as Array<Record<string, string>>) {
       const response = await postGraphQL(stack.url, { query: '{ users { name } }' }, headers);
       expect(response.headers['svc-cache']).toBe('PASS');
       expect(explanation(response.headers)).toEqual({});

@@ -1,0 +1,35 @@
+# svc-cache: `docker build -t svc-cache .`, then run as Envoy's ext_proc sidecar with a config file
+# mounted at /etc/svc-cache/config.yaml (docker-compose.yml and deploy/ show both).
+
+# Compiles TypeScript; dev dependencies stay in this stage.
+FROM node:20-alpine AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY proto ./proto
+COPY src ./src
+RUN npm run build
+
+# Production dependencies only, installed from the same lock file.
+FROM node:20-alpine AS production-dependencies
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+
+FROM node:20-alpine
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=production-dependencies /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# package.json's "type": "module" makes dist/*.js ES modules; the ext_proc .proto files are
+# loaded at run time, relative to dist/.
+COPY package.json ./
+COPY proto ./proto
+# The image's unprivileged user (uid 1000): nothing here needs root, and Kubernetes'
+# runAsNonRoot can check the numeric id.
+USER 1000:1000
+# 50051 ext_proc gRPC (and gRPC health), 9901 admin (/healthz, /readyz, /metrics).
+EXPOSE 50051 9901
+ENTRYPOINT ["node", "dist/cli.js"]
+CMD ["serve", "--config", "/etc/svc-cache/config.yaml"]

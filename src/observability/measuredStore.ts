@@ -1,0 +1,58 @@
+import type { CacheStore, CachedResponse, Lookup, StoreOptions } from '../store/types.js';
+import type { Metrics, StoreOperation } from './metrics.js';
+
+/**
+ * A cache store that times every operation and counts the failed ones, then behaves exactly as the
+ * store it wraps: results and rejections pass through unchanged, so the engine's fail-open handling
+ * is untouched. Counting here keeps the engine free of metrics about its store.
+ */
+export class MeasuredStore implements CacheStore {
+  constructor(
+    private readonly inner: CacheStore,
+    private readonly metrics: Metrics,
+  ) {}
+
+  lookup(key: string): Promise<Lookup> {
+    return this.measure('lookup', () => this.inner.lookup(key));
+  }
+
+  store(key: string, response: CachedResponse, options: StoreOptions): Promise<boolean> {
+    return this.measure('store', () => this.inner.store(key, response, options));
+  }
+
+  invalidate(tags: readonly string[]): Promise<number> {
+    return this.measure('invalidate', () => this.inner.invalidate(tags));
+  }
+
+  invalidateAll(): Promise<number> {
+    return this.measure('invalidateAll', () => this.inner.invalidateAll());
+  }
+
+  persistedQuery(hash: string): Promise<string | undefined> {
+    return this.measure('persistedQuery', () => this.inner.persistedQuery(hash));
+  }
+
+  registerPersistedQuery(hash: string, query: string, ttlSeconds: number): Promise<void> {
+    return this.measure('registerPersistedQuery', () => this.inner.registerPersistedQuery(hash, query, ttlSeconds));
+  }
+
+  ping(): Promise<void> {
+    return this.measure('ping', () => this.inner.ping());
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  private async measure<T>(operation: StoreOperation, run: () => Promise<T>): Promise<T> {
+    const started = process.hrtime.bigint();
+    try {
+      return await run();
+    } catch (error) {
+      this.metrics.recordStoreError(operation);
+      throw error;
+    } finally {
+      this.metrics.observeStoreSeconds(operation, Number(process.hrtime.bigint() - started) / 1e9);
+    }
+  }
+}

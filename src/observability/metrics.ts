@@ -1,0 +1,221 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { PersistedQueryRefusal } from '../apq/persistedQuery.js';
+import type { Config } from '../config/schema.js';
+import type { PurgeEvent } from '../purge/index.js';
+
+/**
+ * svc-cache's Prometheus metrics, served on the admin port's `/metrics`. Every metric lives on a
+ * registry of its own rather than prom-client's global one, so that several sidecars (tests, the
+ * demo) can run in one process without their counts mixing. Callers record through the methods
+ * below; the metric names and labels are documented in the README's "Metrics" section.
+ */
+
+/** What became of one request: served from cache, stored, passed through, or answered with svc-cache's own error. */
+export type RequestOutcome = 'HIT' | 'MISS' | 'PASS' | 'ERROR';
+
+/** The ext_proc message being answered. */
+export type MessagePhase =
+  | 'request_headers'
+  | 'request_body'
+  | 'request_trailers'
+  | 'response_headers'
+  | 'response_body'
+  | 'response_trailers';
+
+export type StoreOperation =
+  | 'lookup'
+  | 'store'
+  | 'invalidate'
+  | 'invalidateAll'
+  | 'persistedQuery'
+  | 'registerPersistedQuery'
+  | 'ping';
+
+/** How a purge request ended: applied, not applicable to the store, refused for its token, or invalid GraphQL. */
+export type PurgeResult = PurgeEvent['result'];
+
+export type MutationPolicy = Config['mutationPolicy'];
+
+/** `registered`: a hash and its query were stored; otherwise why the request was refused (`not-found`: PersistedQueryNotFound was answered). */
+export type PersistedQueryEvent = 'registered' | PersistedQueryRefusal;
+
+export type ConfigReloadResult = 'ok' | 'refused';
+
+/** The gRPC status an ext_proc stream was ended with when svc-cache ended it with an error. */
+export type StreamErrorCode = 'INVALID_ARGUMENT' | 'INTERNAL';
+
+export interface MetricsOptions {
+  /** Process and Node.js runtime metrics (CPU, memory, event loop lag, GC); on unless turned off. */
+  processMetrics?: boolean;
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+
+  private readonly requests = new Counter({
+    name: 'svc_cache_requests_total',
+    help: 'Requests decided, by outcome: HIT (served from cache), MISS (fetched and stored), PASS (forwarded, not stored), ERROR (answered with an error svc-cache owns).',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly decisionSeconds = new Histogram({
+    name: 'svc_cache_decision_duration_seconds',
+    help: 'Time spent answering one ext_proc message, by the message answered. Envoy waits for each answer (message_timeout).',
+    labelNames: ['phase'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [this.registry],
+  });
+
+  private readonly bytesServedFromCache = new Counter({
+    name: 'svc_cache_bytes_served_from_cache_total',
+    help: 'Response body bytes answered from the cache, which the origin did not have to produce.',
+    registers: [this.registry],
+  });
+
+  private readonly streamsActive = new Gauge({
+    name: 'svc_cache_streams_active',
+    help: 'ext_proc streams open now: one per HTTP request Envoy has in flight through svc-cache.',
+    registers: [this.registry],
+  });
+
+  private readonly streamErrors = new Counter({
+    name: 'svc_cache_stream_errors_total',
+    help: 'ext_proc streams svc-cache ended with a gRPC error (Envoy then continues without it), by status.',
+    labelNames: ['code'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly storeErrors = new Counter({
+    name: 'svc_cache_store_errors_total',
+    help: 'Cache store operations that failed or timed out, by operation.',
+    labelNames: ['operation'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly storeSeconds = new Histogram({
+    name: 'svc_cache_store_duration_seconds',
+    help: 'Time a cache store operation took, failed ones included, by operation.',
+    labelNames: ['operation'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [this.registry],
+  });
+
+  private readonly purges = new Counter({
+    name: 'svc_cache_purges_total',
+    help: 'Purge requests, by result: purged, store-failed (answered with an error, nothing promised), unauthorized (no or wrong token), invalid.',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly purgedEntries = new Counter({
+    name: 'svc_cache_purged_entries_total',
+    help: 'Cache entries removed by purges.',
+    registers: [this.registry],
+  });
+
+  private readonly invalidations = new Counter({
+    name: 'svc_cache_invalidations_total',
+    help: 'Invalidations run after mutations, by mutation policy and result: ok (whether or not entries were removed) or failed (the store did not apply it).',
+    labelNames: ['policy', 'result'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly invalidatedEntries = new Counter({
+    name: 'svc_cache_invalidated_entries_total',
+    help: 'Cache entries removed by mutations, by mutation policy.',
+    labelNames: ['policy'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly persistedQueries = new Counter({
+    name: 'svc_cache_persisted_queries_total',
+    help: 'Automatic persisted query events: registered (a hash learnt), or the refusal answered (not-found: PersistedQueryNotFound, so the client resends the query).',
+    labelNames: ['event'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly configReloads = new Counter({
+    name: 'svc_cache_config_reloads_total',
+    help: 'Changes of the configuration file, by result: ok (applied) or refused (invalid; the previous configuration stays).',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly lastConfigReloadSuccessful = new Gauge({
+    name: 'svc_cache_config_last_reload_successful',
+    help: '1 when the last change of the configuration file was applied (or none happened yet), 0 when it was refused.',
+    registers: [this.registry],
+  });
+
+  constructor(options: MetricsOptions = {}) {
+    for (const outcome of ['HIT', 'MISS', 'PASS', 'ERROR'] as const) this.requests.inc({ outcome }, 0);
+    this.lastConfigReloadSuccessful.set(1);
+    if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** The Content-Type of `exposition()`. */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Everything recorded, in the Prometheus text format. */
+  exposition(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  recordOutcome(outcome: RequestOutcome): void {
+    this.requests.inc({ outcome });
+  }
+
+  observeDecisionSeconds(phase: MessagePhase, seconds: number): void {
+    this.decisionSeconds.observe({ phase }, seconds);
+  }
+
+  addBytesServedFromCache(bytes: number): void {
+    if (bytes > 0) this.bytesServedFromCache.inc(bytes);
+  }
+
+  streamOpened(): void {
+    this.streamsActive.inc();
+  }
+
+  streamClosed(): void {
+    this.streamsActive.dec();
+  }
+
+  recordStreamError(code: StreamErrorCode): void {
+    this.streamErrors.inc({ code });
+  }
+
+  recordStoreError(operation: StoreOperation): void {
+    this.storeErrors.inc({ operation });
+  }
+
+  observeStoreSeconds(operation: StoreOperation, seconds: number): void {
+    this.storeSeconds.observe({ operation }, seconds);
+  }
+
+  recordPurge(result: PurgeResult, entries = 0): void {
+    this.purges.inc({ result });
+    if (entries > 0) this.purgedEntries.inc(entries);
+  }
+
+  recordInvalidation(policy: MutationPolicy, entries: number): void {
+    this.invalidations.inc({ policy, result: 'ok' });
+    if (entries > 0) this.invalidatedEntries.inc({ policy }, entries);
+  }
+
+  recordInvalidationFailure(policy: MutationPolicy): void {
+    this.invalidations.inc({ policy, result: 'failed' });
+  }
+
+  recordPersistedQuery(event: PersistedQueryEvent): void {
+    this.persistedQueries.inc({ event });
+  }
+
+  recordConfigReload(result: ConfigReloadResult): void {
+    this.configReloads.inc({ result });
+    this.lastConfigReloadSuccessful.set(result === 'ok' ? 1 : 0);
+  }
+}

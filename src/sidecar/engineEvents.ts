@@ -1,0 +1,14 @@
+import type { EngineEvents } from '../engine/engine.js';
+import type { Metrics } from '../observability/metrics.js';
+
+/** What the decision engine reports (persisted queries, purges, invalidations), recorded as metrics. */
+export function engineEventsRecordedIn(metrics: Metrics): EngineEvents {
+  return {
+    persistedQuery: (event) => metrics.recordPersistedQuery(event),
+    purge: (event) => metrics.recordPurge(event.result, event.result === 'purged' ? event.removedEntries : 0),
+    invalidation: (event) => {
+      if ('failed' in event) metrics.recordInvalidationFailure(event.policy);
+      else metrics.recordInvalidation(event.policy, event.removedEntries);
+    },
+  };
+}

@@ -1,0 +1,215 @@
+import { createHash } from 'node:crypto';
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/index.js';
+import { silentLogger } from '../../src/observability/log.js';
+import { MeasuredStore } from '../../src/observability/measuredStore.js';
+import { Metrics } from '../../src/observability/metrics.js';
+import { startSidecar, type Sidecar } from '../../src/sidecar/sidecar.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { demoSchemaSDL } from '../support/origin.js';
+import { startStack, type Stack } from '../support/stack.js';
+import { eventually, metricTypes, sampleValue, scrape } from './prometheusText.js';
+
+/** `/metrics` moving with real traffic: client -> development gateway -> sidecar -> demo origin. */
+
+const TODOS_QUERY = '{ todos { id title } }';
+const PURGE_TOKEN = 'metrics-test-purge-token';
+
+async function postGraphQL(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+}
+
+describe('metrics with real traffic', () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await startStack({ purge: { tokens: [PURGE_TOKEN] } });
+  });
+  afterAll(async () => {
+    await stack.close();
+  });
+
+  it('counts MISS, HIT and PASS, the bytes served from cache and the time spent per message', async () => {
+    const miss = await postGraphQL(stack.url, { query: TODOS_QUERY });
+    expect(miss.headers.get('svc-cache')).toBe('MISS');
+    await miss.arrayBuffer();
+    const hit = await postGraphQL(stack.url, { query: TODOS_QUERY });
+    expect(hit.headers.get('svc-cache')).toBe('HIT');
+    const hitBytes = (await hit.arrayBuffer()).byteLength;
+    const mutation = await postGraphQL(stack.url, { query: 'mutation { addTodo(title: "metrics") { id } }' });
+    expect(mutation.headers.get('svc-cache')).toBe('PASS');
+    await mutation.arrayBuffer();
+
+    const exposition = await eventually(async () => {
+      const text = await scrape(stack.sidecar.adminPort);
+      expect(sampleValue(text, 'svc_cache_streams_active')).toBe(0);
+      return text;
+    });
+    expect(sampleValue(exposition, 'svc_cache_requests_total', { outcome: 'MISS' })).toBe(1);
+    expect(sampleValue(exposition, 'svc_cache_requests_total', { outcome: 'HIT' })).toBe(1);
+    expect(sampleValue(exposition, 'svc_cache_requests_total', { outcome: 'PASS' })).toBe(1);
+    expect(sampleValue(exposition, 'svc_cache_requests_total', { outcome: 'ERROR' })).toBe(0);
+    expect(hitBytes).toBeGreaterThan(0);
+    expect(sampleValue(exposition, 'svc_cache_bytes_served_from_cache_total')).toBe(hitBytes);
+    expect(sampleValue(exposition, 'svc_cache_decision_duration_seconds_count', { phase: 'request_headers' })).toBe(3);
+    expect(sampleValue(exposition, 'svc_cache_decision_duration_seconds_count', { phase: 'request_body' })).toBe(3);
+    expect(sampleValue(exposition, 'svc_cache_decision_duration_seconds_count', { phase: 'response_body' })).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(exposition, 'svc_cache_store_duration_seconds_count', { operation: 'lookup' })).toBeGreaterThanOrEqual(2);
+    expect(sampleValue(exposition, 'svc_cache_store_duration_seconds_count', { operation: 'store' })).toBeGreaterThanOrEqual(1);
+  });
+
+  it('counts errors svc-cache answers itself as ERROR', async () => {
+    const before = sampleValue(await scrape(stack.sidecar.adminPort), 'svc_cache_requests_total', { outcome: 'ERROR' })!;
+    const path = `${stack.url}?query=${encodeURIComponent('mutation { addTodo(title: "by GET") { id } }')}`;
+    const refused = await fetch(path);
+    expect(refused.status).toBe(405);
+    await refused.arrayBuffer();
+    await eventually(async () => {
+      const text = await scrape(stack.sidecar.adminPort);
+      expect(sampleValue(text, 'svc_cache_requests_total', { outcome: 'ERROR' })).toBe(before + 1);
+    });
+  });
+
+  it('counts persisted-query registrations and PersistedQueryNotFound answers', async () => {
+    const query = '{ users { id name } }';
+    const persistedQuery = { version: 1, sha256Hash: createHash('sha256').update(query).digest('hex') };
+    const unknown = await postGraphQL(stack.url, { extensions: { persistedQuery } });
+    expect(await unknown.json()).toMatchObject({ errors: [{ extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }] });
+    const registering = await postGraphQL(stack.url, { query, extensions: { persistedQuery } });
+    expect(registering.status).toBe(200);
+    await registering.arrayBuffer();
+    const text = await scrape(stack.sidecar.adminPort);
+    expect(sampleValue(text, 'svc_cache_persisted_queries_total', { event: 'not-found' })).toBe(1);
+    expect(sampleValue(text, 'svc_cache_persisted_queries_total', { event: 'registered' })).toBe(1);
+  });
+
+  it('counts purges by result with the entries removed, and invalidations after mutations', async () => {
+    const before = await scrape(stack.sidecar.adminPort);
+    const query = '{ todo(id: "2") { id title } }';
+    await (await postGraphQL(stack.url, { query })).arrayBuffer();
+    const mutation = await postGraphQL(stack.url, { query: 'mutation { updateTodo(id: "2", done: false) { id done } }' });
+    expect(mutation.status).toBe(200);
+    await mutation.arrayBuffer();
+    await (await postGraphQL(stack.url, { query: TODOS_QUERY })).arrayBuffer();
+    const refused = await postGraphQL(stack.url, { query: 'mutation { _purgeTodo }' }, { 'svc-purge-token': 'wrong' });
+    expect(refused.status).toBe(401);
+    await refused.arrayBuffer();
+    const purged = await postGraphQL(stack.url, { query: 'mutation { _purgeTodo }' }, { 'svc-purge-token': PURGE_TOKEN });
+    expect(await purged.json()).toEqual({ data: { _purgeTodo: true } });
+
+    const after = await scrape(stack.sidecar.adminPort);
+    const increase = (name: string, labels: Record<string, string> = {}): number =>
+      (sampleValue(after, name, labels) ?? 0) - (sampleValue(before, name, labels) ?? 0);
+    expect(increase('svc_cache_invalidations_total', { policy: 'Entity', result: 'ok' })).toBe(1);
+    expect(increase('svc_cache_invalidated_entries_total', { policy: 'Entity' })).toBeGreaterThanOrEqual(1);
+    expect(increase('svc_cache_purges_total', { result: 'unauthorized' })).toBe(1);
+    expect(increase('svc_cache_purges_total', { result: 'purged' })).toBe(1);
+    expect(increase('svc_cache_purged_entries_total')).toBeGreaterThanOrEqual(1);
+  });
+
+  it('declares every svc-cache metric with its type, and the process metrics', async () => {
+    const types = metricTypes(await scrape(stack.sidecar.adminPort));
+    expect(Object.fromEntries([...types].filter(([name]) => name.startsWith('svc_cache_')))).toEqual({
+      svc_cache_requests_total: 'counter',
+      svc_cache_decision_duration_seconds: 'histogram',
+      svc_cache_bytes_served_from_cache_total: 'counter',
+      svc_cache_streams_active: 'gauge',
+      svc_cache_stream_errors_total: 'counter',
+      svc_cache_store_errors_total: 'counter',
+      svc_cache_store_duration_seconds: 'histogram',
+      svc_cache_purges_total: 'counter',
+      svc_cache_purged_entries_total: 'counter',
+      svc_cache_invalidations_total: 'counter',
+      svc_cache_invalidated_entries_total: 'counter',
+      svc_cache_persisted_queries_total: 'counter',
+      svc_cache_config_reloads_total: 'counter',
+      svc_cache_config_last_reload_successful: 'gauge',
+    });
+    expect(types.get('process_cpu_seconds_total')).toBe('counter');
+    expect(types.get('nodejs_heap_size_used_bytes')).toBe('gauge');
+  });
+});
+
+describe('store errors', () => {
+  let stack: Stack | undefined;
+  afterEach(async () => {
+    await stack?.close();
+    stack = undefined;
+  });
+
+  it('are counted by operation while requests still pass to the origin', async () => {
+    stack = await startStack({ redis: { url: 'redis://127.0.0.1:1', commandTimeoutMs: 100 } });
+    const response = await postGraphQL(stack.url, { query: TODOS_QUERY });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('svc-cache')).toBe('PASS');
+    await response.arrayBuffer();
+    const text = await scrape(stack.sidecar.adminPort);
+    expect(sampleValue(text, 'svc_cache_store_errors_total', { operation: 'lookup' })).toBeGreaterThanOrEqual(1);
+  });
+
+  it('leave results and rejections of the wrapped store unchanged', async () => {
+    const metrics = new Metrics({ processMetrics: false });
+    const failure = new Error('store down');
+    const failing = Object.assign(new MemoryStore({ maxBytes: 1024 }), { ping: () => Promise.reject(failure) });
+    const store = new MeasuredStore(failing, metrics);
+    await expect(store.ping()).rejects.toBe(failure);
+    expect((await store.lookup('key')).entry).toBeUndefined();
+    const text = await metrics.exposition();
+    expect(sampleValue(text, 'svc_cache_store_errors_total', { operation: 'ping' })).toBe(1);
+    expect(sampleValue(text, 'svc_cache_store_errors_total', { operation: 'lookup' })).toBeUndefined();
+    expect(sampleValue(text, 'svc_cache_store_duration_seconds_count', { operation: 'lookup' })).toBe(1);
+  });
+});
+
+describe('config reloads', () => {
+  let directory: string;
+  let sidecar: Sidecar;
+  const configPath = (): string => join(directory, 'config.yaml');
+  const writeConfig = async (text: string): Promise<void> => {
+    const staged = `${configPath()}.next`;
+    await writeFile(staged, text);
+    await rename(staged, configPath());
+  };
+  const validConfig = (maxAge: number): string => `
+origin: { url: "http://127.0.0.1:9/graphql" }
+schema: { file: "${join(directory, 'schema.graphql')}" }
+rules: [{ types: [Query], maxAge: ${maxAge} }]
+`;
+
+  beforeAll(async () => {
+    directory = await mkdtemp(join(tmpdir(), 'svc-cache-ops-'));
+    await writeFile(join(directory, 'schema.graphql'), demoSchemaSDL);
+    await writeConfig(validConfig(60));
+    sidecar = await startSidecar({
+      config: await loadConfig(configPath()),
+      configPath: configPath(),
+      grpcPort: 0,
+      adminPort: 0,
+      host: '127.0.0.1',
+      logger: silentLogger(),
+    });
+    await sidecar.schemaReady;
+  });
+  afterAll(async () => {
+    await sidecar.close(1000);
+    await rm(directory, { recursive: true, force: true });
+  });
+
+  it('are counted as ok or refused, and the last result is a gauge to alert on', async () => {
+    await writeConfig(validConfig(120));
+    await eventually(async () => {
+      const text = await scrape(sidecar.adminPort);
+      expect(sampleValue(text, 'svc_cache_config_reloads_total', { result: 'ok' })).toBe(1);
+      expect(sampleValue(text, 'svc_cache_config_last_reload_successful')).toBe(1);
+    });
+    await writeConfig('origin: { url: 42 }\n');
+    await eventually(async () => {
+      const text = await scrape(sidecar.adminPort);
+      expect(sampleValue(text, 'svc_cache_config_reloads_total', { result: 'refused' })).toBe(1);
+      expect(sampleValue(text, 'svc_cache_config_last_reload_successful')).toBe(0);
+    });
+  });
+});
