@@ -9,6 +9,7 @@ import {
   rewrittenForOrigin,
   type ParsedHttpRequest,
 } from '../graphql/httpRequest.js';
+import { operationViolation, queryTextViolation, type LimitViolation } from '../graphql/limits.js';
 import { selectionOf } from '../graphql/selection.js';
 import { headerValue, type HeaderList } from '../http/headers.js';
 import { prepareOperation, stripAddedFields, type PreparedOperation } from '../invalidation/entityFields.js';
@@ -290,10 +291,14 @@ export class DecisionEngine {
     const passed = (reason: string): RequestDecision => forward({ kind: 'pass', reason, ...(explain ? { explain } : {}) });
 
     if (query === undefined) return passed('no query text');
+    const tooLarge = queryTextViolation(query, config.limits);
+    if (tooLarge) return limitExceeded(tooLarge);
     const parsed = parseDocument(query);
     if ('kind' in parsed) return passed(`syntax error: ${parsed.message}`);
     const selected = selectOperation(parsed, params.operationName);
     if (selected.kind === 'invalid') return passed(selected.reason);
+    const tooCostly = operationViolation(selected.document, config.limits);
+    if (tooCostly) return limitExceeded(tooCostly);
     const isMutation = selected.operation.operation === OperationTypeNode.MUTATION;
     if (isMutation && request.method === 'GET') return mutationOverGet();
     if (!schema) {
@@ -510,6 +515,10 @@ function bodyTooLarge(config: Config): RequestDecision {
       'PAYLOAD_TOO_LARGE',
     ),
   };
+}
+
+function limitExceeded(violation: LimitViolation): RequestDecision {
+  return { kind: 'respond', status: 'ERROR', response: graphQLErrorResponse(400, violation.message, violation.code) };
 }
 
 function mutationOverGet(): RequestDecision {

@@ -96,6 +96,7 @@ function serveStream(
   const countOutcome = (): void => {
     if (counted) return;
     counted = true;
+    stream.close();
     const outcome = stream.outcome;
     if (outcome.status !== undefined) metrics.recordOutcome(outcome.status);
     metrics.addBytesServedFromCache(outcome.bytesServedFromCache);

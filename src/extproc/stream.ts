@@ -42,6 +42,11 @@ export class ProcessingStream {
     return { status: this.decidedStatus, bytesServedFromCache: this.bytesServedFromCache };
   }
 
+  /** The stream ended: whatever the engine still holds for this request is let go. */
+  close(): void {
+    this.engine.abandon(this.plan);
+  }
+
   /** The answer to one message; throws `ProtocolViolation` for a message Envoy would never send here. */
   async handle(message: ProcessingRequest): Promise<ProcessingResponse> {
     switch (message.request) {

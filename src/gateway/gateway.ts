@@ -41,6 +41,8 @@ const PRODUCTION_ROUTE_TIMEOUT_MS = 30_000;
  * A development front door that plays Envoy 1.36 with the production ext_proc filter over real HTTP/1.1
  * and the real ext_proc gRPC protocol (ext_proc.md §10). Not a production proxy.
  */
+const ENVOY_MAX_REQUEST_HEADERS_BYTES = 60 * 1024;
+
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const config = resolveFilterConfig(options.filter);
   const origin = parseOrigin(options.origin);
@@ -57,7 +59,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     logger,
   };
 
-  const server = http.createServer((request, response) => {
+  // Envoy's HTTP connection manager refuses request headers over max_request_headers_kb (60 KiB by
+  // default) with 431 before any filter runs; Node's own default is 16 KiB.
+  const server = http.createServer({ maxHeaderSize: ENVOY_MAX_REQUEST_HEADERS_BYTES }, (request, response) => {
     new ActiveStream(context, request, response).start();
   });
   // Envoy's HTTP/1 connections idle for up to an hour; Node's default of 5 s would drop keep-alive clients early.

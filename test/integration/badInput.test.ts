@@ -1,0 +1,135 @@
+import { request as httpRequest } from 'node:http';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { getGraphQL, postGraphQL } from '../support/origin.js';
+import { startStack, type Stack } from '../support/stack.js';
+
+/**
+ * Bad input (README "Bad input"): what svc-cache cannot interpret reaches the origin untouched and
+ * uncached, so the client gets the origin's own answer; what svc-cache owns gets its own
+ * GraphQL-shaped error. After every case the process still serves, and nothing was stored.
+ */
+
+interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  text: string;
+}
+
+/** Sends bytes as they are, with the given content type, where fetch would not let us. */
+function sendRaw(url: string, body: Buffer, headers: Record<string, string>): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(url, { method: 'POST', headers: { ...headers, 'content-length': String(body.length) } });
+    request.on('response', (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () =>
+        resolve({
+          status: response.statusCode ?? 0,
+          headers: Object.fromEntries(Object.entries(response.headers).map(([k, v]) => [k, String(v)])),
+          text: Buffer.concat(chunks).toString('latin1'),
+        }),
+      );
+    });
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+describe('bad input through the gateway', () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await startStack({
+      scopes: { AUTHENTICATED: 'header:authorization' },
+      rules: [
+        { types: ['Query'], maxAge: 60 },
+        { types: { Query: ['me'] }, maxAge: 60, scope: 'AUTHENTICATED' },
+      ],
+      limits: { maxRequestBodyBytes: 64 * 1024, maxQueryBytes: 2048, maxDepth: 5, maxAliases: 3 },
+    });
+  });
+  afterAll(async () => {
+    await stack.close();
+  });
+  beforeEach(async () => {
+    stack.origin.reset();
+    await stack.sidecar.store.invalidateAll();
+  });
+
+  /** After any bad request the sidecar still caches: MISS then HIT. */
+  async function stillServing(): Promise<void> {
+    const query = { query: `{ todo(id: "${Math.ceil(Math.random() * 3)}") { id } }` };
+    await stack.sidecar.store.invalidateAll();
+    expect((await postGraphQL(stack.url, query)).headers['svc-cache']).toBe('MISS');
+    expect((await postGraphQL(stack.url, query)).headers['svc-cache']).toBe('HIT');
+  }
+
+  it.each<[string, Buffer, string]>([
+    ['a body that is not JSON', Buffer.from('{"query": '), 'application/json'],
+    ['JSON that is not an object', Buffer.from('"{ todos { id } }"'), 'application/json'],
+    ['a batch (JSON array)', Buffer.from('[{"query":"{ todos { id } }"},{"query":"{ users { id } }"}]'), 'application/json'],
+    ['query that is not a string', Buffer.from('{"query":{"todos":true}}'), 'application/json'],
+    ['variables that are not an object', Buffer.from('{"query":"{ todos { id } }","variables":"id=1"}'), 'application/json'],
+    ['an unknown operationName', Buffer.from('{"query":"query A { todos { id } }","operationName":"B"}'), 'application/json'],
+    ['several operations and no operationName', Buffer.from('{"query":"query A { todos { id } } query B { users { id } }"}'), 'application/json'],
+    ['a syntax error', Buffer.from('{"query":"{ todos { id "}'), 'application/json'],
+    ['binary garbage', Buffer.from([0xff, 0xfe, 0x00, 0x01, 0x9c, 0x80, 0x7b, 0x22]), 'application/json'],
+    ['an unsupported content type', Buffer.from('{ todos { id } }'), 'text/plain'],
+    ['a form body', Buffer.from('query=%7B+todos+%7B+id+%7D+%7D'), 'application/x-www-form-urlencoded'],
+  ])('passes %s to the origin untouched and returns its own answer', async (_name, body, contentType) => {
+    const headers = { 'content-type': contentType, accept: 'application/json' };
+    const direct = await sendRaw(stack.origin.url, body, headers);
+    stack.origin.reset();
+    const first = await sendRaw(stack.url, body, headers);
+    const second = await sendRaw(stack.url, body, headers);
+    for (const answer of [first, second]) {
+      expect(answer.status).toBe(direct.status);
+      expect(answer.text).toBe(direct.text);
+      expect(answer.headers['content-type']).toBe(direct.headers['content-type']);
+      expect(answer.headers['svc-cache']).toBe('PASS');
+    }
+    expect(stack.origin.requestCount()).toBe(2);
+    expect(Buffer.from(stack.origin.requests[0]!.body, 'utf8').equals(Buffer.from(body.toString('utf8')))).toBe(true);
+    await stillServing();
+  });
+
+  it('passes a GET with variables that are not JSON', async () => {
+    const url = `${stack.url}?query=${encodeURIComponent('{ todos { id } }')}&variables=%7Bnope`;
+    const direct = await fetch(url.replace(stack.url, stack.origin.url));
+    stack.origin.reset();
+    const through = await fetch(url);
+    expect(through.status).toBe(direct.status);
+    expect(await through.text()).toBe(await direct.text());
+    expect(through.headers.get('svc-cache')).toBe('PASS');
+    expect(stack.origin.requestCount()).toBe(1);
+  });
+
+  it.each<[string, () => Promise<{ status: number; json: unknown; headers: Record<string, string> }>, number, string, string]>([
+    ['a mutation over GET', () => getGraphQL(stack.url, { query: 'mutation { addTodo(title: "x") { id } }' }), 405, 'METHOD_NOT_ALLOWED', 'Mutations cannot be sent with GET; use POST'],
+    ['a body over limits.maxRequestBodyBytes', () => postGraphQL(stack.url, { query: `{ todos { id } } #${'x'.repeat(70 * 1024)}` }), 413, 'PAYLOAD_TOO_LARGE', 'Request body is larger than 65536 bytes'],
+    ['a query over limits.maxQueryBytes', () => postGraphQL(stack.url, { query: `{ todos { id } } #${'x'.repeat(3000)}` }), 400, 'QUERY_TOO_LARGE', 'Query is 3018 bytes; the limit is 2048'],
+    ['a query deeper than limits.maxDepth', () => postGraphQL(stack.url, { query: '{ users { todos { author { todos { author { todos { id } } } } } } }' }), 400, 'QUERY_TOO_DEEP', 'Query is deeper than 5 levels'],
+    ['depth hidden in fragments', () => postGraphQL(stack.url, { query: '{ users { ...U } } fragment U on User { todos { author { todos { ...T } } } } fragment T on Todo { author { todos { id } } }' }), 400, 'QUERY_TOO_DEEP', 'Query is deeper than 5 levels'],
+    ['more aliases than limits.maxAliases', () => postGraphQL(stack.url, { query: '{ a: todos { id } b: todos { id } c: todos { id } d: todos { id } }' }), 400, 'TOO_MANY_ALIASES', 'Query has more than 3 aliases'],
+    ['aliases multiplied by fragment spreads', () => postGraphQL(stack.url, { query: '{ todos { ...F } users { todos { ...F } } } fragment F on Todo { x: id y: title }' }), 400, 'TOO_MANY_ALIASES', 'Query has more than 3 aliases'],
+  ])('answers %s itself, never forwarded', async (_name, send, status, code, message) => {
+    const response = await send();
+    expect(response.status).toBe(status);
+    expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(response.json).toEqual({ errors: [{ message, extensions: { code } }] });
+    expect(stack.origin.requestCount()).toBe(0);
+    await stillServing();
+  });
+
+  it('keys a scope on a very large header value by its hash, and Envoy refuses headers over 60 KiB', async () => {
+    // Under the demo origin's own 16 KiB header limit (Node's default), far over any real token.
+    const large = `Bearer ${'a'.repeat(12 * 1024)}`;
+    const first = await postGraphQL(stack.url, { query: '{ me { id } }' }, { authorization: large });
+    const second = await postGraphQL(stack.url, { query: '{ me { id } }' }, { authorization: large });
+    expect([first.status, first.headers['svc-cache'], second.headers['svc-cache']]).toEqual([200, 'MISS', 'HIT']);
+
+    const tooLarge = await postGraphQL(stack.url, { query: '{ me { id } }' }, { authorization: `Bearer ${'a'.repeat(70 * 1024)}` });
+    expect(tooLarge.status).toBe(431);
+    await stillServing();
+  });
+});
