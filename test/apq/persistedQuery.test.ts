@@ -36,7 +36,7 @@ describe('resolvePersistedQuery', () => {
     expect(await resolvePersistedQuery(undefined, upper, d)).toEqual({ kind: 'resolved', query: QUERY, registered: false });
   });
 
-  it('serves but does not register a query over the size bound', async () => {
+  it('does not register a query over the size bound (the engine then refuses it with 400)', async () => {
     const d = deps(undefined, 5);
     const reference = { persistedQuery: { version: 1, sha256Hash: HASH } };
     expect(await resolvePersistedQuery(QUERY, reference, d)).toEqual({ kind: 'resolved', query: QUERY, registered: false });
