@@ -72,10 +72,14 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
   const watcher = options.configPath
     ? watchConfig(options.configPath, {
         onChange: (next) => {
+          const needRestart = settingsReadAtStart(config, next);
           config = next;
           schemaSource.reload(next);
           metrics.recordConfigReload('ok');
           logger.info({ path: options.configPath }, 'configuration reloaded');
+          if (needRestart.length > 0) {
+            logger.warn({ keys: needRestart }, 'these changed settings take effect only after a restart');
+          }
         },
         onError: (error) => {
           metrics.recordConfigReload('refused');
@@ -125,4 +129,22 @@ function secretHeaderNames(config: Config): string[] {
       .map((source) => source.slice('header:'.length)),
   );
   return [config.purge.header, ...scopeHeaders];
+}
+
+/**
+ * Settings read once when the sidecar starts (the store connection, the bucket hash key, the
+ * memory bound, logging); a reload that changes them must say so rather than pretend.
+ */
+function settingsReadAtStart(current: Config, next: Config): string[] {
+  const readAtStart: Array<[string, (config: Config) => unknown]> = [
+    ['redis', (config) => config.redis],
+    ['cache.scopeKeySecret', (config) => config.cache.scopeKeySecret],
+    ['cache.memoryMaxBytes', (config) => config.cache.memoryMaxBytes],
+    ['logging.level', (config) => config.logging.level],
+    ['scopes (header names kept out of logs)', (config) => Object.values(config.scopes)],
+    ['purge.header (kept out of logs)', (config) => config.purge.header],
+  ];
+  return readAtStart
+    .filter(([, read]) => JSON.stringify(read(current)) !== JSON.stringify(read(next)))
+    .map(([key]) => key);
 }
