@@ -147,6 +147,22 @@ export const configSchema = z
   .strict()
   .superRefine((config, ctx) => {
     for (const issue of scopeReferenceIssues(config)) ctx.addIssue({ code: 'custom', ...issue });
+    const { redis } = config;
+    if (redis === undefined) return;
+    // A redis section that names no server would silently fall back to the per-replica memory store.
+    if (redis.url === undefined && redis.cluster === undefined && redis.sentinel === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['redis'], message: 'expected url, cluster or sentinel: which Redis to use' });
+    }
+    if (redis.cluster !== undefined && redis.sentinel !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['redis', 'sentinel'], message: 'cluster and sentinel exclude each other: configure one of them' });
+    }
+    if (/[{}]/.test(redis.keyPrefix)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['redis', 'keyPrefix'],
+        message: 'must not contain "{" or "}": svc-cache places its own Redis Cluster hash tags',
+      });
+    }
   });
 
 export type Config = z.infer<typeof configSchema>;

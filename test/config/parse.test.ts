@@ -380,3 +380,18 @@ describe('demoConfig', () => {
     expect(config.apq.enabled).toBe(true);
   });
 });
+
+describe('parseConfig: redis section', () => {
+  const parseRedis = (redis: string) => () =>
+    parseConfig(`origin:\n  url: http://origin.test/graphql\nredis:\n${redis}`, { source: 'config.yaml', env: {} });
+
+  it('refuses a redis section that names no server, both cluster and sentinel, or braces in keyPrefix', () => {
+    expect(parseRedis('  keyPrefix: "app:"\n')).toThrow('config.yaml: redis: expected url, cluster or sentinel: which Redis to use');
+    expect(parseRedis('  cluster:\n    nodes: [a:1]\n  sentinel:\n    name: m\n    sentinels: [b:2]\n')).toThrow(
+      'config.yaml: redis.sentinel: cluster and sentinel exclude each other: configure one of them',
+    );
+    expect(parseRedis('  url: redis://r:6379\n  keyPrefix: "{app}:"\n')).toThrow(
+      'config.yaml: redis.keyPrefix: must not contain "{" or "}": svc-cache places its own Redis Cluster hash tags',
+    );
+  });
+});
