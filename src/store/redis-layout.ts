@@ -71,6 +71,15 @@ export class RedisKeyLayout {
     return `${this.shardPrefix(shard)}floor`;
   }
 
+  /**
+   * Names the lifetime of the shard's data: set by the first invalidation after the shard's keys
+   * were lost (a restart, a failover without persistence, FLUSHALL), so a mark taken before the loss
+   * never matches a sequence counted again from zero after it.
+   */
+  epochKey(shard: number): string {
+    return `${this.shardPrefix(shard)}epoch`;
+  }
+
   persistedQueryKey(hash: string): string {
     return `${this.keyPrefix}apq:${hash}`;
   }

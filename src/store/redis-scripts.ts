@@ -60,17 +60,35 @@ end
 `;
 
 /**
- * Stores an entry unless the mark is stale. KEYS: entry, floor, all-entries index, then the tags'
- * invalidation records, then the tags' indexes (same order). ARGV: encoded entry, ttl ms, mark
- * sequence, entry id. Returns 1 when stored, 0 when refused.
+ * Gives a shard an epoch if it has none: the first invalidation after its keys were lost names a new
+ * lifetime, and marks taken in the old one (or before any invalidation) no longer match.
+ */
+const ENSURE_EPOCH = `
+local function ensureEpoch(key)
+  if redis.call('EXISTS', key) == 0 then
+    local now = redis.call('TIME')
+    redis.call('SET', key, now[1] .. '.' .. now[2])
+  end
+end
+`;
+
+/**
+ * Stores an entry unless the mark is stale. KEYS: entry, floor, all-entries index, epoch, then the
+ * tags' invalidation records, then the tags' indexes (same order). ARGV: encoded entry, ttl ms,
+ * mark sequence, entry id, mark epoch. Returns 1 when stored, 0 when refused.
  */
 export const STORE_ENTRY = new LuaScript(`
-local tagCount = (#KEYS - 3) / 2
+local tagCount = (#KEYS - 4) / 2
 local markSequence = tonumber(ARGV[3])
+-- A mark taken before the shard's first invalidation has sequence 0, which every later
+-- invalidation record exceeds; only a mark from a lifetime since lost needs the epoch to tell.
+if ARGV[5] ~= '' and (redis.call('GET', KEYS[4]) or '') ~= ARGV[5] then
+  return 0
+end
 if tonumber(redis.call('GET', KEYS[2]) or '0') > markSequence then
   return 0
 end
-for i = 4, 3 + tagCount do
+for i = 5, 4 + tagCount do
   local invalidatedAt = redis.call('GET', KEYS[i])
   if invalidatedAt and tonumber(invalidatedAt) > markSequence then
     return 0
@@ -88,36 +106,38 @@ local function index(key)
   end
 end
 index(KEYS[3])
-for i = 4 + tagCount, 3 + 2 * tagCount do
+for i = 5 + tagCount, 4 + 2 * tagCount do
   index(KEYS[i])
 end
 return 1
 `);
 
 /**
- * Invalidates tags on one shard. KEYS: sequence, then the tags' invalidation records, then the
- * tags' indexes (same order). ARGV: entry key prefix, record ttl ms, budget, '1' on the first call
+ * Invalidates tags on one shard. KEYS: sequence, epoch, then the tags' invalidation records, then
+ * the tags' indexes (same order). ARGV: entry key prefix, record ttl ms, budget, '1' on the first call
  * (which records the invalidation) or '0' on the calls that only drain what the budget left.
  * Returns { entries deleted, members still listed }.
  */
-export const INVALIDATE_TAGS = new LuaScript(`${DRAIN_INDEXES}
-local tagCount = (#KEYS - 1) / 2
+export const INVALIDATE_TAGS = new LuaScript(`${DRAIN_INDEXES}${ENSURE_EPOCH}
+local tagCount = (#KEYS - 2) / 2
 if ARGV[4] == '1' then
+  ensureEpoch(KEYS[2])
   local sequence = redis.call('INCR', KEYS[1])
-  for i = 2, 1 + tagCount do
+  for i = 3, 2 + tagCount do
     redis.call('SET', KEYS[i], sequence, 'PX', tonumber(ARGV[2]))
   end
 end
-return drain(2 + tagCount, 1 + 2 * tagCount, ARGV[1], tonumber(ARGV[3]))
+return drain(3 + tagCount, 2 + 2 * tagCount, ARGV[1], tonumber(ARGV[3]))
 `);
 
 /**
- * Invalidates every entry of one shard. KEYS: sequence, floor, all-entries index. ARGV: entry key
+ * Invalidates every entry of one shard. KEYS: sequence, floor, all-entries index, epoch. ARGV: entry key
  * prefix, budget, '1' on the first call (which raises the floor) or '0' on draining calls.
  * Returns { entries deleted, members still listed }.
  */
-export const INVALIDATE_SHARD = new LuaScript(`${DRAIN_INDEXES}
+export const INVALIDATE_SHARD = new LuaScript(`${DRAIN_INDEXES}${ENSURE_EPOCH}
 if ARGV[3] == '1' then
+  ensureEpoch(KEYS[4])
   redis.call('SET', KEYS[2], redis.call('INCR', KEYS[1]))
 end
 return drain(3, 3, ARGV[1], tonumber(ARGV[2]))

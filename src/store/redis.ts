@@ -13,14 +13,16 @@ export interface RedisStoreOptions {
 
 /**
  * The store shared by every replica (data model in redis-layout.ts). A HIT is one MGET of the entry
- * and its shard's invalidation sequence. Every call is bounded by `commandTimeoutMs` and fails at
+ * and its shard's invalidation sequence and epoch. Every call is bounded by `commandTimeoutMs` and fails at
  * once while Redis is unreachable, so the engine answers PASS instead of waiting.
  *
  * Race guard: the mark a lookup returns holds the shard's invalidation sequence. Invalidating a tag
  * raises the sequence and records it against the tag for MARK_LIFETIME_MS (plus a margin); `store`
  * refuses, inside its script, when a tag's record is newer than the mark. A mark belongs to the
  * key whose lookup returned it (sequences are per shard), and one older than its lifetime is
- * refused without asking, since the records it would need may be gone.
+ * refused without asking, since the records it would need may be gone. A mark also holds the
+ * shard's epoch: when Redis loses its data the sequence counts again from zero, and a mark from the
+ * lost lifetime must not pass for a current one.
  */
 export class RedisStore implements CacheStore {
   private readonly client: RedisClient;
@@ -35,13 +37,22 @@ export class RedisStore implements CacheStore {
 
   async lookup(key: string): Promise<Lookup> {
     const location = this.layout.locate(key);
-    const [entryBytes, sequence] = await this.withinTimeout(
-      this.client.mgetBuffer(this.layout.entryKey(location), this.layout.sequenceKey(location.shard)),
+    const [entryBytes, sequence, epoch] = await this.withinTimeout(
+      this.client.mgetBuffer(
+        this.layout.entryKey(location),
+        this.layout.sequenceKey(location.shard),
+        this.layout.epochKey(location.shard),
+      ),
       'lookup',
     );
     return {
       entry: entryBytes ? decodeEntry(entryBytes) : undefined,
-      mark: encodeMark({ shard: location.shard, sequence: Number(sequence ?? 0), takenAt: performance.now() }),
+      mark: encodeMark({
+        shard: location.shard,
+        sequence: Number(sequence ?? 0),
+        takenAt: performance.now(),
+        epoch: epoch?.toString() ?? '',
+      }),
     };
   }
 
@@ -63,11 +74,12 @@ export class RedisStore implements CacheStore {
       this.layout.entryKey(location),
       this.layout.floorKey(shard),
       this.layout.allEntriesKey(shard),
+      this.layout.epochKey(shard),
       ...tags.map((tag) => this.layout.tagInvalidationKey(shard, tag)),
       ...tags.map((tag) => this.layout.tagIndexKey(shard, tag)),
     ];
     const stored = await this.withinTimeout(
-      STORE_ENTRY.run(this.client, keys, [encodeEntry(response), ttlMs, mark.sequence, location.entryId]),
+      STORE_ENTRY.run(this.client, keys, [encodeEntry(response), ttlMs, mark.sequence, location.entryId, mark.epoch]),
       'store',
     );
     return stored === 1;
@@ -81,6 +93,7 @@ export class RedisStore implements CacheStore {
         INVALIDATE_TAGS,
         [
           this.layout.sequenceKey(shard),
+          this.layout.epochKey(shard),
           ...uniqueTags.map((tag) => this.layout.tagInvalidationKey(shard, tag)),
           ...uniqueTags.map((tag) => this.layout.tagIndexKey(shard, tag)),
         ],
@@ -93,7 +106,12 @@ export class RedisStore implements CacheStore {
     return this.onEveryShard((shard) =>
       this.drainShard(
         INVALIDATE_SHARD,
-        [this.layout.sequenceKey(shard), this.layout.floorKey(shard), this.layout.allEntriesKey(shard)],
+        [
+          this.layout.sequenceKey(shard),
+          this.layout.floorKey(shard),
+          this.layout.allEntriesKey(shard),
+          this.layout.epochKey(shard),
+        ],
         (firstCall) => [this.layout.entryKeyPrefix(shard), DRAIN_BUDGET, firstCall ? '1' : '0'],
       ),
     );
@@ -183,19 +201,20 @@ interface DecodedMark {
   sequence: number;
   /** performance.now() of the lookup: marks never leave the process that took them. */
   takenAt: number;
+  /** The shard's epoch at the lookup ('' before its first invalidation). */
+  epoch: string;
 }
 
 function encodeMark(mark: DecodedMark): InvalidationMark {
-  return { value: `${mark.shard}:${mark.sequence}:${mark.takenAt}` };
+  return { value: `${mark.shard}:${mark.sequence}:${mark.takenAt}:${mark.epoch}` };
 }
 
 function decodeMark(mark: InvalidationMark): DecodedMark | undefined {
-  const parts = mark.value.split(':').map(Number);
-  const [shard = NaN, sequence = NaN, takenAt = NaN] = parts;
-  if (parts.length !== 3 || !Number.isInteger(shard) || !Number.isSafeInteger(sequence) || !Number.isFinite(takenAt)) {
-    return undefined;
-  }
-  return { shard, sequence, takenAt };
+  const parts = mark.value.split(':');
+  if (parts.length !== 4) return undefined;
+  const [shard, sequence, takenAt] = parts.slice(0, 3).map(Number) as [number, number, number];
+  if (!Number.isInteger(shard) || !Number.isSafeInteger(sequence) || !Number.isFinite(takenAt)) return undefined;
+  return { shard, sequence, takenAt, epoch: parts[3]! };
 }
 
 function parseDrainReply(reply: unknown): [deleted: number, remaining: number] {

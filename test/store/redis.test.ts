@@ -43,6 +43,28 @@ async function storeAfterMiss(store: CacheStore, key: string, tags: readonly str
 
 describeStoreContract('standalone Redis', () => openStore(uniquePrefix('contract')));
 
+describe('race guard across a loss of Redis data', () => {
+  it('refuses a mark taken before the data was lost, once the new lifetime has an invalidation', async () => {
+    const keyPrefix = uniquePrefix('epoch');
+    const store = await openStore(keyPrefix);
+    await store.invalidate(['Todo:1']);
+    const { mark } = await store.lookup('todo-1');
+    // A restart without persistence, a failover to an empty replica, FLUSHALL: the counters restart.
+    await inspector.flushall();
+    await store.invalidate(['Todo:1']);
+    expect(await store.store('todo-1', jsonResponse('old'), { tags: ['Todo:1'], ttlSeconds: 60, mark })).toBe(false);
+    expect((await store.lookup('todo-1')).entry).toBeUndefined();
+  });
+
+  it('refuses such a mark even before any invalidation in the new lifetime', async () => {
+    const store = await openStore(uniquePrefix('epoch'));
+    await store.invalidate(['Todo:1']);
+    const { mark } = await store.lookup('todo-2');
+    await inspector.flushall();
+    expect(await store.store('todo-2', jsonResponse('old'), { tags: ['Todo:2'], ttlSeconds: 60, mark })).toBe(false);
+  });
+});
+
 describe('Redis data model', () => {
   it('gives every key a lifetime except a fixed set of bookkeeping keys, and trims expired index members', async () => {
     const keyPrefix = uniquePrefix('model');
@@ -78,7 +100,7 @@ describe('Redis data model', () => {
     const keys = await scanKeys(inspector, `${keyPrefix}*`);
     const ttls = await Promise.all(keys.map((key) => inspector.pttl(key)));
     const keptForever = keys.filter((_, index) => ttls[index] === -1);
-    const bookkeeping = Array.from({ length: SHARD_COUNT }, (_, each) => [layout.sequenceKey(each), layout.floorKey(each)]).flat();
+    const bookkeeping = Array.from({ length: SHARD_COUNT }, (_, each) => [layout.sequenceKey(each), layout.floorKey(each), layout.epochKey(each)]).flat();
     expect(keptForever.every((key) => bookkeeping.includes(key))).toBe(true);
   });
 
