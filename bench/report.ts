@@ -1,0 +1,158 @@
+import type { LoadFigures } from './closedLoop.js';
+import type { EnvoyStreamClose } from './extprocStreams.js';
+import type { ProfileSummary } from './profileSummary.js';
+import type { StampedeFigures } from './stampede.js';
+
+export type ScenarioName = 'sidecarHit' | 'floorHit' | 'yogaHit' | 'sidecarMiss' | 'floorPassThrough';
+
+export interface BenchReport {
+  /** The one-minute load average as the run began: work of other processes shows in every figure. */
+  machine: { cpus: number; cpuModel: string; nodeVersion: string; platform: string; loadAverageAtStart: number };
+  settings: {
+    durationSeconds: number;
+    warmupSeconds: number;
+    concurrency: number;
+    missConcurrency: number;
+    envoyClose: EnvoyStreamClose;
+    bodyBytes: number;
+  };
+  /** Sidecar HIT streams per second over the floor server's. */
+  hitThroughputRatio: number;
+  /** Sidecar CPU time per HIT over Yoga's. */
+  cpuPerHitRatio: number;
+  /** Sidecar CPU time per HIT over the floor server's. */
+  hitCpuRatioToFloor: number;
+  redisRoundTripsPerHit: number;
+  stampedeOriginRequests: number;
+  /** p50 of a full MISS stream minus p50 of a pass-through stream, one stream at a time. */
+  missAddedLatencyMs: number;
+  /** Redis bytes per entry key over the bytes of the body it holds. */
+  storedBytesPerBodyByte: number;
+  /** MEMORY USAGE of every svc-cache key (tag indexes and bookkeeping too) per entry over body bytes. */
+  redisMemoryPerBodyByte: number;
+  /** HIT streams that failed when closed with half-close and RST_STREAM, Envoy's default (see `resetClose`). */
+  resetCloseFailedStreams: number;
+  scenarios: Record<ScenarioName, LoadFigures>;
+  /**
+   * svc-cache's keys in Redis after the MISS scenario, in bytes per entry: MEMORY USAGE of the entry
+   * keys, their values' length, and MEMORY USAGE of every key (tag indexes and bookkeeping too).
+   */
+  storage: {
+    entries: number;
+    keys: number;
+    entryKeyMemoryPerEntry: number;
+    entryValuePerEntry: number;
+    allKeysMemoryPerEntry: number;
+    bodyBytes: number;
+  };
+  stampede: StampedeFigures;
+  resetClose: { streams: number; failedStreams: number; firstError?: string };
+  /** With --cpu-prof: where the sidecar's CPU time went during the HIT and the MISS scenario. */
+  sidecarHitProfile?: ProfileSummary;
+  sidecarMissProfile?: ProfileSummary;
+}
+
+export function formatTable(report: BenchReport): string {
+  const { machine, settings, scenarios } = report;
+  const lines = [
+    `svc-cache benchmark: ${machine.cpus} CPUs (${machine.cpuModel}), Node ${machine.nodeVersion}, ${machine.platform}, ` +
+      `load average ${machine.loadAverageAtStart} at start`,
+    `${settings.durationSeconds} s measured per scenario after ${settings.warmupSeconds} s warm-up; ` +
+      `HIT scenarios at ${settings.concurrency} concurrent streams, MISS and pass-through at ${settings.missConcurrency}; ` +
+      `answers of ${settings.bodyBytes} bytes; ext_proc streams closed the ${settings.envoyClose} way`,
+    '',
+    columns(['scenario', 'streams/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'errors']),
+    ...SCENARIO_ROWS.map(([name, label]) => {
+      const figures = scenarios[name];
+      return columns([
+        label,
+        figures.streamsPerSecond.toLocaleString('en-US'),
+        figures.p50Ms.toFixed(3),
+        figures.p99Ms.toFixed(3),
+        figures.cpuMicrosPerRequest.toFixed(1),
+        String(figures.errors),
+      ]);
+    }),
+    '',
+    ...FIGURE_ROWS.map(([key, meaning]) => `${key.padEnd(24)} ${formatFigure(report[key]).padStart(8)}   ${meaning(report)}`),
+  ];
+  for (const [name, figures] of Object.entries(scenarios)) {
+    if (figures.firstError !== undefined) lines.push(`first error in ${name}: ${figures.firstError}`);
+  }
+  if (report.resetClose.firstError !== undefined) lines.push(`first error of the reset-closed HITs: ${report.resetClose.firstError}`);
+  if (report.sidecarHitProfile) lines.push('', ...formatProfile('HIT', report.sidecarHitProfile));
+  if (report.sidecarMissProfile) lines.push('', ...formatProfile('MISS', report.sidecarMissProfile));
+  return `${lines.join('\n')}\n`;
+}
+
+const SCENARIO_ROWS: ReadonlyArray<readonly [ScenarioName, string]> = [
+  ['sidecarHit', 'HIT   svc-cache sidecar + Redis, ext_proc'],
+  ['floorHit', 'HIT   floor: constant answer, ext_proc'],
+  ['yogaHit', 'HIT   Yoga + response-cache, HTTP/1.1'],
+  ['sidecarMiss', 'MISS  svc-cache sidecar + Redis, ext_proc'],
+  ['floorPassThrough', 'PASS  floor: CONTINUE to all, ext_proc'],
+];
+
+type FigureKey =
+  | 'hitThroughputRatio'
+  | 'cpuPerHitRatio'
+  | 'hitCpuRatioToFloor'
+  | 'redisRoundTripsPerHit'
+  | 'missAddedLatencyMs'
+  | 'storedBytesPerBodyByte'
+  | 'redisMemoryPerBodyByte'
+  | 'stampedeOriginRequests'
+  | 'resetCloseFailedStreams';
+
+const FIGURE_ROWS: ReadonlyArray<readonly [FigureKey, (report: BenchReport) => string]> = [
+  ['hitThroughputRatio', () => 'sidecar HIT streams/s ÷ floor HIT streams/s'],
+  ['cpuPerHitRatio', () => 'sidecar CPU per HIT ÷ Yoga CPU per HIT'],
+  ['hitCpuRatioToFloor', () => 'sidecar CPU per HIT ÷ floor CPU per HIT'],
+  ['redisRoundTripsPerHit', () => 'Redis commands per HIT (INFO commandstats)'],
+  ['missAddedLatencyMs', () => 'MISS p50 − pass-through p50, ms'],
+  [
+    'storedBytesPerBodyByte',
+    ({ storage }) =>
+      `Redis MEMORY USAGE per entry key ÷ body bytes (${storage.entryKeyMemoryPerEntry} ÷ ${storage.bodyBytes}; ` +
+      `encoded value ${storage.entryValuePerEntry} B)`,
+  ],
+  [
+    'redisMemoryPerBodyByte',
+    ({ storage }) =>
+      `MEMORY USAGE of all ${storage.keys} svc-cache keys (tag indexes too) per entry ÷ body bytes (${storage.allKeysMemoryPerEntry} B)`,
+  ],
+  [
+    'stampedeOriginRequests',
+    ({ stampede }) =>
+      `origin requests for ${stampede.concurrentRequests} identical concurrent MISSes, origin delay ${stampede.originDelayMs} ms ` +
+      `(answers: ${Object.entries(stampede.answers).map(([label, count]) => `${count} ${label}`).join(', ')})`,
+  ],
+  [
+    'resetCloseFailedStreams',
+    ({ resetClose }) => `HIT streams failed of ${resetClose.streams} closed with half-close + RST_STREAM, Envoy's default`,
+  ],
+];
+
+const COLUMN_WIDTHS = [44, 10, 9, 9, 11, 7];
+
+function columns(cells: readonly string[]): string {
+  return cells.map((cell, index) => (index === 0 ? cell.padEnd(COLUMN_WIDTHS[0]!) : cell.padStart(COLUMN_WIDTHS[index]!))).join(' ');
+}
+
+function formatFigure(value: number): string {
+  return Number.isInteger(value) ? String(value) : value.toFixed(2);
+}
+
+function formatProfile(scenario: string, profile: ProfileSummary): string[] {
+  const list = (rows: ReadonlyArray<{ percent: number; name: string }>) =>
+    rows.map(({ percent, name }) => `  ${percent.toFixed(1).padStart(5)}%  ${name}`);
+  return [
+    `sidecar CPU profile during the ${scenario} scenario (${profile.samples} busy samples, idle left out): ${profile.file}`,
+    'by area:',
+    ...list(profile.areas.map(({ area, percent }) => ({ name: area, percent }))),
+    'functions by self time:',
+    ...list(profile.selfTop.map((row) => ({ name: row.function, percent: row.percent }))),
+    'svc-cache functions by inclusive time:',
+    ...list(profile.svcCacheInclusiveTop.map((row) => ({ name: row.function, percent: row.percent }))),
+  ];
+}
