@@ -1,5 +1,3 @@
-import { LRUCache } from 'lru-cache';
-
 /**
  * Request coalescing: while one request (the leader) fetches a missing entry from the origin,
  * identical requests (same cache key, so never across scope buckets) wait for it instead of
@@ -7,30 +5,28 @@ import { LRUCache } from 'lru-cache';
  * reports back (a client that went away mid-request) is forgotten after a while.
  */
 export class MissCoalescer {
-  private readonly leaders: LRUCache<string, Leader>;
+  private readonly leaders = new Map<string, Leader>();
 
-  constructor(leaderTimeoutMs = 30_000, maxLeaders = 100_000) {
-    this.leaders = new LRUCache<string, Leader>({
-      max: maxLeaders,
-      ttl: leaderTimeoutMs,
-      dispose: (leader) => leader.finish(),
-    });
-  }
+  constructor(
+    private readonly leaderTimeoutMs = 30_000,
+    /** Past this many fetches in flight, further misses simply go to the origin uncoalesced. */
+    private readonly maxLeaders = 100_000,
+  ) {}
 
-  /** Claims the fetch of `key`; undefined when another request already leads it. */
+  /** Claims the fetch of `key`; undefined when another request already leads it (or too many do). */
   lead(key: string): Leadership | undefined {
-    if (this.leaders.has(key)) return undefined;
+    if (this.leaders.has(key) || this.leaders.size >= this.maxLeaders) return undefined;
     const leader = new Leader();
     this.leaders.set(key, leader);
-    let released = false;
-    return {
-      release: () => {
-        if (released) return;
-        released = true;
-        if (this.leaders.get(key) === leader) this.leaders.delete(key);
-        leader.finish();
-      },
+    const release = (): void => {
+      if (leader.done) return;
+      leader.finish();
+      clearTimeout(forget);
+      if (this.leaders.get(key) === leader) this.leaders.delete(key);
     };
+    const forget = setTimeout(release, this.leaderTimeoutMs);
+    forget.unref();
+    return { release };
   }
 
   /** Waits up to `waitMs` for the leader of `key`; true when it finished in time (stored or not). */
@@ -56,11 +52,17 @@ export interface Leadership {
 
 class Leader {
   readonly finished: Promise<void>;
-  finish!: () => void;
+  done = false;
+  private resolve!: () => void;
 
   constructor() {
     this.finished = new Promise<void>((resolve) => {
-      this.finish = resolve;
+      this.resolve = resolve;
     });
+  }
+
+  finish(): void {
+    this.done = true;
+    this.resolve();
   }
 }

@@ -1,4 +1,4 @@
-import { OperationTypeNode, type GraphQLSchema } from 'graphql';
+import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { resolvePersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/persistedQuery.js';
 import type { Config } from '../config/schema.js';
 import { parseDocument, selectOperation } from '../graphql/document.js';
@@ -143,6 +143,14 @@ export interface MutationPlan {
   explain?: Explanation;
 }
 
+interface DocumentAnalysis {
+  config: Config;
+  schema: GraphQLSchema | undefined;
+  violation: LimitViolation | undefined;
+  /** Undefined without a schema, or when no rule matches. */
+  policy: CachePolicy | undefined;
+}
+
 export interface ResponseHeadDecision {
   headers: HeaderChanges;
   /** True when the engine needs the body (`decideResponseBody` follows). */
@@ -161,6 +169,8 @@ export interface ResponseBodyDecision {
 export class DecisionEngine {
   private readonly now: () => number;
   private readonly coalescer = new MissCoalescer();
+  /** Per parsed document (documents are remembered by query text): what its text alone decides. */
+  private readonly analyses = new WeakMap<DocumentNode, DocumentAnalysis>();
 
   constructor(private readonly deps: EngineDependencies) {
     this.now = deps.now ?? Date.now;
@@ -235,6 +245,20 @@ export class DecisionEngine {
     }
   }
 
+  /** A popular query's limits and rules are worked out once per config and schema, not per HIT. */
+  private analysisOf(document: DocumentNode, config: Config, schema: GraphQLSchema | undefined): DocumentAnalysis {
+    const known = this.analyses.get(document);
+    if (known && known.config === config && known.schema === schema) return known;
+    const analysis: DocumentAnalysis = {
+      config,
+      schema,
+      violation: operationViolation(document, config.limits),
+      policy: schema ? cachePolicyFor(config.rules, selectionOf(schema, document)) : undefined,
+    };
+    this.analyses.set(document, analysis);
+    return analysis;
+  }
+
   /** Metrics must never cost a client its answer. */
   private report(emit: (events: EngineEvents) => void): void {
     if (!this.deps.events) return;
@@ -297,8 +321,8 @@ export class DecisionEngine {
     if ('kind' in parsed) return passed(`syntax error: ${parsed.message}`);
     const selected = selectOperation(parsed, params.operationName);
     if (selected.kind === 'invalid') return passed(selected.reason);
-    const tooCostly = operationViolation(selected.document, config.limits);
-    if (tooCostly) return limitExceeded(tooCostly);
+    const analysis = this.analysisOf(selected.document, config, schema);
+    if (analysis.violation) return limitExceeded(analysis.violation);
     const isMutation = selected.operation.operation === OperationTypeNode.MUTATION;
     if (isMutation && request.method === 'GET') return mutationOverGet();
     if (!schema) {
@@ -330,7 +354,7 @@ export class DecisionEngine {
     if (config.cache.bypassCacheHeaders.some((name) => headerValue(head.headers, name.toLowerCase()) !== undefined)) {
       return passed('bypass header');
     }
-    const policy = cachePolicyFor(config.rules, selectionOf(schema, selected.document));
+    const policy = analysis.policy;
     if (!policy) return passed('no caching rule matches');
     if (policy.maxAge <= 0) return passed('a matching rule has maxAge 0');
     const credentialed =

@@ -122,7 +122,16 @@ function serveStream(
         if (message.request !== undefined) {
           metrics.observeDecisionSeconds(message.request, Number(process.hrtime.bigint() - started) / 1e9);
         }
-        if (!finished && message.observability_mode !== true) call.write(answer);
+        if (!finished && message.observability_mode !== true) {
+          call.write(answer);
+          // Ending a finished exchange first leaves Envoy's closing RST_STREAM nothing open to
+          // reset: Node's HTTP/2 guard against rapid resets (CVE-2023-44487) would otherwise count
+          // one per request and close the whole connection every ~1000 streams.
+          if (stream.complete) {
+            finished = true;
+            call.end();
+          }
+        }
       } catch (error) {
         if (error instanceof ProtocolViolation) fail(grpc.status.INVALID_ARGUMENT, error.message);
         else fail(grpc.status.INTERNAL, 'internal error');

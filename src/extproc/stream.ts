@@ -42,6 +42,16 @@ export class ProcessingStream {
     return { status: this.decidedStatus, bytesServedFromCache: this.bytesServedFromCache };
   }
 
+  /**
+   * True once Envoy will send nothing more that needs an answer: after an immediate response, the
+   * response body's answer, or a response whose body was left to stream past. Ending the call then
+   * is a clean close, which Envoy treats as "continue without the processor" (so even an Envoy
+   * without allow_mode_override, which would still send that body, just passes it on).
+   */
+  get complete(): boolean {
+    return this.phase === 'done';
+  }
+
   /** The stream ended: whatever the engine still holds for this request is let go. */
   close(): void {
     this.engine.abandon(this.plan);
@@ -62,7 +72,7 @@ export class ProcessingStream {
       case 'response_body':
         return this.onResponseBody(message);
       case 'response_trailers':
-        this.expect(['awaiting-response-body', 'passing-response'], 'response_trailers');
+        this.expect(['awaiting-response-body'], 'response_trailers');
         return { response_trailers: {} };
       default:
         throw new ProtocolViolation('ProcessingRequest carries none of the request cases');
@@ -128,14 +138,13 @@ export class ProcessingStream {
     this.plan = decision.plan;
     this.responseHeaders = headers;
     if (!decision.wantsBody) this.decidedStatus = 'PASS';
-    this.phase = endOfStream ? 'done' : decision.wantsBody ? 'awaiting-response-body' : 'passing-response';
+    this.phase = decision.wantsBody && !endOfStream ? 'awaiting-response-body' : 'done';
     const answer: ProcessingResponse = { response_headers: { response: commonResponse(decision.headers) } };
     if (!endOfStream && !decision.wantsBody) answer.mode_override = { response_body_mode: BodySendMode.NONE };
     return answer;
   }
 
   private async onResponseBody(message: ProcessingRequest): Promise<ProcessingResponse> {
-    if (this.phase === 'passing-response') return { response_body: { response: {} } };
     this.expect(['awaiting-response-body'], 'response_body');
     this.phase = 'done';
     const body = message.response_body?.body ?? Buffer.alloc(0);
@@ -190,8 +199,6 @@ type Phase =
   | 'awaiting-request-body'
   | 'awaiting-response-headers'
   | 'awaiting-response-body'
-  /** Response body not needed; it only arrives if Envoy ignored the mode override. */
-  | 'passing-response'
   | 'done';
 
 /**

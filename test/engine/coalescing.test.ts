@@ -31,3 +31,15 @@ describe('MissCoalescer', () => {
     expect(coalescer.lead('k')).toBeDefined();
   });
 });
+
+describe('MissCoalescer bounds', () => {
+  it('stops coalescing past maxLeaders fetches in flight', () => {
+    const coalescer = new MissCoalescer(30_000, 2);
+    expect(coalescer.lead('a')).toBeDefined();
+    const b = coalescer.lead('b');
+    expect(b).toBeDefined();
+    expect(coalescer.lead('c')).toBeUndefined();
+    b!.release();
+    expect(coalescer.lead('c')).toBeDefined();
+  });
+});

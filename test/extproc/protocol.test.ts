@@ -96,8 +96,9 @@ describe('ext_proc protocol', () => {
       'svc-cache': 'HIT',
       age: expect.stringMatching(/^\d+$/),
     });
+    // The exchange is complete: the server ends the call before Envoy's half-close and cancel.
+    expect((await hit.status).code).toBe(grpc.status.OK);
     hit.cancel();
-    expect((await hit.status).code).toBe(grpc.status.CANCELLED);
   });
 
   it('decides a GET on its headers alone (no request_body message follows)', async () => {
@@ -135,10 +136,8 @@ describe('ext_proc protocol', () => {
     expect(setHeaders(headersAnswer.response_headers?.response?.header_mutation)).toEqual({ 'svc-cache': 'PASS' });
     // Header modes left out mean "unchanged" to Envoy >= 1.34 (ext_proc.md section 5.1).
     expect(headersAnswer.mode_override).toEqual({ response_body_mode: BodySendMode.NONE });
-    // An Envoy without allow_mode_override sends the body anyway: it still gets an answer.
-    const late = await stream.exchange({ response_body: { body: ORIGIN_BODY, end_of_stream: true } });
-    expect(late).toEqual({ response_body: { response: {} }, response: 'response_body' });
-    stream.halfClose();
+    // Nothing more needs an answer, so the server ends the call cleanly: an Envoy without
+    // allow_mode_override, which would still send the body, then passes it on untouched.
     expect((await stream.status).code).toBe(grpc.status.OK);
   });
 
