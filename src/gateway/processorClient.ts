@@ -9,16 +9,60 @@ export interface ProcessorStreamHandlers {
 }
 
 /**
- * One channel (one HTTP/2 connection) to the ext_proc server, shared by every HTTP request as Envoy's
- * cluster connection is; each request gets its own Process stream on it.
+ * The connection to the ext_proc server, shared by every HTTP request as Envoy's cluster connection
+ * is; each request gets its own Process stream on it. Like the sidecar cluster in envoy/envoy.yaml
+ * (`max_requests_per_connection`), a connection carries a bounded number of streams and then a new
+ * one takes over: Envoy resets every stream it closes, and Node's HTTP/2 guard against rapid resets
+ * closes a connection that has received about a thousand of them.
  */
 export class ProcessorClient {
-  private readonly client: grpc.Client;
+  private connection: Connection;
   private readonly process: grpc.MethodDefinition<ProcessingRequest, ProcessingResponse>;
 
-  constructor(address: string) {
+  constructor(
+    private readonly address: string,
+    private readonly maxStreamsPerConnection = SIDECAR_MAX_REQUESTS_PER_CONNECTION,
+  ) {
+    this.connection = { client: this.connect(), opened: 0, active: 0, retired: false };
+    this.process = externalProcessorService()['Process'] as grpc.MethodDefinition<
+      ProcessingRequest,
+      ProcessingResponse
+    >;
+  }
+
+  openStream(handlers: ProcessorStreamHandlers): ProcessorStream {
+    if (this.connection.opened >= this.maxStreamsPerConnection) {
+      this.retire(this.connection);
+      this.connection = { client: this.connect(), opened: 0, active: 0, retired: false };
+    }
+    const connection = this.connection;
+    connection.opened += 1;
+    connection.active += 1;
+    const call = connection.client.makeBidiStreamRequest(
+      this.process.path,
+      this.process.requestSerialize,
+      this.process.responseDeserialize,
+    );
+    call.on('status', () => {
+      connection.active -= 1;
+      if (connection.retired && connection.active === 0) connection.client.close();
+    });
+    return new ProcessorStream(call, handlers);
+  }
+
+  close(): void {
+    this.connection.client.close();
+  }
+
+  /** A retired connection takes no new streams and closes once its last one ends, as Envoy drains it. */
+  private retire(connection: Connection): void {
+    connection.retired = true;
+    if (connection.active === 0) connection.client.close();
+  }
+
+  private connect(): grpc.Client {
     const Client = externalProcessorClient();
-    this.client = new Client(address, grpc.credentials.createInsecure(), {
+    return new Client(this.address, grpc.credentials.createInsecure(), {
       // Envoy's gRPC client has no receive limit by default (§1.6): immediate responses can carry big bodies.
       'grpc.max_receive_message_length': -1,
       'grpc.max_send_message_length': -1,
@@ -30,26 +74,23 @@ export class ProcessorClient {
       'grpc.max_reconnect_backoff_ms': 1_000,
       // Envoy's ext_proc stream has no retry policy: a message is never sent twice.
       'grpc.enable_retries': 0,
+      // A connection of its own: grpc-js would otherwise share one subchannel between clients.
+      'grpc.use_local_subchannel_pool': 1,
     });
-    this.process = externalProcessorService()['Process'] as grpc.MethodDefinition<
-      ProcessingRequest,
-      ProcessingResponse
-    >;
-  }
-
-  openStream(handlers: ProcessorStreamHandlers): ProcessorStream {
-    const call = this.client.makeBidiStreamRequest(
-      this.process.path,
-      this.process.requestSerialize,
-      this.process.responseDeserialize,
-    );
-    return new ProcessorStream(call, handlers);
-  }
-
-  close(): void {
-    this.client.close();
   }
 }
+
+interface Connection {
+  client: grpc.Client;
+  /** Streams opened on it so far. */
+  opened: number;
+  /** Streams still open on it. */
+  active: number;
+  retired: boolean;
+}
+
+/** `max_requests_per_connection` of the sidecar cluster in envoy/envoy.yaml. */
+export const SIDECAR_MAX_REQUESTS_PER_CONNECTION = 500;
 
 /** A Process call seen from Envoy's side: messages out, answers and the final status in. */
 export class ProcessorStream {

@@ -1,3 +1,4 @@
+import { SIDECAR_MAX_REQUESTS_PER_CONNECTION } from '../../src/gateway/processorClient.js';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -82,6 +83,9 @@ describe('envoy/envoy.yaml (Envoy 1.36)', () => {
     expect(endpointOf('svc_cache')).toEqual({ address: '127.0.0.1', port_value: CLI_DEFAULT_GRPC_PORT });
     const protocol = sidecar.typed_extension_protocol_options['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'];
     expect(protocol.explicit_http_config).toHaveProperty('http2_protocol_options');
+    // Under Node's rapid-reset burst, and the same bound the development gateway plays.
+    expect(protocol.common_http_protocol_options.max_requests_per_connection).toBe(SIDECAR_MAX_REQUESTS_PER_CONNECTION);
+    expect(SIDECAR_MAX_REQUESTS_PER_CONNECTION).toBeLessThan(1000);
     const thresholds = sidecar.circuit_breakers.thresholds[0];
     expect(thresholds.max_requests).toBeGreaterThan(ENVOY_DEFAULT_MAX_REQUESTS);
     expect(thresholds.max_pending_requests).toBeGreaterThan(ENVOY_DEFAULT_MAX_REQUESTS);
