@@ -39,6 +39,8 @@ export async function startStack(
     logger: silentLogger(),
   });
   await sidecar.schemaReady;
+  // With Redis, requests before the connection is up would PASS (the store fails fast, never queues).
+  if (input.redis) await sidecar.store.ping();
   const gateway = await startGateway({
     processor: `127.0.0.1:${sidecar.grpcPort}`,
     origin: origin.url,
