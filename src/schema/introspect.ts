@@ -36,6 +36,12 @@ export async function introspectOrigin(url: string, options: IntrospectionOption
 }
 
 async function post(url: string, options: IntrospectionOptions): Promise<{ status: number; contentType: string | undefined; text: string }> {
+  // A timer of our own rather than AbortSignal.timeout inside AbortSignal.any: Node 20 holds the
+  // signals given to any() weakly, and a collected timeout signal never fires (seen on a loaded CI run).
+  const attempt = new AbortController();
+  const timer = setTimeout(() => attempt.abort(new DOMException('attempt timed out', 'TimeoutError')), options.timeoutMs);
+  const cancel = (): void => attempt.abort(options.signal.reason);
+  options.signal.addEventListener('abort', cancel, { once: true });
   try {
     const response = await fetch(url, {
       method: 'POST',
@@ -44,11 +50,14 @@ async function post(url: string, options: IntrospectionOptions): Promise<{ statu
         accept: 'application/graphql-response+json, application/json;q=0.9',
       },
       body: JSON.stringify({ query: getIntrospectionQuery(), operationName: 'IntrospectionQuery' }),
-      signal: AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)]),
+      signal: attempt.signal,
     });
     return { status: response.status, contentType: response.headers.get('content-type') ?? undefined, text: await response.text() };
   } catch (error) {
-    throw new SchemaLoadError(describeRequestFailure(url, error, options.timeoutMs));
+    throw new SchemaLoadError(describeRequestFailure(url, attempt.signal.reason ?? error, options.timeoutMs));
+  } finally {
+    clearTimeout(timer);
+    options.signal.removeEventListener('abort', cancel);
   }
 }
 
