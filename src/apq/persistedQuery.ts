@@ -23,8 +23,6 @@ export type PersistedQueryRefusal = 'not-found' | 'not-supported' | 'bad-version
 
 export interface PersistedQueryDependencies {
   apq: Config['apq'];
-  /** Queries longer than this are served but not registered. */
-  maxQueryBytes: number;
   store: CacheStore;
   logger: Logger;
 }
@@ -55,7 +53,6 @@ export async function resolvePersistedQuery(
   }
 
   if (createHash('sha256').update(query).digest('hex') !== normalisedHash) return refused('hash-mismatch');
-  if (Buffer.byteLength(query) > deps.maxQueryBytes) return { kind: 'resolved', query, registered: false };
   try {
     await deps.store.registerPersistedQuery(normalisedHash, query, deps.apq.ttl);
   } catch (error) {

@@ -1,4 +1,4 @@
-import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphql';
+import { Kind, OperationTypeNode, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { resolvePersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/persistedQuery.js';
 import type { Config } from '../config/schema.js';
 import { parseDocument, selectOperation } from '../graphql/document.js';
@@ -278,9 +278,11 @@ export class DecisionEngine {
     const { config, schema } = this.deps.state();
     if (request.kind === 'uninterpretable') return pass(request.reason, head, config);
     const { params } = request;
+    // Before APQ, so a query too long to serve is never registered either.
+    const sentTooLarge = params.query === undefined ? undefined : queryTextViolation(params.query, config.limits);
+    if (sentTooLarge) return limitExceeded(sentTooLarge);
     const persisted = await resolvePersistedQuery(params.query, params.extensions, {
       apq: config.apq,
-      maxQueryBytes: config.limits.maxQueryBytes,
       store: this.deps.store,
       logger: this.deps.logger,
     });
@@ -297,7 +299,7 @@ export class DecisionEngine {
         ? rewrittenForOrigin(request, head.path, {
             query: originQuery ?? query!,
             // A rewritten query no longer matches the client's hash.
-            extensions: expandPersistedQuery || originQuery !== undefined ? withoutPersistedQuery(params.extensions) : params.extensions,
+            extensions: withoutPersistedQuery(params.extensions),
           })
         : {};
       return {
@@ -315,8 +317,9 @@ export class DecisionEngine {
     const passed = (reason: string): RequestDecision => forward({ kind: 'pass', reason, ...(explain ? { explain } : {}) });
 
     if (query === undefined) return passed('no query text');
-    const tooLarge = queryTextViolation(query, config.limits);
-    if (tooLarge) return limitExceeded(tooLarge);
+    // A query registered under a larger limit before a reload lowered it.
+    const registeredTooLarge = params.query === undefined ? queryTextViolation(query, config.limits) : undefined;
+    if (registeredTooLarge) return limitExceeded(registeredTooLarge);
     const parsed = parseDocument(query);
     if ('kind' in parsed) return passed(`syntax error: ${parsed.message}`);
     const selected = selectOperation(parsed, params.operationName);
@@ -326,7 +329,9 @@ export class DecisionEngine {
     const isMutation = selected.operation.operation === OperationTypeNode.MUTATION;
     if (isMutation && request.method === 'GET') return mutationOverGet();
     if (!schema) {
-      if (headerValue(head.headers, tokenHeader(config))) return purgeUnavailable();
+      if (isMutation && headerValue(head.headers, tokenHeader(config)) && looksLikePurge(selected.operation)) {
+        return purgeUnavailable();
+      }
       return passed(isMutation ? 'mutation' : 'origin schema not loaded');
     }
     const purge = await handlePurgeRequest(
@@ -553,6 +558,17 @@ function mutationOverGet(): RequestDecision {
       ['allow', 'POST'],
     ]),
   };
+}
+
+/**
+ * Without the origin schema there is no purge schema to tell purges from origin mutations; a
+ * token-bearing mutation whose root fields are all named like purge fields is answered 503 so the
+ * operator's purge job retries, rather than sent to the origin (which would not know the fields).
+ */
+function looksLikePurge(operation: OperationDefinitionNode): boolean {
+  return operation.selectionSet.selections.every(
+    (selection) => selection.kind === Kind.FIELD && /^_?purge/.test(selection.name.value),
+  );
 }
 
 function purgeUnavailable(): RequestDecision {

@@ -118,9 +118,10 @@ export class ProcessingStream {
   }
 
   private onResponseHeaders(message: ProcessingRequest): ProcessingResponse {
-    if (this.phase === 'start') {
-      // An Envoy local reply made before the request phase reached us (ext_proc.md section 2.3 E).
-      this.plan = DecisionEngine.passPlan('response without a request phase');
+    if (this.phase === 'start' || this.phase === 'awaiting-request-body') {
+      // An Envoy local reply made before the request phase reached us, or instead of the body it
+      // was buffering (413 over its buffer limit): ext_proc.md sections 2.3 E and 6.
+      this.plan = DecisionEngine.passPlan('Envoy local reply');
     } else {
       this.expect(['awaiting-response-headers'], 'response_headers');
     }

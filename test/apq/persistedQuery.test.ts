@@ -7,8 +7,8 @@ import { MemoryStore } from '../../src/store/memory.js';
 const QUERY = '{ todos { id } }';
 const HASH = createHash('sha256').update(QUERY).digest('hex');
 
-function deps(store = new MemoryStore({ maxBytes: 1024 * 1024 }), maxQueryBytes = 1000) {
-  return { apq: { enabled: true, ttl: 60, forwardPersistedQuery: false }, maxQueryBytes, store, logger: silentLogger() };
+function deps(store = new MemoryStore({ maxBytes: 1024 * 1024 })) {
+  return { apq: { enabled: true, ttl: 60, forwardPersistedQuery: false }, store, logger: silentLogger() };
 }
 
 class UnreachableStore extends MemoryStore {
@@ -34,13 +34,6 @@ describe('resolvePersistedQuery', () => {
     expect(await resolvePersistedQuery(undefined, reference, d)).toEqual({ kind: 'resolved', query: QUERY, registered: false });
     const upper = { persistedQuery: { version: 1, sha256Hash: HASH.toUpperCase() } };
     expect(await resolvePersistedQuery(undefined, upper, d)).toEqual({ kind: 'resolved', query: QUERY, registered: false });
-  });
-
-  it('does not register a query over the size bound (the engine then refuses it with 400)', async () => {
-    const d = deps(undefined, 5);
-    const reference = { persistedQuery: { version: 1, sha256Hash: HASH } };
-    expect(await resolvePersistedQuery(QUERY, reference, d)).toEqual({ kind: 'resolved', query: QUERY, registered: false });
-    expect(await resolvePersistedQuery(undefined, reference, d)).toMatchObject({ reason: 'not-found' });
   });
 
   it('answers not-found when the registry cannot be read, and serves the query when it cannot be written', async () => {

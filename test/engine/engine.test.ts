@@ -351,6 +351,29 @@ describe('DecisionEngine', () => {
     });
   });
 
+  it('before the schema loads, answers 503 to a token-bearing purge and passes everything else', async () => {
+    current = config({ purge: { tokens: ['purge-token-0123456789'] } });
+    const withoutSchema = new DecisionEngine({
+      state: () => ({ config: current, schema: undefined }),
+      store,
+      scopeKeySecret: Buffer.from('k'),
+      logger: silentLogger(),
+    });
+    const token: Array<[string, string]> = [['svc-purge-token', 'purge-token-0123456789']];
+    const decide = (query: string) => {
+      const request = post({ query }, token);
+      return withoutSchema.decideRequest(request.head, request.body);
+    };
+    const purge = await decide('mutation { _purgeAll purgeTodo(id: "1") }');
+    expect(purge.kind === 'respond' && [purge.response.status, JSON.parse(purge.response.body.toString())]).toEqual([
+      503,
+      { errors: [{ message: 'The purge API is not available until the origin schema is loaded', extensions: { code: 'PURGE_UNAVAILABLE' } }] },
+    ]);
+    const strip = { set: [], remove: ['svc-purge-token'] };
+    expect(await decide('{ todos { id } }')).toEqual({ kind: 'forward', requestHeaders: strip, plan: { kind: 'pass', reason: 'origin schema not loaded' } });
+    expect(await decide('mutation { addTodo(title: "x") { id } }')).toEqual({ kind: 'forward', requestHeaders: strip, plan: { kind: 'pass', reason: 'mutation' } });
+  });
+
   it('passes a request carrying a configured bypass header', async () => {
     build({ cache: { bypassCacheHeaders: ['X-Bypass-Cache'] } });
     const request = post({ query: '{ todos { id } }' }, [['x-bypass-cache', '1']]);

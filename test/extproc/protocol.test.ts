@@ -165,6 +165,17 @@ describe('ext_proc protocol', () => {
     expect((await stream.status).code).toBe(grpc.status.OK);
   });
 
+  it('passes Envoy\'s own 413 that replaces a request body it could not buffer', async () => {
+    const stream = client.open();
+    await stream.exchange(postHeaders(QUERY_BODY));
+    const answer = await stream.exchange({
+      response_headers: { headers: headerMap({ ':status': '413', 'content-type': 'text/plain' }), end_of_stream: false },
+    });
+    expect(answer.response).toBe('response_headers');
+    expect(setHeaders(answer.response_headers?.response?.header_mutation)).toEqual({ 'svc-cache': 'PASS' });
+    expect((await stream.status).code).toBe(grpc.status.OK);
+  });
+
   it('does not store a non-200 origin answer', async () => {
     const stream = client.open();
     await stream.exchange(postHeaders(QUERY_BODY));

@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { getGraphQL, postGraphQL } from '../support/origin.js';
+import { getGraphQL, persistedQueryExtensions, postGraphQL } from '../support/origin.js';
 import { startStack, type Stack } from '../support/stack.js';
 
 /**
@@ -119,6 +119,16 @@ describe('bad input through the gateway', () => {
     expect(response.json).toEqual({ errors: [{ message, extensions: { code } }] });
     expect(stack.origin.requestCount()).toBe(0);
     await stillServing();
+  });
+
+  it('never registers a persisted query too long to serve', async () => {
+    const query = `{ todos { id } } #${'x'.repeat(3000)}`;
+    const extensions = persistedQueryExtensions(query);
+    const sent = await postGraphQL(stack.url, { query, extensions });
+    expect([sent.status, sent.json?.errors?.[0]?.extensions?.code]).toEqual([400, 'QUERY_TOO_LARGE']);
+    const byHash = await postGraphQL(stack.url, { extensions });
+    expect(byHash.json?.errors?.[0]?.extensions?.code).toBe('PERSISTED_QUERY_NOT_FOUND');
+    expect(stack.origin.requestCount()).toBe(0);
   });
 
   it('keys a scope on a very large header value by its hash, and Envoy refuses headers over 60 KiB', async () => {
