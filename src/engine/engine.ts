@@ -181,6 +181,11 @@ export class DecisionEngine {
     return { kind: 'pass', reason };
   }
 
+  /** What a request gets when deciding it failed: the origin, untouched but for the purge token. */
+  passAfterFault(head: RequestHead): RequestDecision {
+    return pass('engine error', head, this.deps.state().config);
+  }
+
   async decideRequestHead(head: RequestHead): Promise<RequestHeadDecision> {
     const { config } = this.deps.state();
     if (isStreamingOrUpgrade(head.headers)) return pass('streaming or upgrade request', head, config);

@@ -181,7 +181,7 @@ export class ProcessingStream {
       return await decide();
     } catch (error) {
       this.logger.error({ err: String(error) }, 'decision engine failed on the request; passing through');
-      return { kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: DecisionEngine.passPlan('engine error') };
+      return this.engine.passAfterFault(this.head!);
     }
   }
 

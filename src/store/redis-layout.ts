@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
  *   {prefix}{shard}:i:{tag}       sequence number of the tag's last invalidation, short-lived
  *   {prefix}{shard}:seq           the shard's invalidation sequence (kept forever)
  *   {prefix}{shard}:floor         marks below it are refused, set by invalidateAll (kept forever)
+ *   {prefix}{shard}:epoch         names the lifetime of the shard's data; marks from another are refused (kept forever)
  *   {prefix}apq:{sha256}          persisted query text
  *
  * Indexes are trimmed lazily: an entry deleted through one tag, or stored again with other tags,

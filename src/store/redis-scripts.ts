@@ -77,12 +77,17 @@ end
  * tags' invalidation records, then the tags' indexes (same order). ARGV: encoded entry, ttl ms,
  * mark sequence, entry id, mark epoch. Returns 1 when stored, 0 when refused.
  */
-export const STORE_ENTRY = new LuaScript(`
+export const STORE_ENTRY = new LuaScript(`${ENSURE_EPOCH}
 local tagCount = (#KEYS - 4) / 2
 local markSequence = tonumber(ARGV[3])
--- A mark taken before the shard's first invalidation has sequence 0, which every later
--- invalidation record exceeds; only a mark from a lifetime since lost needs the epoch to tell.
-if ARGV[5] ~= '' and (redis.call('GET', KEYS[4]) or '') ~= ARGV[5] then
+-- No epoch means the shard's data was lost (or never had one): whatever the mark saw before is
+-- unprovable, so refuse this once and start a lifetime that later marks will carry.
+local epoch = redis.call('GET', KEYS[4])
+if not epoch then
+  ensureEpoch(KEYS[4])
+  return 0
+end
+if epoch ~= ARGV[5] then
   return 0
 end
 if tonumber(redis.call('GET', KEYS[2]) or '0') > markSequence then

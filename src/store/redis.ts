@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { silentLogger, type Logger } from '../observability/log.js';
@@ -33,6 +34,20 @@ export class RedisStore implements CacheStore {
     this.layout = new RedisKeyLayout(config.keyPrefix);
     this.timeoutMs = config.commandTimeoutMs;
     this.client = connectRedis(config, options.logger ?? silentLogger());
+    // Every (re)connection may find a Redis that lost its data: give each shard an epoch at once,
+    // so stores are refused only in the moment before it, not until the first invalidation.
+    this.client.on('ready', () => {
+      this.epochs = this.startEpochs();
+    });
+  }
+
+  private epochs: Promise<void> = Promise.resolve();
+
+  private async startEpochs(): Promise<void> {
+    const epoch = `${Date.now()}.${randomUUID()}`;
+    await Promise.all(
+      Array.from({ length: SHARD_COUNT }, (_, shard) => this.client.set(this.layout.epochKey(shard), epoch, 'NX')),
+    ).catch(() => undefined);
   }
 
   async lookup(key: string): Promise<Lookup> {
@@ -135,6 +150,7 @@ export class RedisStore implements CacheStore {
       });
     }
     await this.withinTimeout(this.client.ping(), 'ping');
+    await this.epochs;
   }
 
   async close(): Promise<void> {

@@ -374,6 +374,15 @@ describe('DecisionEngine', () => {
     expect(await decide('mutation { addTodo(title: "x") { id } }')).toEqual({ kind: 'forward', requestHeaders: strip, plan: { kind: 'pass', reason: 'mutation' } });
   });
 
+  it('after a fault of its own, passes the request on without the purge token', () => {
+    const { head } = post({ query: '{ todos { id } }' }, [['svc-purge-token', 'secret']]);
+    expect(engine.passAfterFault(head)).toEqual({
+      kind: 'forward',
+      requestHeaders: { set: [], remove: ['svc-purge-token'] },
+      plan: { kind: 'pass', reason: 'engine error' },
+    });
+  });
+
   it('passes a request carrying a configured bypass header', async () => {
     build({ cache: { bypassCacheHeaders: ['X-Bypass-Cache'] } });
     const request = post({ query: '{ todos { id } }' }, [['x-bypass-cache', '1']]);

@@ -56,6 +56,16 @@ describe('race guard across a loss of Redis data', () => {
     expect((await store.lookup('todo-1')).entry).toBeUndefined();
   });
 
+  it('refuses a mark taken before the shard\'s first invalidation once the data is lost after one', async () => {
+    const store = await openStore(uniquePrefix('epoch'));
+    const { mark } = await store.lookup('todo-3');
+    await store.invalidate(['Todo:3']);
+    await inspector.flushall();
+    expect(await store.store('todo-3', jsonResponse('old'), { tags: ['Todo:3'], ttlSeconds: 60, mark })).toBe(false);
+    const fresh = await store.lookup('todo-3');
+    expect(await store.store('todo-3', jsonResponse('new'), { tags: ['Todo:3'], ttlSeconds: 60, mark: fresh.mark })).toBe(true);
+  });
+
   it('refuses such a mark even before any invalidation in the new lifetime', async () => {
     const store = await openStore(uniquePrefix('epoch'));
     await store.invalidate(['Todo:1']);
