@@ -68,6 +68,11 @@ export function withoutPersistedQuery(extensions: Record<string, unknown>): Reco
   return rest;
 }
 
+/** Apollo's answer for a hash it cannot serve; the client resends the query with it. */
+export function persistedQueryNotFound(): HttpResponse {
+  return REFUSALS['not-found']();
+}
+
 const SHA256_HEX = /^[0-9a-fA-F]{64}$/;
 
 /** Apollo Server marks these two uncacheable so that the retry with the query is not answered from a cache. */

@@ -1,5 +1,10 @@
 import { Kind, OperationTypeNode, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
-import { resolvePersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/persistedQuery.js';
+import {
+  persistedQueryNotFound,
+  resolvePersistedQuery,
+  withoutPersistedQuery,
+  type PersistedQueryRefusal,
+} from '../apq/persistedQuery.js';
 import type { Config } from '../config/schema.js';
 import { parseDocument, selectOperation } from '../graphql/document.js';
 import {
@@ -307,6 +312,17 @@ export class DecisionEngine {
             extensions: withoutPersistedQuery(params.extensions),
           })
         : {};
+      if (origin.path !== undefined && Buffer.byteLength(origin.path) > MAX_REWRITTEN_PATH_BYTES) {
+        // Envoy answers 500 when a mutation leaves the request headers over its limit (60 KiB),
+        // whatever failure_mode_allow says; a GET grown that long is not rewritten.
+        if (plan.kind === 'store') plan.leadership?.release();
+        if (params.query === undefined) {
+          // The hash came alone: Apollo clients then resend the query over POST.
+          this.report((events) => events.persistedQuery('not-found'));
+          return { kind: 'respond', response: persistedQueryNotFound(), status: 'ERROR' };
+        }
+        return pass('rewritten GET path too long', head, config);
+      }
       return {
         kind: 'forward',
         requestHeaders: {
@@ -510,6 +526,9 @@ export class DecisionEngine {
     return answer;
   }
 }
+
+/** Far under Envoy's 60 KiB request header limit, with room for the other headers. */
+const MAX_REWRITTEN_PATH_BYTES = 16 * 1024;
 
 /** The query text for the origin when svc-cache added fields to it, else undefined (send the client's). */
 function originQueryOf(prepared: PreparedOperation): string | undefined {

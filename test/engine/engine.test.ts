@@ -374,6 +374,21 @@ describe('DecisionEngine', () => {
     expect(await decide('mutation { addTodo(title: "x") { id } }')).toEqual({ kind: 'forward', requestHeaders: strip, plan: { kind: 'pass', reason: 'mutation' } });
   });
 
+  it('does not grow a GET past what Envoy allows in request headers: passes it untouched', async () => {
+    const query = `{ search(text: "${'x'.repeat(16 * 1024)}") { ... on Todo { title } } }`;
+    const decision = await engine.decideRequestHead({
+      method: 'GET',
+      path: `/graphql?query=${encodeURIComponent(query)}`,
+      headers: [],
+      hasBody: false,
+    });
+    expect(decision).toEqual({
+      kind: 'forward',
+      requestHeaders: { set: [], remove: [] },
+      plan: { kind: 'pass', reason: 'rewritten GET path too long' },
+    });
+  });
+
   it('after a fault of its own, passes the request on without the purge token', () => {
     const { head } = post({ query: '{ todos { id } }' }, [['svc-purge-token', 'secret']]);
     expect(engine.passAfterFault(head)).toEqual({

@@ -162,6 +162,22 @@ describe('automatic persisted queries', () => {
     expect(stack.origin.requestCount()).toBe(0);
   });
 
+  it('answers a GET by hash PersistedQueryNotFound when the expanded query would be too long a path', async () => {
+    const query = `{ search(text: "${'x'.repeat(20 * 1024)}") { ... on Todo { title } } }`;
+    const extensions = persistedQueryExtensions(query);
+    const registered = await postGraphQL(stack.url, { query, extensions });
+    expect(registered.headers['svc-cache']).toBe('MISS');
+    // A cached answer needs no forwarding; only a miss would have to put the query in the path.
+    expect((await getGraphQL(stack.url, { extensions })).headers['svc-cache']).toBe('HIT');
+    await stack.sidecar.store.invalidateAll();
+    stack.origin.reset();
+    const overGet = await getGraphQL(stack.url, { extensions });
+    expect([overGet.status, overGet.json]).toEqual([200, NOT_FOUND]);
+    expect(stack.origin.requestCount()).toBe(0);
+    const overPost = await postGraphQL(stack.url, { extensions });
+    expect(overPost.headers['svc-cache']).toBe('MISS');
+  });
+
   it('refuses a mutation sent by hash over GET with 405', async () => {
     const mutation = 'mutation { addTodo(title: "by hash") { id } }';
     const extensions = persistedQueryExtensions(mutation);
