@@ -1,6 +1,7 @@
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../observability/log.js';
+import { derivePurgeApi } from '../purge/index.js';
 import { configSchemaMismatches } from './check.js';
 import { formatDuration } from './duration.js';
 import { SchemaLoadError } from './error.js';
@@ -59,6 +60,10 @@ export function createSchemaSource(config: Config, logger: Logger, options: Sche
     logger.info({ source: from, types: typeCount }, `origin schema loaded from ${from}${after}`);
     for (const mismatch of configSchemaMismatches(forConfig, loaded)) {
       logger.warn(`configuration does not match the origin schema: ${mismatch}`);
+    }
+    // An origin mutation named like a purge field wins the name; operators must hear which.
+    for (const { field, reason } of derivePurgeApi(loaded, forConfig.keyFields).omitted) {
+      logger.warn(`purge field ${field} is not offered: ${reason}`);
     }
   };
 

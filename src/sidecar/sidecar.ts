@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import { watchConfig } from '../config/index.js';
 import { DecisionEngine, type RuntimeState } from '../engine/engine.js';
+import { scopeSources } from '../engine/scopes.js';
 import { startExtProcServer } from '../extproc/server.js';
 import { withSecretHeaders, type Logger } from '../observability/log.js';
 import { MeasuredStore } from '../observability/measuredStore.js';
@@ -121,13 +122,10 @@ function scopeKeySecret(config: Config, logger: Logger): Buffer {
 
 /** Headers whose values must never reach a log line: the purge token's and those scopes are keyed on. */
 function secretHeaderNames(config: Config): string[] {
-  const scopeHeaders = Object.values(config.scopes).flatMap((definition) =>
-    definition
-      .split('|')
-      .map((source) => source.trim())
-      .filter((source) => source.startsWith('header:'))
-      .map((source) => source.slice('header:'.length)),
-  );
+  const scopeHeaders = Object.values(config.scopes)
+    .flatMap(scopeSources)
+    .filter((source) => source.kind === 'header')
+    .map((source) => source.name);
   return [config.purge.header, ...scopeHeaders];
 }
 
