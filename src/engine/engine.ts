@@ -406,27 +406,30 @@ export class DecisionEngine {
     const varyNames = scopeVaryHeaders(policy.scopes, config.scopes);
     const scopeHeaders: Array<[string, string]> =
       policy.scopes.length === 0 ? [] : [['cache-control', 'private, no-cache'], ['vary', varyNames.join(', ')]];
-    const hit = (entry: CachedResponse | undefined): RequestDecision | undefined =>
-      entry && this.now() - entry.storedAt <= entry.maxAge * 1000
-        ? {
-            kind: 'respond',
-            response: hitResponse(entry, this.now(), [
-              ...mergeScopeHeaders(entry.headers, scopeHeaders),
-              ...explanationHeaders(storeExplain),
-            ]),
-            status: 'HIT',
-          }
-        : undefined;
-    const cached = hit(lookup.entry);
-    if (cached) return cached;
+    const answer = (entry: CachedResponse): RequestDecision => ({
+      kind: 'respond',
+      response: hitResponse(entry, this.now(), [...mergeScopeHeaders(entry.headers, scopeHeaders), ...explanationHeaders(storeExplain)]),
+      status: 'HIT',
+    });
+    const ageMs = (entry: CachedResponse): number => this.now() - entry.storedAt;
+    const fresh = (entry: CachedResponse | undefined): CachedResponse | undefined =>
+      entry !== undefined && ageMs(entry) <= entry.maxAge * 1000 ? entry : undefined;
+    const cached = fresh(lookup.entry);
+    if (cached) return answer(cached);
     const leadership = this.coalescer.lead(key);
-    if (!leadership && (await this.coalescer.follow(key, config.cache.coalesceWaitMs))) {
-      try {
-        const afterLeader = hit((await this.deps.store.lookup(key)).entry);
-        if (afterLeader) return afterLeader;
-      } catch (error) {
-        this.deps.logger.warn({ err: errorMessage(error) }, 'cache store unavailable; passing to origin');
-        return passed('store unavailable');
+    if (!leadership) {
+      // Stale-while-revalidate: another request is already refreshing this entry, so within swr
+      // its stale answer is served at once (with an age past max-age) instead of waiting.
+      const stale = lookup.entry;
+      if (stale && ageMs(stale) <= (stale.maxAge + stale.swr) * 1000) return answer(stale);
+      if (await this.coalescer.follow(key, config.cache.coalesceWaitMs)) {
+        try {
+          const afterLeader = fresh((await this.deps.store.lookup(key)).entry);
+          if (afterLeader) return answer(afterLeader);
+        } catch (error) {
+          this.deps.logger.warn({ err: errorMessage(error) }, 'cache store unavailable; passing to origin');
+          return passed('store unavailable');
+        }
       }
     }
     const prepared = prepareOperation(schema, selected.document, config.keyFields);
