@@ -25,7 +25,7 @@ import { handlePurgeRequest, isPurgeToken, negotiateResponseMediaType, type Purg
 import type { CacheStore, CachedResponse, InvalidationMark } from '../store/types.js';
 import { cacheKey, normalisedAccept } from './cacheKey.js';
 import { MissCoalescer, type Leadership } from './coalescing.js';
-import { freshLifetime, isGraphQLJson, uncacheableReason } from './originResponse.js';
+import { freshLifetime, isEncoded, isGraphQLJson, uncacheableReason } from './originResponse.js';
 import { cachePolicyFor, type CachePolicy } from './rules.js';
 import { scopeBucketKey, scopeVaryHeaders } from './scopes.js';
 import {
@@ -649,11 +649,6 @@ function isStreamingOrUpgrade(headers: HeaderList): boolean {
   if (headerValue(headers, 'upgrade') !== undefined) return true;
   const accept = (headerValue(headers, 'accept') ?? '').toLowerCase();
   return accept.includes('text/event-stream') || accept.includes('multipart/mixed');
-}
-
-function isEncoded(headers: HeaderList): boolean {
-  const encoding = headerValue(headers, 'content-encoding');
-  return encoding !== undefined && encoding.toLowerCase() !== 'identity';
 }
 
 function parseGraphQLResult(body: Buffer): Record<string, unknown> | undefined {

@@ -7,6 +7,12 @@ export function isGraphQLJson(headers: HeaderList): boolean {
   return type === 'application/json' || type === 'application/graphql-response+json';
 }
 
+/** The body is compressed (or otherwise encoded): svc-cache reads and stores identity bodies only. */
+export function isEncoded(headers: HeaderList): boolean {
+  const encoding = headerValue(headers, 'content-encoding');
+  return encoding !== undefined && encoding.trim().toLowerCase() !== 'identity';
+}
+
 /** Why a response with these headers must not be stored, or undefined when it may be. */
 export function uncacheableReason(
   status: number,
@@ -22,7 +28,7 @@ export function uncacheableReason(
   if (cacheControl.has('no-cache')) return 'origin cache-control no-cache';
   if (cacheControl.has('private')) return 'origin cache-control private';
   if (headerValue(headers, 'set-cookie') !== undefined) return 'origin set-cookie';
-  if (headerValue(headers, 'content-encoding') !== undefined) return 'origin content-encoding';
+  if (isEncoded(headers)) return 'origin content-encoding';
   const unkeyedVary = varyOutsideKey(headerValue(headers, 'vary'), keyedRequestHeaders);
   if (unkeyedVary) return `origin vary on ${unkeyedVary}`;
   if (Number(headerValue(headers, 'content-length')) > maxResponseBodyBytes) {

@@ -2,10 +2,10 @@ import * as grpc from '@grpc/grpc-js';
 import http from 'node:http';
 import net from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { BodySendMode, HeaderSendMode, type ProcessingRequest } from '../../src/extproc/messages.js';
+import { BodySendMode, HeaderSendMode } from '../../src/extproc/messages.js';
 import { envoyProfile, startGateway } from '../../src/gateway/index.js';
 import { answerEach, continueResponse, headerValue, setHeader } from '../support/fakeProcessor.js';
-import { header, jsonOrigin, send, startRig, type Rig } from './harness.js';
+import { type Rig, delay, header, jsonOrigin, kinds, send, startRig } from './harness.js';
 
 let rig: Rig;
 let failClosed: Awaited<ReturnType<Rig['gatewayWith']>>;
@@ -23,20 +23,6 @@ beforeEach(() => {
   rig.processor.use(answerEach((request) => continueResponse(request)));
   rig.origin.use(jsonOrigin('{"data":{}}'));
 });
-
-function kinds(requests: ProcessingRequest[]): string[] {
-  return requests.map((request) => request.request ?? 'none');
-}
-
-function lastStream() {
-  const stream = rig.processor.streams.at(-1);
-  if (!stream) throw new Error('no stream');
-  return stream;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 /** A port nothing listens on. */
 async function closedPort(): Promise<number> {
@@ -106,8 +92,8 @@ describe('message timeout', () => {
     expect(rig.origin.received.at(-1)?.headers).toContainEqual(['x-client', 'original']);
     expect(rig.countersSince(start)).toMatchObject({ message_timeouts: 1, failure_mode_allowed: 1, stream_msgs_sent: 1 });
     await delay(20);
-    expect(kinds(lastStream().received)).toEqual(['request_headers']);
-    expect(lastStream().cancelled).toBe(true);
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers']);
+    expect(rig.lastStream().cancelled).toBe(true);
   });
 
   it('fail-closed: 504 with an empty body', async () => {
@@ -146,7 +132,7 @@ describe('message timeout', () => {
     expect(response.status).toBe(200);
     expect(header(response, 'svc-cache')).toBeUndefined();
     await delay(20);
-    expect(lastStream().sentAfterCancel).toBe(1);
+    expect(rig.lastStream().sentAfterCancel).toBe(1);
     expect(rig.countersSince(start).stream_msgs_received).toBeUndefined();
     rig.processor.use(answerEach((request) => continueResponse(request)));
     expect((await send(rig.gateway.url)).status).toBe(200);
@@ -230,7 +216,7 @@ describe('the server ends the call', () => {
     const origin = rig.origin.received.at(-1);
     expect(origin?.headers).toContainEqual(['svc-cache', 'MISS']);
     expect(origin?.body.toString()).toBe('{"query":"{a}"}');
-    expect(kinds(lastStream().received)).toEqual(['request_headers']);
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers']);
     expect(rig.countersSince(start, failClosed)).toMatchObject({ streams_closed: 1 });
   });
 
@@ -246,7 +232,7 @@ describe('the server ends the call', () => {
 
     expect(response.status).toBe(200);
     await delay(20);
-    expect(kinds(lastStream().received)).toEqual(['request_headers', 'request_body']);
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'request_body']);
   });
 
   it('with OK before answering: the request passes untouched, even fail-closed', async () => {
@@ -341,7 +327,7 @@ describe('Envoy-generated replies reach the response phase (§2.3 E)', () => {
     expect(gateway.stats.lastRequest()?.responseCodeDetails).toBe(
       'upstream_reset_before_response_started{remote_connection_failure|delayed_connect_error:_Connection_refused}',
     );
-    const stream = lastStream();
+    const stream = rig.lastStream();
     expect(kinds(stream.received)).toEqual(['request_headers', 'response_headers', 'response_body']);
     expect(headerValue(stream.received[1]?.response_headers, ':status')).toBe('503');
     expect(headerValue(stream.received[1]?.response_headers, 'x-envoy-upstream-service-time')).toBeUndefined();
@@ -357,7 +343,7 @@ describe('Envoy-generated replies reach the response phase (§2.3 E)', () => {
     expect(response.status).toBe(504);
     expect(response.text).toBe('upstream request timeout');
     expect(gateway.stats.lastRequest()?.responseCodeDetails).toBe('upstream_response_timeout');
-    expect(kinds(lastStream().received)).toEqual(['request_headers', 'response_headers', 'response_body']);
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'response_headers', 'response_body']);
   });
 
   it('with the request phase skipped, the stream starts with response_headers carrying protocol_config', async () => {
@@ -375,7 +361,7 @@ describe('Envoy-generated replies reach the response phase (§2.3 E)', () => {
     const response = await send(gateway.url);
 
     expect(response.status).toBe(503);
-    const stream = lastStream();
+    const stream = rig.lastStream();
     expect(kinds(stream.received)).toEqual(['response_headers', 'response_body']);
     expect(stream.received[0]?.protocol_config).toEqual({
       request_body_mode: BodySendMode.NONE,
@@ -406,8 +392,8 @@ describe('resets', () => {
       responseCodeDetails: 'upstream_reset_after_response_started{connection_termination}',
     });
     await delay(20);
-    expect(kinds(lastStream().received)).toEqual(['request_headers', 'response_headers']);
-    expect(lastStream().cancelled).toBe(true);
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'response_headers']);
+    expect(rig.lastStream().cancelled).toBe(true);
   });
 
   it('the route timeout after the response headers resets the client', async () => {

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { BodySendMode, ResponseStatus, type ProcessingRequest } from '../../src/extproc/messages.js';
+import { BodySendMode, ResponseStatus } from '../../src/extproc/messages.js';
 import {
   answerEach,
   continueResponse,
@@ -9,7 +9,7 @@ import {
   headerValue,
   setHeader,
 } from '../support/fakeProcessor.js';
-import { header, jsonOrigin, send, startRig, type Rig } from './harness.js';
+import { type Rig, header, jsonOrigin, kinds, send, startRig } from './harness.js';
 
 const QUERY = '{"query":"{ hello }"}';
 
@@ -27,17 +27,6 @@ beforeEach(() => {
   rig.processor.use(answerEach((request) => continueResponse(request)));
   rig.origin.use(jsonOrigin('{"data":{"hello":"world"}}'));
 });
-
-/** The oneof cases of the messages one stream carried, in order. */
-function kinds(requests: ProcessingRequest[]): string[] {
-  return requests.map((request) => request.request ?? 'none');
-}
-
-function lastStream() {
-  const stream = rig.processor.streams.at(-1);
-  if (!stream) throw new Error('no stream');
-  return stream;
-}
 
 /** Streams are closed just after the response; give the cancel a moment to reach the server. */
 async function settled(): Promise<void> {
@@ -67,7 +56,7 @@ describe('GET', () => {
     expect(header(response, 'x-envoy-upstream-service-time')).toMatch(/^\d+$/);
 
     await settled();
-    const stream = lastStream();
+    const stream = rig.lastStream();
     expect(kinds(stream.received)).toEqual(['request_headers', 'response_headers', 'response_body']);
     const [requestHeaders, responseHeaders, responseBody] = stream.received;
     expect(requestHeaders?.request_headers?.end_of_stream).toBe(true);
@@ -85,7 +74,7 @@ describe('GET', () => {
       headers: { Accept: 'application/json', 'X-Custom': 'Value', 'X-Envoy-Retry-On': '5xx', 'X-Request-Id': 'client-chosen' },
     });
 
-    const message = lastStream().received[0];
+    const message = rig.lastStream().received[0];
     const pairs = headerPairs(message?.request_headers);
     const names = pairs.map(([name]) => name);
     expect(names.slice(0, 4)).toEqual([':authority', ':path', ':method', ':scheme']);
@@ -116,7 +105,7 @@ describe('GET', () => {
       send_body_without_waiting_for_header_response: false,
     });
     // protocol_config only on the first message; metadata_context on every one.
-    for (const later of lastStream().received.slice(1)) {
+    for (const later of rig.lastStream().received.slice(1)) {
       expect(later.protocol_config).toBeUndefined();
       expect(later.metadata_context).toEqual({});
     }
@@ -152,15 +141,15 @@ describe('GET', () => {
     expect(header(response, 'x-envoy-upstream-service-time')).toBeUndefined();
     expect(rig.origin.received.length).toBe(originCount);
     await settled();
-    expect(kinds(lastStream().received)).toEqual(['request_headers']);
-    expect(lastStream().cancelled).toBe(true);
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers']);
+    expect(rig.lastStream().cancelled).toBe(true);
     expect(rig.gateway.stats.lastRequest()).toMatchObject({ responseCode: 200, responseCodeDetails: 'cache_hit' });
   });
 
   it('a request with Content-Length: 0 ends the stream on its headers and sends no request_body', async () => {
     await send(rig.gateway.url, { method: 'POST', body: '' });
 
-    const stream = lastStream();
+    const stream = rig.lastStream();
     expect(kinds(stream.received)).toEqual(['request_headers', 'response_headers', 'response_body']);
     expect(stream.received[0]?.request_headers?.end_of_stream).toBe(true);
     expect(headerValue(stream.received[0]?.request_headers, 'content-length')).toBe('0');
@@ -176,7 +165,7 @@ describe('POST', () => {
     });
 
     expect(response.status).toBe(200);
-    const stream = lastStream();
+    const stream = rig.lastStream();
     expect(kinds(stream.received)).toEqual(['request_headers', 'request_body', 'response_headers', 'response_body']);
     expect(stream.received[0]?.request_headers?.end_of_stream).toBe(false);
     expect(stream.received[1]?.request_body).toEqual({ body: Buffer.from(QUERY), end_of_stream: true });
@@ -207,13 +196,13 @@ describe('POST', () => {
     expect(header(response, 'svc-cache')).toBe('HIT');
     expect(rig.origin.received.length).toBe(originCount);
     await settled();
-    expect(kinds(lastStream().received)).toEqual(['request_headers', 'request_body']);
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'request_body']);
   });
 
   it('an empty chunked body gives request_headers without eos and an empty request_body with eos', async () => {
     await send(rig.gateway.url, { method: 'POST', chunks: [] });
 
-    const stream = lastStream();
+    const stream = rig.lastStream();
     expect(kinds(stream.received)).toEqual(['request_headers', 'request_body', 'response_headers', 'response_body']);
     expect(stream.received[0]?.request_headers?.end_of_stream).toBe(false);
     expect(stream.received[1]?.request_body).toEqual({ body: Buffer.alloc(0), end_of_stream: true });
@@ -266,7 +255,7 @@ describe('request body rewrite (§4.3)', () => {
     );
     await settled();
     // The error reply comes from ext_proc itself, whose processing is over: no response phase.
-    expect(kinds(lastStream().received)).toEqual(['request_headers', 'request_body']);
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'request_body']);
   });
 
   it('with content-length removed: the origin receives the new body chunked', async () => {
@@ -324,7 +313,7 @@ describe('request body rewrite (§4.3)', () => {
     const origin = rig.origin.received.at(-1);
     expect(origin?.body.toString()).toBe(expanded);
     expect(origin?.headers.find(([name]) => name === 'transfer-encoding')?.[1]).toBe('chunked');
-    expect(kinds(lastStream().received)).toEqual(['request_headers', 'response_headers', 'response_body']);
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'response_headers', 'response_body']);
   });
 
   it('header mutations in the request_body answer still reach the origin: the headers are held (§2.2 item 3)', async () => {
@@ -399,7 +388,7 @@ describe('response phase', () => {
     expect(response.status).toBe(200);
     expect(response.text).toBe('{"data":{}}');
     expect(header(response, 'transfer-encoding')).toBe('chunked');
-    const stream = lastStream();
+    const stream = rig.lastStream();
     expect(headerValue(stream.received[1]?.response_headers, 'transfer-encoding')).toBe('chunked');
     expect(headerValue(stream.received[1]?.response_headers, ':status')).toBe('200');
   });
@@ -414,7 +403,7 @@ describe('response phase', () => {
 
     expect(response.status).toBe(200);
     expect(response.text).toBe('');
-    const stream = lastStream();
+    const stream = rig.lastStream();
     expect(kinds(stream.received)).toEqual(['request_headers', 'response_headers', 'response_body']);
     expect(stream.received[1]?.response_headers?.end_of_stream).toBe(false);
     expect(stream.received[2]?.response_body).toEqual({ body: Buffer.alloc(0), end_of_stream: true });
@@ -430,7 +419,7 @@ describe('response phase', () => {
 
     expect(response.status).toBe(status);
     await settled();
-    const stream = lastStream();
+    const stream = rig.lastStream();
     expect(kinds(stream.received)).toEqual(['request_headers', 'response_headers']);
     expect(stream.received[1]?.response_headers?.end_of_stream).toBe(true);
     expect(headerValue(stream.received[1]?.response_headers, ':status')).toBe(String(status));
@@ -446,7 +435,7 @@ describe('response phase', () => {
 
     await send(rig.gateway.url);
 
-    const stream = lastStream();
+    const stream = rig.lastStream();
     expect(kinds(stream.received)).toEqual(['request_headers', 'response_headers']);
     expect(stream.received[1]?.response_headers?.end_of_stream).toBe(true);
   });
@@ -458,7 +447,7 @@ describe('response phase', () => {
 
     expect(response.status).toBe(502);
     expect(response.text).toBe('{"errors":[{"message":"boom"}]}');
-    const stream = lastStream();
+    const stream = rig.lastStream();
     expect(kinds(stream.received)).toEqual(['request_headers', 'response_headers', 'response_body']);
     expect(headerValue(stream.received[1]?.response_headers, ':status')).toBe('502');
     expect(headerValue(stream.received[1]?.response_headers, 'x-envoy-upstream-service-time')).toMatch(/^\d+$/);
@@ -480,7 +469,7 @@ describe('response phase', () => {
 
     expect(header(response, 'content-encoding')).toBe('gzip');
     expect(gunzipSync(response.body).toString()).toBe('{"data":{"hello":"world"}}');
-    const stream = lastStream();
+    const stream = rig.lastStream();
     expect(headerValue(stream.received[0]?.request_headers, 'accept-encoding')).toBe('gzip');
     expect(headerValue(stream.received[1]?.response_headers, 'content-encoding')).toBe('gzip');
     expect(stream.received[2]?.response_body?.body).toEqual(compressed);
@@ -497,7 +486,7 @@ describe('response phase', () => {
     expect(response.text).toBe('ok');
     expect(header(response, 'proxy-connection')).toBeUndefined();
     expect(header(response, 'server')).toBe('envoy');
-    expect(headerValue(lastStream().received[1]?.response_headers, 'server')).toBe('origin');
+    expect(headerValue(rig.lastStream().received[1]?.response_headers, 'server')).toBe('origin');
   });
 });
 
@@ -512,8 +501,8 @@ describe('connection manager details', () => {
 
     expect(fromOrigin.status).toBe(200);
     expect(header(fromOrigin, 'content-length')).toBe('26');
-    expect(kinds(lastStream().received)).toEqual(['request_headers', 'response_headers']);
-    expect(lastStream().received[1]?.response_headers?.end_of_stream).toBe(true);
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'response_headers']);
+    expect(rig.lastStream().received[1]?.response_headers?.end_of_stream).toBe(true);
 
     rig.processor.use(answerEach(() => ({ immediate_response: { status: { code: 200 }, body: Buffer.from('cached') } })));
     const immediate = await send(rig.gateway.url, { method: 'HEAD' });
@@ -526,7 +515,7 @@ describe('connection manager details', () => {
   it('Expect: 100-continue is answered by the gateway and not shown to the processor or the origin', async () => {
     await send(rig.gateway.url, { method: 'POST', body: QUERY, headers: { expect: '100-continue' } });
 
-    expect(headerValue(lastStream().received[0]?.request_headers, 'expect')).toBeUndefined();
+    expect(headerValue(rig.lastStream().received[0]?.request_headers, 'expect')).toBeUndefined();
     expect(rig.origin.received.at(-1)?.headers.some(([name]) => name === 'expect')).toBe(false);
     expect(rig.origin.received.at(-1)?.body.toString()).toBe(QUERY);
   });

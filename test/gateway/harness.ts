@@ -1,3 +1,4 @@
+import type { ProcessingRequest } from '../../src/extproc/messages.js';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startGateway, type Gateway, type GatewayOptions } from '../../src/gateway/index.js';
@@ -138,7 +139,18 @@ export interface Rig {
   gatewayWith(options: Partial<GatewayOptions>): Promise<Gateway>;
   /** How much each counter moved since `start` was taken. */
   countersSince(start: ExtProcCounters, gateway?: Gateway): Partial<ExtProcCounters>;
+  /** The Process stream the fake processor saw last. */
+  lastStream(): FakeProcessor['streams'][number];
   close(): Promise<void>;
+}
+
+/** The oneof cases of the messages one stream carried, in order. */
+export function kinds(requests: ProcessingRequest[]): string[] {
+  return requests.map((request) => request.request ?? 'none');
+}
+
+export function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 export async function startRig(options: Partial<GatewayOptions> = {}): Promise<Rig> {
@@ -163,6 +175,11 @@ export async function startRig(options: Partial<GatewayOptions> = {}): Promise<R
         if (value !== start[name]) moved[name] = value - start[name];
       }
       return moved;
+    },
+    lastStream: () => {
+      const stream = processor.streams.at(-1);
+      if (!stream) throw new Error('no stream');
+      return stream;
     },
     close: async () => {
       await Promise.all([gateway, ...extraGateways].map((each) => each.close()));

@@ -1,9 +1,9 @@
 import http from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { BodySendMode, HeaderSendMode, type ProcessingRequest } from '../../src/extproc/messages.js';
+import { BodySendMode, HeaderSendMode } from '../../src/extproc/messages.js';
 import { envoyProfile } from '../../src/gateway/index.js';
 import { answerEach, continueResponse, headerValue, setHeader } from '../support/fakeProcessor.js';
-import { header, jsonOrigin, send, startRig, type Rig } from './harness.js';
+import { type Rig, delay, header, jsonOrigin, kinds, send, startRig } from './harness.js';
 
 let rig: Rig;
 
@@ -19,20 +19,6 @@ beforeEach(() => {
   rig.processor.use(answerEach((request) => continueResponse(request)));
   rig.origin.use(jsonOrigin('{"data":{}}'));
 });
-
-function kinds(requests: ProcessingRequest[]): string[] {
-  return requests.map((request) => request.request ?? 'none');
-}
-
-function lastStream() {
-  const stream = rig.processor.streams.at(-1);
-  if (!stream) throw new Error('no stream');
-  return stream;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 const SKIP_THE_REST = {
   request_body_mode: BodySendMode.NONE,
@@ -51,7 +37,7 @@ describe('mode_override (§5.1)', () => {
     expect(response.status).toBe(200);
     expect(response.text).toBe('{"data":{}}');
     expect(rig.origin.received.at(-1)?.body.toString()).toBe('{"query":"mutation { x }"}');
-    const stream = lastStream();
+    const stream = rig.lastStream();
     expect(kinds(stream.received)).toEqual(['request_headers']);
     expect(stream.cancelled).toBe(true);
   });
@@ -64,7 +50,7 @@ describe('mode_override (§5.1)', () => {
 
     await send(strict.url, { method: 'POST', body: '{}' });
 
-    expect(kinds(lastStream().received)).toEqual(['request_headers', 'request_body', 'response_headers', 'response_body']);
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'request_body', 'response_headers', 'response_body']);
   });
 
   it('is ignored in a body answer', async () => {
@@ -78,7 +64,7 @@ describe('mode_override (§5.1)', () => {
 
     await send(rig.gateway.url, { method: 'POST', body: '{}' });
 
-    expect(kinds(lastStream().received)).toEqual(['request_headers', 'request_body', 'response_headers', 'response_body']);
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'request_body', 'response_headers', 'response_body']);
   });
 
   it('takes body modes literally: leaving request_body_mode out means NONE', async () => {
@@ -91,7 +77,7 @@ describe('mode_override (§5.1)', () => {
 
     await send(rig.gateway.url, { method: 'POST', body: '{}' });
 
-    expect(kinds(lastStream().received)).toEqual(['request_headers', 'response_headers', 'response_body']);
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'response_headers', 'response_body']);
   });
 
   it.each([
@@ -118,8 +104,8 @@ describe('mode_override (§5.1)', () => {
 
     await send(gateway.url);
 
-    expect(kinds(lastStream().received)).toEqual(expected);
-    expect(lastStream().received[0]?.protocol_config === undefined).toBe(version === '1.33');
+    expect(kinds(rig.lastStream().received)).toEqual(expected);
+    expect(rig.lastStream().received[0]?.protocol_config === undefined).toBe(version === '1.33');
   });
 
   it('outside allowed_override_modes is ignored', async () => {
@@ -132,7 +118,7 @@ describe('mode_override (§5.1)', () => {
 
     await send(gateway.url);
 
-    expect(kinds(lastStream().received)).toEqual(['request_headers', 'response_headers', 'response_body']);
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'response_headers', 'response_body']);
   });
 
   it('response_body_mode NONE at response_headers lets text/event-stream stream to the client', async () => {
@@ -170,7 +156,7 @@ describe('mode_override (§5.1)', () => {
 
     expect(received.join('')).toBe('data: one\n\ndata: two\n\n');
     expect(received[0]).toBe('data: one\n\n');
-    expect(kinds(lastStream().received)).toEqual(['request_headers', 'response_headers']);
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'response_headers']);
   });
 });
 
@@ -281,7 +267,7 @@ describe('buffer limit (§6)', () => {
     expect(header(response, 'svc-cache')).toBe('PASS');
     expect(rig.origin.received.length).toBe(originCount);
     expect(small.stats.lastRequest()?.responseCodeDetails).toBe('request_payload_too_large');
-    const stream = lastStream();
+    const stream = rig.lastStream();
     expect(kinds(stream.received)).toEqual(['request_headers', 'response_headers', 'response_body']);
     expect(headerValue(stream.received[1]?.response_headers, ':status')).toBe('413');
     expect(headerValue(stream.received[1]?.response_headers, 'x-envoy-upstream-service-time')).toBeUndefined();
@@ -333,6 +319,6 @@ describe('buffer limit (§6)', () => {
     expect(small.stats.lastRequest()?.responseCodeDetails).toBe('response_payload_too_large');
     await delay(30);
     // Sent straight to the client: the processor never sees the 500.
-    expect(kinds(lastStream().received)).toEqual(['request_headers', 'response_headers']);
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'response_headers']);
   });
 });

@@ -6,29 +6,14 @@ import type { ProcessingRequest } from '../../src/extproc/messages.js';
 import { EXT_PROC_SERVICE } from '../../src/extproc/protocol.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { startSidecar, type Sidecar } from '../../src/sidecar/sidecar.js';
-import { connectExtProc, headerMap, setHeaders } from '../support/extprocClient.js';
+import { connectExtProc, envoyPostHeaders, headerMap, ORIGIN_BODY, QUERY_BODY, setHeaders } from '../support/extprocClient.js';
 import { startTestSidecar } from '../support/sidecar.js';
 import { testConfig } from '../support/stack.js';
 import { sampleValue, scrape } from './prometheusText.js';
 
 /** The admin port (`/healthz`, `/readyz`, `/metrics`) and the gRPC health service on the ext_proc port. */
 
-const QUERY_BODY = Buffer.from(JSON.stringify({ query: '{ todos { id title } }' }));
-const ORIGIN_BODY = Buffer.from('{"data":{"todos":[{"id":"1","title":"a"}]}}');
-
-const POST_HEADERS: ProcessingRequest = {
-  request_headers: {
-    headers: headerMap({
-      ':method': 'POST',
-      ':path': '/graphql',
-      ':authority': 'example.test',
-      ':scheme': 'http',
-      'content-type': 'application/json',
-      'content-length': String(QUERY_BODY.length),
-    }),
-    end_of_stream: false,
-  },
-};
+const POST_HEADERS = envoyPostHeaders();
 
 async function get(port: number, path: string): Promise<{ status: number; contentType: string | null; text: string }> {
   const response = await fetch(`http://127.0.0.1:${port}${path}`);

@@ -6,7 +6,15 @@ import { setTimeout } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProcessingRequest } from '../../src/extproc/messages.js';
-import { connectExtProc, headerMap, setHeaders, type ExtProcTestClient } from '../support/extprocClient.js';
+import {
+  connectExtProc,
+  envoyPostHeaders,
+  headerMap,
+  ORIGIN_BODY,
+  QUERY_BODY,
+  setHeaders,
+  type ExtProcTestClient,
+} from '../support/extprocClient.js';
 import { demoSchemaSDL } from '../support/origin.js';
 
 /**
@@ -17,21 +25,7 @@ import { demoSchemaSDL } from '../support/origin.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const PURGE_TOKEN = 'sigterm-test-purge-token';
-const QUERY_BODY = Buffer.from(JSON.stringify({ query: '{ todos { id title } }' }));
-const ORIGIN_BODY = Buffer.from('{"data":{"todos":[{"id":"1","title":"a"}]}}');
-const POST_HEADERS: ProcessingRequest = {
-  request_headers: {
-    headers: headerMap({
-      ':method': 'POST',
-      ':path': '/graphql',
-      ':authority': 'example.test',
-      ':scheme': 'http',
-      'content-type': 'application/json',
-      'content-length': String(QUERY_BODY.length),
-    }),
-    end_of_stream: false,
-  },
-};
+const POST_HEADERS = envoyPostHeaders();
 
 interface ServeProcess {
   child: ChildProcess;

@@ -29,6 +29,27 @@ export function connectExtProc(port: number): ExtProcTestClient {
   };
 }
 
+/** A query and an origin answer to it, for tests that play a whole exchange. */
+export const QUERY_BODY = Buffer.from(JSON.stringify({ query: '{ todos { id title } }' }));
+export const ORIGIN_BODY = Buffer.from('{"data":{"todos":[{"id":"1","title":"a"}]}}');
+
+/** The request_headers message Envoy sends for a POST of `body` (a body follows). */
+export function envoyPostHeaders(body: Buffer = QUERY_BODY): ProcessingRequest {
+  return {
+    request_headers: {
+      headers: headerMap({
+        ':method': 'POST',
+        ':path': '/graphql',
+        ':authority': 'example.test',
+        ':scheme': 'http',
+        'content-type': 'application/json',
+        'content-length': String(body.length),
+      }),
+      end_of_stream: false,
+    },
+  };
+}
+
 /** Envoy-shaped header map: lower-case keys, values in raw_value only. */
 export function headerMap(headers: Record<string, string>): { headers: Array<{ key: string; raw_value: Buffer }> } {
   return { headers: Object.entries(headers).map(([key, value]) => ({ key, raw_value: Buffer.from(value) })) };
