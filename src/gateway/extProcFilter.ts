@@ -342,7 +342,10 @@ export class ExtProcFilter {
     });
   }
 
-  /** §4.4: an answer Envoy cannot apply ends processing with an empty-bodied local reply, fail-open or not. */
+  /**
+   * §4.4 and §6: an answer Envoy cannot apply, or a failed stream when failing closed, ends
+   * processing with an empty-bodied local reply of status_on_error.
+   */
   private handleErrorResponse(message: string): void {
     this.processingComplete = true;
     this.finishCalls();
@@ -391,14 +394,7 @@ export class ExtProcFilter {
       stats.increment('failure_mode_allowed');
       return;
     }
-    this.processingComplete = true;
-    this.finishCalls();
-    this.closeStream();
-    this.callbacks.sendLocalReply({
-      status: this.statusOnError,
-      body: Buffer.alloc(0),
-      details: responseCodeDetails(`ext_proc_error_gRPC_error_${code}{${details}}`),
-    });
+    this.handleErrorResponse(`ext_proc_error_gRPC_error_${code}{${details}}`);
   }
 
   private onMessageTimeout(): void {
