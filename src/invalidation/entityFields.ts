@@ -23,7 +23,7 @@ import {
   type SelectionNode,
   type SelectionSetNode,
 } from 'graphql';
-import type { KeyFields } from '../purge/index.js';
+import type { KeyFields } from './keyFields.js';
 import { removeMembers, type MemberPlan } from './jsonMembers.js';
 import { entityKeyField } from './keyFields.js';
 import { fragmentsByName, operationPlan, type SelectionPlan } from './selectionPlan.js';

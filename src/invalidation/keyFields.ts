@@ -1,5 +1,11 @@
 import { getNullableType, isEnumType, isRequiredArgument, isScalarType, type GraphQLObjectType } from 'graphql';
-import type { KeyFields } from '../purge/index.js';
+import { canonicalJson } from '../graphql/canonicalJson.js';
+
+/** `keyFields` of the configuration: entity key field candidates, by default and per type. */
+export interface KeyFields {
+  defaults: readonly string[];
+  types: Readonly<Record<string, readonly string[]>>;
+}
 
 /**
  * The field that identifies objects of the type (DESIGN.md "Entity identity"): the first of its
@@ -17,4 +23,13 @@ export function entityKeyField(type: GraphQLObjectType, keyFields: KeyFields): s
   const valueType = getNullableType(field.type);
   if (!isScalarType(valueType) && !isEnumType(valueType)) return undefined;
   return field.args.some(isRequiredArgument) ? undefined : name;
+}
+
+/**
+ * How a key value is spelt in an entity tag: strings as they are, anything else as canonical JSON
+ * (`42`, `true`), which is how a response's key value reads once serialised. Responses and purges
+ * both spell entity tags through this.
+ */
+export function entityKeyText(value: unknown): string {
+  return typeof value === 'string' ? value : canonicalJson(value);
 }

@@ -11,7 +11,7 @@ import {
   type GraphQLSchema,
 } from 'graphql';
 import { isPlainObject } from '../graphql/httpRequest.js';
-import { entityKeyText } from '../purge/index.js';
+import { entityKeyText } from './keyFields.js';
 import type { PreparedOperation } from './entityFields.js';
 import { entityKeyField } from './keyFields.js';
 import { fragmentsFor, operationPlan, type SelectionPlan } from './selectionPlan.js';

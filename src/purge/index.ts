@@ -9,8 +9,6 @@ export { negotiateResponseMediaType, type GraphQLResponseMediaType } from './med
 export {
   buildPurgeSchema,
   derivePurgeApi,
-  entityKeyText,
-  type KeyFields,
   type OmittedPurgeField,
   type PurgeApi,
 } from './schema.js';

@@ -19,7 +19,7 @@ import {
   type GraphQLInputType,
 } from 'graphql';
 import { canonicalJson } from '../graphql/canonicalJson.js';
-import { entityKeyField } from '../invalidation/keyFields.js';
+import { entityKeyField, entityKeyText, type KeyFields } from '../invalidation/keyFields.js';
 import { invalidationTag } from '../invalidation/tags.js';
 import type { PurgeTargets } from './targets.js';
 
@@ -46,11 +46,6 @@ import type { PurgeTargets } from './targets.js';
  */
 
 /** `keyFields` of the configuration: an object's identity is its first key field the type has. */
-export interface KeyFields {
-  defaults: readonly string[];
-  types: Readonly<Record<string, readonly string[]>>;
-}
-
 export interface PurgeApi {
   schema: GraphQLSchema;
   /** The purge schema's Mutation fields: a mutation selecting only these (and `__typename`) is a purge. */
@@ -81,14 +76,6 @@ export function derivePurgeApi(origin: GraphQLSchema, keyFields: KeyFields): Pur
   const api = derive(origin, keyFields);
   derivedByOrigin.set(origin, { keyFieldsKey, api });
   return api;
-}
-
-/**
- * How a key value is spelt in an entity tag: strings as they are, anything else as canonical JSON
- * (`42`, `true`), which is how a response's key value reads once serialised.
- */
-export function entityKeyText(value: unknown): string {
-  return typeof value === 'string' ? value : canonicalJson(value);
 }
 
 /** One slot per origin schema: `keyFields` changes only with a config reload, and then for good. */

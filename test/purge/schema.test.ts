@@ -1,6 +1,7 @@
 import { buildSchema, printSchema } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { buildPurgeSchema, derivePurgeApi, entityKeyText } from '../../src/purge/index.js';
+import { entityKeyText } from '../../src/invalidation/keyFields.js';
+import { buildPurgeSchema, derivePurgeApi } from '../../src/purge/index.js';
 import { demoSchemaSDL } from '../support/origin.js';
 
 const origin = buildSchema(demoSchemaSDL);
