@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config/schema.js';
-import { graphQLErrorResponse, type HttpResponse } from '../engine/responses.js';
+import { graphQLErrorResponse, type HttpResponse } from '../http/responses.js';
 import { isPlainObject } from '../graphql/httpRequest.js';
 import type { Logger } from '../observability/log.js';
 import type { CacheStore } from '../store/types.js';

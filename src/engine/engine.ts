@@ -28,13 +28,8 @@ import { MissCoalescer, type Leadership } from './coalescing.js';
 import { freshLifetime, isEncoded, isGraphQLJson, uncacheableReason } from './originResponse.js';
 import { cachePolicyFor, type CachePolicy } from './rules.js';
 import { scopeBucketKey, scopeVaryHeaders } from './scopes.js';
-import {
-  CACHE_STATUS_HEADER,
-  graphQLErrorResponse,
-  hitResponse,
-  replayableHeaders,
-  type HttpResponse,
-} from './responses.js';
+import { CACHE_STATUS_HEADER, graphQLErrorResponse, type HttpResponse } from '../http/responses.js';
+import { hitResponse, replayableHeaders } from './responses.js';
 
 /**
  * The decision engine: what to do with one GraphQL request and, if it went to the origin, with the

@@ -8,7 +8,7 @@ import {
   type RequestHead,
   type ResponsePlan,
 } from '../engine/engine.js';
-import type { HttpResponse } from '../engine/responses.js';
+import type { HttpResponse } from '../http/responses.js';
 import {
   BodySendMode,
   type CommonResponse,

@@ -12,7 +12,7 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 import type { Config } from '../config/schema.js';
-import { CACHE_STATUS_HEADER, type HttpResponse } from '../engine/responses.js';
+import { CACHE_STATUS_HEADER, type HttpResponse } from '../http/responses.js';
 import { headerValue, type HeaderList } from '../http/headers.js';
 import type { Logger } from '../observability/log.js';
 import type { CacheStore } from '../store/types.js';
