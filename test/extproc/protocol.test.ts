@@ -4,29 +4,23 @@ import type { ProcessingRequest } from '../../src/extproc/messages.js';
 import { BodySendMode } from '../../src/extproc/messages.js';
 import { PROCESS_METHOD_PATH } from '../../src/extproc/protocol.js';
 import type { Sidecar } from '../../src/sidecar/sidecar.js';
-import { connectExtProc, headerMap, setHeaders, type ExtProcTestClient } from '../support/extprocClient.js';
+import {
+  connectExtProc,
+  envoyPostHeaders,
+  headerMap,
+  ORIGIN_BODY,
+  QUERY_BODY,
+  setHeaders,
+  type ExtProcTestClient,
+} from '../support/extprocClient.js';
 import { startTestSidecar } from '../support/sidecar.js';
 
 /** The ext_proc service driven directly with the messages Envoy sends (ext_proc.md section 2.3). */
 
-const QUERY_BODY = Buffer.from(JSON.stringify({ query: '{ todos { id title } }' }));
-const ORIGIN_BODY = Buffer.from('{"data":{"todos":[{"id":"1","title":"a"}]}}');
-
+/** As Envoy 1.36 sends it: Envoy-added headers, and protocol_config on the first message. */
 function postHeaders(body: Buffer): ProcessingRequest {
   return {
-    request_headers: {
-      headers: headerMap({
-        ':method': 'POST',
-        ':path': '/graphql',
-        ':authority': 'example.test',
-        ':scheme': 'http',
-        'content-type': 'application/json',
-        'content-length': String(body.length),
-        'accept-encoding': 'gzip',
-        'x-request-id': 'r-1',
-      }),
-      end_of_stream: false,
-    },
+    ...envoyPostHeaders(body, { 'accept-encoding': 'gzip', 'x-request-id': 'r-1' }),
     protocol_config: { request_body_mode: BodySendMode.BUFFERED, response_body_mode: BodySendMode.BUFFERED },
   };
 }

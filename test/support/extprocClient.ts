@@ -34,7 +34,7 @@ export const QUERY_BODY = Buffer.from(JSON.stringify({ query: '{ todos { id titl
 export const ORIGIN_BODY = Buffer.from('{"data":{"todos":[{"id":"1","title":"a"}]}}');
 
 /** The request_headers message Envoy sends for a POST of `body` (a body follows). */
-export function envoyPostHeaders(body: Buffer = QUERY_BODY): ProcessingRequest {
+export function envoyPostHeaders(body: Buffer = QUERY_BODY, extra: Record<string, string> = {}): ProcessingRequest {
   return {
     request_headers: {
       headers: headerMap({
@@ -44,6 +44,7 @@ export function envoyPostHeaders(body: Buffer = QUERY_BODY): ProcessingRequest {
         ':scheme': 'http',
         'content-type': 'application/json',
         'content-length': String(body.length),
+        ...extra,
       }),
       end_of_stream: false,
     },
