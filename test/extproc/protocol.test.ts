@@ -150,6 +150,25 @@ describe('ext_proc protocol', () => {
     stream.halfClose();
   });
 
+  it.each([
+    ['a subscription over server-sent events', { accept: 'text/event-stream' }],
+    ['an incremental delivery request', { accept: 'multipart/mixed; deferSpec=20220824, application/json' }],
+    ['a WebSocket upgrade', { upgrade: 'websocket', connection: 'upgrade' }],
+  ])('lets %s stream through untouched, neither body buffered', async (_name, headers) => {
+    const stream = client.open();
+    const answer = await stream.exchange(envoyPostHeaders(QUERY_BODY, headers));
+    expect(answer.request_headers).toEqual({ response: {} });
+    expect(answer.mode_override).toEqual({
+      request_body_mode: BodySendMode.NONE,
+      response_body_mode: BodySendMode.NONE,
+    });
+    const responseAnswer = await stream.exchange({
+      response_headers: { headers: headerMap({ ':status': '200', 'content-type': 'text/event-stream' }), end_of_stream: false },
+    });
+    expect(setHeaders(responseAnswer.response_headers?.response?.header_mutation)).toEqual({ 'svc-cache': 'PASS' });
+    expect((await stream.status).code).toBe(grpc.status.OK);
+  });
+
   it('copes with a stream that starts at response_headers (an Envoy local reply)', async () => {
     const stream = client.open();
     const answer = await stream.exchange(responseHeaders(503));
