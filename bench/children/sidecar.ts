@@ -1,9 +1,13 @@
-import { configSchema } from '../../src/config/schema.js';
-import { silentLogger } from '../../src/observability/log.js';
-import { startSidecar } from '../../src/sidecar/sidecar.js';
 import { answerHarness } from './control.js';
 
-/** The sidecar as `svc-cache serve` runs it, on the Redis and demo origin the harness started. */
+/**
+ * The sidecar as `svc-cache serve` runs it, on the Redis and demo origin the harness started: the
+ * compiled dist/ build (`npm run bench` builds first), not the TypeScript sources through tsx, so
+ * the figures are those of the code production runs.
+ */
+const { configSchema } = (await import(new URL('../../dist/config/schema.js', import.meta.url).href)) as typeof import('../../src/config/schema.js');
+const { silentLogger } = (await import(new URL('../../dist/observability/log.js', import.meta.url).href)) as typeof import('../../src/observability/log.js');
+const { startSidecar } = (await import(new URL('../../dist/sidecar/sidecar.js', import.meta.url).href)) as typeof import('../../src/sidecar/sidecar.js');
 
 const [redisUrl, originUrl] = process.argv.slice(2);
 if (redisUrl === undefined || originUrl === undefined) throw new Error('usage: sidecar.ts REDIS_URL ORIGIN_URL');
