@@ -34,6 +34,10 @@ function createClient(config: RedisConfig): RedisClient {
     commandTimeout: config.commandTimeoutMs,
     connectTimeout: CONNECT_TIMEOUT_MS,
     maxRetriesPerRequest: 1,
+    // Lookups of concurrent HITs leave in one socket write instead of one each: writing the MGET
+    // was the largest single cost of a HIT (measured: HIT throughput 0.71-0.74 of the floor
+    // without, 0.82-0.94 with). Each command keeps its own reply and timeout.
+    enableAutoPipelining: true,
   } satisfies RedisOptions;
 
   if (config.cluster !== undefined) {
