@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { postGraphQL } from '../support/origin.js';
 import { startStack, type Stack } from '../support/stack.js';
 
@@ -24,8 +24,10 @@ describe('stale-while-revalidate', () => {
     await new Promise((resolve) => setTimeout(resolve, 1100));
 
     stack.origin.setBehaviour({ delayMs: 400 });
+    const originRequestsBefore = stack.origin.requestCount();
     const refreshing = postGraphQL(stack.url, TIME);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Only once the refresh has reached the origin is another request "meanwhile".
+    await vi.waitFor(() => expect(stack.origin.requestCount()).toBe(originRequestsBefore + 1), { timeout: 5000, interval: 5 });
     const meanwhile = await postGraphQL(stack.url, TIME);
     const refreshed = await refreshing;
     stack.origin.setBehaviour({ delayMs: 0 });
