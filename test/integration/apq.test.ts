@@ -4,12 +4,10 @@ import {
   getGraphQL,
   persistedQueryExtensions,
   postGraphQL,
-  startDemoOrigin,
-  type DemoOrigin,
   type GraphQLHttpResult,
   type GraphQLRequestParams,
 } from '../support/origin.js';
-import { startRedisServer, type RedisServer } from '../support/redis.js';
+import { startReplicasSharingRedis, type Replicas } from '../support/replicas.js';
 import { startStack, type Stack } from '../support/stack.js';
 
 /** Automatic persisted queries through the gateway and the real ext_proc protocol. */
@@ -224,24 +222,18 @@ describe('automatic persisted queries turned off', () => {
 });
 
 describe('automatic persisted queries across replicas sharing Redis', () => {
-  let redis: RedisServer;
-  let origin: DemoOrigin;
+  let replicas: Replicas;
+  let redis: Replicas['redis'];
+  let origin: Replicas['origin'];
   let replicaA: Stack;
   let replicaB: Stack;
 
   beforeAll(async () => {
-    redis = await startRedisServer();
-    origin = await startDemoOrigin();
-    // Generous: on a loaded CI machine a slow answer must not turn into a PASS; a killed Redis fails fast anyway.
-    const config = { redis: { url: redis.url, commandTimeoutMs: 2000 }, cache: { scopeKeySecret: 'shared-secret-of-the-replicas' } };
-    replicaA = await startStack(config, { origin });
-    replicaB = await startStack(config, { origin });
+    replicas = await startReplicasSharingRedis({ cache: { scopeKeySecret: 'shared-secret-of-the-replicas' } });
+    ({ redis, origin, replicaA, replicaB } = replicas);
   });
   afterAll(async () => {
-    await replicaA.close();
-    await replicaB.close();
-    await origin.close();
-    await redis.stop();
+    await replicas.close();
   });
   beforeEach(() => origin.reset());
 

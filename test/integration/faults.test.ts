@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../../src/gateway/index.js';
 import { demoSchemaSDL, startDemoOrigin, type DemoOrigin } from '../support/origin.js';
-import { startRedisServer, type RedisServer } from '../support/redis.js';
+import { startRedisServer, TEST_REDIS_COMMAND_TIMEOUT_MS, type RedisServer } from '../support/redis.js';
 import { freePort, startSidecarProcess, type SidecarProcess } from '../support/sidecarProcess.js';
 import { startStack, type Stack } from '../support/stack.js';
 
@@ -266,8 +266,7 @@ describe('Redis killed and restarted under load', () => {
     origin = await startDemoOrigin({ port: 0 });
     stack = await startStack(
       {
-        // Generous: on a loaded 2-core machine a slow answer must not turn into a PASS; a killed Redis fails fast anyway.
-        redis: { url: redis.url, commandTimeoutMs: 2000 },
+        redis: { url: redis.url, commandTimeoutMs: TEST_REDIS_COMMAND_TIMEOUT_MS },
         purge: { tokens: [PURGE_TOKEN] },
       },
       { origin },

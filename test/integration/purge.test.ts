@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { postGraphQL, startDemoOrigin, type DemoOrigin } from '../support/origin.js';
-import { startRedisServer, type RedisServer } from '../support/redis.js';
+import { postGraphQL } from '../support/origin.js';
+import { startReplicasSharingRedis, type Replicas } from '../support/replicas.js';
 import { startStack, type ConfigInput, type Stack } from '../support/stack.js';
 
 /** The purge API, sent through the gateway as a POST mutation with the token header. */
@@ -116,24 +116,17 @@ describe('purge mutations', () => {
 });
 
 describe('a purge through one sidecar', () => {
-  let redis: RedisServer;
-  let origin: DemoOrigin;
+  let replicas: Replicas;
+  let redis: Replicas['redis'];
   let replicaA: Stack;
   let replicaB: Stack;
 
   beforeAll(async () => {
-    redis = await startRedisServer();
-    origin = await startDemoOrigin();
-    // Generous: on a loaded CI machine a slow answer must not turn into a PASS; a killed Redis fails fast anyway.
-    const config: ConfigInput = { ...PURGE_CONFIG, redis: { url: redis.url, commandTimeoutMs: 2000 } };
-    replicaA = await startStack(config, { origin });
-    replicaB = await startStack(config, { origin });
+    replicas = await startReplicasSharingRedis(PURGE_CONFIG);
+    ({ redis, replicaA, replicaB } = replicas);
   });
   afterAll(async () => {
-    await replicaA.close();
-    await replicaB.close();
-    await origin.close();
-    await redis.stop();
+    await replicas.close();
   });
 
   it('holds on a second sidecar sharing the Redis, and a mutation through one invalidates for both', async () => {

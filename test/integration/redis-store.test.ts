@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { scanKeys } from '../store/redis-inspection.js';
 import { postGraphQL, startDemoOrigin, type DemoOrigin, type GraphQLHttpResult } from '../support/origin.js';
-import { startRedisServer, type RedisServer } from '../support/redis.js';
+import { startRedisServer, TEST_REDIS_COMMAND_TIMEOUT_MS, type RedisServer } from '../support/redis.js';
 import { startStack, type ConfigInput, type Stack } from '../support/stack.js';
 
 /**
@@ -23,8 +23,7 @@ const ALICE = '{"data":{"me":{"id":"u1","name":"Alice"}}}';
 
 function scopedConfig(redisUrl: string, scopeKeySecret: string): ConfigInput {
   return {
-    // Generous: on a loaded 2-core CI machine a slow answer must not turn into a PASS; a killed Redis fails fast anyway.
-    redis: { url: redisUrl, keyPrefix: 'svc-cache:', commandTimeoutMs: 2000 },
+    redis: { url: redisUrl, keyPrefix: 'svc-cache:', commandTimeoutMs: TEST_REDIS_COMMAND_TIMEOUT_MS },
     scopes: { AUTHENTICATED: 'header:authorization', SESSION: 'cookie:session' },
     rules: [
       { types: ['Query'], maxAge: 60 },

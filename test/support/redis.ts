@@ -11,6 +11,12 @@ import { promisify } from 'node:util';
  * and temporary directories go away with stop(), or with the test worker if a test never got there.
  */
 
+/**
+ * redis.commandTimeoutMs for stacks in tests: generous, so that on a loaded 2-core CI machine a slow
+ * answer does not turn into a PASS; a killed Redis still fails fast (no offline queue).
+ */
+export const TEST_REDIS_COMMAND_TIMEOUT_MS = 2000;
+
 export interface RedisServer {
   url: string;
   port: number;
