@@ -1,8 +1,10 @@
-import { Kind, type DocumentNode, type FragmentDefinitionNode, type SelectionSetNode } from 'graphql';
+import { Kind, type DocumentNode, type SelectionSetNode } from 'graphql';
+import { FragmentMemo, fragmentsOf } from './fragments.js';
 
 /**
  * The limits svc-cache enforces on an operation before anything reaches the origin: a deep or
- * alias-heavy query costs the origin far more than its few bytes suggest (DESIGN.md: 400).
+ * alias-heavy query costs the origin far more than its few bytes suggest (docs/graphql-caching.md,
+ * Limits: answered 400).
  */
 export interface OperationLimits {
   maxQueryBytes: number;
@@ -23,45 +25,62 @@ export function queryTextViolation(query: string, limits: OperationLimits): Limi
 
 /** `document` holds one operation and the fragments it uses (`selectOperation(...).document`). */
 export function operationViolation(document: DocumentNode, limits: OperationLimits): LimitViolation | undefined {
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const definition of document.definitions) {
-    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
-  }
-  const operation = document.definitions.find((definition) => definition.kind === Kind.OPERATION_DEFINITION);
-  if (!operation || operation.kind !== Kind.OPERATION_DEFINITION) return undefined;
-
-  let aliases = 0;
-  let deepest = 0;
-  // Fragments are walked at every place they are spread: that is what the origin executes. The
-  // walk stops as soon as a limit is passed, so a fragment bomb costs no more than the limits.
-  const walk = (selectionSet: SelectionSetNode, depth: number, spreading: ReadonlySet<string>): boolean => {
-    for (const selection of selectionSet.selections) {
-      if (selection.kind === Kind.FIELD) {
-        if (selection.alias) aliases += 1;
-        if (aliases > limits.maxAliases) return false;
-        if (selection.selectionSet) {
-          deepest = Math.max(deepest, depth + 1);
-          if (deepest > limits.maxDepth) return false;
-          if (!walk(selection.selectionSet, depth + 1, spreading)) return false;
-        }
-      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-        if (!walk(selection.selectionSet, depth, spreading)) return false;
-      } else {
-        const name = selection.name.value;
-        const fragment = fragments.get(name);
-        // A cycle is a validation error the origin reports; svc-cache only must not loop on it.
-        if (!fragment || spreading.has(name)) continue;
-        if (!walk(fragment.selectionSet, depth, new Set([...spreading, name]))) return false;
-      }
-    }
-    return true;
-  };
-  walk(operation.selectionSet, 0, new Set());
-  if (deepest > limits.maxDepth) {
+  const measure = measureOperation(document, limits.maxAliases + 1);
+  if (measure.depth > limits.maxDepth) {
     return { message: `Query is deeper than ${limits.maxDepth} levels`, code: 'QUERY_TOO_DEEP' };
   }
-  if (aliases > limits.maxAliases) {
+  if (measure.aliases > limits.maxAliases) {
     return { message: `Query has more than ${limits.maxAliases} aliases`, code: 'TOO_MANY_ALIASES' };
   }
   return undefined;
 }
+
+export interface OperationMeasure {
+  /** Nested selection sets below the root, at the deepest place (what the origin executes). */
+  depth: number;
+  /** Aliases counted at every place a fragment is spread, saturating at the cap asked for. */
+  aliases: number;
+  /** Selections looked at: at most the document's, however often its fragments are spread. */
+  visitedSelections: number;
+}
+
+/**
+ * Depth and aliases as the origin executes the operation, each fragment spread counting in full,
+ * yet each fragment measured once: a spread adds the fragment's remembered figures. A fragment
+ * spread within itself (a cycle, which the origin reports) adds nothing.
+ */
+export function measureOperation(document: DocumentNode, aliasCap: number = Number.MAX_SAFE_INTEGER): OperationMeasure {
+  const operation = document.definitions.find((definition) => definition.kind === Kind.OPERATION_DEFINITION);
+  let visitedSelections = 0;
+  const measureSet = (selectionSet: SelectionSetNode, memo: FragmentMemo<Figures>): Figures => {
+    let depth = 0;
+    let aliases = 0;
+    const add = (below: Figures, extraDepth: number): void => {
+      depth = Math.max(depth, below.depth + extraDepth);
+      aliases = Math.min(aliasCap, aliases + below.aliases);
+    };
+    for (const selection of selectionSet.selections) {
+      visitedSelections += 1;
+      if (selection.kind === Kind.FIELD) {
+        if (selection.alias) add({ depth: 0, aliases: 1 }, 0);
+        if (selection.selectionSet) add(measureSet(selection.selectionSet, memo), 1);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        add(measureSet(selection.selectionSet, memo), 0);
+      } else {
+        add(memo.of(selection.name.value) ?? NOTHING, 0);
+      }
+    }
+    return { depth, aliases };
+  };
+  if (!operation || operation.kind !== Kind.OPERATION_DEFINITION) return { depth: 0, aliases: 0, visitedSelections };
+  const memo = new FragmentMemo<Figures>(fragmentsOf(document), (fragment, self) => measureSet(fragment.selectionSet, self), NOTHING);
+  const figures = measureSet(operation.selectionSet, memo);
+  return { ...figures, visitedSelections };
+}
+
+interface Figures {
+  depth: number;
+  aliases: number;
+}
+
+const NOTHING: Figures = { depth: 0, aliases: 0 };

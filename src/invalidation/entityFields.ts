@@ -23,10 +23,11 @@ import {
   type SelectionNode,
   type SelectionSetNode,
 } from 'graphql';
+import { FragmentMemo, fragmentsOf } from '../graphql/fragments.js';
 import type { KeyFields } from './keyFields.js';
 import { removeMembers, type MemberPlan } from './jsonMembers.js';
 import { entityKeyField } from './keyFields.js';
-import { fragmentsByName, operationPlan, type SelectionPlan } from './selectionPlan.js';
+import { operationPlan, type SelectionPlan } from './selectionPlan.js';
 
 /**
  * Entity identity (DESIGN.md): before a query or mutation goes to the origin, svc-cache adds what it
@@ -139,6 +140,8 @@ class EntityFieldAdder {
   /** Alias of each added key field, by field name and declared type. */
   private readonly keyAliases = new Map<string, string>();
   private readonly usedAliases = new Set<string>();
+  /** Whether each fragment selects a field for a type, by type and field name (see `selects`). */
+  private readonly selectsByFragment = new Map<string, FragmentMemo<boolean>>();
 
   constructor(
     private readonly schema: GraphQLSchema,
@@ -146,7 +149,7 @@ class EntityFieldAdder {
     private readonly keyFields: KeyFields,
     private readonly prefix: string,
   ) {
-    this.fragments = fragmentsByName(document);
+    this.fragments = fragmentsOf(document);
     this.typenameAlias = `${prefix}typename`;
     this.usedAliases.add(this.typenameAlias);
   }
@@ -217,13 +220,29 @@ class EntityFieldAdder {
   /**
    * Whether an object of `concrete` type always receives `fieldName` (under whatever response key,
    * without arguments) from this selection set: selected directly or through fragments that apply
-   * to the type, with no `@include`/`@skip` that a variable could turn off.
+   * to the type, with no `@include`/`@skip` that a variable could turn off. What a fragment gives
+   * is worked out once per type and field name, so asking at every selection set stays linear.
    */
-  private selects(
+  private selects(selectionSet: SelectionSetNode, concrete: GraphQLObjectType, fieldName: string): boolean {
+    const memoKey = `${concrete.name}\u0000${fieldName}`;
+    let memo = this.selectsByFragment.get(memoKey);
+    if (!memo) {
+      memo = new FragmentMemo<boolean>(
+        this.fragments,
+        (fragment, self) =>
+          this.appliesTo(fragment.typeCondition, concrete) && this.selectsWith(fragment.selectionSet, concrete, fieldName, self),
+        false,
+      );
+      this.selectsByFragment.set(memoKey, memo);
+    }
+    return this.selectsWith(selectionSet, concrete, fieldName, memo);
+  }
+
+  private selectsWith(
     selectionSet: SelectionSetNode,
     concrete: GraphQLObjectType,
     fieldName: string,
-    spreadFragments: Set<string> = new Set(),
+    fragments: FragmentMemo<boolean>,
   ): boolean {
     return selectionSet.selections.some((selection) => {
       if (!alwaysIncluded(selection.directives)) return false;
@@ -233,16 +252,10 @@ class EntityFieldAdder {
       if (selection.kind === Kind.INLINE_FRAGMENT) {
         return (
           this.appliesTo(selection.typeCondition, concrete) &&
-          this.selects(selection.selectionSet, concrete, fieldName, spreadFragments)
+          this.selectsWith(selection.selectionSet, concrete, fieldName, fragments)
         );
       }
-      const fragment = this.fragments.get(selection.name.value);
-      if (!fragment || spreadFragments.has(fragment.name.value)) return false;
-      spreadFragments.add(fragment.name.value);
-      return (
-        this.appliesTo(fragment.typeCondition, concrete) &&
-        this.selects(fragment.selectionSet, concrete, fieldName, spreadFragments)
-      );
+      return fragments.of(selection.name.value) ?? false;
     });
   }
 

@@ -9,6 +9,7 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
+import { collectFields, fragmentsOf } from '../graphql/fragments.js';
 import type { PreparedOperation } from './entityFields.js';
 
 /**
@@ -34,7 +35,7 @@ export class SelectionPlan {
   fields(filter: FragmentFilter = everyFragment): ReadonlyMap<string, readonly FieldNode[]> {
     let fields = this.fieldsByFilter.get(filter.key);
     if (!fields) {
-      fields = collectFields(this.selectionSets, this.fragments, filter);
+      fields = fieldsByResponseKey(this.selectionSets, this.fragments, filter);
       this.fieldsByFilter.set(filter.key, fields);
     }
     return fields;
@@ -98,14 +99,6 @@ export function operationPlan(prepared: PreparedOperation): OperationPlan | unde
   return remembered ?? undefined;
 }
 
-export function fragmentsByName(document: DocumentNode): Map<string, FragmentDefinitionNode> {
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const definition of document.definitions) {
-    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
-  }
-  return fragments;
-}
-
 const plansByOperation = new WeakMap<PreparedOperation, OperationPlan | null>();
 
 function planOperation(document: DocumentNode): OperationPlan | undefined {
@@ -113,35 +106,21 @@ function planOperation(document: DocumentNode): OperationPlan | undefined {
     (definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION,
   );
   if (!operation) return undefined;
-  return { operation, plan: new SelectionPlan([operation.selectionSet], fragmentsByName(document)) };
+  return { operation, plan: new SelectionPlan([operation.selectionSet], fragmentsOf(document)) };
 }
 
-function collectFields(
+function fieldsByResponseKey(
   selectionSets: readonly SelectionSetNode[],
   fragments: ReadonlyMap<string, FragmentDefinitionNode>,
   filter: FragmentFilter,
 ): Map<string, FieldNode[]> {
   const fields = new Map<string, FieldNode[]>();
-  // As in GraphQL's CollectFields, a named fragment counts once per selection, which also ends cycles.
-  const spreadFragments = new Set<string>();
-  const collect = (selectionSet: SelectionSetNode): void => {
-    for (const selection of selectionSet.selections) {
-      if (selection.kind === Kind.FIELD) {
-        const responseKey = (selection.alias ?? selection.name).value;
-        const sameKey = fields.get(responseKey);
-        if (sameKey) sameKey.push(selection);
-        else fields.set(responseKey, [selection]);
-      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-        if (!selection.typeCondition || filter.admits(selection.typeCondition.name.value)) collect(selection.selectionSet);
-      } else {
-        const name = selection.name.value;
-        const fragment = fragments.get(name);
-        if (!fragment || spreadFragments.has(name)) continue;
-        spreadFragments.add(name);
-        if (filter.admits(fragment.typeCondition.name.value)) collect(fragment.selectionSet);
-      }
-    }
-  };
-  for (const selectionSet of selectionSets) collect(selectionSet);
+  const admits = (typeCondition: string | undefined): boolean => typeCondition === undefined || filter.admits(typeCondition);
+  for (const field of collectFields(selectionSets, fragments, { admits })) {
+    const responseKey = (field.alias ?? field.name).value;
+    const sameKey = fields.get(responseKey);
+    if (sameKey) sameKey.push(field);
+    else fields.set(responseKey, [field]);
+  }
   return fields;
 }

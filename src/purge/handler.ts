@@ -1,17 +1,16 @@
 import {
   execute,
-  Kind,
   OperationTypeNode,
   validate,
   type DocumentNode,
   type ExecutionResult,
-  type FragmentDefinitionNode,
   type GraphQLError,
   type GraphQLSchema,
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
 import type { Config } from '../config/schema.js';
+import { collectFields, fragmentsOf } from '../graphql/fragments.js';
 import { CACHE_STATUS_HEADER, type HttpResponse } from '../http/responses.js';
 import { headerValue, type HeaderList } from '../http/headers.js';
 import type { Logger } from '../observability/log.js';
@@ -165,27 +164,7 @@ function routeOf(request: PurgeRequest, api: PurgeApi, tokenHeader: string): Pur
  * so a request is only a purge when it could never reach an origin field.
  */
 function rootFieldNames(selectionSet: SelectionSetNode, document: DocumentNode): Set<string> {
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const definition of document.definitions) {
-    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
-  }
-  const names = new Set<string>();
-  const visitedFragments = new Set<string>();
-  const visit = (selections: SelectionSetNode): void => {
-    for (const selection of selections.selections) {
-      if (selection.kind === Kind.FIELD) {
-        names.add(selection.name.value);
-      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-        visit(selection.selectionSet);
-      } else if (!visitedFragments.has(selection.name.value)) {
-        visitedFragments.add(selection.name.value);
-        const fragment = fragments.get(selection.name.value);
-        if (fragment) visit(fragment.selectionSet);
-      }
-    }
-  };
-  visit(selectionSet);
-  return names;
+  return new Set(collectFields([selectionSet], fragmentsOf(document)).map((field) => field.name.value));
 }
 
 /**
