@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import { graphQLErrorResponse, type HttpResponse } from '../http/responses.js';
-import { isPlainObject } from '../graphql/httpRequest.js';
 import type { Logger } from '../observability/log.js';
 import type { CacheStore } from '../store/types.js';
+import { errorMessage, isPlainObject } from '../util/index.js';
 
 /**
  * Automatic persisted queries, answered as Apollo Server answers them, since Apollo clients depend
@@ -47,7 +47,7 @@ export async function resolvePersistedQuery(
       registered = await deps.store.persistedQuery(normalisedHash);
     } catch (error) {
       // Not-found makes the client resend the full query, which is then served: better than a 500.
-      deps.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'persisted query registry unavailable');
+      deps.logger.warn({ err: errorMessage(error) }, 'persisted query registry unavailable');
     }
     return registered === undefined ? refused('not-found') : { kind: 'resolved', query: registered, registered: false };
   }
@@ -56,7 +56,7 @@ export async function resolvePersistedQuery(
   try {
     await deps.store.registerPersistedQuery(normalisedHash, query, deps.apq.ttl);
   } catch (error) {
-    deps.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'persisted query not registered');
+    deps.logger.warn({ err: errorMessage(error) }, 'persisted query not registered');
     return { kind: 'resolved', query, registered: false };
   }
   return { kind: 'resolved', query, registered: true };

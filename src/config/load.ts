@@ -8,6 +8,7 @@ import { describeWrittenValue, expectationMessage, validationProblems } from './
 import { configSchema, type Config } from './schema.js';
 import { scopeReferenceIssues } from './scope-references.js';
 import { parseYamlFile } from './yaml-file.js';
+import { errorMessage } from '../util/index.js';
 
 export interface ParseConfigOptions {
   /** Names the file in error messages, e.g. "config.yaml". */
@@ -118,7 +119,7 @@ function toPlainData(document: ReturnType<typeof parseYamlFile>['document'], sou
   try {
     return document.toJS({ maxAliasCount: 1000 });
   } catch (error) {
-    throw new ConfigError(source, [`bad YAML: ${error instanceof Error ? error.message : String(error)}`]);
+    throw new ConfigError(source, [`bad YAML: ${errorMessage(error)}`]);
   }
 }
 
@@ -162,7 +163,7 @@ function describeFileError(error: unknown): string {
     case 'EISDIR':
       return 'it is a directory, not a file';
     default:
-      return error instanceof Error ? error.message : String(error);
+      return errorMessage(error);
   }
 }
 

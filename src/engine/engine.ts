@@ -8,7 +8,6 @@ import {
 import type { Config } from '../config/schema.js';
 import { parseDocument, selectOperation } from '../graphql/document.js';
 import {
-  isPlainObject,
   parseGetRequest,
   parsePostRequest,
   rewrittenForOrigin,
@@ -23,6 +22,7 @@ import { invalidationTag } from '../invalidation/tags.js';
 import type { Logger } from '../observability/log.js';
 import { handlePurgeRequest, isPurgeToken, negotiateResponseMediaType, type PurgeEvent } from '../purge/index.js';
 import type { CacheStore, CachedResponse, InvalidationMark } from '../store/types.js';
+import { isPlainObject } from '../util/index.js';
 import { cacheKey, normalisedAccept } from './cacheKey.js';
 import { MissCoalescer, type Leadership } from './coalescing.js';
 import { freshLifetime, isEncoded, isGraphQLJson, uncacheableReason } from './originResponse.js';

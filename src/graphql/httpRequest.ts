@@ -1,4 +1,5 @@
 import { mediaType, type HeaderList, headerValue } from '../http/headers.js';
+import { isPlainObject } from '../util/index.js';
 
 /**
  * GraphQL over HTTP request parameters (the GraphQL over HTTP spec, section "Request Parameters"),
@@ -101,10 +102,6 @@ export function rewrittenForOrigin(
   if (hasExtensions) search.set('extensions', JSON.stringify(changes.extensions));
   else search.delete('extensions');
   return { path: `${queryStart < 0 ? path : path.slice(0, queryStart)}?${search.toString()}` };
-}
-
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 const INVALID = Symbol('invalid');

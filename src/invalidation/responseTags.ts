@@ -10,12 +10,12 @@ import {
   type GraphQLOutputType,
   type GraphQLSchema,
 } from 'graphql';
-import { isPlainObject } from '../graphql/httpRequest.js';
 import { entityKeyText } from './keyFields.js';
 import type { PreparedOperation } from './entityFields.js';
 import { entityKeyField } from './keyFields.js';
 import { fragmentsFor, operationPlan, type SelectionPlan } from './selectionPlan.js';
 import { invalidationTag } from './tags.js';
+import { isPlainObject } from '../util/index.js';
 
 /**
  * Past this many distinct tags a response is not worth storing: each tag is an index entry in the

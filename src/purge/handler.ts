@@ -19,6 +19,7 @@ import type { GraphQLResponseMediaType } from './mediaType.js';
 import { derivePurgeApi, type PurgeApi } from './schema.js';
 import { PurgeTargets } from './targets.js';
 import { isPurgeToken } from './token.js';
+import { errorMessage } from '../util/index.js';
 
 /**
  * Purge requests, answered by svc-cache itself and never forwarded.
@@ -121,7 +122,7 @@ export async function handlePurgeRequest(
   try {
     removedEntries = await applyPurge(summary, deps.store);
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = errorMessage(error);
     deps.logger.error({ ...logFields(summary), err: reason }, 'purge not applied: the cache store failed');
     deps.onPurge?.({ result: 'store-failed', error: reason, ...summary });
     // A request-level failure caused by the server: no `data`, and 503 whatever the media type, so

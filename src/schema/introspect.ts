@@ -1,6 +1,7 @@
 import { buildClientSchema, getIntrospectionQuery, validateSchema, type GraphQLSchema, type IntrospectionQuery } from 'graphql';
 import { formatDuration } from './duration.js';
 import { SchemaLoadError } from './error.js';
+import { errorMessage } from '../util/index.js';
 
 export interface IntrospectionOptions {
   /** Ends the attempt early (the source is closing or reloading). */
@@ -76,5 +77,5 @@ function describeRequestFailure(url: string, error: unknown, timeoutMs: number):
   const cause = error instanceof Error ? (error.cause as (Error & { code?: string }) | undefined) : undefined;
   const code = cause?.code;
   if (code !== undefined) return `cannot reach ${url}: ${NETWORK_ERRORS[code] ?? cause?.message ?? code} (${code})`;
-  return `cannot reach ${url}: ${cause?.message ?? (error instanceof Error ? error.message : String(error))}`;
+  return `cannot reach ${url}: ${cause?.message ?? errorMessage(error)}`;
 }

@@ -7,6 +7,7 @@ import { formatDuration } from './duration.js';
 import { SchemaLoadError } from './error.js';
 import { introspectOrigin } from './introspect.js';
 import { loadSchemaFile } from './sdl.js';
+import { errorMessage } from '../util/index.js';
 
 /**
  * The origin's GraphQL schema, which rule matching, key fields and the purge API need. Without one
@@ -143,5 +144,5 @@ export function createSchemaSource(config: Config, logger: Logger, options: Sche
 
 function describe(error: unknown): string {
   if (error instanceof SchemaLoadError) return error.message;
-  return `unexpected failure: ${error instanceof Error ? error.message : String(error)}`;
+  return `unexpected failure: ${errorMessage(error)}`;
 }

@@ -11,6 +11,7 @@ import { createSchemaSource } from '../schema/index.js';
 import { createStore, type CacheStore } from '../store/index.js';
 import { startAdminServer } from './admin.js';
 import { engineEventsRecordedIn } from './engineEvents.js';
+import { errorMessage } from '../util/index.js';
 
 export interface SidecarOptions {
   config: Config;
@@ -65,7 +66,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
       try {
         await store.ping();
       } catch (error) {
-        return { ready: false, reason: `store: ${error instanceof Error ? error.message : String(error)}` };
+        return { ready: false, reason: `store: ${errorMessage(error)}` };
       }
       return { ready: true };
     },

@@ -1,0 +1,1 @@
+export function errorMessage(error: unknown): string { return error instanceof Error ? error.message : String(error); }

@@ -1,0 +1,3 @@
+/** Small helpers every folder may use; they depend on nothing in svc-cache. */
+export { errorMessage } from './errorMessage.js';
+export { isPlainObject } from './isPlainObject.js';
