@@ -11,5 +11,6 @@ export {
   derivePurgeApi,
   type OmittedPurgeField,
   type PurgeApi,
+  warnOmittedPurgeFields,
 } from './schema.js';
 export { isPurgeToken } from './token.js';

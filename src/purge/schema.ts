@@ -18,6 +18,7 @@ import {
   type GraphQLFieldConfigMap,
   type GraphQLInputType,
 } from 'graphql';
+import type { Logger } from '../observability/log.js';
 import { canonicalJson } from '../graphql/canonicalJson.js';
 import { entityKeyField, entityKeyText, type KeyFields } from '../invalidation/keyFields.js';
 import { invalidationTag } from '../invalidation/tags.js';
@@ -66,6 +67,13 @@ export interface OmittedPurgeField {
 
 export function buildPurgeSchema(origin: GraphQLSchema, keyFields: KeyFields): GraphQLSchema {
   return derivePurgeApi(origin, keyFields).schema;
+}
+
+/** An origin mutation named like a purge field wins the name; operators must hear which. */
+export function warnOmittedPurgeFields(origin: GraphQLSchema, keyFields: KeyFields, logger: Logger): void {
+  for (const { field, reason } of derivePurgeApi(origin, keyFields).omitted) {
+    logger.warn(`purge field ${field} is not offered: ${reason}`);
+  }
 }
 
 /** Derived once per origin schema and `keyFields`: a config reload that keeps both reuses it. */

@@ -1,7 +1,6 @@
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../observability/log.js';
-import { derivePurgeApi } from '../purge/index.js';
 import { configSchemaMismatches } from './check.js';
 import { formatDuration } from './duration.js';
 import { SchemaLoadError } from './error.js';
@@ -32,6 +31,11 @@ export interface SchemaSourceOptions {
   retryDelaysMs?: readonly number[];
   /** How long one introspection request may take. */
   timeoutMs?: number;
+  /**
+   * Told of every schema put in use, with the configuration it was loaded for: what else depends
+   * on the schema (the purge API) reports its own findings without this folder knowing of it.
+   */
+  onLoaded?: (schema: GraphQLSchema, config: Config) => void;
 }
 
 const DEFAULT_RETRY_DELAYS_MS = [1_000, 2_000, 4_000, 8_000, 16_000, 30_000];
@@ -62,10 +66,7 @@ export function createSchemaSource(config: Config, logger: Logger, options: Sche
     for (const mismatch of configSchemaMismatches(forConfig, loaded)) {
       logger.warn(`configuration does not match the origin schema: ${mismatch}`);
     }
-    // An origin mutation named like a purge field wins the name; operators must hear which.
-    for (const { field, reason } of derivePurgeApi(loaded, forConfig.keyFields).omitted) {
-      logger.warn(`purge field ${field} is not offered: ${reason}`);
-    }
+    options.onLoaded?.(loaded, forConfig);
   };
 
   const loadFile = (file: string, forConfig: Config): (() => void) => {

@@ -7,6 +7,7 @@ import { startExtProcServer } from '../extproc/server.js';
 import { withSecretHeaders, type Logger } from '../observability/log.js';
 import { MeasuredStore } from '../observability/measuredStore.js';
 import { Metrics } from '../observability/metrics.js';
+import { warnOmittedPurgeFields } from '../purge/index.js';
 import { createSchemaSource } from '../schema/index.js';
 import { createStore, type CacheStore } from '../store/index.js';
 import { startAdminServer } from './admin.js';
@@ -45,7 +46,9 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     createStore(config.redis, { memoryMaxBytes: config.cache.memoryMaxBytes, logger }),
     metrics,
   );
-  const schemaSource = createSchemaSource(config, logger);
+  const schemaSource = createSchemaSource(config, logger, {
+    onLoaded: (schema, forConfig) => warnOmittedPurgeFields(schema, forConfig.keyFields, logger),
+  });
   const state = (): RuntimeState => ({ config, schema: schemaSource.current() });
   const engine = new DecisionEngine({
     state,

@@ -1,7 +1,8 @@
 import { buildSchema, printSchema } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { entityKeyText } from '../../src/invalidation/keyFields.js';
-import { buildPurgeSchema, derivePurgeApi } from '../../src/purge/index.js';
+import { buildPurgeSchema, derivePurgeApi, warnOmittedPurgeFields } from '../../src/purge/index.js';
+import { recordingLogger } from '../support/recordingLogger.js';
 import { demoSchemaSDL } from '../support/origin.js';
 
 const origin = buildSchema(demoSchemaSDL);
@@ -94,6 +95,15 @@ enum QueryField {
     expect(api.omitted).toEqual([
       { field: '_purgeAll', reason: "the origin's Mutation type has a field _purgeAll; requests for it go to the origin" },
       { field: 'purgeTodo', reason: "the origin's Mutation type has a field purgeTodo; requests for it go to the origin" },
+    ]);
+  });
+
+  it('warns of each purge field the origin\'s own mutations keep from the purge API', () => {
+    const colliding = buildSchema('type Todo { id: ID! } type Query { todos: [Todo!]! } type Mutation { purgeTodo(id: ID!): Boolean }');
+    const { logger, messages } = recordingLogger();
+    warnOmittedPurgeFields(colliding, KEY_FIELDS, logger);
+    expect(messages).toEqual([
+      "purge field purgeTodo is not offered: the origin's Mutation type has a field purgeTodo; requests for it go to the origin",
     ]);
   });
 

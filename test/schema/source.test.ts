@@ -97,15 +97,14 @@ describe('schema from schema.file', () => {
     expect(lines.map((line) => line.msg)).toEqual([`origin schema loaded from ${file}`]);
   });
 
-  it('warns of purge fields the origin\'s own mutations keep from the purge API', async () => {
+  it('tells onLoaded of each schema put in use, with the configuration it was loaded for', async () => {
     const file = join(directory, 'origin.graphql');
-    await writeFile(file, 'type Query { todos: [Todo!]! }\ntype Todo { id: ID! }\ntype Mutation { purgeTodo(id: ID!): Boolean }\n');
-    const { logger, lines } = capturingLogger();
-    source = createSchemaSource(config({ origin: { url: 'http://127.0.0.1:1/graphql' }, schema: { file } }), logger);
+    await writeFile(file, ORIGIN_SDL);
+    const loaded: Array<[GraphQLSchema, Config]> = [];
+    const first = config({ origin: { url: 'http://127.0.0.1:1/graphql' }, schema: { file } });
+    source = createSchemaSource(first, capturingLogger().logger, { onLoaded: (schema, forConfig) => loaded.push([schema, forConfig]) });
     await source.ready;
-    expect(lines.filter((line) => line.msg.startsWith('purge field')).map((line) => line.msg)).toEqual([
-      'purge field purgeTodo is not offered: the origin\'s Mutation type has a field purgeTodo; requests for it go to the origin',
-    ]);
+    expect(loaded).toEqual([[source.current(), first]]);
   });
 
   it('explains a syntax error with the file, line and column', async () => {
