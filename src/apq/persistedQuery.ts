@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import { graphQLErrorResponse, type HttpResponse } from '../http/responses.js';
 import type { Logger } from '../observability/log.js';
-import type { CacheStore } from '../store/types.js';
 import { errorMessage, isPlainObject } from '../util/index.js';
+import type { PersistedQueryRegistry } from './registry.js';
 
 /**
  * Automatic persisted queries, answered as Apollo Server answers them, since Apollo clients depend
@@ -23,7 +23,7 @@ export type PersistedQueryRefusal = 'not-found' | 'not-supported' | 'bad-version
 
 export interface PersistedQueryDependencies {
   apq: Config['apq'];
-  store: CacheStore;
+  registry: PersistedQueryRegistry;
   logger: Logger;
 }
 
@@ -44,7 +44,7 @@ export async function resolvePersistedQuery(
   if (query === undefined) {
     let registered: string | undefined;
     try {
-      registered = await deps.store.persistedQuery(normalisedHash);
+      registered = await deps.registry.get(normalisedHash);
     } catch (error) {
       // Not-found makes the client resend the full query, which is then served: better than a 500.
       deps.logger.warn({ err: errorMessage(error) }, 'persisted query registry unavailable');
@@ -54,7 +54,7 @@ export async function resolvePersistedQuery(
 
   if (createHash('sha256').update(query).digest('hex') !== normalisedHash) return refused('hash-mismatch');
   try {
-    await deps.store.registerPersistedQuery(normalisedHash, query, deps.apq.ttl);
+    await deps.registry.register(normalisedHash, query, deps.apq.ttl);
   } catch (error) {
     deps.logger.warn({ err: errorMessage(error) }, 'persisted query not registered');
     return { kind: 'resolved', query, registered: false };

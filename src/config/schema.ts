@@ -90,9 +90,11 @@ export const configSchema = z
         ttl: z.number().int().positive().default(86400),
         /** Keep `extensions.persistedQuery` on requests to the origin (for an origin with APQ of its own). */
         forwardPersistedQuery: z.boolean().default(false),
+        /** Bound on the registry's hashes and query texts; the oldest registrations go first. */
+        maxBytes: z.number().int().positive().default(16 * 1024 * 1024),
       })
       .strict()
-      .default({ enabled: true, ttl: 86400, forwardPersistedQuery: false }),
+      .default({ enabled: true, ttl: 86400, forwardPersistedQuery: false, maxBytes: 16 * 1024 * 1024 }),
     limits: z
       .object({
         /** Envoy's own buffer limit should match (per_connection_buffer_limit_bytes). */

@@ -5,6 +5,7 @@ import {
   withoutPersistedQuery,
   type PersistedQueryRefusal,
 } from '../apq/persistedQuery.js';
+import type { PersistedQueryRegistry } from '../apq/registry.js';
 import type { Config } from '../config/schema.js';
 import { parseDocument, selectOperation } from '../graphql/document.js';
 import {
@@ -58,6 +59,7 @@ export interface EngineEvents {
 export interface EngineDependencies {
   state: () => RuntimeState;
   store: CacheStore;
+  persistedQueries: PersistedQueryRegistry;
   events?: EngineEvents;
   /** Key of the hash that names scope buckets; replicas sharing a store must share it. */
   scopeKeySecret: Buffer;
@@ -288,7 +290,7 @@ export class DecisionEngine {
     if (sentTooLarge) return limitExceeded(sentTooLarge);
     const persisted = await resolvePersistedQuery(params.query, params.extensions, {
       apq: config.apq,
-      store: this.deps.store,
+      registry: this.deps.persistedQueries,
       logger: this.deps.logger,
     });
     if (persisted.kind === 'refused') {

@@ -28,14 +28,6 @@ export class MeasuredStore implements CacheStore {
     return this.measure('invalidateAll', () => this.inner.invalidateAll());
   }
 
-  persistedQuery(hash: string): Promise<string | undefined> {
-    return this.measure('persistedQuery', () => this.inner.persistedQuery(hash));
-  }
-
-  registerPersistedQuery(hash: string, query: string, ttlSeconds: number): Promise<void> {
-    return this.measure('registerPersistedQuery', () => this.inner.registerPersistedQuery(hash, query, ttlSeconds));
-  }
-
   ping(): Promise<void> {
     return this.measure('ping', () => this.inner.ping());
   }

@@ -9,7 +9,7 @@ import { MeasuredStore } from '../observability/measuredStore.js';
 import { Metrics } from '../observability/metrics.js';
 import { warnOmittedPurgeFields } from '../purge/index.js';
 import { createSchemaSource } from '../schema/index.js';
-import { createStore, type CacheStore } from '../store/index.js';
+import { createStores, type CacheStore } from '../store/index.js';
 import { startAdminServer } from './admin.js';
 import { engineEventsRecordedIn } from './engineEvents.js';
 import { errorMessage } from '../util/index.js';
@@ -42,10 +42,12 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
   const logger = withSecretHeaders(options.logger, secretHeaderNames(config));
   let closing = false;
   const metrics = new Metrics();
-  const store = new MeasuredStore(
-    createStore(config.redis, { memoryMaxBytes: config.cache.memoryMaxBytes, logger }),
-    metrics,
-  );
+  const stores = createStores(config.redis, {
+    memoryMaxBytes: config.cache.memoryMaxBytes,
+    persistedQueryMaxBytes: config.apq.maxBytes,
+    logger,
+  });
+  const store = new MeasuredStore(stores.cache, metrics);
   const schemaSource = createSchemaSource(config, logger, {
     onLoaded: (schema, forConfig) => warnOmittedPurgeFields(schema, forConfig.keyFields, logger),
   });
@@ -53,6 +55,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
   const engine = new DecisionEngine({
     state,
     store,
+    persistedQueries: stores.persistedQueries,
     events: engineEventsRecordedIn(metrics),
     scopeKeySecret: scopeKeySecret(config, logger),
     logger,

@@ -1,3 +1,4 @@
+import { MemoryPersistedQueryRegistry, type PersistedQueryRegistry } from '../apq/index.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../observability/log.js';
 import { MemoryStore } from './memory.js';
@@ -17,4 +18,23 @@ export interface CreateStoreOptions {
 export function createStore(config: Config['redis'] | undefined, options: CreateStoreOptions): CacheStore {
   if (hasRedisConnection(config)) return new RedisStore(config, { logger: options.logger });
   return new MemoryStore({ maxBytes: options.memoryMaxBytes });
+}
+
+export interface Stores {
+  cache: CacheStore;
+  /** On the same Redis connection as `cache` when there is one. */
+  persistedQueries: PersistedQueryRegistry;
+}
+
+/** The cache store (as `createStore`) and the persisted-query registry beside it, bounded to `persistedQueryMaxBytes`. */
+export function createStores(
+  config: Config['redis'] | undefined,
+  options: CreateStoreOptions & { persistedQueryMaxBytes: number },
+): Stores {
+  const cache = createStore(config, options);
+  const persistedQueries =
+    cache instanceof RedisStore
+      ? cache.persistedQueries(options.persistedQueryMaxBytes)
+      : new MemoryPersistedQueryRegistry({ maxBytes: options.persistedQueryMaxBytes });
+  return { cache, persistedQueries };
 }

@@ -16,12 +16,10 @@ export class MemoryStore implements CacheStore {
   private readonly entries: LRUCache<string, MemoryEntry>;
   private readonly keysByTag = new Map<string, Set<string>>();
   private readonly tagInvalidatedAt: LRUCache<string, number>;
-  private readonly persistedQueries: LRUCache<string, string>;
   private invalidationSequence = 0;
   private refuseMarksBelow = 0;
 
   constructor(options: MemoryStoreOptions) {
-    const persistedQueryBytes = Math.max(MIN_PERSISTED_QUERY_BYTES, Math.floor(options.maxBytes / 16));
     this.entries = new LRUCache<string, MemoryEntry>({
       maxSize: options.maxBytes,
       sizeCalculation: (entry, key) => approximateEntryBytes(key, entry),
@@ -32,10 +30,6 @@ export class MemoryStore implements CacheStore {
       dispose: (sequence, _tag, reason) => {
         if (reason === 'evict') this.refuseMarksBelow = Math.max(this.refuseMarksBelow, sequence);
       },
-    });
-    this.persistedQueries = new LRUCache<string, string>({
-      maxSize: persistedQueryBytes,
-      sizeCalculation: (query, hash) => hash.length + query.length,
     });
   }
 
@@ -84,20 +78,11 @@ export class MemoryStore implements CacheStore {
     return removed;
   }
 
-  async persistedQuery(hash: string): Promise<string | undefined> {
-    return this.persistedQueries.get(hash);
-  }
-
-  async registerPersistedQuery(hash: string, query: string, ttlSeconds: number): Promise<void> {
-    this.persistedQueries.set(hash, query, { ttl: Math.ceil(ttlSeconds * 1000) });
-  }
-
   async ping(): Promise<void> {}
 
   async close(): Promise<void> {
     this.entries.clear();
     this.tagInvalidatedAt.clear();
-    this.persistedQueries.clear();
   }
 
   private isMarkCurrent(mark: InvalidationMark, tags: readonly string[]): boolean {
@@ -123,7 +108,6 @@ interface MemoryEntry {
 
 /** Enough tags for the invalidations of a busy minute; older ones fall back to the floor. */
 const MAX_INVALIDATION_RECORDS = 50_000;
-const MIN_PERSISTED_QUERY_BYTES = 1024 * 1024;
 /** Rough cost of the objects, maps and set slots around each entry and each of its tags. */
 const ENTRY_OVERHEAD_BYTES = 256;
 const TAG_OVERHEAD_BYTES = 64;

@@ -138,3 +138,16 @@ function reportConnectionChanges(client: RedisClient, logger: Logger): void {
     logger.warn({ err: error }, 'redis unavailable; requests pass to the origin until it is back');
   });
 }
+
+/** Rejects when Redis has not answered within `timeoutMs`, so callers answer PASS instead of waiting. */
+export async function withinTimeout<T>(operation: Promise<T>, what: string, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`redis ${what} timed out after ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([operation, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

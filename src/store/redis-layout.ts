@@ -13,7 +13,10 @@ import { createHash } from 'node:crypto';
  *   {prefix}{shard}:seq           the shard's invalidation sequence (kept forever)
  *   {prefix}{shard}:floor         marks below it are refused, set by invalidateAll (kept forever)
  *   {prefix}{shard}:epoch         names the lifetime of the shard's data; marks from another are refused (kept forever)
- *   {prefix}apq:{sha256}          persisted query text
+ *   {prefix}{apq}:q:{sha256}      persisted query text, expires with its registration
+ *   {prefix}{apq}:index           sorted set of registered hashes, scored by expiry
+ *   {prefix}{apq}:sizes           hash of registered hash to its bytes
+ *   {prefix}{apq}:bytes           the registry's total bytes, kept under `apq.maxBytes`
  *
  * Indexes are trimmed lazily: an entry deleted through one tag, or stored again with other tags,
  * stays listed under its old tags until the listing's expiry. Invalidating through such a listing
@@ -81,8 +84,18 @@ export class RedisKeyLayout {
     return `${this.shardPrefix(shard)}epoch`;
   }
 
+  /** Every persisted-query key shares one hash tag, so the registration script stays in one slot. */
   persistedQueryKey(hash: string): string {
-    return `${this.keyPrefix}apq:${hash}`;
+    return `${this.persistedQueryKeyPrefix()}${hash}`;
+  }
+
+  persistedQueryKeyPrefix(): string {
+    return `${this.keyPrefix}{apq}:q:`;
+  }
+
+  persistedQueryIndexKeys(): { index: string; sizes: string; bytes: string } {
+    const prefix = `${this.keyPrefix}{apq}:`;
+    return { index: `${prefix}index`, sizes: `${prefix}sizes`, bytes: `${prefix}bytes` };
   }
 
   private shardPrefix(shard: number): string {

@@ -3,9 +3,11 @@ import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { silentLogger, type Logger } from '../observability/log.js';
 import { decodeEntry, encodeEntry } from './entry-codec.js';
-import { connectRedis, type RedisConfig } from './redis-connection.js';
+import type { PersistedQueryRegistry } from '../apq/index.js';
+import { connectRedis, withinTimeout, type RedisConfig } from './redis-connection.js';
 import { RedisKeyLayout, SHARD_COUNT } from './redis-layout.js';
 import { INVALIDATE_SHARD, INVALIDATE_TAGS, STORE_ENTRY, type LuaScript, type RedisClient } from './redis-scripts.js';
+import { RedisPersistedQueryRegistry } from './redisPersistedQueries.js';
 import type { CacheStore, CachedResponse, InvalidationMark, Lookup, StoreOptions } from './types.js';
 
 export interface RedisStoreOptions {
@@ -132,14 +134,9 @@ export class RedisStore implements CacheStore {
     );
   }
 
-  async persistedQuery(hash: string): Promise<string | undefined> {
-    const query = await this.withinTimeout(this.client.get(this.layout.persistedQueryKey(hash)), 'persisted query lookup');
-    return query ?? undefined;
-  }
-
-  async registerPersistedQuery(hash: string, query: string, ttlSeconds: number): Promise<void> {
-    const ttlMs = Math.ceil(ttlSeconds * 1000);
-    await this.withinTimeout(this.client.set(this.layout.persistedQueryKey(hash), query, 'PX', ttlMs), 'persisted query registration');
+  /** The persisted-query registry on this store's connection, bounded to `maxBytes`. */
+  persistedQueries(maxBytes: number): PersistedQueryRegistry {
+    return new RedisPersistedQueryRegistry(this.client, this.layout, this.timeoutMs, maxBytes);
   }
 
   /** Waits up to `commandTimeoutMs` for a connection that is still being made, then pings. */
@@ -189,16 +186,8 @@ export class RedisStore implements CacheStore {
     }
   }
 
-  private async withinTimeout<T>(operation: Promise<T>, what: string): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`redis ${what} timed out after ${this.timeoutMs} ms`)), this.timeoutMs);
-    });
-    try {
-      return await Promise.race([operation, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+  private withinTimeout<T>(operation: Promise<T>, what: string): Promise<T> {
+    return withinTimeout(operation, what, this.timeoutMs);
   }
 }
 

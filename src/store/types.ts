@@ -53,9 +53,6 @@ export interface CacheStore {
   invalidate(tags: readonly string[]): Promise<number>;
   /** Removes every entry (`_purgeAll`). */
   invalidateAll(): Promise<number>;
-  /** The registry of automatic persisted queries: SHA-256 hex hash to query text. */
-  persistedQuery(hash: string): Promise<string | undefined>;
-  registerPersistedQuery(hash: string, query: string, ttlSeconds: number): Promise<void>;
   /** Resolves when the store answers; used by `/readyz`. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -2,23 +2,19 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { resolvePersistedQuery, withoutPersistedQuery } from '../../src/apq/persistedQuery.js';
 import { silentLogger } from '../../src/observability/log.js';
-import { MemoryStore } from '../../src/store/memory.js';
+import { MemoryPersistedQueryRegistry, type PersistedQueryRegistry } from '../../src/apq/index.js';
 
 const QUERY = '{ todos { id } }';
 const HASH = createHash('sha256').update(QUERY).digest('hex');
 
-function deps(store = new MemoryStore({ maxBytes: 1024 * 1024 })) {
-  return { apq: { enabled: true, ttl: 60, forwardPersistedQuery: false }, store, logger: silentLogger() };
+function deps(registry: PersistedQueryRegistry = new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 })) {
+  return { apq: { enabled: true, ttl: 60, forwardPersistedQuery: false, maxBytes: 1024 * 1024 }, registry, logger: silentLogger() };
 }
 
-class UnreachableStore extends MemoryStore {
-  override persistedQuery(): never {
-    throw new Error('down');
-  }
-  override registerPersistedQuery(): never {
-    throw new Error('down');
-  }
-}
+const unreachableRegistry: PersistedQueryRegistry = {
+  get: () => Promise.reject(new Error('down')),
+  register: () => Promise.reject(new Error('down')),
+};
 
 describe('resolvePersistedQuery', () => {
   it('leaves requests without a persisted query alone', async () => {
@@ -37,7 +33,7 @@ describe('resolvePersistedQuery', () => {
   });
 
   it('answers not-found when the registry cannot be read, and serves the query when it cannot be written', async () => {
-    const d = deps(new UnreachableStore({ maxBytes: 1024 }));
+    const d = deps(unreachableRegistry);
     const reference = { persistedQuery: { version: 1, sha256Hash: HASH } };
     const notFound = await resolvePersistedQuery(undefined, reference, d);
     expect(notFound.kind === 'refused' && [notFound.reason, notFound.response.status]).toEqual(['not-found', 200]);
@@ -45,7 +41,7 @@ describe('resolvePersistedQuery', () => {
   });
 
   it('checks support, version, hash form and hash match in Apollo Server\'s order', async () => {
-    const off = { ...deps(), apq: { enabled: false, ttl: 60, forwardPersistedQuery: false } };
+    const off = { ...deps(), apq: { enabled: false, ttl: 60, forwardPersistedQuery: false, maxBytes: 1024 * 1024 } };
     expect(await resolvePersistedQuery(QUERY, { persistedQuery: { version: 2 } }, off)).toMatchObject({ reason: 'not-supported' });
     expect(await resolvePersistedQuery(QUERY, { persistedQuery: { version: 2, sha256Hash: 'x' } }, deps())).toMatchObject({ reason: 'bad-version' });
     expect(await resolvePersistedQuery(QUERY, { persistedQuery: { version: 1, sha256Hash: 'x' } }, deps())).toMatchObject({ reason: 'bad-hash' });

@@ -69,7 +69,7 @@ apq:
       keyFields: { defaults: ['id', '_id'], types: { Product: ['sku'] } },
       mutationPolicy: 'Entity',
       purge: { tokens: ['s3cret'], header: 'svc-purge-token' },
-      apq: { enabled: true, ttl: 86400, forwardPersistedQuery: false },
+      apq: { enabled: true, ttl: 86400, forwardPersistedQuery: false, maxBytes: 16 * 1024 * 1024 },
       limits: {
         maxRequestBodyBytes: 1048576,
         maxResponseBodyBytes: 10000000,
@@ -97,7 +97,7 @@ apq:
     expect(config.keyFields).toEqual({ defaults: ['id', '_id'], types: {} });
     expect(config.mutationPolicy).toBe('Entity');
     expect(config.purge).toEqual({ tokens: [], header: 'svc-purge-token' });
-    expect(config.apq).toEqual({ enabled: true, ttl: 86400, forwardPersistedQuery: false });
+    expect(config.apq).toEqual({ enabled: true, ttl: 86400, forwardPersistedQuery: false, maxBytes: 16 * 1024 * 1024 });
     expect(config.limits.maxDepth).toBe(25);
     expect(config.logging.level).toBe('info');
   });
@@ -105,7 +105,7 @@ apq:
   it('treats a key with an empty value as absent, so a section with everything commented out takes its defaults', () => {
     const config = parse(`${ORIGIN}redis:\n  # url: redis://localhost:6379\napq:\nrules:\n  - types: [Query]\n    maxAge: 5\n    description:\n`);
     expect(config.redis).toBeUndefined();
-    expect(config.apq).toEqual({ enabled: true, ttl: 86400, forwardPersistedQuery: false });
+    expect(config.apq).toEqual({ enabled: true, ttl: 86400, forwardPersistedQuery: false, maxBytes: 16 * 1024 * 1024 });
     expect(config.rules).toEqual([{ types: ['Query'], maxAge: 5, swr: 0 }]);
   });
 
@@ -142,7 +142,7 @@ describe('parseConfig: ${ENV_VAR} substitution', () => {
       APQ: 'false',
       APQ_TTL: '3600',
     });
-    expect(config.apq).toEqual({ enabled: false, ttl: 3600, forwardPersistedQuery: false });
+    expect(config.apq).toEqual({ enabled: false, ttl: 3600, forwardPersistedQuery: false, maxBytes: 16 * 1024 * 1024 });
     expect(config.rules[0]?.description).toBe('3600');
   });
 

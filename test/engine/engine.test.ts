@@ -3,6 +3,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { configSchema, type Config } from '../../src/config/schema.js';
 import { DecisionEngine, type RequestDecision, type RequestHead, type ResponsePlan } from '../../src/engine/engine.js';
 import { silentLogger } from '../../src/observability/log.js';
+import { MemoryPersistedQueryRegistry } from '../../src/apq/index.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { demoSchemaSDL } from '../support/origin.js';
 
@@ -45,6 +46,7 @@ describe('DecisionEngine', () => {
     engine = new DecisionEngine({
       state: () => ({ config: current, schema }),
       store,
+      persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 }),
       scopeKeySecret: Buffer.from('test-secret'),
       logger: silentLogger(),
       now: () => now,
@@ -356,6 +358,7 @@ describe('DecisionEngine', () => {
     const withoutSchema = new DecisionEngine({
       state: () => ({ config: current, schema: undefined }),
       store,
+      persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 }),
       scopeKeySecret: Buffer.from('k'),
       logger: silentLogger(),
     });
@@ -414,6 +417,7 @@ describe('DecisionEngine', () => {
     const failing = new DecisionEngine({
       state: () => ({ config: current, schema }),
       store: new UnreachableStore({ maxBytes: 1024 }),
+      persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 }),
       scopeKeySecret: Buffer.from('k'),
       logger: silentLogger(),
     });

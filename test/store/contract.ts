@@ -63,20 +63,15 @@ export function describeStoreContract(name: string, createStore: () => Promise<C
       expect(await isCached('query')).toBe(false);
     });
 
-    it('forgets entries and persisted queries when their lifetime ends', async () => {
+    it('forgets entries when their lifetime ends', async () => {
       expect(await storeAfterMiss('short', ['Product:1'], jsonResponse('short'), 1)).toBe(true);
       expect(await storeAfterMiss('long', ['Product:1'], jsonResponse('long'), 60)).toBe(true);
-      await store.registerPersistedQuery('a'.repeat(64), '{ short }', 1);
-      await store.registerPersistedQuery('b'.repeat(64), '{ long }', 60);
       expect(await isCached('short')).toBe(true);
-      expect(await store.persistedQuery('a'.repeat(64))).toBe('{ short }');
 
       await sleep(1200);
 
       expect(await isCached('short')).toBe(false);
       expect(await isCached('long')).toBe(true);
-      expect(await store.persistedQuery('a'.repeat(64))).toBeUndefined();
-      expect(await store.persistedQuery('b'.repeat(64))).toBe('{ long }');
       expect(await store.invalidate(['Product:1'])).toBe(1);
     });
 
@@ -166,24 +161,6 @@ export function describeStoreContract(name: string, createStore: () => Promise<C
           ),
         );
         expect(stored).toEqual(keys.map((_, index) => index !== 3));
-      });
-    });
-
-    describe('persisted queries', () => {
-      it('answers a registered hash and nothing else', async () => {
-        const hash = 'c'.repeat(64);
-        expect(await store.persistedQuery(hash)).toBeUndefined();
-        await store.registerPersistedQuery(hash, 'query Q { a }', 3600);
-        expect(await store.persistedQuery(hash)).toBe('query Q { a }');
-        expect(await store.persistedQuery('d'.repeat(64))).toBeUndefined();
-      });
-
-      it('keeps persisted queries apart from cache entries', async () => {
-        const hash = 'e'.repeat(64);
-        await store.registerPersistedQuery(hash, '{ a }', 3600);
-        await storeAfterMiss(hash, ['A']);
-        expect(await store.invalidateAll()).toBe(1);
-        expect(await store.persistedQuery(hash)).toBe('{ a }');
       });
     });
 

@@ -34,8 +34,6 @@ function everyOperation(mark: InvalidationMark): Array<[string, () => Promise<un
     ['store', () => store.store('query', jsonResponse('x'), { tags: ['A'], ttlSeconds: 60, mark })],
     ['invalidate', () => store.invalidate(['A'])],
     ['invalidateAll', () => store.invalidateAll()],
-    ['persistedQuery', () => store.persistedQuery('a'.repeat(64))],
-    ['registerPersistedQuery', () => store.registerPersistedQuery('a'.repeat(64), '{ a }', 60)],
     ['ping', () => store.ping()],
   ];
 }

@@ -132,7 +132,6 @@ describe('Redis data model', () => {
   it('answers a lookup with one command and never lists or scans the keyspace', async () => {
     const store = await openStore(uniquePrefix('round-trips'));
     await storeAfterMiss(store, 'cached', ['A']);
-    await store.registerPersistedQuery('f'.repeat(64), '{ a }', 60);
 
     await inspector.config('RESETSTAT');
     for (let index = 0; index < 10; index += 1) {
@@ -143,7 +142,6 @@ describe('Redis data model', () => {
     expect(lookupStats).toEqual({ mget: 20 });
 
     await storeAfterMiss(store, 'another', ['A', 'B']);
-    await store.persistedQuery('f'.repeat(64));
     await store.invalidate(['A']);
     await store.invalidateAll();
     const allStats = await commandStats();
@@ -183,25 +181,20 @@ describe('Redis shared by services and replicas', () => {
     await storeAfterMiss(shop, 'query', ['Product'], 60, 'shop');
     expect((await blog.lookup('query')).entry).toBeUndefined();
     await storeAfterMiss(blog, 'query', ['Product'], 60, 'blog');
-    await shop.registerPersistedQuery('a'.repeat(64), '{ shop }', 60);
 
     expect(await blog.invalidate(['Product'])).toBe(1);
     expect(bodyText(await shop.lookup('query'))).toBe('shop');
     await storeAfterMiss(blog, 'query', ['Product'], 60, 'blog');
     expect(await shop.invalidateAll()).toBe(1);
     expect(bodyText(await blog.lookup('query'))).toBe('blog');
-    expect(await blog.persistedQuery('a'.repeat(64))).toBeUndefined();
-    expect(await shop.persistedQuery('a'.repeat(64))).toBe('{ shop }');
   });
 
-  it('lets every replica see the entries, invalidations and persisted queries of the others', async () => {
+  it('lets every replica see the entries and invalidations of the others', async () => {
     const keyPrefix = uniquePrefix('replicas');
     const [first, second] = await Promise.all([openStore(keyPrefix), openStore(keyPrefix)]);
 
     await storeAfterMiss(first, 'product-1', ['Product:1'], 60, 'from first');
     expect(bodyText(await second.lookup('product-1'))).toBe('from first');
-    await second.registerPersistedQuery('b'.repeat(64), '{ b }', 60);
-    expect(await first.persistedQuery('b'.repeat(64))).toBe('{ b }');
 
     expect(await second.invalidate(['Product:1'])).toBe(1);
     expect((await first.lookup('product-1')).entry).toBeUndefined();

@@ -1,0 +1,162 @@
+import { createHash } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { MemoryPersistedQueryRegistry, type PersistedQueryRegistry } from '../../src/apq/index.js';
+import { createStores, type CacheStore } from '../../src/store/index.js';
+import { startRedisServer, type RedisServer } from '../support/redis.js';
+import { sleep, untilReady } from '../store/contract.js';
+import { scanKeys } from '../store/redis-inspection.js';
+
+/**
+ * What every persisted-query registry does, in memory and on a real Redis: answer what was
+ * registered, forget it when its lifetime ends, and stay under its byte bound however much is
+ * registered, the oldest registrations going first.
+ */
+
+const BOUND = 10_000;
+/** A hash and a query of about 1000 bytes together: ten fit in BOUND, not eleven. */
+function registration(index: number): { hash: string; query: string } {
+  const query = `query Q${index} { a } #${'x'.repeat(920)}`.slice(0, 936);
+  return { hash: createHash('sha256').update(query).digest('hex'), query };
+}
+
+interface Opened {
+  registry: PersistedQueryRegistry;
+  close(): Promise<void>;
+}
+
+function describeRegistryContract(name: string, open: (maxBytes: number) => Promise<Opened>): void {
+  describe(`PersistedQueryRegistry contract: ${name}`, () => {
+    let opened: Opened;
+    beforeEach(async () => {
+      opened = await open(BOUND);
+    });
+    afterEach(async () => {
+      await opened.close();
+    });
+
+    it('answers a registered hash and nothing else', async () => {
+      const { registry } = opened;
+      expect(await registry.get('c'.repeat(64))).toBeUndefined();
+      await registry.register('c'.repeat(64), 'query Q { a }', 3600);
+      expect(await registry.get('c'.repeat(64))).toBe('query Q { a }');
+      expect(await registry.get('d'.repeat(64))).toBeUndefined();
+    });
+
+    it('forgets a query when its lifetime ends', async () => {
+      const { registry } = opened;
+      await registry.register('a'.repeat(64), '{ short }', 1);
+      await registry.register('b'.repeat(64), '{ long }', 60);
+      expect(await registry.get('a'.repeat(64))).toBe('{ short }');
+      await sleep(1200);
+      expect(await registry.get('a'.repeat(64))).toBeUndefined();
+      expect(await registry.get('b'.repeat(64))).toBe('{ long }');
+    });
+
+    it('stays under its bound when registered far more than it holds, the oldest going first', async () => {
+      const { registry } = opened;
+      for (let index = 0; index < 200; index += 1) {
+        const { hash, query } = registration(index);
+        await registry.register(hash, query, 3600);
+      }
+      const held: number[] = [];
+      for (let index = 0; index < 200; index += 1) {
+        if ((await registry.get(registration(index).hash)) !== undefined) held.push(index);
+      }
+      expect(held).toEqual(Array.from({ length: 10 }, (_, offset) => 190 + offset));
+    });
+
+    it('counts a query registered again once, as the newest', async () => {
+      const { registry } = opened;
+      for (let index = 0; index < 10; index += 1) await registry.register(registration(index).hash, registration(index).query, 3600);
+      for (let again = 0; again < 50; again += 1) await registry.register(registration(0).hash, registration(0).query, 3600);
+      await registry.register(registration(10).hash, registration(10).query, 3600);
+      expect(await registry.get(registration(0).hash)).toBe(registration(0).query);
+      expect(await registry.get(registration(1).hash)).toBeUndefined();
+      expect(await registry.get(registration(2).hash)).toBe(registration(2).query);
+      expect(await registry.get(registration(10).hash)).toBe(registration(10).query);
+    });
+
+    it('keeps no query larger than the whole bound, and loses nothing for it', async () => {
+      const { registry } = opened;
+      await registry.register(registration(0).hash, registration(0).query, 3600);
+      await registry.register('f'.repeat(64), `{ a } #${'x'.repeat(BOUND)}`, 3600);
+      expect(await registry.get('f'.repeat(64))).toBeUndefined();
+      expect(await registry.get(registration(0).hash)).toBe(registration(0).query);
+    });
+  });
+}
+
+describeRegistryContract('memory', async () => ({
+  registry: new MemoryPersistedQueryRegistry({ maxBytes: BOUND }),
+  close: async () => undefined,
+}));
+
+describe('the Redis registry', () => {
+  let server: RedisServer;
+  let inspector: Redis;
+  let prefixNumber = 0;
+  const stores: CacheStore[] = [];
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    inspector = new Redis(server.url);
+  });
+  afterAll(async () => {
+    inspector?.disconnect();
+    await server?.stop();
+  });
+  afterEach(async () => {
+    await Promise.all(stores.splice(0).map((store) => store.close()));
+  });
+
+  async function openRegistry(keyPrefix: string, maxBytes = BOUND): Promise<PersistedQueryRegistry> {
+    const { cache, persistedQueries } = createStores(
+      { url: server.url, keyPrefix, commandTimeoutMs: 1000 },
+      { memoryMaxBytes: 0, persistedQueryMaxBytes: maxBytes },
+    );
+    stores.push(await untilReady(cache));
+    return persistedQueries;
+  }
+
+  function uniquePrefix(name: string): string {
+    prefixNumber += 1;
+    return `${name}-${prefixNumber}:`;
+  }
+
+  describeRegistryContract('standalone Redis', async (maxBytes) => {
+    const registry = await openRegistry(uniquePrefix('contract'), maxBytes);
+    return { registry, close: async () => undefined };
+  });
+
+  it('holds no more query keys and counted bytes in Redis than its bound', async () => {
+    const keyPrefix = uniquePrefix('bound');
+    const registry = await openRegistry(keyPrefix);
+    for (let index = 0; index < 500; index += 1) {
+      await registry.register(registration(index).hash, registration(index).query, 3600);
+    }
+    const queryKeys = await scanKeys(inspector, `${keyPrefix}{apq}:q:*`);
+    expect(queryKeys).toHaveLength(10);
+    const bytes = Number(await inspector.get(`${keyPrefix}{apq}:bytes`));
+    expect(bytes).toBeLessThanOrEqual(BOUND);
+    const stringBytes = await Promise.all(queryKeys.map((key) => inspector.strlen(key)));
+    expect(bytes).toBe(stringBytes.reduce((sum, length) => sum + length + 64, 0));
+    expect(await inspector.zcard(`${keyPrefix}{apq}:index`)).toBe(10);
+    expect(await inspector.hlen(`${keyPrefix}{apq}:sizes`)).toBe(10);
+  });
+
+  it('keeps services with different key prefixes apart', async () => {
+    const shop = await openRegistry(uniquePrefix('shop'));
+    const blog = await openRegistry(uniquePrefix('blog'));
+    await shop.register('a'.repeat(64), '{ shop }', 60);
+    expect(await blog.get('a'.repeat(64))).toBeUndefined();
+    expect(await shop.get('a'.repeat(64))).toBe('{ shop }');
+  });
+
+  it('lets every replica see the registrations of the others', async () => {
+    const keyPrefix = uniquePrefix('replicas');
+    const [first, second] = await Promise.all([openRegistry(keyPrefix), openRegistry(keyPrefix)]);
+    await second.register('b'.repeat(64), '{ b }', 60);
+    expect(await first.get('b'.repeat(64))).toBe('{ b }');
+  });
+});
