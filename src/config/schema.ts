@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { scopeReferenceIssues } from './scope-references.js';
 
 /**
- * The configuration file of DESIGN.md. `.strict()` everywhere: an unknown key is a typo the operator
+ * The configuration file (README "Configuration", "Every key"). `.strict()` everywhere: an unknown key is a typo the operator
  * wants to hear about at start, not a setting silently ignored. Error messages are worked out from
  * these definitions (src/config/issues.ts): `.describe()` names what a value must be where the
  * types alone would read poorly, and `.meta({ secret: true })` keeps a value out of messages.

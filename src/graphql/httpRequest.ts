@@ -21,7 +21,7 @@ export type ParsedHttpRequest =
       /** The POST body as sent, so a rewrite for the origin keeps every member it does not change. */
       payload?: Record<string, unknown>;
     }
-  /** Something svc-cache does not interpret: it goes to the origin untouched (DESIGN.md). */
+  /** Something svc-cache does not interpret: it goes to the origin untouched (docs/graphql-caching.md, Cacheability). */
   | { kind: 'uninterpretable'; reason: string };
 
 export function parseGetRequest(path: string): ParsedHttpRequest {

@@ -30,10 +30,10 @@ import { entityKeyField } from './keyFields.js';
 import { operationPlan, type SelectionPlan } from './selectionPlan.js';
 
 /**
- * Entity identity (DESIGN.md): before a query or mutation goes to the origin, svc-cache adds what it
- * needs to name every object in the response, `__typename` where the schema alone cannot tell the
- * type and each entity's key field, and after the response comes back it takes exactly those
- * additions out again.
+ * Entity identity (docs/graphql-caching.md, Invalidation): before a query or mutation goes to the
+ * origin, svc-cache adds what it needs to name every object in the response, `__typename` where the
+ * schema alone cannot tell the type and each entity's key field, and after the response comes back
+ * it takes exactly those additions out again.
  *
  * Added fields go under response keys starting with a prefix that no response key of the client's
  * document starts with (`_svc_`, else `_svc1_`, `_svc2_`, ...), so they can neither collide with

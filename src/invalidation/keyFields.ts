@@ -8,7 +8,7 @@ export interface KeyFields {
 }
 
 /**
- * The field that identifies objects of the type (DESIGN.md "Entity identity"): the first of its
+ * The field that identifies objects of the type (docs/graphql-caching.md, Invalidation): the first of its
  * `keyFields` candidates that the type has. The purge API derives `purge<Type>(<key>:)` by the same
  * rule, so an entity tag read from a response and one named by a purge agree. Undefined when the
  * type has none, or when that field cannot be selected plainly for a value (not a scalar or enum,

@@ -25,7 +25,7 @@ import { isPlainObject } from '../util/index.js';
  */
 export const MAX_RESPONSE_TAGS = 10_000;
 
-/** Invalidation policy after a mutation (DESIGN.md "Mutation policy"). */
+/** Invalidation policy after a mutation (docs/graphql-caching.md, Invalidation). */
 export type MutationPolicy = 'None' | 'Entity' | 'List' | 'Type';
 
 /**
@@ -80,7 +80,7 @@ export function responseTags(
  * What a mutation's response invalidates under `policy`, from every object it returned:
  * `Entity` the returned entities; `List` those and every list of a returned type; `Type` every
  * response holding an object of a returned type (its entities and lists included). An object the
- * mutation created touches no list under `Entity` (SPEC.md section 3 note 1).
+ * mutation created touches no list under `Entity` (docs/graphql-caching.md, Invalidation).
  *
  * Where the tags cannot be precise, broader ones stand in: invalidating more than asked is safe,
  * less is not. Beyond `MAX_RESPONSE_TAGS` returned entities, their tags give way to the `type` tags

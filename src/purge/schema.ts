@@ -25,8 +25,9 @@ import { invalidationTag } from '../invalidation/tags.js';
 import type { PurgeTargets } from './targets.js';
 
 /**
- * The purge API as a GraphQL schema of its own, derived from the origin schema (DESIGN.md "Purge
- * API"), so that purges are validated, executed and introspected as any GraphQL request is:
+ * The purge API as a GraphQL schema of its own, derived from the origin schema
+ * (docs/graphql-caching.md, Purge API), so that purges are validated, executed and introspected as
+ * any GraphQL request is:
  *
  * ```graphql
  * type Mutation {
