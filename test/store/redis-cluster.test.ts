@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createStore, type CacheStore } from '../../src/store/index.js';
+import { createHash } from 'node:crypto';
+import { createStore, createStores, type CacheStore } from '../../src/store/index.js';
 import { RedisKeyLayout, SHARD_COUNT } from '../../src/store/redis-layout.js';
 import { startRedisCluster, type RedisCluster } from '../support/redis.js';
 import { describeStoreContract, jsonResponse, untilReady } from './contract.js';
@@ -40,6 +41,20 @@ function uniquePrefix(name: string): string {
 describeStoreContract('Redis Cluster of three masters', () => openStore(uniquePrefix('contract')));
 
 describe('Redis Cluster', () => {
+  it('keeps the persisted-query registry in one slot and under its bound, the oldest going first', async () => {
+    const nodes = cluster.nodes.map(({ host, port }) => `${host}:${port}`);
+    const { cache, persistedQueries } = createStores(
+      { cluster: { nodes }, keyPrefix: uniquePrefix('apq'), commandTimeoutMs: 1000 },
+      { memoryMaxBytes: 0, persistedQueryMaxBytes: 5000 },
+    );
+    openStores.push(await untilReady(cache));
+    const queries = Array.from({ length: 30 }, (_, index) => `query Q${index} { a } #${'x'.repeat(900)}`);
+    const hash = (query: string): string => createHash('sha256').update(query).digest('hex');
+    for (const query of queries) await persistedQueries.register(hash(query), query, 60);
+    const held = await Promise.all(queries.map(async (query) => (await persistedQueries.get(hash(query))) !== undefined));
+    expect(held.map((isHeld, index) => (isHeld ? index : -1)).filter((index) => index >= 0)).toEqual([25, 26, 27, 28, 29]);
+  });
+
   it('spreads entries over every master and invalidates them on every shard', async () => {
     const keyPrefix = uniquePrefix('spread');
     const layout = new RedisKeyLayout(keyPrefix);
