@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../../src/gateway/index.js';
@@ -124,5 +127,36 @@ describe('a sidecar at debug level under traffic full of credentials', () => {
       expect(logged).not.toContain(secret);
     }
     expect(logged).not.toContain(SECRETS.authorization);
+  });
+});
+
+describe('schema warnings', () => {
+  it('warns at start of each purge field the origin\'s own mutations keep from the purge API', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'svc-cache-purge-warning-'));
+    const file = join(dir, 'origin.graphql');
+    await writeFile(file, 'type Query { todos: [Todo!]! }\ntype Todo { id: ID! }\ntype Mutation { purgeTodo(id: ID!): Boolean }\n');
+    const { destination, lines } = memoryDestination();
+    const sidecar = await startSidecar({
+      config: testConfig('http://127.0.0.1:9/graphql', { schema: { file } }),
+      grpcPort: 0,
+      adminPort: 0,
+      host: '127.0.0.1',
+      logger: createLogger('info', 'svc-cache', { destination }),
+    });
+    try {
+      await sidecar.schemaReady;
+      const warnings = lines()
+        .map((line) => JSON.parse(line) as { level: number; msg: string })
+        .filter((line) => line.msg.startsWith('purge field'));
+      expect(warnings).toEqual([
+        expect.objectContaining({
+          level: 40,
+          msg: "purge field purgeTodo is not offered: the origin's Mutation type has a field purgeTodo; requests for it go to the origin",
+        }),
+      ]);
+    } finally {
+      await sidecar.close(1000);
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
