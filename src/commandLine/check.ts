@@ -18,8 +18,8 @@ export interface CheckReport {
   effectiveRules: string[];
 }
 
-export async function checkConfigFile(configFile: string, schemaFile: string | undefined): Promise<CheckReport> {
-  const config = await loadConfig(configFile);
+export async function checkConfigFile(configFile: string, schemaFile: string | undefined, env?: NodeJS.ProcessEnv): Promise<CheckReport> {
+  const config = await loadConfig(configFile, env);
   const sdlFile = schemaFile ?? config.schema?.file;
   const schema = sdlFile === undefined ? undefined : await readSchema(sdlFile);
   return {
