@@ -8,7 +8,6 @@ import { ConfigMap, Service } from 'kubernetes-models/v1';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { parseConfig } from '../../src/config/index.js';
-import { EXT_PROC_SERVICE } from '../../src/extproc/protocol.js';
 
 /**
  * The sidecar install as a platform engineer applies it: the kustomize component in deploy/sidecar
@@ -156,7 +155,6 @@ describe.skipIf(kubectlMissing !== undefined)('the sidecar component added to th
     expect(container('envoy').readinessProbe.httpGet.path).toBe('/ready');
     expect(container('svc-cache').readinessProbe.httpGet).toEqual({ path: '/healthz', port: 'svc-cache-admin' });
     expect(JSON.stringify(pod())).not.toContain('/readyz');
-    expect(EXT_PROC_SERVICE).toBe('envoy.service.ext_proc.v3.ExternalProcessor');
   });
 
   it('lets svc-cache outlive Envoy at termination and drain within the grace period', () => {
