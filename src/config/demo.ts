@@ -1,8 +1,13 @@
-import { configSchema, type Config } from './schema.js';
+import { configSchema, type Config, type ConfigInput } from './schema.js';
 
 /** What `npm start` runs with: no file to write, an in-memory store, and a purge token fit only for a laptop. */
 export function demoConfig(originUrl: string): Config {
-  return configSchema.parse({
+  return configSchema.parse(demoConfigInput(originUrl));
+}
+
+/** The demo configuration as a file would hold it (`svc-cache demo --print-config`). */
+export function demoConfigInput(originUrl: string): ConfigInput {
+  return {
     origin: { url: originUrl },
     scopes: { AUTHENTICATED: 'header:authorization' },
     rules: [
@@ -11,5 +16,5 @@ export function demoConfig(originUrl: string): Config {
     ],
     purge: { tokens: ['dev-purge-token'] },
     apq: { enabled: true },
-  });
+  };
 }

@@ -1,4 +1,4 @@
-export { demoConfig } from './demo.js';
+export { demoConfig, demoConfigInput } from './demo.js';
 export { ConfigError } from './error.js';
 export { loadConfig, parseConfig, type ParseConfigOptions } from './load.js';
 export { configSchema, type CacheRule, type Config, type ConfigInput } from './schema.js';

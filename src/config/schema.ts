@@ -45,6 +45,25 @@ export const configSchema = z
   .object({
     origin: z.object({ url: z.url({ protocol: /^https?$/ }).describe('an http:// or https:// URL') }).strict(),
     schema: z.object({ file: z.string().min(1).optional() }).strict().optional(),
+    /** Request paths svc-cache interprets as GraphQL; every other path passes untouched (README, "Every key"). */
+    endpoints: z
+      .array(z.string().regex(/^\//, 'expected a path starting with "/"'))
+      .min(1)
+      .describe('a non-empty list of paths, e.g. ["/graphql"]')
+      .default(['/graphql']),
+    /**
+     * The ext_proc port's TLS, for an Envoy outside the pod: the server's certificate and key, and
+     * the CA whose client certificates are accepted (every other peer is refused). File paths.
+     */
+    grpc: z
+      .object({
+        tls: z
+          .object({ cert: z.string().min(1), key: z.string().min(1), clientCa: z.string().min(1) })
+          .strict()
+          .optional(),
+      })
+      .strict()
+      .optional(),
     redis: z
       .object({
         url: z
@@ -129,7 +148,7 @@ export const configSchema = z
         scopeKeySecret: z.string().min(16).meta({ secret: true }).optional(),
         /**
          * How long identical misses wait for the one request already fetching their answer, in ms.
-         * Kept under Envoy's ext_proc message_timeout (1 s in envoy/envoy.yaml); 0 turns coalescing off.
+         * Kept under Envoy's ext_proc message_timeout (1 s in deploy/sidecar/envoy.yaml); 0 turns coalescing off.
          */
         coalesceWaitMs: z.number().int().min(0).default(800),
       })

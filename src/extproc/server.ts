@@ -13,7 +13,10 @@ export interface ExtProcServerOptions {
   metrics: Metrics;
   /** 0 picks a free port. */
   port: number;
+  /** The address to bind; loopback unless told otherwise (README, "Add it to your pod"). */
   host?: string;
+  /** TLS with client-certificate verification (config `grpc.tls`); clear text when absent. */
+  credentials?: grpc.ServerCredentials;
 }
 
 export interface ExtProcServer {
@@ -51,9 +54,10 @@ export async function startExtProcServer(options: ExtProcServerOptions): Promise
       serveStream(call, options.engine, logger, metrics, () => (openStreams -= 1));
     },
   });
-  const address = `${options.host ?? '0.0.0.0'}:${options.port}`;
+  const address = `${options.host ?? '127.0.0.1'}:${options.port}`;
+  const credentials = options.credentials ?? grpc.ServerCredentials.createInsecure();
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) =>
+    server.bindAsync(address, credentials, (error, bound) =>
       error ? reject(error) : resolve(bound),
     ),
   );

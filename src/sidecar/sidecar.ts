@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import * as grpc from '@grpc/grpc-js';
 import type { Config } from '../config/schema.js';
 import { watchConfig } from '../config/index.js';
 import { DecisionEngine, type RuntimeState } from '../engine/engine.js';
@@ -20,6 +22,11 @@ export interface SidecarOptions {
   configPath?: string;
   grpcPort: number;
   adminPort: number;
+  /** The ext_proc port's address: 127.0.0.1 by default, as Envoy is in the same pod. */
+  grpcHost?: string;
+  /** The admin port's address: every interface by default, for the kubelet's probes. */
+  adminHost?: string;
+  /** Both addresses at once (tests and the demo keep everything on loopback). */
   host?: string;
   logger: Logger;
 }
@@ -60,10 +67,17 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     scopeKeySecret: scopeKeySecret(config, logger),
     logger,
   });
-  const extProc = await startExtProcServer({ engine, logger, metrics, port: options.grpcPort, host: options.host });
+  const extProc = await startExtProcServer({
+    engine,
+    logger,
+    metrics,
+    port: options.grpcPort,
+    host: options.grpcHost ?? options.host ?? '127.0.0.1',
+    credentials: await grpcCredentials(config),
+  });
   const admin = await startAdminServer({
     port: options.adminPort,
-    host: options.host,
+    host: options.adminHost ?? options.host ?? '0.0.0.0',
     metrics,
     readiness: async () => {
       if (closing) return { ready: false, reason: 'shutting down' };
@@ -95,7 +109,10 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
         },
       })
     : undefined;
-  logger.info({ grpcPort: extProc.port, adminPort: admin.port, store: config.redis ? 'redis' : 'memory' }, 'svc-cache serving');
+  logger.info(
+    { grpcPort: extProc.port, grpcTls: config.grpc?.tls !== undefined, adminPort: admin.port, store: config.redis ? 'redis' : 'memory' },
+    'svc-cache serving',
+  );
   return {
     grpcPort: extProc.port,
     adminPort: admin.port,
@@ -112,6 +129,18 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
       await store.close();
     },
   };
+}
+
+/**
+ * `grpc.tls`: only a client presenting a certificate signed by `clientCa` may open a stream, for an
+ * Envoy outside the pod. Read once at start.
+ */
+async function grpcCredentials(config: Config): Promise<grpc.ServerCredentials | undefined> {
+  const tls = config.grpc?.tls;
+  if (!tls) return undefined;
+  const [cert, key, clientCa] = await Promise.all([tls.cert, tls.key, tls.clientCa].map((file) => readFile(file)));
+  const checkClientCertificate = true;
+  return grpc.ServerCredentials.createSsl(clientCa!, [{ cert_chain: cert!, private_key: key! }], checkClientCertificate);
 }
 
 /**
@@ -143,6 +172,7 @@ function secretHeaderNames(config: Config): string[] {
 function settingsReadAtStart(current: Config, next: Config): string[] {
   const readAtStart: Array<[string, (config: Config) => unknown]> = [
     ['redis', (config) => config.redis],
+    ['grpc.tls', (config) => config.grpc],
     ['cache.scopeKeySecret', (config) => config.cache.scopeKeySecret],
     ['cache.memoryMaxBytes', (config) => config.cache.memoryMaxBytes],
     ['logging.level', (config) => config.logging.level],

@@ -60,6 +60,7 @@ apq:
     expect(config).toEqual({
       origin: { url: 'http://origin.test/graphql' },
       schema: { file: '/etc/svc-cache/schema.graphql' },
+      endpoints: ['/graphql'],
       redis: { url: 'redis://localhost:6379', keyPrefix: 'svc-cache:', commandTimeoutMs: 250 },
       scopes: { AUTHENTICATED: 'header:authorization', SESSION: 'cookie:session', TEAM: 'header:x-team|cookie:team' },
       rules: [
@@ -204,7 +205,7 @@ describe('parseConfig: ${ENV_VAR} substitution', () => {
 describe('parseConfig: refusals', () => {
   it('refuses an unknown key at top level, suggesting the known ones', () => {
     expect(problems(`${ORIGIN}bogus: 1\n`)).toEqual([
-      'config.yaml: unknown key "bogus" at top level; expected one of: origin, schema, redis, scopes, rules, keyFields, mutationPolicy, purge, apq, limits, cache, logging (line 3)',
+      'config.yaml: unknown key "bogus" at top level; expected one of: origin, schema, endpoints, grpc, redis, scopes, rules, keyFields, mutationPolicy, purge, apq, limits, cache, logging (line 3)',
     ]);
   });
 

@@ -6,15 +6,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, sampleValue } from '../ops/prometheusText.js';
 
 /**
- * The real thing: Envoy 1.36 (the official image) with envoy/envoy.yaml, svc-cache built from the
- * Dockerfile with deploy/compose/config.yaml, Redis and the demo origin, each in a container as
- * docker-compose.yml arranges them (Envoy in svc-cache's network namespace, as in a pod). Every
+ * The real thing: Envoy 1.36 (the official image) with deploy/sidecar/envoy.yaml, svc-cache built from
+ * the Dockerfile with deploy/compose/config.yaml, Redis and the demo origin (the Dockerfile's demo
+ * stage), each in a container as docker-compose.yml arranges them (Envoy and the origin in
+ * svc-cache's network namespace, as in the app's pod). Every
  * request goes through Envoy on :8080. Needs a Docker engine; where none answers, it is skipped
  * and says why.
  */
 
 const ROOT = join(import.meta.dirname, '../..');
 const IMAGE = 'svc-cache:e2e';
+const DEMO_IMAGE = 'svc-cache-demo:e2e';
 const ENVOY_IMAGE = 'envoyproxy/envoy:v1.36-latest';
 const PURGE_TOKEN = 'e2e-purge-token';
 const SCOPE_KEY_SECRET = 'e2e-scope-key-secret-0123456789';
@@ -34,6 +36,7 @@ describe.skipIf(!docker.available)('through Envoy 1.36 with svc-cache as its ext
     const { GenericContainer, Network, Wait } = await import('testcontainers');
     network = await new Network().start();
     await GenericContainer.fromDockerfile(ROOT).build(IMAGE, { deleteOnExit: false });
+    await GenericContainer.fromDockerfile(ROOT).withTarget('demo').build(DEMO_IMAGE, { deleteOnExit: false });
     const start = async (container: InstanceType<typeof GenericContainer>): Promise<StartedTestContainer> => {
       const started = await container.start();
       containers.push(started);
@@ -46,13 +49,6 @@ describe.skipIf(!docker.available)('through Envoy 1.36 with svc-cache as its ext
         .withCommand(['redis-server', '--save', '', '--appendonly', 'no'])
         .withWaitStrategy(Wait.forLogMessage('Ready to accept connections')),
     );
-    await start(
-      new GenericContainer(IMAGE)
-        .withNetwork(network)
-        .withNetworkAliases('origin')
-        .withCommand(['demo-origin', '--port', '4000'])
-        .withWaitStrategy(Wait.forLogMessage('demo origin listening')),
-    );
     sidecar = await start(
       new GenericContainer(IMAGE)
         .withNetwork(network)
@@ -63,11 +59,18 @@ describe.skipIf(!docker.available)('through Envoy 1.36 with svc-cache as its ext
         .withExposedPorts(8080, 9901)
         .withWaitStrategy(Wait.forLogMessage('svc-cache serving')),
     );
+    // The app on 127.0.0.1:4000 of svc-cache's network namespace, where envoy.yaml and the config expect it.
+    await start(
+      new GenericContainer(DEMO_IMAGE)
+        .withNetworkMode(`container:${sidecar.getId()}`)
+        .withCommand(['demo-origin', '--port', '4000'])
+        .withWaitStrategy(Wait.forLogMessage('demo origin listening')),
+    );
     await start(
       new GenericContainer(ENVOY_IMAGE)
         .withNetworkMode(`container:${sidecar.getId()}`)
-        .withCopyFilesToContainer([{ source: join(ROOT, 'envoy/envoy.yaml'), target: '/etc/envoy/envoy.yaml' }])
-        .withCommand(['envoy', '--config-path', '/etc/envoy/envoy.yaml'])
+        .withCopyFilesToContainer([{ source: join(ROOT, 'deploy/sidecar/envoy.yaml'), target: '/etc/envoy/envoy.yaml' }])
+        .withCommand(['envoy', '--config-path', '/etc/envoy/envoy.yaml', '--concurrency', '1'])
         .withWaitStrategy(Wait.forLogMessage(/starting main dispatch loop/)),
     );
     endpoint = `http://${sidecar.getHost()}:${sidecar.getMappedPort(8080)}/graphql`;

@@ -5,7 +5,7 @@ import { startStack, type Stack } from '../support/stack.js';
 /**
  * Envoy resets every ext_proc stream it closes; Node's HTTP/2 guard against rapid resets closes a
  * connection past about a thousand of them, failing every stream on it (Envoy then fails open, and
- * the answer lacks svc-cache). With streams spread over connections as envoy/envoy.yaml does, and
+ * the answer lacks svc-cache). With streams spread over connections as deploy/sidecar/envoy.yaml does, and
  * the sidecar ending finished calls first, thousands of requests in a burst all stay cached.
  */
 describe('thousands of ext_proc streams in a burst', () => {

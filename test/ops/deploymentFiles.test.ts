@@ -1,16 +1,17 @@
 import { SIDECAR_MAX_REQUESTS_PER_CONNECTION } from '../../src/gateway/processorClient.js';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import { parse as parseYaml } from 'yaml';
 import { parseConfig } from '../../src/config/index.js';
 import { configSchema } from '../../src/config/schema.js';
 import { EXT_PROC_SERVICE } from '../../src/extproc/protocol.js';
 
 /**
- * The files that run svc-cache for real (envoy/envoy.yaml, the Dockerfile, docker-compose.yml and
- * the Kubernetes manifests in deploy/) read as their consumers read them, and checked against what
- * svc-cache itself expects: ports, processing modes, buffer limits, mounted paths, secrets, probes.
+ * The files that run svc-cache for real (deploy/sidecar/envoy.yaml, the Dockerfile and
+ * docker-compose.yml) read as their consumers read them, and checked against what svc-cache itself
+ * expects: ports, processing modes, buffer limits, mounted paths, secrets. The Kubernetes manifests
+ * are checked as kustomize renders them, in kustomize.test.ts.
  */
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -24,7 +25,7 @@ const SECRETS_ENV = { SVC_PURGE_TOKEN: 'purge-token-for-tests', SVC_SCOPE_KEY_SE
 
 type Yaml = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const envoyText = read('envoy/envoy.yaml');
+const envoyText = read('deploy/sidecar/envoy.yaml');
 const envoy = parseYaml(envoyText) as Yaml;
 const listener = (name: string): Yaml => envoy.static_resources.listeners.find((each: Yaml) => each.name === name);
 const cluster = (name: string): Yaml => envoy.static_resources.clusters.find((each: Yaml) => each.name === name);
@@ -34,7 +35,7 @@ const extProc = (): Yaml => graphqlFilters().find((filter) => filter.name === 'e
 const socketPort = (address: Yaml): number => address.socket_address.port_value;
 const endpointOf = (name: string): Yaml => cluster(name).load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address;
 
-describe('envoy/envoy.yaml (Envoy 1.36)', () => {
+describe('deploy/sidecar/envoy.yaml (Envoy 1.36)', () => {
   it('listens for GraphQL on 8080 and keeps its admin port on loopback 9902, clear of svc-cache admin on 9901', () => {
     expect(socketPort(listener('graphql').address)).toBe(8080);
     expect(envoy.admin.address.socket_address).toEqual({ address: '127.0.0.1', port_value: 9902 });
@@ -43,14 +44,42 @@ describe('envoy/envoy.yaml (Envoy 1.36)', () => {
     expect(ports).not.toContain(CLI_DEFAULT_GRPC_PORT);
   });
 
-  it('routes every path to the origin cluster', () => {
+  it('routes every path to the app in the same pod and strips the purge token at the router', () => {
     const routes = connectionManager('graphql').route_config.virtual_hosts[0].routes;
-    expect(routes).toEqual([{ match: { prefix: '/' }, route: { cluster: 'graphql_origin', timeout: '30s' } }]);
-    expect(cluster('graphql_origin').type).toBe('STRICT_DNS');
+    expect(routes).toEqual([
+      {
+        match: { prefix: '/' },
+        route: { cluster: 'graphql_origin', timeout: '30s' },
+        request_headers_to_remove: [DEFAULTS.purge.header],
+      },
+    ]);
+    expect(cluster('graphql_origin').type).toBe('STATIC');
+    expect(endpointOf('graphql_origin')).toEqual({ address: '127.0.0.1', port_value: 4000 });
   });
 
-  it('runs ext_proc before the router with headers SEND, bodies BUFFERED and trailers SKIP both ways', () => {
-    expect(graphqlFilters().map((filter) => filter.name)).toEqual(['envoy.filters.http.ext_proc', 'envoy.filters.http.router']);
+  it('takes the client address from the connection and trusts no client-supplied x-forwarded-for hop', () => {
+    expect(connectionManager('graphql').use_remote_address).toBe(true);
+    expect(connectionManager('graphql').xff_num_trusted_hops).toBe(0);
+  });
+
+  it('logs the path without its query string', () => {
+    const format = connectionManager('graphql').access_log[0].typed_config.log_format.json_format;
+    expect(format.path).toBe('%PATH(NQ)%');
+    expect(JSON.stringify(format)).not.toMatch(/%REQ\(:PATH\)%/);
+  });
+
+  it('compresses on the way out after ext_proc, and runs ext_proc before the router', () => {
+    // Encoding runs the chain backwards: listed first, the compressor sees responses last.
+    expect(graphqlFilters().map((filter) => filter.name)).toEqual([
+      'envoy.filters.http.compressor',
+      'envoy.filters.http.ext_proc',
+      'envoy.filters.http.router',
+    ]);
+    const compressor = graphqlFilters()[0]!.typed_config;
+    expect(compressor.compressor_library.typed_config['@type']).toBe('type.googleapis.com/envoy.extensions.compression.gzip.compressor.v3.Gzip');
+  });
+
+  it('runs ext_proc with headers SEND, bodies BUFFERED and trailers SKIP both ways', () => {
     expect(extProc()['@type']).toBe('type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor');
     expect(extProc().processing_mode).toEqual({
       request_header_mode: 'SEND',
@@ -68,6 +97,16 @@ describe('envoy/envoy.yaml (Envoy 1.36)', () => {
     expect(extProc().message_timeout).toBe('1s');
     expect(seconds(extProc().max_message_timeout)).toBeGreaterThan(seconds(extProc().message_timeout));
     expect(extProc().grpc_service).toEqual({ envoy_grpc: { cluster_name: 'svc_cache' } });
+  });
+
+  it('lets a coalesced request wait for its leader inside one message_timeout', () => {
+    expect(DEFAULTS.cache.coalesceWaitMs).toBeLessThan(seconds(extProc().message_timeout) * 1000);
+  });
+
+  it('admits no more requests to the app than ext_proc streams to the sidecar', () => {
+    const app = cluster('graphql_origin').circuit_breakers.thresholds[0];
+    const sidecar = cluster('svc_cache').circuit_breakers.thresholds[0];
+    expect(app.max_requests + app.max_pending_requests).toBeLessThanOrEqual(sidecar.max_requests);
   });
 
   it('buffers more than the largest request svc-cache reads and the largest response it caches', () => {
@@ -121,8 +160,15 @@ describe('Dockerfile and .dockerignore', () => {
     expect(instructions).toContain('RUN npm run build');
     expect(instructions.some((line) => /^RUN npm ci\b.*--omit=dev/.test(line))).toBe(true);
     expect(finalStage[0]).toMatch(/^FROM node:20-(alpine|slim|bookworm-slim)$/);
-    expect(finalStage.some((line) => line.startsWith('COPY --from=build /app/dist'))).toBe(true);
+    expect(finalStage).toContain('COPY --from=build /app/dist ./dist');
     expect(finalStage).toContain('COPY proto ./proto');
+  });
+
+  it('ships the development gateway and demo only in the demo stage, never in the production image', () => {
+    expect(instructions).toContain('FROM node:20-alpine AS demo');
+    expect(finalStage.join('\n')).not.toMatch(/dist-dev|demo/);
+    const demoStage = instructions.slice(instructions.indexOf('FROM node:20-alpine AS demo'), instructions.findLastIndex((line) => line.startsWith('FROM ')));
+    expect(demoStage).toContain('COPY --from=build /app/dist-dev ./dist-dev');
   });
 
   it('runs as a non-root user with node dist/cli.js serve --config /etc/svc-cache/config.yaml', () => {
@@ -136,7 +182,7 @@ describe('Dockerfile and .dockerignore', () => {
   it('sends only what the build copies', () => {
     const ignore = read('.dockerignore').split('\n').filter((line) => line.trim() !== '' && !line.startsWith('#'));
     expect(ignore[0]).toBe('**');
-    expect(ignore).toEqual(expect.arrayContaining(['!package.json', '!package-lock.json', '!proto/**', '!src/**']));
+    expect(ignore).toEqual(expect.arrayContaining(['!package.json', '!package-lock.json', '!tsconfig.dev.json', '!proto/**', '!src/**']));
   });
 });
 
@@ -149,12 +195,13 @@ describe('docker-compose.yml', () => {
       return { source: source!, target: target! };
     });
 
-  it('runs Envoy 1.36 in the svc-cache container network, as a pod does, with envoy/envoy.yaml mounted', () => {
+  it('runs Envoy 1.36 and the demo app in the svc-cache container network, as a pod does, with deploy/sidecar/envoy.yaml mounted', () => {
     expect(Object.keys(services).sort()).toEqual(['envoy', 'origin', 'redis', 'svc-cache']);
     expect(services.envoy!.image).toBe('envoyproxy/envoy:v1.36-latest');
     expect(services.envoy!.network_mode).toBe('service:svc-cache');
-    expect(mountsOf('envoy')).toEqual([{ source: './envoy/envoy.yaml', target: '/etc/envoy/envoy.yaml' }]);
-    expect(services.envoy!.command).toEqual(['envoy', '--config-path', '/etc/envoy/envoy.yaml']);
+    expect(services.origin!.network_mode).toBe('service:svc-cache');
+    expect(mountsOf('envoy')).toEqual([{ source: './deploy/sidecar/envoy.yaml', target: '/etc/envoy/envoy.yaml' }]);
+    expect(services.envoy!.command).toEqual(['envoy', '--config-path', '/etc/envoy/envoy.yaml', '--concurrency', '1']);
   });
 
   it('publishes Envoy on 8080 and runs svc-cache with the compose config mounted where the image expects it', () => {
@@ -168,123 +215,13 @@ describe('docker-compose.yml', () => {
 
   it('has a compose config that is valid and names the compose services', () => {
     const config = parseConfig(read('deploy/compose/config.yaml'), { source: 'deploy/compose/config.yaml', env: SECRETS_ENV });
-    expect(new URL(config.origin.url).host).toBe('origin:4000');
+    expect(new URL(config.origin.url).host).toBe('127.0.0.1:4000');
     expect(new URL(config.redis!.url!).hostname).toBe('redis');
     expect(config.purge.tokens).toEqual([SECRETS_ENV.SVC_PURGE_TOKEN]);
     expect(config.cache.scopeKeySecret).toBe(SECRETS_ENV.SVC_SCOPE_KEY_SECRET);
-    expect(endpointOf('graphql_origin')).toEqual({ address: 'origin', port_value: 4000 });
+    expect(endpointOf('graphql_origin')).toEqual({ address: '127.0.0.1', port_value: 4000 });
     expect(services.origin!.command).toEqual(['demo-origin', '--port', '4000']);
-  });
-});
-
-describe('Kubernetes manifests (deploy/*.yaml)', () => {
-  const manifests = readdirSync(join(ROOT, 'deploy'))
-    .filter((file) => file.endsWith('.yaml'))
-    .flatMap((file) => parseAllDocuments(read(join('deploy', file))).map((document) => document.toJS() as Yaml));
-  const find = (kind: string, name: string): Yaml => {
-    const found = manifests.find((manifest) => manifest.kind === kind && manifest.metadata.name === name);
-    if (!found) throw new Error(`no ${kind} ${name} in deploy/`);
-    return found;
-  };
-  const pod = (): Yaml => find('Deployment', 'svc-cache').spec.template.spec;
-  const container = (name: string): Yaml => pod().containers.find((each: Yaml) => each.name === name);
-  const volume = (name: string): Yaml => pod().volumes.find((each: Yaml) => each.name === name);
-  const mountHolding = (containerName: string, file: string): { configMap: string; key: string } => {
-    const mount = container(containerName).volumeMounts.find((each: Yaml) => file.startsWith(`${each.mountPath}/`));
-    expect(mount, `a volume mounted over ${file}`).toBeDefined();
-    expect(mount.subPath, 'subPath mounts never see ConfigMap updates').toBeUndefined();
-    return { configMap: volume(mount.name).configMap.name, key: file.slice(mount.mountPath.length + 1) };
-  };
-  const configMapFile = (configMap: string, key: string): string => find('ConfigMap', configMap).data[key];
-  const svcCacheConfigText = (): string => {
-    const args = container('svc-cache').args as string[];
-    const path = args[args.indexOf('--config') + 1]!;
-    const { configMap, key } = mountHolding('svc-cache', path);
-    return configMapFile(configMap, key);
-  };
-
-  it('every document is a Kubernetes object', () => {
-    for (const manifest of manifests) {
-      expect(manifest.apiVersion).toBeTypeOf('string');
-      expect(manifest.kind).toBeTypeOf('string');
-      expect(manifest.metadata.name).toBeTypeOf('string');
-    }
-  });
-
-  it('runs Envoy 1.36 and svc-cache side by side in one pod', () => {
-    expect(pod().containers.map((each: Yaml) => each.name)).toEqual(['envoy', 'svc-cache']);
-    expect(container('envoy').image).toBe('envoyproxy/envoy:v1.36-latest');
-    expect(container('svc-cache').args.slice(0, 1)).toEqual(['serve']);
-  });
-
-  it('mounts envoy/envoy.yaml, verbatim, from a ConfigMap where Envoy reads it', () => {
-    const command = container('envoy').command as string[];
-    const path = command[command.indexOf('--config-path') + 1]!;
-    const { configMap, key } = mountHolding('envoy', path);
-    expect(configMapFile(configMap, key)).toBe(envoyText);
-  });
-
-  it('mounts a valid svc-cache config whose secrets come from a Secret through the environment', () => {
-    const text = svcCacheConfigText();
-    expect(text).toContain('"${SVC_PURGE_TOKEN}"');
-    expect(text).toContain('${SVC_SCOPE_KEY_SECRET}');
-    const config = parseConfig(text, { source: 'svc-cache-config', env: SECRETS_ENV });
-    expect(config.purge.tokens).toEqual([SECRETS_ENV.SVC_PURGE_TOKEN]);
-    expect(config.cache.scopeKeySecret).toBe(SECRETS_ENV.SVC_SCOPE_KEY_SECRET);
-    const env = container('svc-cache').env as Yaml[];
-    for (const name of Object.keys(SECRETS_ENV)) {
-      const variable = env.find((each) => each.name === name);
-      expect(variable?.valueFrom?.secretKeyRef?.name, `${name} from a Secret`).toBe('svc-cache-secrets');
-      expect(variable?.value, `${name} written in the manifest`).toBeUndefined();
-    }
-    expect(manifests.some((manifest) => manifest.kind === 'Secret'), 'secret values in the repository').toBe(false);
-  });
-
-  it('points the config at the Redis Service, which runs as a Deployment of its own', () => {
-    const config = parseConfig(svcCacheConfigText(), { source: 'svc-cache-config', env: SECRETS_ENV });
-    const redisUrl = new URL(config.redis!.url!);
-    const service = find('Service', redisUrl.hostname);
-    expect(service.spec.ports.map((port: Yaml) => port.port)).toContain(Number(redisUrl.port));
-    const deployment = find('Deployment', 'svc-cache-redis');
-    expect(deployment.spec.template.metadata.labels).toMatchObject(service.spec.selector);
-  });
-
-  it('exposes Envoy, not the sidecar, through the Service', () => {
-    const service = find('Service', 'svc-cache');
-    expect(find('Deployment', 'svc-cache').spec.template.metadata.labels).toMatchObject(service.spec.selector);
-    const port = container('envoy').ports.find((each: Yaml) => each.name === service.spec.ports[0].targetPort);
-    expect(port.containerPort).toBe(socketPort(listener('graphql').address));
-    expect(container('svc-cache').ports.map((each: Yaml) => each.containerPort).sort()).toEqual([CLI_DEFAULT_ADMIN_PORT, CLI_DEFAULT_GRPC_PORT].sort());
-  });
-
-  it('keeps pod readiness independent of Redis: Envoy /ready and the gRPC health of the ext_proc port', () => {
-    const envoyReadiness = container('envoy').readinessProbe;
-    const healthPort = container('envoy').ports.find((each: Yaml) => each.name === envoyReadiness.httpGet.port);
-    expect(envoyReadiness.httpGet.path).toBe('/ready');
-    expect(healthPort.containerPort).toBe(socketPort(listener('health').address));
-    expect(container('svc-cache').readinessProbe.grpc).toEqual({ port: CLI_DEFAULT_GRPC_PORT, service: EXT_PROC_SERVICE });
-    expect(JSON.stringify(pod())).not.toContain('/readyz');
-    expect(container('svc-cache').livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'admin' });
-  });
-
-  it('lets svc-cache outlive Envoy at termination and drain within the grace period', () => {
-    const sleepOf = (name: string): number => Number(container(name).lifecycle.preStop.exec.command[1]);
-    expect(sleepOf('svc-cache')).toBeGreaterThan(sleepOf('envoy'));
-    const svcCacheDrainSeconds = 10 + 5;
-    expect(pod().terminationGracePeriodSeconds).toBeGreaterThan(sleepOf('svc-cache') + svcCacheDrainSeconds);
-  });
-
-  it('gives every container resources and runs none as root', () => {
-    const pods = manifests.filter((manifest) => manifest.kind === 'Deployment').map((deployment) => deployment.spec.template.spec);
-    expect(pods.length).toBeGreaterThanOrEqual(2);
-    for (const spec of pods) {
-      expect(spec.securityContext.runAsNonRoot).toBe(true);
-      for (const each of spec.containers as Yaml[]) {
-        expect(each.resources.requests, each.name).toHaveProperty('cpu');
-        expect(each.resources.limits, each.name).toHaveProperty('memory');
-        expect(each.securityContext.allowPrivilegeEscalation, each.name).toBe(false);
-      }
-    }
+    expect(services.origin!.build).toEqual({ context: '.', target: 'demo' });
   });
 });
 

@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProcessingRequest } from '../../src/extproc/messages.js';
@@ -38,37 +37,50 @@ interface ServeProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-async function startServe(configPath: string): Promise<ServeProcess> {
+async function startServe(configPath: string, onLine?: (line: Record<string, unknown>, child: ChildProcess) => void): Promise<ServeProcess> {
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', 'src/cli.ts', 'serve', '--config', configPath, '--grpc-port', '0', '--admin-port', '0'],
     { cwd: ROOT, env: { ...process.env, SVC_PURGE_TOKEN: PURGE_TOKEN }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let text = '';
+  let pending = '';
   let hasExited = false;
   const lines: Array<Record<string, unknown>> = [];
+  // Waiters are settled by the line or the exit they wait for, never by polling.
+  const waiters = new Set<{ message: string; resolve: (line: Record<string, unknown>) => void; reject: (error: Error) => void }>();
   const onChunk = (chunk: Buffer): void => {
     text += chunk.toString('utf8');
-    lines.length = 0;
-    const completeLines = text.split('\n').slice(0, -1);
-    for (const line of completeLines) if (line.startsWith('{')) lines.push(JSON.parse(line) as Record<string, unknown>);
+    pending += chunk.toString('utf8');
+    const complete = pending.split('\n');
+    pending = complete.pop()!;
+    for (const raw of complete) {
+      if (!raw.startsWith('{')) continue;
+      const line = JSON.parse(raw) as Record<string, unknown>;
+      lines.push(line);
+      onLine?.(line, child);
+      for (const waiter of waiters) {
+        if (line.msg !== waiter.message) continue;
+        waiters.delete(waiter);
+        waiter.resolve(line);
+      }
+    }
   };
   child.stdout!.on('data', onChunk);
   child.stderr!.on('data', onChunk);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => {
       hasExited = true;
+      for (const waiter of waiters) waiter.reject(new Error(`"${waiter.message}" was not logged before the exit (${code ?? signal}); output:\n${text}`));
+      waiters.clear();
       resolve({ code, signal });
     }),
   );
-  const waitForLine = async (message: string): Promise<Record<string, unknown>> => {
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const line = lines.find((each) => each.msg === message);
-      if (line) return line;
-      if (hasExited || Date.now() > deadline) throw new Error(`"${message}" was not logged; output:\n${text}`);
-      await setTimeout(20);
-    }
+  const waitForLine = (message: string): Promise<Record<string, unknown>> => {
+    const line = lines.find((each) => each.msg === message);
+    if (line) return Promise.resolve(line);
+    if (hasExited) return Promise.reject(new Error(`"${message}" was not logged; output:\n${text}`));
+    return new Promise((resolve, reject) => waiters.add({ message, resolve, reject }));
   };
   const serving = await waitForLine('svc-cache serving');
   return {
@@ -138,6 +150,18 @@ describe('svc-cache serve on SIGTERM', () => {
       expect(serve.output()).not.toContain(PURGE_TOKEN);
     } finally {
       client?.close();
+      serve.child.kill('SIGKILL');
+    }
+  });
+
+  it('shuts down cleanly on a SIGTERM sent the moment it logs that it serves', async () => {
+    const serve = await startServe(configPath, (line, child) => {
+      if (line.msg === 'svc-cache serving') child.kill('SIGTERM');
+    });
+    try {
+      expect(await serve.exited).toEqual({ code: 0, signal: null });
+      expect(serve.lines.map((line) => line.msg)).toContain('shut down cleanly');
+    } finally {
       serve.child.kill('SIGKILL');
     }
   });

@@ -1,0 +1,133 @@
+#!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import { stringify } from 'yaml';
+import {
+  checkCommand,
+  exitOnFailure,
+  handleShutdownSignals,
+  portOption,
+  runCommandLine,
+  serveCommand,
+  SHUTDOWN_GRACE_MS,
+  SHUTDOWN_OVERRUN_MS,
+  type Command,
+  type Program,
+} from './commandLine/index.js';
+import { configSchema, demoConfigInput, loadConfig, type Config } from './config/index.js';
+import { startDemoOrigin } from './demo/origin.js';
+import { startGateway } from './gateway/index.js';
+import { createLogger } from './observability/log.js';
+import { startSidecar } from './sidecar/sidecar.js';
+
+/**
+ * The development command line, built into dist-dev/ (tsconfig.dev.json) and never shipped in the
+ * production image: the sidecar's own commands plus `demo` (what `npm start` runs), `gateway` (a
+ * development stand-in for Envoy) and `demo-origin` (the demo Todo API alone, for docker-compose.yml
+ * and the example app in deploy/examples/app).
+ */
+
+const packageJson = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+
+const gatewayCommand: Command = {
+  name: 'gateway',
+  summary: "the development gateway: plays Envoy's part in front of a running sidecar",
+  options: [
+    { name: 'processor', value: 'HOST:PORT', required: true, meaning: "the sidecar's ext_proc address" },
+    { name: 'origin', value: 'URL', required: true, meaning: 'the GraphQL origin requests are forwarded to' },
+    { name: 'port', value: 'N', default: '8080', meaning: 'the port clients send GraphQL to' },
+  ],
+  run: async (values) => {
+    const logger = createLogger('info', 'svc-cache-gateway');
+    const signals = handleShutdownSignals(logger, SHUTDOWN_OVERRUN_MS);
+    const front = await startGateway({
+      processor: values.processor as string,
+      origin: values.origin as string,
+      port: portOption(values.port as string, '--port'),
+      host: '0.0.0.0',
+      logger,
+    });
+    signals.closeWith(() => front.close());
+    logger.info({ url: front.url, processor: values.processor, origin: values.origin }, 'gateway listening');
+  },
+};
+
+const demoCommand: Command = {
+  name: 'demo',
+  summary: 'the demo on one machine: the demo Todo API, the sidecar (in-memory store) and the gateway in front',
+  options: [
+    { name: 'port', value: 'N', default: '8080', meaning: 'the gateway: GraphQL through the cache' },
+    { name: 'origin-port', value: 'N', default: '4000', meaning: 'the demo Todo API' },
+    { name: 'admin-port', value: 'N', default: '9901', meaning: "the sidecar's admin port" },
+    { name: 'grpc-port', value: 'N', default: '0', meaning: "the sidecar's ext_proc port (0: a free one, printed at start)" },
+    { name: 'config', value: 'FILE', meaning: "run with this configuration instead of the demo's (its origin.url is replaced by the demo API)" },
+    { name: 'print-config', meaning: "print the demo's configuration as YAML and exit" },
+  ],
+  run: async (values) => {
+    const originPort = portOption(values['origin-port'] as string, '--origin-port');
+    if (values['print-config']) {
+      console.log(stringify(demoConfigInput(`http://127.0.0.1:${originPort}/graphql`)).trimEnd());
+      return;
+    }
+    const userConfig = typeof values.config === 'string' ? await loadConfig(values.config) : undefined;
+    const logger = createLogger(userConfig?.logging.level ?? 'info');
+    const signals = handleShutdownSignals(logger, SHUTDOWN_OVERRUN_MS);
+    const origin = await startDemoOrigin({ port: originPort });
+    const config: Config = userConfig
+      ? { ...userConfig, origin: { url: origin.url } }
+      : configSchema.parse(demoConfigInput(origin.url));
+    const sidecar = await startSidecar({
+      config,
+      grpcPort: portOption(values['grpc-port'] as string, '--grpc-port'),
+      adminPort: portOption(values['admin-port'] as string, '--admin-port'),
+      host: '127.0.0.1',
+      logger,
+    });
+    const front = await startGateway({
+      processor: `127.0.0.1:${sidecar.grpcPort}`,
+      origin: origin.url,
+      port: portOption(values.port as string, '--port'),
+      logger: logger.child({ component: 'gateway' }),
+    });
+    signals.closeWith(async () => {
+      await front.close();
+      await sidecar.close(SHUTDOWN_GRACE_MS);
+      await origin.close();
+    });
+    await sidecar.schemaReady;
+    const endpoint = `${front.url}/graphql`;
+    console.log(`
+svc-cache demo is up:
+  GraphQL through the cache  ${endpoint}
+  demo origin (Todo API)     ${origin.url}
+  ext_proc (the sidecar)     127.0.0.1:${sidecar.grpcPort}
+  admin (health)             http://127.0.0.1:${sidecar.adminPort}/readyz
+  configuration              ${typeof values.config === 'string' ? values.config : 'the demo\'s (`svc-cache demo --print-config`: purge token dev-purge-token, scope AUTHENTICATED on authorization)'}
+
+Try it twice and watch the svc-cache header go from MISS to HIT:
+  curl -si ${endpoint} -H 'content-type: application/json' \\
+    -d '{"query":"{ todos { id title done } }"}'
+`);
+  },
+};
+
+const demoOriginCommand: Command = {
+  name: 'demo-origin',
+  summary: 'the demo Todo API alone, on every interface (docker-compose.yml, deploy/examples/app)',
+  options: [{ name: 'port', value: 'N', default: '4000', meaning: 'the port it listens on' }],
+  run: async (values) => {
+    const logger = createLogger('info', 'svc-cache-demo-origin');
+    const signals = handleShutdownSignals(logger, SHUTDOWN_OVERRUN_MS);
+    const origin = await startDemoOrigin({ port: portOption(values.port as string, '--port'), host: '0.0.0.0' });
+    signals.closeWith(() => origin.close());
+    logger.info({ url: origin.url }, 'demo origin listening');
+  },
+};
+
+const program: Program = {
+  name: 'svc-cache',
+  version: packageJson.version,
+  commands: [serveCommand, checkCommand, demoCommand, gatewayCommand, demoOriginCommand],
+  note: 'This is the development build (dist-dev/); the production build and image have serve and check only.',
+};
+
+runCommandLine(program, process.argv.slice(2)).catch((error: unknown) => exitOnFailure(program, error));

@@ -1,0 +1,127 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { demoConfigInput } from '../../src/config/index.js';
+
+/**
+ * The command line of DESIGN.md as a user meets it: `--help`, `<command> --help`, `--version` and
+ * `check`, from source through tsx so that no earlier build is needed. src/cli.ts is the production
+ * build's entry point; src/devCli.ts adds the development commands.
+ */
+
+const ROOT = join(import.meta.dirname, '../..');
+const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+const scratch = mkdtempSync(join(tmpdir(), 'svc-cache-cli-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+function cli(args: string[], entry = 'src/cli.ts'): { status: number | null; stdout: string; stderr: string } {
+  const run = spawnSync(process.execPath, ['--import', 'tsx', entry, ...args], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, SVC_PURGE_TOKEN: 'cli-test-token' } });
+  return { status: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+function file(name: string, text: string): string {
+  const path = join(scratch, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+const VALID = `origin:
+  url: http://origin.test/graphql
+scopes:
+  AUTHENTICATED: header:authorization
+rules:
+  - types: [Query]
+    maxAge: 900
+    swr: 60
+  - types: { Query: [me], User: [email] }
+    maxAge: 30
+    scope: AUTHENTICATED
+purge:
+  tokens: ["\${SVC_PURGE_TOKEN}"]
+`;
+const SDL = 'type Query { me: User, todos: [String] }\ntype User { id: ID!, email: String }\n';
+
+describe('svc-cache --help, --version', () => {
+  it('lists the commands, and says where the development commands live', () => {
+    const result = cli(['--help']);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/^usage: svc-cache <command> \[options\]/);
+    expect(result.stdout).toMatch(/^ {2}serve +run the sidecar/m);
+    expect(result.stdout).toMatch(/^ {2}check +validate a configuration offline/m);
+    expect(result.stdout).toContain('dist-dev/devCli.js');
+  });
+
+  it('lists each option of a command with its default and meaning', () => {
+    const result = cli(['serve', '--help']);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain('usage: svc-cache serve --config FILE [--grpc-host H] [--grpc-port N] [--admin-port N]');
+    expect(result.stdout).toMatch(/--config FILE +the configuration file .*\(required\)/);
+    expect(result.stdout).toMatch(/--grpc-host H +ext_proc's address: loopback.*\(default: 127\.0\.0\.1\)/);
+    expect(result.stdout).toMatch(/--grpc-port N +.*\(default: 50051\)/);
+    expect(result.stdout).toMatch(/--admin-port N +.*\(default: 9901\)/);
+    expect(cli(['check', '--help']).stdout).toMatch(/--schema FILE +the origin's schema/);
+  });
+
+  it("prints package.json's version", () => {
+    expect(cli(['--version'])).toMatchObject({ status: 0, stdout: `${VERSION}\n` });
+  });
+
+  it('answers an unknown command, option or missing option with exit 2 and the usage', () => {
+    expect(cli(['demo'])).toMatchObject({ status: 2, stderr: expect.stringContaining('unknown command "demo"') });
+    expect(cli(['serve', '--bogus'])).toMatchObject({ status: 2, stderr: expect.stringContaining("Unknown option '--bogus'") });
+    expect(cli(['check'])).toMatchObject({ status: 2, stderr: expect.stringContaining('check needs --config FILE') });
+  });
+});
+
+describe('svc-cache check', () => {
+  it('prints the rules in force per type and field and exits 0 for a valid config', () => {
+    const result = cli(['check', '--config', file('valid.yaml', VALID), '--schema', file('schema.graphql', SDL)]);
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect(result.stdout.split('\n')).toEqual([
+      expect.stringMatching(/valid\.yaml: valid, every name is in .*schema\.graphql$/),
+      'rules in force:',
+      '  Query (every field): maxAge 900s, swr 60s, scope PUBLIC (rules 0)',
+      '  Query.me: maxAge 30s, swr 0s, scope AUTHENTICATED (rules 0, 1)',
+      '  User.email: maxAge 30s, swr 0s, scope AUTHENTICATED (rules 1)',
+      '',
+    ]);
+  });
+
+  it('exits 1 with the very message serve prints for an invalid file', () => {
+    const invalid = file('invalid.yaml', `${VALID}rules:\n  - types: [Query]\n    maxAge: -1\n    scope: NOPE\n`.replace(/^rules:[\s\S]*?purge:/m, 'purge:'));
+    const checked = cli(['check', '--config', invalid]);
+    const served = cli(['serve', '--config', invalid, '--grpc-port', '0', '--admin-port', '0']);
+    expect(checked.status).toBe(1);
+    expect(checked.stderr).toMatch(/^svc-cache: invalid configuration\n.*invalid\.yaml: rules\[0\]\.maxAge: /);
+    expect(checked.stderr).toContain('NOPE');
+    expect(served.status).toBe(1);
+    expect(served.stderr).toBe(checked.stderr);
+  });
+
+  it('exits 1 naming each type or field the schema does not have', () => {
+    const sdl = file('other.graphql', 'type Query { todos: [String] }\n');
+    const result = cli(['check', '--config', file('valid2.yaml', VALID), '--schema', sdl]);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('rules[1].types.Query: type Query has no field me');
+    expect(result.stderr).toContain('rules[1].types.User: the origin schema has no type User');
+  });
+});
+
+describe('the development build (src/devCli.ts)', () => {
+  it("prints the demo's configuration as YAML", () => {
+    const result = cli(['demo', '--print-config', '--origin-port', '4100'], 'src/devCli.ts');
+    expect(result.status).toBe(0);
+    expect(parseYaml(result.stdout)).toEqual(demoConfigInput('http://127.0.0.1:4100/graphql'));
+    expect(result.stdout).toContain('dev-purge-token');
+  });
+
+  it('lists the development commands too', () => {
+    const result = cli(['--help'], 'src/devCli.ts');
+    for (const command of ['serve', 'check', 'demo', 'gateway', 'demo-origin']) expect(result.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+    expect(cli(['demo', '--help'], 'src/devCli.ts').stdout).toMatch(/--config FILE +run with this configuration/);
+  });
+});

@@ -1,0 +1,179 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Deployment } from 'kubernetes-models/apps/v1';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
+import { ConfigMap, Service } from 'kubernetes-models/v1';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { parseConfig } from '../../src/config/index.js';
+
+/**
+ * The sidecar install as a platform engineer applies it: the kustomize component in deploy/sidecar
+ * added to the example app (deploy/examples/app, also what `kubectl apply -k deploy/` installs),
+ * rendered by `kubectl kustomize`, every object checked against Kubernetes' own schemas
+ * (kubernetes-models), then read for what svc-cache needs. Skipped, with the reason, where kubectl
+ * is not installed.
+ */
+
+const ROOT = join(import.meta.dirname, '../..');
+const SECRETS_ENV = {
+  SVC_PURGE_TOKEN: 'purge-token-for-tests',
+  SVC_SCOPE_KEY_SECRET: 'scope-key-secret-for-tests',
+  SVC_REDIS_URL: 'redis://:password-for-tests@svc-cache-redis:6379',
+};
+const SIDECAR_LABEL = { 'svc-cache.dev/sidecar': 'enabled' };
+const APP_PORT = 4000;
+
+type Yaml = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
+const kubectlMissing = kubectl.error || kubectl.status !== 0 ? `kubectl is not installed (${kubectl.error?.message ?? kubectl.stderr})` : undefined;
+if (kubectlMissing) console.warn(`test/ops/kustomize.test.ts skipped: ${kubectlMissing}`);
+
+const MODELS: Record<string, new (data: any) => { validate(): void }> = { // eslint-disable-line @typescript-eslint/no-explicit-any
+  'apps/v1/Deployment': Deployment,
+  'v1/Service': Service,
+  'v1/ConfigMap': ConfigMap,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+};
+
+function render(directory: string): Yaml[] {
+  const text = execFileSync('kubectl', ['kustomize', join(ROOT, directory)], { encoding: 'utf8' });
+  return parseAllDocuments(text).map((document) => document.toJS() as Yaml);
+}
+
+describe.skipIf(kubectlMissing !== undefined)('the sidecar component added to the example app (kubectl kustomize)', () => {
+  const objects = kubectlMissing ? [] : render('deploy/examples/app');
+  const find = (kind: string, namePrefix: string): Yaml => {
+    const found = objects.find((each) => each.kind === kind && (each.metadata.name as string).startsWith(namePrefix));
+    if (!found) throw new Error(`no ${kind} ${namePrefix} rendered`);
+    return found;
+  };
+  const pod = (): Yaml => find('Deployment', 'todo-api').spec.template.spec;
+  const container = (name: string): Yaml => pod().containers.find((each: Yaml) => each.name === name);
+  const mountedFile = (containerName: string, file: string): string => {
+    const mount = container(containerName).volumeMounts.find((each: Yaml) => file.startsWith(`${each.mountPath}/`));
+    expect(mount, `a volume mounted over ${file}`).toBeDefined();
+    expect(mount.subPath, 'subPath mounts never see ConfigMap updates').toBeUndefined();
+    const volume = pod().volumes.find((each: Yaml) => each.name === mount.name);
+    const configMap = objects.find((each) => each.kind === 'ConfigMap' && each.metadata.name === volume.configMap.name);
+    expect(configMap, `ConfigMap ${volume.configMap.name}`).toBeDefined();
+    return configMap!.data[file.slice(mount.mountPath.length + 1)];
+  };
+  const svcCacheConfig = () => {
+    const args = container('svc-cache').args as string[];
+    return parseConfig(mountedFile('svc-cache', args[args.indexOf('--config') + 1]!), { source: 'svc-cache-config', env: SECRETS_ENV });
+  };
+
+  it('renders only objects that Kubernetes schemas accept', () => {
+    expect(objects.map((each) => `${each.kind}/${each.metadata.name}`).length).toBeGreaterThanOrEqual(8);
+    for (const object of objects) {
+      const Model = MODELS[`${object.apiVersion}/${object.kind}`];
+      expect(Model, `a schema for ${object.apiVersion} ${object.kind}`).toBeDefined();
+      expect(() => new Model!(object).validate(), `${object.kind} ${object.metadata.name}`).not.toThrow();
+    }
+  });
+
+  it('is the same install as `kubectl kustomize deploy/`', () => {
+    expect(render('deploy')).toEqual(objects);
+  });
+
+  it('adds Envoy 1.36 and svc-cache beside the app, in one pod carrying the sidecar label', () => {
+    expect(pod().containers.map((each: Yaml) => each.name).sort()).toEqual(['app', 'envoy', 'svc-cache']);
+    expect(container('envoy').image).toBe('envoyproxy/envoy:v1.36-latest');
+    expect(container('svc-cache').args.slice(0, 1)).toEqual(['serve']);
+    expect(find('Deployment', 'todo-api').spec.template.metadata.labels).toMatchObject(SIDECAR_LABEL);
+  });
+
+  it("mounts deploy/sidecar/envoy.yaml, generated into a ConfigMap, where Envoy reads it", () => {
+    const command = container('envoy').command as string[];
+    expect(mountedFile('envoy', command[command.indexOf('--config-path') + 1]!)).toBe(readFileSync(join(ROOT, 'deploy/sidecar/envoy.yaml'), 'utf8'));
+  });
+
+  it('runs one Envoy worker per requested CPU', () => {
+    const command = container('envoy').command as string[];
+    const concurrency = Number(command[command.indexOf('--concurrency') + 1]);
+    const cpu = String(container('envoy').resources.requests.cpu);
+    const cores = cpu.endsWith('m') ? Number(cpu.slice(0, -1)) / 1000 : Number(cpu);
+    expect(concurrency).toBe(Math.ceil(cores));
+  });
+
+  it('gives Envoy memory for its two 16 MiB buffers of each large request at once', () => {
+    const limit = String(container('envoy').resources.limits.memory);
+    expect(limit).toBe('1Gi');
+    const worstCasePerRequest = 2 * 16 * 2 ** 20;
+    expect(Math.floor(2 ** 30 / worstCasePerRequest)).toBeGreaterThanOrEqual(30);
+  });
+
+  it('points Envoy at the app and the config at it over the pod loopback', () => {
+    expect(svcCacheConfig().origin.url).toBe(`http://127.0.0.1:${APP_PORT}/graphql`);
+    expect(container('app').ports.map((each: Yaml) => each.containerPort)).toContain(APP_PORT);
+  });
+
+  it('moves the Service to Envoy', () => {
+    const service = find('Service', 'todo-api');
+    expect(service.spec.ports[0].targetPort).toBe('envoy-http');
+    expect(container('envoy').ports.find((each: Yaml) => each.name === 'envoy-http').containerPort).toBe(8080);
+  });
+
+  it('mounts scopes and rules from a ConfigMap, and takes the purge token, scope key and Redis from Secrets', () => {
+    const config = svcCacheConfig();
+    expect(Object.keys(config.scopes)).toContain('AUTHENTICATED');
+    expect(config.rules.length).toBeGreaterThan(0);
+    expect(config.purge.tokens).toEqual([SECRETS_ENV.SVC_PURGE_TOKEN]);
+    expect(config.redis?.url).toBe(SECRETS_ENV.SVC_REDIS_URL);
+    const env = container('svc-cache').env as Yaml[];
+    for (const name of Object.keys(SECRETS_ENV)) {
+      const variable = env.find((each) => each.name === name);
+      expect(variable?.valueFrom?.secretKeyRef?.name, `${name} from a Secret`).toMatch(/^svc-cache-(secrets|redis)$/);
+      expect(variable?.value, `${name} written in the manifest`).toBeUndefined();
+    }
+    expect(objects.some((each) => each.kind === 'Secret'), 'secret values in the repository').toBe(false);
+  });
+
+  it('keeps the ext_proc port on the pod loopback and publishes only Envoy and the admin port', () => {
+    const args = container('svc-cache').args as string[];
+    expect(args).not.toContain('--grpc-host');
+    expect(container('svc-cache').ports.map((each: Yaml) => each.containerPort)).toEqual([9901]);
+    const policy = find('NetworkPolicy', 'svc-cache-sidecar-ingress');
+    expect(policy.spec.podSelector.matchLabels).toEqual(SIDECAR_LABEL);
+    expect(policy.spec.policyTypes).toEqual(['Ingress']);
+    const open = policy.spec.ingress.flatMap((rule: Yaml) => rule.ports.map((port: Yaml) => port.port));
+    expect(open.sort()).toEqual([8080, 8081, 9901]);
+  });
+
+  it('lets only pods with the sidecar reach Redis', () => {
+    const policy = find('NetworkPolicy', 'svc-cache-redis');
+    expect(policy.spec.podSelector.matchLabels).toEqual(find('Deployment', 'svc-cache-redis').spec.selector.matchLabels);
+    expect(policy.spec.ingress).toEqual([{ from: [{ podSelector: { matchLabels: SIDECAR_LABEL } }], ports: [{ port: 6379, protocol: 'TCP' }] }]);
+  });
+
+  it('keeps pod readiness independent of Redis and the origin schema', () => {
+    expect(container('envoy').readinessProbe.httpGet.path).toBe('/ready');
+    expect(container('svc-cache').readinessProbe.httpGet).toEqual({ path: '/healthz', port: 'svc-cache-admin' });
+    expect(JSON.stringify(pod())).not.toContain('/readyz');
+  });
+
+  it('lets svc-cache outlive Envoy at termination and drain within the grace period', () => {
+    const sleepOf = (name: string): number => Number(container(name).lifecycle.preStop.exec.command[1]);
+    expect(sleepOf('svc-cache')).toBeGreaterThan(sleepOf('envoy'));
+    const svcCacheDrainSeconds = 10 + 5;
+    expect(pod().terminationGracePeriodSeconds).toBeGreaterThan(sleepOf('svc-cache') + svcCacheDrainSeconds);
+  });
+
+  it('gives every container resources and runs none as root', () => {
+    for (const deployment of objects.filter((each) => each.kind === 'Deployment')) {
+      const spec = deployment.spec.template.spec;
+      for (const each of spec.containers as Yaml[]) {
+        const runsAsNonRoot = each.securityContext.runAsNonRoot ?? spec.securityContext?.runAsNonRoot;
+        expect(runsAsNonRoot, each.name).toBe(true);
+        expect(each.resources.requests, each.name).toHaveProperty('cpu');
+        expect(each.resources.limits, each.name).toHaveProperty('memory');
+        expect(each.securityContext.allowPrivilegeEscalation, each.name).toBe(false);
+      }
+    }
+  });
+});
