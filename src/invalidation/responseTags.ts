@@ -25,8 +25,9 @@ import { invalidationTag } from './tags.js';
  */
 export const MAX_RESPONSE_TAGS = 10_000;
 
-/** Invalidation policy after a mutation (DESIGN.md "Mutation policy"). */
-export type MutationPolicy = 'None' | 'Entity' | 'List' | 'Type';
+import type { MutationPolicy } from '../config/schema.js';
+
+export type { MutationPolicy };
 
 /**
  * The invalidation tags of a query's response (the rewritten operation's, before stripping):

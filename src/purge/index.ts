@@ -13,3 +13,4 @@ export {
   type PurgeApi,
 } from './schema.js';
 export { isPurgeToken } from './token.js';
+export { carriesPurgeToken, hasValidPurgeToken, looksLikePurge, purgeTokenHeader } from './detection.js';

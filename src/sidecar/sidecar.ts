@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import { watchConfig } from '../config/index.js';
-import { DecisionEngine, type RuntimeState } from '../engine/engine.js';
+import { DecisionEngine, type RequestSummary, type RuntimeState } from '../engine/engine.js';
 import { scopeSources } from '../engine/scopes.js';
 import { startExtProcServer } from '../extproc/server.js';
 import { withSecretHeaders, type Logger } from '../observability/log.js';
@@ -9,6 +9,7 @@ import { MeasuredStore } from '../observability/measuredStore.js';
 import { Metrics } from '../observability/metrics.js';
 import { createSchemaSource } from '../schema/index.js';
 import { createStore, type CacheStore } from '../store/index.js';
+import { errorMessage } from '../util/index.js';
 import { startAdminServer } from './admin.js';
 import { engineEventsRecordedIn } from './engineEvents.js';
 
@@ -20,6 +21,11 @@ export interface SidecarOptions {
   adminPort: number;
   host?: string;
   logger: Logger;
+  /**
+   * Told what each request came to once its ext_proc stream ends, after `/metrics` has counted it
+   * (a dashboard subscribes here). An observer that throws is logged, never felt by the request.
+   */
+  onRequestCompleted?: (summary: RequestSummary) => void;
 }
 
 export interface Sidecar {
@@ -53,7 +59,17 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     scopeKeySecret: scopeKeySecret(config, logger),
     logger,
   });
-  const extProc = await startExtProcServer({ engine, logger, metrics, port: options.grpcPort, host: options.host });
+  const requestObservers = [(summary: RequestSummary) => metrics.recordRequest(summary), ...(options.onRequestCompleted ? [options.onRequestCompleted] : [])];
+  const extProc = await startExtProcServer({
+    engine,
+    logger,
+    metrics,
+    onRequestCompleted: (summary) => {
+      for (const observe of requestObservers) observe(summary);
+    },
+    port: options.grpcPort,
+    host: options.host,
+  });
   const admin = await startAdminServer({
     port: options.adminPort,
     host: options.host,
@@ -65,7 +81,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
       try {
         await store.ping();
       } catch (error) {
-        return { ready: false, reason: `store: ${error instanceof Error ? error.message : String(error)}` };
+        return { ready: false, reason: `store: ${errorMessage(error)}` };
       }
       return { ready: true };
     },

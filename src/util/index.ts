@@ -1,0 +1,1 @@
+export { errorMessage } from './errorMessage.js';
