@@ -17,14 +17,12 @@ import type { CachePolicy } from './rules.js';
  * stream owns it and calls `dispose()` once it ends, however it ends (docs/ext-proc.md, Stream close).
  */
 export class Exchange {
-  /** What to do with the origin's response; undefined until the request is forwarded. */
-  plan: ResponsePlan | undefined;
+  private currentPlan: ResponsePlan | undefined;
   /** Present when the request asked for `svc-debug: 1` with a valid purge token. */
   explanation: Explanation | undefined;
   /** The purge token header this request carries, to strip before the origin (set by the engine). */
   tokenHeader: string | undefined;
-  /** The origin's response headers, once they came. */
-  responseHeaders: HeaderList = [];
+  private originHeaders: HeaderList = [];
   private leadership: Leadership | undefined;
   private disposed = false;
   private outcome: RequestOutcome | undefined;
@@ -42,9 +40,19 @@ export class Exchange {
     private readonly clock: () => number = () => performance.now(),
   ) {}
 
+  /** What to do with the origin's response; undefined until the request is forwarded. */
+  get plan(): ResponsePlan | undefined {
+    return this.currentPlan;
+  }
+
+  /** The origin's response headers, once they came. */
+  get responseHeaders(): HeaderList {
+    return this.originHeaders;
+  }
+
   /** True once the request goes on to the origin as a pass: neither body needs reading. */
   get passing(): boolean {
-    return this.plan?.kind === 'pass';
+    return this.currentPlan?.kind === 'pass';
   }
 
   /** The operation being decided, for the summary. */
@@ -65,14 +73,14 @@ export class Exchange {
 
   /** The request goes on to the origin; its response will be decided under `plan`. */
   forward(plan: ResponsePlan): void {
-    this.plan = plan;
+    this.currentPlan = plan;
     this.forwardedAt = this.clock();
   }
 
   /** The origin's response headers arrived: the plan may have been downgraded by what they said. */
   responseArrived(headers: HeaderList, plan: ResponsePlan): void {
-    this.responseHeaders = headers;
-    this.plan = plan;
+    this.originHeaders = headers;
+    this.currentPlan = plan;
     if (this.forwardedAt !== undefined) this.originLatencyMs = this.clock() - this.forwardedAt;
     if (plan.kind !== 'store') this.releaseLeadership();
   }

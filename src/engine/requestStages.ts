@@ -183,7 +183,7 @@ function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: C
   return { kind: 'query', schema, policy };
 }
 
-// Stage 5: scope and key (docs/graphql-caching.md, Scopes and Cache key).
+// Stage 5: scope and key (docs/graphql-caching.md, Scopes; docs/graphql-caching.md, Cache key).
 
 export interface ScopedKey {
   bucket: string;
