@@ -34,6 +34,7 @@ import {
   scopeAndKey,
   type CheckedOperation,
   type DocumentAnalysis,
+  type OriginBound,
   type ResolvedQuery,
   type Verdict,
 } from './requestStages.js';
@@ -218,16 +219,18 @@ export class DecisionEngine {
     const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
     if (isVerdict(checked)) return this.conclude(exchange, checked, context);
     exchange.describeOperation(checked.selected.name, checked.selected.normalised);
-    let classified = classify(checked, { method: request.method, headers: context.head.headers }, config, schema);
+    const classified = classify(checked, { method: request.method, headers: context.head.headers }, config, schema);
+    let next: Verdict | OriginBound;
     if (classified.kind === 'purge') {
       const purged = await this.purge(context, checked, classified.schema);
       if (purged) return this.conclude(exchange, purged);
-      classified = classified.otherwise;
+      next = classified.otherwise;
+    } else {
+      next = classified;
     }
-    if (isVerdict(classified)) return this.conclude(exchange, classified, context);
-    if (classified.kind === 'mutation') return this.forwardMutation(context, checked, classified.schema);
-    if (classified.kind === 'query') return this.decideQuery(context, checked, classified.schema, classified.policy);
-    throw new Error('a purge classification cannot follow a purge');
+    if (isVerdict(next)) return this.conclude(exchange, next, context);
+    if (next.kind === 'mutation') return this.forwardMutation(context, checked, next.schema);
+    return this.decideQuery(context, checked, next.schema, next.policy);
   }
 
   /** A popular query's limits and rules are worked out once per config and schema, not per HIT. */

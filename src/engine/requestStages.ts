@@ -133,9 +133,11 @@ function limitExceeded(violation: LimitViolation): Verdict {
 
 export type Classification =
   /** May be a purge: the purge handler decides; when it is none, `otherwise` holds. */
-  | { kind: 'purge'; schema: GraphQLSchema; otherwise: Verdict | Classification }
-  | { kind: 'mutation'; schema: GraphQLSchema }
-  | { kind: 'query'; schema: GraphQLSchema; policy: CachePolicy };
+  | { kind: 'purge'; schema: GraphQLSchema; otherwise: Verdict | OriginBound }
+  | OriginBound;
+
+/** A request for the origin: a mutation whose answer is read, or a query that may be cached. */
+export type OriginBound = { kind: 'mutation'; schema: GraphQLSchema } | { kind: 'query'; schema: GraphQLSchema; policy: CachePolicy };
 
 /**
  * What kind of request this is. The purge API itself needs the store, so `classify` only says
@@ -164,11 +166,11 @@ export function classify(
 }
 
 /** A mutation that is no purge: read its answer to invalidate, unless the policy says not to. */
-function classifyMutation(config: Config, schema: GraphQLSchema): Verdict | Classification {
+function classifyMutation(config: Config, schema: GraphQLSchema): Verdict | OriginBound {
   return config.mutationPolicy === 'None' ? passVerdict('mutation') : { kind: 'mutation', schema };
 }
 
-function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: Config, schema: GraphQLSchema): Verdict | Classification {
+function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: Config, schema: GraphQLSchema): Verdict | OriginBound {
   if (checked.selected.operation.operation === OperationTypeNode.SUBSCRIPTION) return passVerdict('subscription');
   if (config.cache.bypassCacheHeaders.some((name) => headerValue(headers, name.toLowerCase()) !== undefined)) {
     return passVerdict('bypass-header');
