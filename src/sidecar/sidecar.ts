@@ -59,13 +59,21 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     scopeKeySecret: scopeKeySecret(config, logger),
     logger,
   });
-  const requestObservers = [(summary: RequestSummary) => metrics.recordRequest(summary), ...(options.onRequestCompleted ? [options.onRequestCompleted] : [])];
+  // Metrics first, then whoever subscribed (a dashboard); each is told of every finished request.
+  const requestObservers: Array<(summary: RequestSummary) => void> = [(summary) => metrics.recordRequest(summary)];
+  if (options.onRequestCompleted) requestObservers.push(options.onRequestCompleted);
   const extProc = await startExtProcServer({
     engine,
     logger,
     metrics,
     onRequestCompleted: (summary) => {
-      for (const observe of requestObservers) observe(summary);
+      for (const observe of requestObservers) {
+        try {
+          observe(summary);
+        } catch (error) {
+          logger.error({ err: errorMessage(error) }, 'a request observer failed');
+        }
+      }
     },
     port: options.grpcPort,
     host: options.host,
