@@ -188,6 +188,8 @@ export const configSchema = z
 
 export type Config = z.infer<typeof configSchema>;
 export type CacheRule = Config['rules'][number];
+/** Invalidation policy after a mutation (docs/graphql-caching.md, Invalidation). */
+export type MutationPolicy = Config['mutationPolicy'];
 
 /** What a file or a caller may write: defaulted settings are optional here. */
 export type ConfigInput = z.input<typeof configSchema>;

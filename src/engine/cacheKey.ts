@@ -3,7 +3,7 @@ import { canonicalJson } from '../graphql/canonicalJson.js';
 import { headerValue, type HeaderList } from '../http/headers.js';
 
 /**
- * The cache key of DESIGN.md: scope bucket, `Accept` (the GraphQL over HTTP spec gives
+ * The cache key (docs/graphql-caching.md, Cache key): scope bucket, `Accept` (the GraphQL over HTTP spec gives
  * `application/graphql-response+json` and `application/json` different answers, and negotiation is
  * the origin's, so the whole normalised header is keyed), operation name, normalised document and
  * canonical variables.

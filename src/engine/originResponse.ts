@@ -1,6 +1,10 @@
 import { headerValue, mediaType, type HeaderList } from '../http/headers.js';
+import type { PassReason } from './passReason.js';
 
-/** Whether the origin's response headers allow storing it, and for how long (DESIGN.md, "PASS"). */
+/**
+ * Whether the origin's response headers allow storing it, and for how long (docs/graphql-caching.md,
+ * Cacheability).
+ */
 
 export function isGraphQLJson(headers: HeaderList): boolean {
   const type = mediaType(headerValue(headers, 'content-type'));
@@ -19,21 +23,18 @@ export function uncacheableReason(
   headers: HeaderList,
   keyedRequestHeaders: ReadonlySet<string>,
   maxResponseBodyBytes: number,
-): string | undefined {
-  if (status !== 200) return `origin status ${status}`;
-  if (!isGraphQLJson(headers)) return `origin content type "${mediaType(headerValue(headers, 'content-type'))}"`;
+): PassReason | undefined {
+  if (status !== 200) return 'origin-status';
+  if (!isGraphQLJson(headers)) return 'origin-content-type';
   const cacheControl = parseCacheControl(headerValue(headers, 'cache-control'));
-  if (cacheControl.has('no-store')) return 'origin cache-control no-store';
+  if (cacheControl.has('no-store')) return 'origin-no-store';
   // svc-cache does not revalidate, and a no-cache answer must not be reused without it (RFC 9111 section 5.2.2.4).
-  if (cacheControl.has('no-cache')) return 'origin cache-control no-cache';
-  if (cacheControl.has('private')) return 'origin cache-control private';
-  if (headerValue(headers, 'set-cookie') !== undefined) return 'origin set-cookie';
-  if (isEncoded(headers)) return 'origin content-encoding';
-  const unkeyedVary = varyOutsideKey(headerValue(headers, 'vary'), keyedRequestHeaders);
-  if (unkeyedVary) return `origin vary on ${unkeyedVary}`;
-  if (Number(headerValue(headers, 'content-length')) > maxResponseBodyBytes) {
-    return 'response larger than limits.maxResponseBodyBytes';
-  }
+  if (cacheControl.has('no-cache')) return 'origin-no-cache';
+  if (cacheControl.has('private')) return 'origin-private';
+  if (headerValue(headers, 'set-cookie') !== undefined) return 'origin-set-cookie';
+  if (isEncoded(headers)) return 'origin-encoded';
+  if (varyOutsideKey(headerValue(headers, 'vary'), keyedRequestHeaders)) return 'origin-vary';
+  if (Number(headerValue(headers, 'content-length')) > maxResponseBodyBytes) return 'response-too-large';
   return undefined;
 }
 

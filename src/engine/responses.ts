@@ -1,5 +1,7 @@
 import type { CachedResponse } from '../store/types.js';
-import type { HeaderList } from '../http/headers.js';
+import { headerValue, type HeaderList } from '../http/headers.js';
+import type { Explanation } from './exchange.js';
+import type { PassReason } from './passReason.js';
 import { CACHE_STATUS_HEADER, type HttpResponse } from '../http/responses.js';
 
 /**
@@ -52,4 +54,36 @@ export function replayableHeaders(headers: HeaderList): Array<[string, string]> 
   return headers
     .filter(([name]) => !name.startsWith(':') && !name.startsWith('x-envoy-') && !NOT_REPLAYED.has(name))
     .map(([name, value]) => [name, value]);
+}
+
+/** Changes to a set of HTTP headers: set (a repeated name appends) and remove. */
+export interface HeaderChanges {
+  set: Array<[string, string]>;
+  remove: string[];
+}
+
+/** `svc-cache: <status>` and any other headers to set. */
+export function cacheStatusHeader(status: 'HIT' | 'MISS' | 'PASS', extra: Array<[string, string]> = []): HeaderChanges {
+  return { set: [[CACHE_STATUS_HEADER, status], ...extra], remove: [] };
+}
+
+/** The `svc-debug-*` headers for an explanation, and the pass reason's code when the request passed. */
+export function explanationHeaders(explain: Explanation | undefined, passReason?: PassReason): Array<[string, string]> {
+  if (!explain) return [];
+  const headers: Array<[string, string]> = [];
+  if (explain.scope !== undefined) headers.push(['svc-debug-scope', explain.scope]);
+  if (explain.bucket !== undefined) headers.push(['svc-debug-bucket', explain.bucket]);
+  if (explain.rules !== undefined) headers.push(['svc-debug-rules', explain.rules]);
+  if (passReason !== undefined) headers.push(['svc-debug-pass-reason', passReason]);
+  // Header values are visible ASCII (docs/ext-proc.md, Header values): a rule description may not be.
+  return headers.map(([name, value]) => [name, value.replace(/[^\x20-\x7e]/g, '?')]);
+}
+
+/** Scope headers for a cached answer, with `vary` extended by the origin's own. */
+export function mergeScopeHeaders(origin: HeaderList, scopeHeaders: Array<[string, string]>): Array<[string, string]> {
+  if (scopeHeaders.length === 0) return [];
+  const originVary = headerValue(origin, 'vary');
+  return scopeHeaders.map(([name, value]): [string, string] =>
+    name === 'vary' && originVary ? [name, `${originVary}, ${value}`] : [name, value],
+  );
 }

@@ -1,7 +1,7 @@
 import type { CacheRule } from '../config/schema.js';
 import type { Selection } from '../graphql/selection.js';
 
-/** How a query may be cached, from every rule its selection matches (DESIGN.md, "Rules"). */
+/** How a query may be cached, from every rule its selection matches (docs/graphql-caching.md, Rules). */
 export interface CachePolicy {
   /** Seconds fresh: the smallest maxAge of the matched rules. */
   maxAge: number;

@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { cookieValue, headerValues, type HeaderList } from '../http/headers.js';
 
 /**
- * Scope buckets (SPEC.md section 2, "Scope"). Each distinct key value is its own bucket. The bucket
+ * Scope buckets (docs/graphql-caching.md, Scopes). Each distinct key value is its own bucket. The bucket
  * is identified by a keyed hash of the values, so raw tokens and cookies never reach memory beyond
  * the request, the store or the logs.
  */

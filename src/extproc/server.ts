@@ -1,16 +1,19 @@
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
-import type { DecisionEngine } from '../engine/engine.js';
+import type { DecisionEngine, RequestSummary } from '../engine/engine.js';
 import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { ProcessingRequest, ProcessingResponse } from './messages.js';
 import { EXT_PROC_SERVICE, MAX_GRPC_MESSAGE_BYTES, externalProcessorService } from './protocol.js';
 import { ProcessingStream, ProtocolViolation } from './stream.js';
+import { errorMessage } from '../util/index.js';
 
 export interface ExtProcServerOptions {
   engine: DecisionEngine;
   logger: Logger;
   metrics: Metrics;
+  /** Told what each request came to once its stream ends, however it ends. */
+  onRequestCompleted?: (summary: RequestSummary) => void;
   /** 0 picks a free port. */
   port: number;
   /** The address to bind; loopback unless told otherwise (README, "Add it to your pod"). */
@@ -36,7 +39,7 @@ export const HEALTH_SERVICE_NAMES = ['', EXT_PROC_SERVICE] as const;
 
 /** The ext_proc gRPC service Envoy streams every HTTP request through, and its health service. */
 export async function startExtProcServer(options: ExtProcServerOptions): Promise<ExtProcServer> {
-  const { logger, metrics } = options;
+  const { logger } = options;
   const server = new grpc.Server({
     'grpc.max_receive_message_length': MAX_GRPC_MESSAGE_BYTES,
     'grpc.max_send_message_length': MAX_GRPC_MESSAGE_BYTES,
@@ -51,7 +54,7 @@ export async function startExtProcServer(options: ExtProcServerOptions): Promise
   server.addService(externalProcessorService(), {
     Process: (call: grpc.ServerDuplexStream<ProcessingRequest, ProcessingResponse>) => {
       openStreams += 1;
-      serveStream(call, options.engine, logger, metrics, () => (openStreams -= 1));
+      serveStream(call, options, () => (openStreams -= 1));
     },
   });
   const address = `${options.host ?? '127.0.0.1'}:${options.port}`;
@@ -81,17 +84,16 @@ export async function startExtProcServer(options: ExtProcServerOptions): Promise
 
 /**
  * Messages of one stream are handled strictly in order, one answer each. Envoy ends a stream with a
- * half-close followed at once by a cancel (ext_proc.md section 2.2 item 5): both are normal. The
+ * half-close followed at once by a cancel (docs/ext-proc.md, Stream close): both are normal. The
  * request's outcome is counted once, whichever way the stream ends.
  */
 function serveStream(
   call: grpc.ServerDuplexStream<ProcessingRequest, ProcessingResponse>,
-  engine: DecisionEngine,
-  logger: Logger,
-  metrics: Metrics,
+  options: ExtProcServerOptions,
   onClosed: () => void,
 ): void {
-  const stream = new ProcessingStream(engine, logger);
+  const { logger, metrics } = options;
+  const stream = new ProcessingStream(options.engine);
   let finished = false;
   let counted = false;
   let pending: Promise<void> = Promise.resolve();
@@ -101,11 +103,17 @@ function serveStream(
     if (counted) return;
     counted = true;
     stream.close();
-    const outcome = stream.outcome;
-    if (outcome.status !== undefined) metrics.recordOutcome(outcome.status);
-    metrics.addBytesServedFromCache(outcome.bytesServedFromCache);
+    const summary = stream.summary;
     metrics.streamClosed();
-    logger.debug({ outcome: outcome.status ?? 'undecided' }, 'ext_proc stream closed');
+    logger.debug(
+      { outcome: summary.outcome ?? 'undecided', passReason: summary.passReason, errorCode: summary.errorCode },
+      'ext_proc stream closed',
+    );
+    try {
+      options.onRequestCompleted?.(summary);
+    } catch (error) {
+      logger.error({ err: errorMessage(error) }, 'a request observer failed');
+    }
     onClosed();
   };
 
@@ -139,7 +147,7 @@ function serveStream(
       } catch (error) {
         if (error instanceof ProtocolViolation) fail(grpc.status.INVALID_ARGUMENT, error.message);
         else fail(grpc.status.INTERNAL, 'internal error');
-        if (!(error instanceof ProtocolViolation)) logger.error({ err: String(error) }, 'ext_proc stream failed');
+        if (!(error instanceof ProtocolViolation)) logger.error({ err: errorMessage(error) }, 'ext_proc stream failed');
       }
     });
   });

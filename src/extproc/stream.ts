@@ -1,13 +1,5 @@
 import type { HeaderList } from '../http/headers.js';
-import type { Logger } from '../observability/log.js';
-import {
-  DecisionEngine,
-  type CacheStatus,
-  type HeaderChanges,
-  type RequestDecision,
-  type RequestHead,
-  type ResponsePlan,
-} from '../engine/engine.js';
+import type { DecisionEngine, Exchange, HeaderChanges, RequestSummary } from '../engine/engine.js';
 import type { HttpResponse } from '../http/responses.js';
 import {
   BodySendMode,
@@ -18,28 +10,24 @@ import {
   type ProcessingResponse,
 } from './messages.js';
 
+/** The engine's four phase calls on an exchange, and how an exchange begins. */
+export type PhaseEngine = Pick<DecisionEngine, 'begin' | 'requestHead' | 'requestBody' | 'responseHead' | 'responseBody'>;
+
 /**
  * One ext_proc stream, i.e. one HTTP request: translates Envoy's messages, which arrive in the order
- * request headers, buffered request body, response headers, buffered response body (ext_proc.md
- * section 2.3), into decision-engine calls, and the engine's answers into exactly one
- * ProcessingResponse of the matching type per message.
+ * request headers, buffered request body, response headers, buffered response body
+ * (docs/ext-proc.md, Message order), into the engine's phase calls on the request's Exchange, and
+ * the engine's answers into exactly one ProcessingResponse of the matching type per message.
  */
 export class ProcessingStream {
   private phase: Phase = 'start';
-  private head: RequestHead | undefined;
-  private plan: ResponsePlan | undefined;
-  private responseHeaders: HeaderList = [];
-  private decidedStatus: CacheStatus | 'ERROR' | undefined;
-  private bytesServedFromCache = 0;
+  private exchange: Exchange | undefined;
 
-  constructor(
-    private readonly engine: DecisionEngine,
-    private readonly logger: Logger,
-  ) {}
+  constructor(private readonly engine: PhaseEngine) {}
 
-  /** What became of the request so far: HIT, MISS, PASS, an error svc-cache answered, or undecided. */
-  get outcome(): { status: CacheStatus | 'ERROR' | undefined; bytesServedFromCache: number } {
-    return { status: this.decidedStatus, bytesServedFromCache: this.bytesServedFromCache };
+  /** What became of the request so far; the outcome is undefined while undecided. */
+  get summary(): RequestSummary {
+    return this.exchange?.summary() ?? UNDECIDED;
   }
 
   /**
@@ -52,9 +40,9 @@ export class ProcessingStream {
     return this.phase === 'done';
   }
 
-  /** The stream ended: whatever the engine still holds for this request is let go. */
+  /** The stream ended: whatever the exchange still holds for this request is let go. */
   close(): void {
-    this.engine.abandon(this.plan);
+    this.exchange?.dispose();
   }
 
   /** The answer to one message; throws `ProtocolViolation` for a message Envoy would never send here. */
@@ -87,58 +75,47 @@ export class ProcessingStream {
     if (method === undefined || path === undefined) {
       throw new ProtocolViolation('request_headers without :method or :path');
     }
-    this.head = { method, path, headers, hasBody: message.request_headers?.end_of_stream !== true };
-    const decision = await this.decideSafely(() => this.engine.decideRequestHead(this.head!));
+    const exchange = this.engine.begin({ method, path, headers, hasBody: message.request_headers?.end_of_stream !== true });
+    this.exchange = exchange;
+    const decision = await this.engine.requestHead(exchange);
     if (decision.kind === 'need-body') {
       this.phase = 'awaiting-request-body';
       return { request_headers: { response: {} } };
     }
-    if (decision.kind === 'respond') return this.respondImmediately(decision.response, decision.status);
-    this.plan = decision.plan;
+    if (decision.kind === 'respond') return this.respondImmediately(decision.response);
     this.phase = 'awaiting-response-headers';
     const answer: ProcessingResponse = { request_headers: { response: commonResponse(decision.requestHeaders) } };
     // A request passed through needs neither body looked at; the response headers still get
-    // `svc-cache: PASS`. Body modes in an override are literal (ext_proc.md section 5.1).
-    if (decision.plan.kind === 'pass') answer.mode_override = { request_body_mode: BodySendMode.NONE, response_body_mode: BodySendMode.NONE };
+    // `svc-cache: PASS`. Body modes in an override are literal (docs/ext-proc.md, Mode override).
+    if (exchange.passing) answer.mode_override = { request_body_mode: BodySendMode.NONE, response_body_mode: BodySendMode.NONE };
     return answer;
   }
 
   private async onRequestBody(message: ProcessingRequest): Promise<ProcessingResponse> {
-    if (this.phase === 'awaiting-response-headers' && this.plan?.kind === 'pass') {
+    if (this.phase === 'awaiting-response-headers' && this.exchange?.passing) {
       // Envoy without allow_mode_override still sends the body: it is not needed.
       return { request_body: { response: {} } };
     }
     this.expect(['awaiting-request-body'], 'request_body');
     const body = message.request_body?.body ?? Buffer.alloc(0);
-    const decision = await this.decideSafely(() => this.engine.decideRequest(this.head!, body));
-    if (decision.kind === 'respond') return this.respondImmediately(decision.response, decision.status);
-    this.plan = decision.plan;
+    const decision = await this.engine.requestBody(this.exchange!, body);
+    if (decision.kind === 'respond') return this.respondImmediately(decision.response);
     this.phase = 'awaiting-response-headers';
     return { request_body: { response: commonResponse(decision.requestHeaders, decision.requestBody) } };
   }
 
   private onResponseHeaders(message: ProcessingRequest): ProcessingResponse {
-    if (this.phase === 'start' || this.phase === 'awaiting-request-body') {
-      // An Envoy local reply made before the request phase reached us, or instead of the body it
-      // was buffering (413 over its buffer limit): ext_proc.md sections 2.3 E and 6.
-      this.plan = DecisionEngine.passPlan('Envoy local reply');
-    } else {
+    if (this.phase === 'start') {
+      // An Envoy local reply made before the request phase reached us (docs/ext-proc.md, Local replies).
+      this.exchange = this.engine.begin();
+    } else if (this.phase !== 'awaiting-request-body') {
+      // In awaiting-request-body, a local reply instead of the body Envoy was buffering.
       this.expect(['awaiting-response-headers'], 'response_headers');
     }
     const headers = headerList(message.response_headers?.headers);
     const endOfStream = message.response_headers?.end_of_stream === true;
     const status = Number(firstValue(headers, ':status'));
-    const plan = this.plan ?? DecisionEngine.passPlan('no request decision');
-    let decision;
-    try {
-      decision = this.engine.decideResponseHead(plan, status, headers, endOfStream);
-    } catch (error) {
-      this.logger.error({ err: String(error) }, 'decision engine failed on response headers; passing through');
-      decision = { headers: { set: [], remove: [] }, wantsBody: false, plan: DecisionEngine.passPlan('engine error') };
-    }
-    this.plan = decision.plan;
-    this.responseHeaders = headers;
-    if (!decision.wantsBody) this.decidedStatus = 'PASS';
+    const decision = this.engine.responseHead(this.exchange!, status, headers, endOfStream);
     this.phase = decision.wantsBody && !endOfStream ? 'awaiting-response-body' : 'done';
     const answer: ProcessingResponse = { response_headers: { response: commonResponse(decision.headers) } };
     if (!endOfStream && !decision.wantsBody) answer.mode_override = { response_body_mode: BodySendMode.NONE };
@@ -149,21 +126,12 @@ export class ProcessingStream {
     this.expect(['awaiting-response-body'], 'response_body');
     this.phase = 'done';
     const body = message.response_body?.body ?? Buffer.alloc(0);
-    try {
-      const decision = await this.engine.decideResponseBody(this.plan!, this.responseHeaders, body);
-      this.decidedStatus = decision.status;
-      return { response_body: { response: commonResponse(decision.headers, decision.body) } };
-    } catch (error) {
-      this.logger.error({ err: String(error) }, 'decision engine failed on the response body; passing through');
-      this.decidedStatus = 'PASS';
-      return { response_body: { response: {} } };
-    }
+    const decision = await this.engine.responseBody(this.exchange!, body);
+    return { response_body: { response: commonResponse(decision.headers, decision.body) } };
   }
 
-  private respondImmediately(response: HttpResponse, status: CacheStatus | 'ERROR'): ProcessingResponse {
+  private respondImmediately(response: HttpResponse): ProcessingResponse {
     this.phase = 'done';
-    this.decidedStatus = status;
-    if (status === 'HIT') this.bytesServedFromCache = response.body.length;
     return {
       immediate_response: {
         status: { code: response.status },
@@ -173,24 +141,22 @@ export class ProcessingStream {
     };
   }
 
-  /** An engine fault must not fail the client's request: the request goes on to the origin. */
-  private async decideSafely<T extends RequestDecision | { kind: 'need-body' }>(
-    decide: () => Promise<T>,
-  ): Promise<T | RequestDecision> {
-    try {
-      return await decide();
-    } catch (error) {
-      this.logger.error({ err: String(error) }, 'decision engine failed on the request; passing through');
-      return this.engine.passAfterFault(this.head!);
-    }
-  }
-
   private expect(phases: readonly Phase[], received: string): void {
     if (!phases.includes(this.phase)) {
       throw new ProtocolViolation(`unexpected ${received} while ${this.phase}`);
     }
   }
 }
+
+const UNDECIDED: RequestSummary = {
+  outcome: undefined,
+  passReason: undefined,
+  errorCode: undefined,
+  operationName: undefined,
+  documentHash: undefined,
+  originLatencyMs: undefined,
+  bytesServedFromCache: 0,
+};
 
 /** A message out of Envoy's order or malformed: the stream ends with a gRPC error status. */
 export class ProtocolViolation extends Error {}
@@ -204,7 +170,7 @@ type Phase =
 
 /**
  * Header values are octets; latin1 keeps every byte as one character and back. Current Envoy sends
- * `raw_value`, Envoy before 1.27 `value` (ext_proc.md section 1.3).
+ * `raw_value`, Envoy before 1.27 `value` (docs/ext-proc.md, Header values).
  */
 function headerList(map: HeaderMap | undefined): HeaderList {
   return (map?.headers ?? []).map((header) => [
@@ -220,7 +186,7 @@ function firstValue(headers: HeaderList, name: string): string | undefined {
 /**
  * Header changes, and a replacement body when given. Envoy >= 1.29 in BUFFERED mode compares the
  * body it is handed with `content-length` and answers 500 on a mismatch, so a replaced body always
- * carries its own length in the same answer (ext_proc.md section 4.3).
+ * carries its own length in the same answer (docs/ext-proc.md, Body rewrites and content-length).
  */
 function commonResponse(changes: HeaderChanges, body?: Buffer): CommonResponse {
   const set = body === undefined ? changes.set : [...changes.set, ['content-length', String(body.length)] as const];
@@ -235,7 +201,7 @@ function commonResponse(changes: HeaderChanges, body?: Buffer): CommonResponse {
 /**
  * Values go in `raw_value` only (setting `value` too makes Envoy answer 500). Envoy's ext_proc reads
  * the deprecated `append` and ignores `append_action`; absent means overwrite, so a repeated name
- * sets its first value and appends the rest (ext_proc.md section 1.3).
+ * sets its first value and appends the rest (docs/ext-proc.md, Header values).
  */
 function headerOptions(headers: ReadonlyArray<readonly [string, string]>): HeaderValueOption[] {
   const seen = new Set<string>();

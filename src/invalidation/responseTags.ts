@@ -25,8 +25,9 @@ import { isPlainObject } from '../util/index.js';
  */
 export const MAX_RESPONSE_TAGS = 10_000;
 
-/** Invalidation policy after a mutation (docs/graphql-caching.md, Invalidation). */
-export type MutationPolicy = 'None' | 'Entity' | 'List' | 'Type';
+import type { MutationPolicy } from '../config/schema.js';
+
+export type { MutationPolicy };
 
 /**
  * The invalidation tags of a query's response (the rewritten operation's, before stripping):

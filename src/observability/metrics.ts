@@ -1,13 +1,13 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { PersistedQueryRefusal } from '../apq/persistedQuery.js';
-import type { Config } from '../config/schema.js';
-import type { PurgeEvent } from '../purge/index.js';
+import type { MutationPolicy } from '../config/schema.js';
 
 /**
  * svc-cache's Prometheus metrics, served on the admin port's `/metrics`. Every metric lives on a
  * registry of its own rather than prom-client's global one, so that several sidecars (tests, the
  * demo) can run in one process without their counts mixing. Callers record through the methods
- * below; the metric names and labels are documented in the README's "Metrics" section.
+ * below; the metric names and labels are documented in the README's "Metrics" section. Events
+ * come in as plain values: this module knows no engine, store, APQ or purge types, and its label
+ * unions are its own.
  */
 
 /** What became of one request: served from cache, stored, passed through, or answered with svc-cache's own error. */
@@ -27,17 +27,28 @@ export type StoreOperation =
   | 'store'
   | 'invalidate'
   | 'invalidateAll'
-  | 'persistedQuery'
-  | 'registerPersistedQuery'
   | 'ping';
 
-/** How a purge request ended: applied, not applicable to the store, refused for its token, or invalid GraphQL. */
-export type PurgeResult = PurgeEvent['result'];
-
-export type MutationPolicy = Config['mutationPolicy'];
+/** How a purge request ended: applied, the store failed, refused for its token, or invalid GraphQL. */
+export type PurgeResult = 'purged' | 'store-failed' | 'unauthorized' | 'invalid';
 
 /** `registered`: a hash and its query were stored; otherwise why the request was refused (`not-found`: PersistedQueryNotFound was answered). */
-export type PersistedQueryEvent = 'registered' | PersistedQueryRefusal;
+export type PersistedQueryEvent =
+  | 'registered'
+  | 'not-found'
+  | 'not-supported'
+  | 'bad-version'
+  | 'bad-hash'
+  | 'hash-mismatch'
+  | 'bad-shape';
+
+/** What `recordRequest` reads of a finished request's summary. */
+export interface CompletedRequest {
+  outcome: RequestOutcome | undefined;
+  /** A stable code from a closed set (the engine's `PassReason`), so the label stays bounded. */
+  passReason: string | undefined;
+  bytesServedFromCache: number;
+}
 
 export type ConfigReloadResult = 'ok' | 'refused';
 
@@ -56,6 +67,13 @@ export class Metrics {
     name: 'svc_cache_requests_total',
     help: 'Requests decided, by outcome: HIT (served from cache), MISS (fetched and stored), PASS (forwarded, not stored), ERROR (answered with an error svc-cache owns).',
     labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly passes = new Counter({
+    name: 'svc_cache_pass_total',
+    help: 'Requests passed to the origin without being answered from or stored in the cache, by reason (a stable code, as in svc-debug-pass-reason).',
+    labelNames: ['reason'] as const,
     registers: [this.registry],
   });
 
@@ -162,6 +180,13 @@ export class Metrics {
   /** Everything recorded, in the Prometheus text format. */
   exposition(): Promise<string> {
     return this.registry.metrics();
+  }
+
+  /** A request whose ext_proc stream ended: its outcome, why it passed, what the cache served. */
+  recordRequest(request: CompletedRequest): void {
+    if (request.outcome !== undefined) this.recordOutcome(request.outcome);
+    if (request.outcome === 'PASS' && request.passReason !== undefined) this.passes.inc({ reason: request.passReason });
+    this.addBytesServedFromCache(request.bytesServedFromCache);
   }
 
   recordOutcome(outcome: RequestOutcome): void {

@@ -14,3 +14,4 @@ export {
   warnOmittedPurgeFields,
 } from './schema.js';
 export { isPurgeToken } from './token.js';
+export { carriesPurgeToken, hasValidPurgeToken, looksLikePurge, purgeTokenHeader } from './detection.js';

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { Config } from '../config/schema.js';
 import { watchConfig } from '../config/index.js';
-import { DecisionEngine, type RuntimeState } from '../engine/engine.js';
+import { DecisionEngine, type RequestSummary, type RuntimeState } from '../engine/engine.js';
 import { scopeSources } from '../engine/scopes.js';
 import { startExtProcServer } from '../extproc/server.js';
 import { withSecretHeaders, type Logger } from '../observability/log.js';
@@ -29,6 +29,11 @@ export interface SidecarOptions {
   /** Both addresses at once (tests and the demo keep everything on loopback). */
   host?: string;
   logger: Logger;
+  /**
+   * Told what each request came to once its ext_proc stream ends, after `/metrics` has counted it
+   * (a dashboard subscribes here). An observer that throws is logged, never felt by the request.
+   */
+  onRequestCompleted?: (summary: RequestSummary) => void;
 }
 
 export interface Sidecar {
@@ -67,10 +72,22 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     scopeKeySecret: scopeKeySecret(config, logger),
     logger,
   });
+  // Metrics first, then whoever subscribed (a dashboard); each is told of every finished request.
+  const requestObservers: Array<(summary: RequestSummary) => void> = [(summary) => metrics.recordRequest(summary)];
+  if (options.onRequestCompleted) requestObservers.push(options.onRequestCompleted);
   const extProc = await startExtProcServer({
     engine,
     logger,
     metrics,
+    onRequestCompleted: (summary) => {
+      for (const observe of requestObservers) {
+        try {
+          observe(summary);
+        } catch (error) {
+          logger.error({ err: errorMessage(error) }, 'a request observer failed');
+        }
+      }
+    },
     port: options.grpcPort,
     host: options.grpcHost ?? options.host ?? '127.0.0.1',
     credentials: await grpcCredentials(config),

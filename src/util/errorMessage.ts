@@ -1,1 +1,4 @@
-export function errorMessage(error: unknown): string { return error instanceof Error ? error.message : String(error); }
+/** The message of a thrown value, whatever was thrown. */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,7 +1,7 @@
 import { buildSchema } from 'graphql';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { configSchema, type Config } from '../../src/config/schema.js';
-import { DecisionEngine, type RequestDecision, type RequestHead, type ResponsePlan } from '../../src/engine/engine.js';
+import { DecisionEngine, type Exchange, type RequestDecision, type RequestHead } from '../../src/engine/engine.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { MemoryPersistedQueryRegistry } from '../../src/apq/index.js';
 import { MemoryStore } from '../../src/store/memory.js';
@@ -53,20 +53,41 @@ describe('DecisionEngine', () => {
     });
   };
 
+  /** A decision with what it left on its exchange: the plan when forwarded, the outcome when answered. */
+  type Decided = (RequestDecision & { kind: 'respond'; status: string | undefined }) | (RequestDecision & { kind: 'forward'; plan: NonNullable<Exchange['plan']> }) | { kind: 'need-body' };
+  const withExchange = (decision: RequestDecision | { kind: 'need-body' }, exchange: Exchange): Decided => {
+    if (decision.kind === 'respond') return { ...decision, status: exchange.summary().outcome };
+    if (decision.kind === 'forward') return { ...decision, plan: exchange.plan! };
+    return decision;
+  };
+
+  /** The request decided on its own exchange, its body given (the request body phase). */
+  async function decide(head: RequestHead, body: Buffer, on: DecisionEngine = engine): Promise<Decided> {
+    const exchange = on.begin(head);
+    return withExchange(await on.requestBody(exchange, body), exchange);
+  }
+
+  /** The request decided on its headers alone (the request headers phase). */
+  async function decideHead(head: RequestHead): Promise<Decided> {
+    const exchange = engine.begin(head);
+    return withExchange(await engine.requestHead(exchange), exchange);
+  }
+
   /** Runs a request through the engine and, when forwarded, answers it with `origin`. */
   async function roundTrip(
     request: { head: RequestHead; body: Buffer },
     origin: { status?: number; headers?: Array<[string, string]>; body?: Buffer } = {},
-  ): Promise<{ decision: RequestDecision; status: string; headers: Record<string, string> }> {
-    const decision = await engine.decideRequest(request.head, request.body);
+  ): Promise<{ decision: RequestDecision; status: string | undefined; headers: Record<string, string> }> {
+    const exchange = engine.begin(request.head);
+    const decision = await engine.requestBody(exchange, request.body);
     if (decision.kind === 'respond') {
-      return { decision, status: decision.status, headers: Object.fromEntries(decision.response.headers) };
+      return { decision, status: exchange.summary().outcome, headers: Object.fromEntries(decision.response.headers) };
     }
     const responseHeaders = [[':status', String(origin.status ?? 200)] as [string, string], ...(origin.headers ?? JSON_HEADERS)];
-    const head = engine.decideResponseHead(decision.plan, origin.status ?? 200, responseHeaders, false);
+    const head = engine.responseHead(exchange, origin.status ?? 200, responseHeaders, false);
     if (!head.wantsBody) return { decision, status: 'PASS', headers: Object.fromEntries(head.headers.set) };
-    const body = await engine.decideResponseBody(head.plan, responseHeaders, origin.body ?? ORIGIN_BODY);
-    return { decision, status: body.status, headers: Object.fromEntries(body.headers.set) };
+    const body = await engine.responseBody(exchange, origin.body ?? ORIGIN_BODY);
+    return { decision, status: exchange.summary().outcome, headers: Object.fromEntries(body.headers.set) };
   }
 
   beforeEach(() => {
@@ -78,7 +99,7 @@ describe('DecisionEngine', () => {
     const request = post({ query: '{ todos { id } }' });
     expect((await roundTrip(request)).status).toBe('MISS');
     now += 5_500;
-    const hit = await engine.decideRequest(request.head, request.body);
+    const hit = await decide(request.head, request.body);
     expect(hit.kind).toBe('respond');
     if (hit.kind !== 'respond') return;
     expect(hit.status).toBe('HIT');
@@ -95,13 +116,13 @@ describe('DecisionEngine', () => {
     const request = post({ query: '{ todos { id } }' });
     await roundTrip(request);
     now += 60_001;
-    expect((await engine.decideRequest(request.head, request.body)).kind).toBe('forward');
+    expect((await decide(request.head, request.body)).kind).toBe('forward');
   });
 
   it('needs the body of a POST and decides a GET on its headers', async () => {
     const { head } = post({ query: '{ todos { id } }' });
-    expect(await engine.decideRequestHead(head)).toEqual({ kind: 'need-body' });
-    const get = await engine.decideRequestHead({
+    expect(await decideHead(head)).toEqual({ kind: 'need-body' });
+    const get = await decideHead({
       method: 'GET',
       path: `/graphql?query=${encodeURIComponent('{ todos { id } }')}`,
       headers: [],
@@ -114,11 +135,11 @@ describe('DecisionEngine', () => {
   it('answers 413 itself for a body over limits.maxRequestBodyBytes, from content-length or the body', async () => {
     build({ limits: { maxRequestBodyBytes: 64 } });
     const large = post({ query: `{ todos { id } } ${'#'.repeat(100)}` });
-    const byHeader = await engine.decideRequestHead({
+    const byHeader = await decideHead({
       ...large.head,
       headers: [...large.head.headers, ['content-length', String(large.body.length)]],
     });
-    const byBody = await engine.decideRequest(large.head, large.body);
+    const byBody = await decide(large.head, large.body);
     for (const decision of [byHeader, byBody]) {
       expect(decision.kind).toBe('respond');
       if (decision.kind !== 'respond') continue;
@@ -130,55 +151,55 @@ describe('DecisionEngine', () => {
   });
 
   it.each([
-    ['a syntax error', { query: '{ todos { id }' }, 'syntax error: Syntax Error: Expected Name, found <EOF>.'],
-    ['an unknown operationName', { query: 'query A { todos { id } }', operationName: 'B' }, 'no operation named "B"'],
-    ['several operations without a name', { query: 'query A { todos { id } } query B { users { id } }' }, 'several operations and no operationName'],
-    ['no query', { extensions: {} }, 'no query text'],
+    ['a syntax error', { query: '{ todos { id }' }, 'syntax-error'],
+    ['an unknown operationName', { query: 'query A { todos { id } }', operationName: 'B' }, 'unknown-operation'],
+    ['several operations without a name', { query: 'query A { todos { id } } query B { users { id } }' }, 'unknown-operation'],
+    ['no query', { extensions: {} }, 'no-query'],
     ['a subscription', { query: 'subscription { x }' }, 'subscription'],
   ])('passes %s', async (_name, body, reason) => {
     const request = post(body);
-    const decision = await engine.decideRequest(request.head, request.body);
+    const decision = await decide(request.head, request.body);
     expect(decision).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason } });
   });
 
   it('forwards a mutation to read its answer, or passes it untouched under mutationPolicy None', async () => {
     const request = post({ query: 'mutation { addTodo(title: "x") { id } }' });
-    const decision = await engine.decideRequest(request.head, request.body);
+    const decision = await decide(request.head, request.body);
     expect(decision.kind === 'forward' && [decision.plan.kind, decision.requestHeaders]).toEqual([
       'mutation',
       { set: [], remove: ['accept-encoding'] },
     ]);
     build({ mutationPolicy: 'None' });
-    const untouched = await engine.decideRequest(request.head, request.body);
+    const untouched = await decide(request.head, request.body);
     expect(untouched).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'mutation' } });
   });
 
   it('passes request bodies it cannot interpret', async () => {
     const head = post({}).head;
     for (const [raw, reason] of [
-      ['{oops', 'body is not JSON'],
-      ['[{"query":"{ todos { id } }"}]', 'body is not a JSON object'],
-      ['{"query":1}', 'query is not a string'],
-      ['{"query":"{ todos { id } }","variables":"x"}', 'variables is not an object'],
-      ['{"query":"{ todos { id } }","operationName":7}', 'operationName is not a string'],
+      ['{oops', 'uninterpretable-body'],
+      ['[{"query":"{ todos { id } }"}]', 'uninterpretable-body'],
+      ['{"query":1}', 'uninterpretable-body'],
+      ['{"query":"{ todos { id } }","variables":"x"}', 'uninterpretable-body'],
+      ['{"query":"{ todos { id } }","operationName":7}', 'uninterpretable-body'],
     ] as const) {
-      const decision = await engine.decideRequest(head, Buffer.from(raw));
+      const decision = await decide(head, Buffer.from(raw));
       expect(decision.kind === 'forward' && decision.plan, raw).toEqual({ kind: 'pass', reason });
     }
-    const textPlain = await engine.decideRequest(
+    const textPlain = await decide(
       { ...head, headers: [['content-type', 'text/plain']] },
       Buffer.from('{"query":"{ todos { id } }"}'),
     );
-    expect(textPlain.kind === 'forward' && textPlain.plan).toEqual({ kind: 'pass', reason: 'content type is not application/json' });
+    expect(textPlain.kind === 'forward' && textPlain.plan).toEqual({ kind: 'pass', reason: 'uninterpretable-body' });
   });
 
   it('passes a query no rule matches, and one whose matched rule has maxAge 0', async () => {
     build({ rules: [{ types: { Query: ['products'] }, maxAge: 60 }, { types: ['User'], maxAge: 0 }] });
-    const todos = await engine.decideRequest(post({ query: '{ todos { id } }' }).head, post({ query: '{ todos { id } }' }).body);
-    expect(todos.kind === 'forward' && todos.plan).toEqual({ kind: 'pass', reason: 'no caching rule matches' });
+    const todos = await decide(post({ query: '{ todos { id } }' }).head, post({ query: '{ todos { id } }' }).body);
+    expect(todos.kind === 'forward' && todos.plan).toEqual({ kind: 'pass', reason: 'no-rule' });
     const users = post({ query: '{ products { sku } users { id } }' });
-    const decision = await engine.decideRequest(users.head, users.body);
-    expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'a matching rule has maxAge 0' });
+    const decision = await decide(users.head, users.body);
+    expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'max-age-zero' });
   });
 
   it('matches rules through interfaces, unions and fragments', async () => {
@@ -188,27 +209,28 @@ describe('DecisionEngine', () => {
       '{ products { ...P } } fragment P on Product { sku }',
     ]) {
       const request = post({ query });
-      const decision = await engine.decideRequest(request.head, request.body);
+      const decision = await decide(request.head, request.body);
       expect(decision.kind === 'forward' && decision.plan.kind, query).toBe('store');
     }
     const plain = post({ query: '{ todos { id } }' });
-    const decision = await engine.decideRequest(plain.head, plain.body);
+    const decision = await decide(plain.head, plain.body);
     expect(decision.kind === 'forward' && decision.plan.kind).toBe('pass');
   });
 
   it('takes the smallest maxAge of the matched rules', async () => {
     build({ rules: [{ types: ['Query'], maxAge: 900, swr: 100 }, { types: { Todo: ['title'] }, maxAge: 10, swr: 300 }] });
     const request = post({ query: '{ todos { title } }' });
-    const decision = await engine.decideRequest(request.head, request.body);
+    const decision = await decide(request.head, request.body);
     expect(decision.kind === 'forward' && decision.plan.kind === 'store' && [decision.plan.policy.maxAge, decision.plan.policy.swr]).toEqual([10, 100]);
   });
 
   describe('origin response', () => {
-    const storePlan = async (): Promise<ResponsePlan> => {
+    const storePlan = async (): Promise<Exchange> => {
       const request = post({ query: '{ todos { id } }' });
-      const decision = await engine.decideRequest(request.head, request.body);
-      if (decision.kind !== 'forward') throw new Error('expected a forward');
-      return decision.plan;
+      const exchange = engine.begin(request.head);
+      const decision = await engine.requestBody(exchange, request.body);
+      if (decision.kind !== 'forward' || exchange.plan?.kind !== 'store') throw new Error('expected a store plan');
+      return exchange;
     };
 
     it.each([
@@ -222,11 +244,11 @@ describe('DecisionEngine', () => {
       ['vary on a header outside the key', 200, [...JSON_HEADERS, ['vary', 'Accept, X-Tenant']]],
       ['a content-length over the limit', 200, [...JSON_HEADERS, ['content-length', String(20 * 1000 * 1000)]]],
     ] as const)('is not stored with %s, and the body is skipped', async (_name, status, headers) => {
-      const plan = await storePlan();
-      const decision = engine.decideResponseHead(plan, status, headers as Array<[string, string]>, false);
+      const exchange = await storePlan();
+      const decision = engine.responseHead(exchange, status, headers as Array<[string, string]>, false);
       expect(decision.wantsBody).toBe(false);
       expect(decision.headers).toEqual({ set: [['svc-cache', 'PASS']], remove: [] });
-      expect(decision.plan.kind).toBe('pass');
+      expect(exchange.plan?.kind).toBe('pass');
     });
 
     it.each([
@@ -234,21 +256,22 @@ describe('DecisionEngine', () => {
       ['no data', '{"extensions":{}}'],
       ['a body that is not JSON', 'oops'],
     ])('is not stored with %s', async (_name, body) => {
-      const plan = await storePlan();
-      const decision = await engine.decideResponseBody(plan, JSON_HEADERS, Buffer.from(body));
-      expect(decision).toEqual({ headers: { set: [['svc-cache', 'PASS']], remove: [] }, status: 'PASS' });
+      const exchange = await storePlan();
+      expect(engine.responseHead(exchange, 200, JSON_HEADERS, false).wantsBody).toBe(true);
+      const decision = await engine.responseBody(exchange, Buffer.from(body));
+      expect({ ...decision, status: exchange.summary().outcome }).toEqual({ headers: { set: [['svc-cache', 'PASS']], remove: [] }, status: 'PASS' });
     });
 
     it('lets a shorter origin max-age shorten the entry, unless ignoreOriginCacheControl', async () => {
       const request = post({ query: '{ todos { id } }' });
       await roundTrip(request, { headers: [...JSON_HEADERS, ['cache-control', 'public, max-age=5']] });
       now += 6_000;
-      expect((await engine.decideRequest(request.head, request.body)).kind).toBe('forward');
+      expect((await decide(request.head, request.body)).kind).toBe('forward');
 
       build({ cache: { ignoreOriginCacheControl: true } });
       await roundTrip(request, { headers: [...JSON_HEADERS, ['cache-control', 'public, max-age=5']] });
       now += 6_000;
-      expect((await engine.decideRequest(request.head, request.body)).kind).toBe('respond');
+      expect((await decide(request.head, request.body)).kind).toBe('respond');
     });
 
     it('replays safe origin headers on a HIT and never per-user or hop-by-hop ones', async () => {
@@ -264,7 +287,7 @@ describe('DecisionEngine', () => {
           ['content-length', String(ORIGIN_BODY.length)],
         ],
       });
-      const hit = await engine.decideRequest(request.head, request.body);
+      const hit = await decide(request.head, request.body);
       expect(hit.kind === 'respond' && hit.response.headers).toEqual([
         ['content-type', 'application/json; charset=utf-8'],
         ['cache-control', 'public, max-age=60'],
@@ -294,8 +317,8 @@ describe('DecisionEngine', () => {
       const bob = me([['authorization', 'Bearer bob']]);
       expect((await roundTrip(alice, { body: Buffer.from('{"data":{"me":{"id":"u1"}}}') })).status).toBe('MISS');
       expect((await roundTrip(bob, { body: Buffer.from('{"data":{"me":{"id":"u2"}}}') })).status).toBe('MISS');
-      const aliceHit = await engine.decideRequest(alice.head, alice.body);
-      const bobHit = await engine.decideRequest(bob.head, bob.body);
+      const aliceHit = await decide(alice.head, alice.body);
+      const bobHit = await decide(bob.head, bob.body);
       expect(aliceHit.kind === 'respond' && aliceHit.response.body.toString()).toBe('{"data":{"me":{"id":"u1"}}}');
       expect(bobHit.kind === 'respond' && bobHit.response.body.toString()).toBe('{"data":{"me":{"id":"u2"}}}');
       expect(aliceHit.kind === 'respond' && Object.fromEntries(aliceHit.response.headers)).toMatchObject({
@@ -307,7 +330,7 @@ describe('DecisionEngine', () => {
     it('tells absent, empty and repeated key values apart', async () => {
       const keyOf = async (headers: Array<[string, string]>) => {
         const request = me(headers);
-        const decision = await engine.decideRequest(request.head, request.body);
+        const decision = await decide(request.head, request.body);
         if (decision.kind !== 'forward' || decision.plan.kind !== 'store') throw new Error('expected a store plan');
         return decision.plan.key;
       };
@@ -322,7 +345,7 @@ describe('DecisionEngine', () => {
     it('keys a cookie scope on that cookie only, whatever other cookies come along', async () => {
       const keyOf = async (cookie: string) => {
         const request = post({ query: '{ users { id } }' }, [['cookie', cookie]]);
-        const decision = await engine.decideRequest(request.head, request.body);
+        const decision = await decide(request.head, request.body);
         if (decision.kind !== 'forward' || decision.plan.kind !== 'store') throw new Error('expected a store plan');
         return decision.plan.key;
       };
@@ -334,7 +357,7 @@ describe('DecisionEngine', () => {
 
     it('never puts a raw scope value into the cache key', async () => {
       const request = me([['authorization', 'Bearer super-secret-token']]);
-      const decision = await engine.decideRequest(request.head, request.body);
+      const decision = await decide(request.head, request.body);
       if (decision.kind !== 'forward' || decision.plan.kind !== 'store') throw new Error('expected a store plan');
       expect(decision.plan.key).not.toContain('super-secret-token');
       expect(decision.plan.bucket).not.toContain('super-secret-token');
@@ -342,13 +365,13 @@ describe('DecisionEngine', () => {
 
     it('does not serve a credentialed request from PUBLIC unless the operator opts in', async () => {
       const todos = post({ query: '{ todos { id } }' }, [['authorization', 'Bearer alice']]);
-      const decision = await engine.decideRequest(todos.head, todos.body);
+      const decision = await decide(todos.head, todos.body);
       expect(decision.kind === 'forward' && decision.plan).toEqual({
         kind: 'pass',
-        reason: 'credentials on a request for the PUBLIC scope',
+        reason: 'credentials-on-public',
       });
       build({ cache: { publicForCredentialedRequests: true } });
-      const optedIn = await engine.decideRequest(todos.head, todos.body);
+      const optedIn = await decide(todos.head, todos.body);
       expect(optedIn.kind === 'forward' && optedIn.plan.kind).toBe('store');
     });
   });
@@ -363,23 +386,23 @@ describe('DecisionEngine', () => {
       logger: silentLogger(),
     });
     const token: Array<[string, string]> = [['svc-purge-token', 'purge-token-0123456789']];
-    const decide = (query: string) => {
+    const decideWithoutSchema = (query: string) => {
       const request = post({ query }, token);
-      return withoutSchema.decideRequest(request.head, request.body);
+      return decide(request.head, request.body, withoutSchema);
     };
-    const purge = await decide('mutation { _purgeAll purgeTodo(id: "1") }');
+    const purge = await decideWithoutSchema('mutation { _purgeAll purgeTodo(id: "1") }');
     expect(purge.kind === 'respond' && [purge.response.status, JSON.parse(purge.response.body.toString())]).toEqual([
       503,
       { errors: [{ message: 'The purge API is not available until the origin schema is loaded', extensions: { code: 'PURGE_UNAVAILABLE' } }] },
     ]);
     const strip = { set: [], remove: ['svc-purge-token'] };
-    expect(await decide('{ todos { id } }')).toEqual({ kind: 'forward', requestHeaders: strip, plan: { kind: 'pass', reason: 'origin schema not loaded' } });
-    expect(await decide('mutation { addTodo(title: "x") { id } }')).toEqual({ kind: 'forward', requestHeaders: strip, plan: { kind: 'pass', reason: 'mutation' } });
+    expect(await decideWithoutSchema('{ todos { id } }')).toEqual({ kind: 'forward', requestHeaders: strip, plan: { kind: 'pass', reason: 'schema-not-loaded' } });
+    expect(await decideWithoutSchema('mutation { addTodo(title: "x") { id } }')).toEqual({ kind: 'forward', requestHeaders: strip, plan: { kind: 'pass', reason: 'mutation' } });
   });
 
   it('does not grow a GET past what Envoy allows in request headers: passes it untouched', async () => {
     const query = `{ search(text: "${'x'.repeat(16 * 1024)}") { ... on Todo { title } } }`;
-    const decision = await engine.decideRequestHead({
+    const decision = await decideHead({
       method: 'GET',
       path: `/graphql?query=${encodeURIComponent(query)}`,
       headers: [],
@@ -388,24 +411,36 @@ describe('DecisionEngine', () => {
     expect(decision).toEqual({
       kind: 'forward',
       requestHeaders: { set: [], remove: [] },
-      plan: { kind: 'pass', reason: 'rewritten GET path too long' },
+      plan: { kind: 'pass', reason: 'rewritten-path-too-long' },
     });
   });
 
-  it('after a fault of its own, passes the request on without the purge token', () => {
-    const { head } = post({ query: '{ todos { id } }' }, [['svc-purge-token', 'secret']]);
-    expect(engine.passAfterFault(head)).toEqual({
+  it('after a fault of its own, passes the request on without the purge token', async () => {
+    const request = post({ query: '{ todos { id } }' }, [['svc-purge-token', 'secret']]);
+    let calls = 0;
+    const faulty = new DecisionEngine({
+      state: () => {
+        calls += 1;
+        if (calls > 1) throw new Error('state unavailable');
+        return { config: current, schema };
+      },
+      store,
+      persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 }),
+      scopeKeySecret: Buffer.from('k'),
+      logger: silentLogger(),
+    });
+    expect(await decide(request.head, request.body, faulty)).toEqual({
       kind: 'forward',
       requestHeaders: { set: [], remove: ['svc-purge-token'] },
-      plan: { kind: 'pass', reason: 'engine error' },
+      plan: { kind: 'pass', reason: 'engine-error' },
     });
   });
 
   it('passes a request carrying a configured bypass header', async () => {
     build({ cache: { bypassCacheHeaders: ['X-Bypass-Cache'] } });
     const request = post({ query: '{ todos { id } }' }, [['x-bypass-cache', '1']]);
-    const decision = await engine.decideRequest(request.head, request.body);
-    expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'bypass header' });
+    const decision = await decide(request.head, request.body);
+    expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'bypass-header' });
   });
 
   it('passes to the origin while the store fails', async () => {
@@ -422,7 +457,7 @@ describe('DecisionEngine', () => {
       logger: silentLogger(),
     });
     const request = post({ query: '{ todos { id } }' });
-    const decision = await failing.decideRequest(request.head, request.body);
-    expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'store unavailable' });
+    const decision = await decide(request.head, request.body, failing);
+    expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'store-unavailable' });
   });
 });

@@ -47,9 +47,9 @@ describe('debug headers', () => {
   });
 
   it.each([
-    ['a query no rule matches', { query: '{ users { id } }' }, 'no caching rule matches'],
+    ['a query no rule matches', { query: '{ users { id } }' }, 'no-rule'],
     ['a mutation', { query: 'mutation { addTodo(title: "x") { title } }' }, 'mutation'],
-    ['a body that is not JSON', '{oops', 'body is not JSON'],
+    ['a body that is not JSON', '{oops', 'uninterpretable-body'],
   ])('says why %s was PASS', async (_name, body, reason) => {
     const response = await postGraphQL(stack.url, body, debugHeaders);
     expect(response.headers['svc-cache']).toBe('PASS');

@@ -52,6 +52,7 @@ describe('metrics with real traffic', () => {
     expect(sampleValue(exposition, 'svc_cache_requests_total', { outcome: 'HIT' })).toBe(1);
     expect(sampleValue(exposition, 'svc_cache_requests_total', { outcome: 'PASS' })).toBe(1);
     expect(sampleValue(exposition, 'svc_cache_requests_total', { outcome: 'ERROR' })).toBe(0);
+    expect(sampleValue(exposition, 'svc_cache_pass_total', { reason: 'mutation' })).toBe(1);
     expect(hitBytes).toBeGreaterThan(0);
     expect(sampleValue(exposition, 'svc_cache_bytes_served_from_cache_total')).toBe(hitBytes);
     expect(sampleValue(exposition, 'svc_cache_decision_duration_seconds_count', { phase: 'request_headers' })).toBe(3);
@@ -114,6 +115,7 @@ describe('metrics with real traffic', () => {
     const types = metricTypes(await scrape(stack.sidecar.adminPort));
     expect(Object.fromEntries([...types].filter(([name]) => name.startsWith('svc_cache_')))).toEqual({
       svc_cache_requests_total: 'counter',
+      svc_cache_pass_total: 'counter',
       svc_cache_decision_duration_seconds: 'histogram',
       svc_cache_bytes_served_from_cache_total: 'counter',
       svc_cache_streams_active: 'gauge',

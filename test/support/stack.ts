@@ -1,7 +1,7 @@
 import { configSchema, type Config, type ConfigInput as SchemaInput } from '../../src/config/schema.js';
 import { startGateway, type Gateway, type GatewayOptions } from '../../src/gateway/index.js';
 import { silentLogger } from '../../src/observability/log.js';
-import { startSidecar, type Sidecar } from '../../src/sidecar/sidecar.js';
+import { startSidecar, type Sidecar, type SidecarOptions } from '../../src/sidecar/sidecar.js';
 import { startDemoOrigin, type DemoOrigin } from './origin.js';
 
 /**
@@ -28,7 +28,7 @@ export function testConfig(originUrl: string, input: ConfigInput = {}): Config {
 
 export async function startStack(
   input: ConfigInput = {},
-  options: { origin?: DemoOrigin; gateway?: Partial<GatewayOptions> } = {},
+  options: { origin?: DemoOrigin; gateway?: Partial<GatewayOptions>; onRequestCompleted?: SidecarOptions['onRequestCompleted'] } = {},
 ): Promise<Stack> {
   const origin = options.origin ?? (await startDemoOrigin({ port: 0 }));
   const sidecar = await startSidecar({
@@ -37,6 +37,7 @@ export async function startStack(
     adminPort: 0,
     host: '127.0.0.1',
     logger: silentLogger(),
+    ...(options.onRequestCompleted ? { onRequestCompleted: options.onRequestCompleted } : {}),
   });
   await sidecar.schemaReady;
   // With Redis, requests before the connection is up would PASS (the store fails fast, never queues);

@@ -1,0 +1,184 @@
+import { createHash } from 'node:crypto';
+import type { GraphQLSchema } from 'graphql';
+import type { MutationPolicy } from '../config/schema.js';
+import type { HeaderList } from '../http/headers.js';
+import type { OwnErrorCode } from '../http/responses.js';
+import type { PreparedOperation } from '../invalidation/entityFields.js';
+import type { RequestOutcome } from '../observability/metrics.js';
+import type { InvalidationMark } from '../store/types.js';
+import type { Leadership } from './coalescing.js';
+import type { PassReason } from './passReason.js';
+import type { CachePolicy } from './rules.js';
+
+/**
+ * One HTTP request as the engine sees it, from its headers to the end of its ext_proc stream: the
+ * request head, the plan for the origin's response, the `svc-debug` explanation and the coalescing
+ * leadership. The engine creates it (`DecisionEngine.begin`) and decides on it phase by phase; the
+ * stream owns it and calls `dispose()` once it ends, however it ends (docs/ext-proc.md, Stream close).
+ */
+export class Exchange {
+  private currentPlan: ResponsePlan | undefined;
+  /** Present when the request asked for `svc-debug: 1` with a valid purge token. */
+  explanation: Explanation | undefined;
+  /** The purge token header this request carries, to strip before the origin (set by the engine). */
+  tokenHeader: string | undefined;
+  private originHeaders: HeaderList = [];
+  private leadership: Leadership | undefined;
+  private disposed = false;
+  private outcome: RequestOutcome | undefined;
+  private passReason: PassReason | undefined;
+  private errorCode: OwnErrorCode | undefined;
+  private operationName: string | undefined;
+  private documentHash: string | undefined;
+  private forwardedAt: number | undefined;
+  private originLatencyMs: number | undefined;
+  private bytesServedFromCache = 0;
+
+  /** `head` is undefined for a response whose request svc-cache never saw (an Envoy local reply). */
+  constructor(
+    readonly head: RequestHead | undefined,
+    private readonly clock: () => number = () => performance.now(),
+  ) {}
+
+  /** What to do with the origin's response; undefined until the request is forwarded. */
+  get plan(): ResponsePlan | undefined {
+    return this.currentPlan;
+  }
+
+  /** The origin's response headers, once they came. */
+  get responseHeaders(): HeaderList {
+    return this.originHeaders;
+  }
+
+  /** True once the request goes on to the origin as a pass: neither body needs reading. */
+  get passing(): boolean {
+    return this.currentPlan?.kind === 'pass';
+  }
+
+  /** The operation being decided, for the summary. */
+  describeOperation(name: string, normalisedDocument: string): void {
+    this.operationName = name;
+    this.documentHash = createHash('sha256').update(normalisedDocument).digest('hex').slice(0, 12);
+  }
+
+  /** This request leads the fetch that identical requests wait for, until `releaseLeadership`. */
+  lead(leadership: Leadership | undefined): void {
+    this.leadership = leadership;
+  }
+
+  releaseLeadership(): void {
+    this.leadership?.release();
+    this.leadership = undefined;
+  }
+
+  /** The request goes on to the origin; its response will be decided under `plan`. */
+  forward(plan: ResponsePlan): void {
+    this.currentPlan = plan;
+    this.forwardedAt = this.clock();
+  }
+
+  /** The origin's response headers arrived: the plan may have been downgraded by what they said. */
+  responseArrived(headers: HeaderList, plan: ResponsePlan): void {
+    this.originHeaders = headers;
+    this.currentPlan = plan;
+    if (this.forwardedAt !== undefined) this.originLatencyMs = this.clock() - this.forwardedAt;
+    if (plan.kind !== 'store') this.releaseLeadership();
+  }
+
+  /** What became of the request, as far as it is known now. */
+  settle(outcome: RequestOutcome, details: { passReason?: PassReason; errorCode?: OwnErrorCode; servedBytes?: number } = {}): void {
+    this.outcome = outcome;
+    this.passReason = details.passReason;
+    this.errorCode = details.errorCode;
+    this.bytesServedFromCache = details.servedBytes ?? 0;
+  }
+
+  /** The stream ended: lets go of what the exchange still holds. Safe to call more than once. */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.releaseLeadership();
+  }
+
+  summary(): RequestSummary {
+    return {
+      outcome: this.outcome,
+      passReason: this.outcome === 'PASS' ? this.passReason : undefined,
+      errorCode: this.errorCode,
+      operationName: this.operationName,
+      documentHash: this.documentHash,
+      originLatencyMs: this.originLatencyMs,
+      bytesServedFromCache: this.bytesServedFromCache,
+    };
+  }
+}
+
+/** What one request came to, emitted once its ext_proc stream ends. */
+export interface RequestSummary {
+  /** Undefined: the stream ended undecided. */
+  outcome: RequestOutcome | undefined;
+  passReason: PassReason | undefined;
+  /** svc-cache's own error code, when it answered with one. */
+  errorCode: string | undefined;
+  /** '' for an anonymous operation; undefined when the request was not read as GraphQL. */
+  operationName: string | undefined;
+  /** The first 12 hex digits of the SHA-256 of the normalised document. */
+  documentHash: string | undefined;
+  /** Forwarded requests: from the forward decision to the origin's response headers. */
+  originLatencyMs: number | undefined;
+  bytesServedFromCache: number;
+}
+
+export interface RequestHead {
+  method: string;
+  /** `:path`, query string included. */
+  path: string;
+  headers: HeaderList;
+  /** False when the headers ended the request (Envoy's `end_of_stream`). */
+  hasBody: boolean;
+}
+
+/** What svc-cache answered, when the origin was not asked: `svc-cache: HIT`, MISS or PASS. */
+export type CacheStatus = Exclude<RequestOutcome, 'ERROR'>;
+
+/** What the engine remembers between a forwarded request and the origin's response. */
+export type ResponsePlan = PassPlan | StorePlan | MutationPlan;
+
+/** Not stored. The body is needed only to remove fields svc-cache added to the query. */
+export interface PassPlan {
+  kind: 'pass';
+  reason: PassReason;
+  added?: PreparedOperation;
+}
+
+/** What `svc-debug-*` response headers show: what the decision was based on. */
+export interface Explanation {
+  scope?: string;
+  bucket?: string;
+  rules?: string;
+}
+
+/** A query to store if the origin's answer allows. */
+export interface StorePlan {
+  kind: 'store';
+  key: string;
+  bucket: string;
+  operationName: string;
+  mark: InvalidationMark;
+  policy: CachePolicy;
+  schema: GraphQLSchema;
+  prepared: PreparedOperation;
+  /** Headers that cached answers of this scope carry (vary, cache-control). */
+  scopeHeaders: Array<[string, string]>;
+  /** Request headers the cache key already covers; an origin `vary` on anything else is not cacheable. */
+  keyedRequestHeaders: ReadonlySet<string>;
+  limits: { maxResponseBodyBytes: number; ignoreOriginCacheControl: boolean };
+}
+
+/** A mutation whose answer names what it changed. */
+export interface MutationPlan {
+  kind: 'mutation';
+  schema: GraphQLSchema;
+  prepared: PreparedOperation;
+  policy: MutationPolicy;
+}

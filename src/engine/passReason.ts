@@ -1,0 +1,45 @@
+/**
+ * Why a request went to the origin without being answered from or stored in the cache: a stable
+ * code, counted on `/metrics` (`svc_cache_pass_total{reason}`), logged as the `passReason` field
+ * and returned in `svc-debug-pass-reason` (docs/graphql-caching.md, Cacheability). The set is
+ * closed, so the metric's label stays bounded.
+ */
+export type PassReason =
+  // The request, before any GraphQL is read.
+  | 'streaming-request'
+  | 'method-not-graphql'
+  | 'get-with-body'
+  | 'uninterpretable-body'
+  | 'no-query'
+  | 'syntax-error'
+  | 'unknown-operation'
+  // The operation.
+  | 'schema-not-loaded'
+  | 'mutation'
+  | 'subscription'
+  | 'purge'
+  | 'bypass-header'
+  | 'no-rule'
+  | 'max-age-zero'
+  | 'credentials-on-public'
+  | 'rewritten-path-too-long'
+  // svc-cache itself, or Envoy.
+  | 'store-unavailable'
+  | 'engine-error'
+  | 'envoy-local-reply'
+  // The origin's answer.
+  | 'origin-status'
+  | 'origin-content-type'
+  | 'origin-no-store'
+  | 'origin-no-cache'
+  | 'origin-private'
+  | 'origin-set-cookie'
+  | 'origin-encoded'
+  | 'origin-vary'
+  | 'origin-no-body'
+  | 'origin-max-age-zero'
+  | 'response-too-large'
+  | 'response-not-graphql'
+  | 'response-has-errors'
+  | 'untaggable-response'
+  | 'invalidated-meanwhile';

@@ -1,0 +1,263 @@
+import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphql';
+import { resolvePersistedQuery, type PersistedQueryRefusal } from '../apq/persistedQuery.js';
+import type { Config } from '../config/schema.js';
+import { parseDocument, selectOperation } from '../graphql/document.js';
+import { parseGetRequest, parsePostRequest, type GraphQLParams, type ParsedHttpRequest } from '../graphql/httpRequest.js';
+import { queryTextViolation, type LimitViolation } from '../graphql/limits.js';
+import { headerValue, type HeaderList } from '../http/headers.js';
+import { graphQLErrorResponse, type HttpResponse, type OwnErrorCode } from '../http/responses.js';
+import type { Logger } from '../observability/log.js';
+import { carriesPurgeToken, looksLikePurge } from '../purge/index.js';
+import type { PersistedQueryRegistry } from '../apq/index.js';
+import type { CacheStore, CachedResponse, InvalidationMark } from '../store/types.js';
+import { errorMessage } from '../util/index.js';
+import { cacheKey, normalisedAccept } from './cacheKey.js';
+import type { Leadership, MissCoalescer } from './coalescing.js';
+import type { Explanation, RequestHead } from './exchange.js';
+import type { PassReason } from './passReason.js';
+import type { CachePolicy } from './rules.js';
+import { scopeBucketKey, scopeVaryHeaders } from './scopes.js';
+
+/**
+ * The stages a GraphQL request goes through, in order: read parameters -> resolve APQ -> check
+ * limits -> classify -> scope and key -> lookup/coalesce. Each either hands its result to the
+ * next or ends the decision early with a `Verdict` (docs/graphql-caching.md, Cacheability).
+ */
+
+/** A decision made before the last stage: answer now, or pass the request on to the origin. */
+export type Verdict =
+  | { kind: 'respond'; response: HttpResponse; outcome: 'ERROR'; errorCode: OwnErrorCode }
+  | { kind: 'respond'; response: HttpResponse; outcome: 'PASS'; passReason: 'purge' }
+  | { kind: 'pass'; reason: PassReason; detail?: string };
+
+export function isVerdict(value: object): value is Verdict {
+  return 'kind' in value && (value.kind === 'respond' || value.kind === 'pass');
+}
+
+export function passVerdict(reason: PassReason, detail?: string): Verdict {
+  return detail === undefined ? { kind: 'pass', reason } : { kind: 'pass', reason, detail };
+}
+
+export function ownError(code: OwnErrorCode, status: number, message: string, headers: Array<[string, string]> = []): Verdict {
+  return { kind: 'respond', outcome: 'ERROR', errorCode: code, response: graphQLErrorResponse(status, message, code, headers) };
+}
+
+// Stage 1: read parameters.
+
+/** The GraphQL over HTTP parameters of a GET (from its path) or a POST (from its body). */
+export function readParameters(head: RequestHead, body: Buffer): ParsedHttpRequest {
+  return head.method === 'GET' ? parseGetRequest(head.path) : parsePostRequest(head.headers, body);
+}
+
+/** Sent query text over the limit is refused before APQ, so it is never registered either. */
+export function checkSentQueryText(params: GraphQLParams, limits: Config['limits']): Verdict | undefined {
+  const violation = params.query === undefined ? undefined : queryTextViolation(params.query, limits);
+  return violation && limitExceeded(violation);
+}
+
+// Stage 2: resolve APQ (docs/graphql-caching.md, Persisted queries).
+
+export interface ResolvedQuery {
+  /** The query text to decide on, undefined when the request carries none. */
+  query: string | undefined;
+  /** The request named a persisted query (its reference is for svc-cache, not the origin). */
+  persisted: boolean;
+  /** The hash came alone and the text from the registry. */
+  fromRegistry: boolean;
+  registered: boolean;
+}
+
+export type ApqResult = ResolvedQuery | { kind: 'refused'; verdict: Verdict; refusal: PersistedQueryRefusal };
+
+export async function resolveApq(
+  params: GraphQLParams,
+  deps: { apq: Config['apq']; registry: PersistedQueryRegistry; logger: Logger },
+): Promise<ApqResult> {
+  const persisted = await resolvePersistedQuery(params.query, params.extensions, deps);
+  if (persisted.kind === 'refused') {
+    const errorCode = PERSISTED_QUERY_CODES[persisted.reason] ?? 'BAD_REQUEST';
+    return { kind: 'refused', refusal: persisted.reason, verdict: { kind: 'respond', outcome: 'ERROR', errorCode, response: persisted.response } };
+  }
+  if (persisted.kind === 'none') return { query: params.query, persisted: false, fromRegistry: false, registered: false };
+  return { query: persisted.query, persisted: true, fromRegistry: params.query === undefined, registered: persisted.registered };
+}
+
+const PERSISTED_QUERY_CODES: Partial<Record<PersistedQueryRefusal, OwnErrorCode>> = {
+  'not-found': 'PERSISTED_QUERY_NOT_FOUND',
+  'not-supported': 'PERSISTED_QUERY_NOT_SUPPORTED',
+};
+
+// Stage 3: check limits (docs/graphql-caching.md, Limits).
+
+/** What a document's text alone decides, worked out once per document, config and schema. */
+export interface DocumentAnalysis {
+  config: Config;
+  schema: GraphQLSchema | undefined;
+  violation: LimitViolation | undefined;
+  /** Undefined without a schema, or when no rule matches. */
+  policy: CachePolicy | undefined;
+}
+
+export type SelectedOperation = Extract<ReturnType<typeof selectOperation>, { kind: 'operation' }>;
+
+export interface CheckedOperation {
+  selected: SelectedOperation;
+  analysis: DocumentAnalysis;
+}
+
+/** Parses and selects the operation, and refuses one over the configured limits. */
+export function checkLimits(
+  resolved: ResolvedQuery,
+  limits: Config['limits'],
+  operationName: string | undefined,
+  analyse: (document: DocumentNode) => DocumentAnalysis,
+): Verdict | CheckedOperation {
+  const { query } = resolved;
+  if (query === undefined) return passVerdict('no-query');
+  // A query registered under a larger limit before a reload lowered it.
+  const registeredTooLarge = resolved.fromRegistry ? queryTextViolation(query, limits) : undefined;
+  if (registeredTooLarge) return limitExceeded(registeredTooLarge);
+  const parsed = parseDocument(query);
+  if ('kind' in parsed) return passVerdict('syntax-error', parsed.message);
+  const selected = selectOperation(parsed, operationName);
+  if (selected.kind === 'invalid') return passVerdict('unknown-operation', selected.reason);
+  const analysis = analyse(selected.document);
+  if (analysis.violation) return limitExceeded(analysis.violation);
+  return { selected, analysis };
+}
+
+function limitExceeded(violation: LimitViolation): Verdict {
+  return ownError(violation.code, 400, violation.message);
+}
+
+// Stage 4: classify (purge | mutation | query | pass).
+
+export type Classification =
+  /** May be a purge: the purge handler decides; when it is none, `otherwise` holds. */
+  | { kind: 'purge'; schema: GraphQLSchema; otherwise: Verdict | OriginBound }
+  | OriginBound;
+
+/** A request for the origin: a mutation whose answer is read, or a query that may be cached. */
+export type OriginBound = { kind: 'mutation'; schema: GraphQLSchema } | { kind: 'query'; schema: GraphQLSchema; policy: CachePolicy };
+
+/**
+ * What kind of request this is. The purge API itself needs the store, so `classify` only says
+ * when a request may be a purge (a mutation, or a query carrying the purge token header).
+ */
+export function classify(
+  checked: CheckedOperation,
+  request: { method: 'GET' | 'POST'; headers: HeaderList },
+  config: Config,
+  schema: GraphQLSchema | undefined,
+): Verdict | Classification {
+  const { operation } = checked.selected;
+  const isMutation = operation.operation === OperationTypeNode.MUTATION;
+  if (isMutation && request.method === 'GET') {
+    return ownError('METHOD_NOT_ALLOWED', 405, 'Mutations cannot be sent with GET; use POST', [['allow', 'POST']]);
+  }
+  if (!schema) {
+    // The purge job retries on a 503; the origin would not know the purge fields.
+    if (isMutation && carriesPurgeToken(request.headers, config.purge) && looksLikePurge(operation)) {
+      return ownError('PURGE_UNAVAILABLE', 503, 'The purge API is not available until the origin schema is loaded', [['retry-after', '5']]);
+    }
+    return passVerdict(isMutation ? 'mutation' : 'schema-not-loaded');
+  }
+  const otherwise = isMutation ? classifyMutation(config, schema) : classifyQuery(checked, request.headers, config, schema);
+  return isMutation || carriesPurgeToken(request.headers, config.purge) ? { kind: 'purge', schema, otherwise } : otherwise;
+}
+
+/** A mutation that is no purge: read its answer to invalidate, unless the policy says not to. */
+function classifyMutation(config: Config, schema: GraphQLSchema): Verdict | OriginBound {
+  return config.mutationPolicy === 'None' ? passVerdict('mutation') : { kind: 'mutation', schema };
+}
+
+function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: Config, schema: GraphQLSchema): Verdict | OriginBound {
+  if (checked.selected.operation.operation === OperationTypeNode.SUBSCRIPTION) return passVerdict('subscription');
+  if (config.cache.bypassCacheHeaders.some((name) => headerValue(headers, name.toLowerCase()) !== undefined)) {
+    return passVerdict('bypass-header');
+  }
+  const { policy } = checked.analysis;
+  if (!policy) return passVerdict('no-rule');
+  if (policy.maxAge <= 0) return passVerdict('max-age-zero');
+  const credentialed = headerValue(headers, 'authorization') !== undefined || headerValue(headers, 'cookie') !== undefined;
+  if (policy.scopes.length === 0 && credentialed && !config.cache.publicForCredentialedRequests) {
+    return passVerdict('credentials-on-public');
+  }
+  return { kind: 'query', schema, policy };
+}
+
+// Stage 5: scope and key (docs/graphql-caching.md, Scopes; docs/graphql-caching.md, Cache key).
+
+export interface ScopedKey {
+  bucket: string;
+  key: string;
+  /** Request headers the scopes read: cached answers vary on them. */
+  varyNames: string[];
+  /** Headers that cached answers of this scope carry. */
+  scopeHeaders: Array<[string, string]>;
+  explanation: Explanation;
+}
+
+export function scopeAndKey(
+  policy: CachePolicy,
+  selected: SelectedOperation,
+  variables: Record<string, unknown>,
+  headers: HeaderList,
+  config: Config,
+  scopeKeySecret: Buffer,
+): ScopedKey {
+  const bucket = scopeBucketKey(policy.scopes, config.scopes, headers, scopeKeySecret);
+  const key = cacheKey(bucket, normalisedAccept(headers), selected.name, selected.normalised, variables);
+  const varyNames = scopeVaryHeaders(policy.scopes, config.scopes);
+  const scopeHeaders: Array<[string, string]> =
+    policy.scopes.length === 0 ? [] : [['cache-control', 'private, no-cache'], ['vary', varyNames.join(', ')]];
+  const explanation: Explanation = {
+    scope: policy.scopes.length === 0 ? 'PUBLIC' : policy.scopes.join('+'),
+    bucket,
+    rules: policy.matched.map((rule) => rule.description ?? `rules[${config.rules.indexOf(rule)}]`).join('; '),
+  };
+  return { bucket, key, varyNames, scopeHeaders, explanation };
+}
+
+// Stage 6: lookup/coalesce.
+
+export type LookupResult =
+  | { kind: 'hit'; entry: CachedResponse }
+  /** Go to the origin; `leadership` is set when this request leads the fetch others wait for. */
+  | { kind: 'miss'; mark: InvalidationMark; leadership: Leadership | undefined }
+  | { kind: 'unavailable'; error: string };
+
+export interface LookupDependencies {
+  store: CacheStore;
+  coalescer: MissCoalescer;
+  now: () => number;
+  coalesceWaitMs: number;
+}
+
+export async function lookupOrCoalesce(key: string, deps: LookupDependencies): Promise<LookupResult> {
+  let lookup;
+  try {
+    lookup = await deps.store.lookup(key);
+  } catch (error) {
+    return { kind: 'unavailable', error: errorMessage(error) };
+  }
+  const cached = freshEntry(lookup.entry, deps.now());
+  if (cached) return { kind: 'hit', entry: cached };
+  const leadership = deps.coalescer.lead(key);
+  if (leadership) return { kind: 'miss', mark: lookup.mark, leadership };
+  // Stale-while-revalidate: another request is already refreshing this entry, so within swr its
+  // stale answer is served at once (with an age past max-age) instead of waiting.
+  const stale = lookup.entry;
+  if (stale && deps.now() - stale.storedAt <= (stale.maxAge + stale.swr) * 1000) return { kind: 'hit', entry: stale };
+  if (!(await deps.coalescer.follow(key, deps.coalesceWaitMs))) return { kind: 'miss', mark: lookup.mark, leadership: undefined };
+  try {
+    const afterLeader = freshEntry((await deps.store.lookup(key)).entry, deps.now());
+    return afterLeader ? { kind: 'hit', entry: afterLeader } : { kind: 'miss', mark: lookup.mark, leadership: undefined };
+  } catch (error) {
+    return { kind: 'unavailable', error: errorMessage(error) };
+  }
+}
+
+function freshEntry(entry: CachedResponse | undefined, now: number): CachedResponse | undefined {
+  return entry !== undefined && now - entry.storedAt <= entry.maxAge * 1000 ? entry : undefined;
+}

@@ -1,0 +1,93 @@
+import type { HeaderList } from '../http/headers.js';
+import { headerValue } from '../http/headers.js';
+import { isPlainObject } from '../util/index.js';
+import { stripAddedFields, type PreparedOperation } from '../invalidation/entityFields.js';
+import { responseTags } from '../invalidation/responseTags.js';
+import { invalidationTag } from '../invalidation/tags.js';
+import type { CachedResponse } from '../store/types.js';
+import type { PassPlan, ResponsePlan, StorePlan } from './exchange.js';
+import { freshLifetime, isEncoded, isGraphQLJson, uncacheableReason } from './originResponse.js';
+import type { PassReason } from './passReason.js';
+import { replayableHeaders } from './responses.js';
+
+/**
+ * What the origin's response comes to under a plan: first by its headers (whether the body is
+ * needed at all), then by its body (docs/graphql-caching.md, Cacheability).
+ */
+
+/** The plan for the body once the response headers are known: a pass when they rule storing out. */
+export function planAfterResponseHead(plan: ResponsePlan, status: number, headers: HeaderList, endOfStream: boolean): ResponsePlan {
+  switch (plan.kind) {
+    case 'pass':
+      return plan;
+    case 'mutation':
+      return endOfStream || !isReadable(headers) ? { kind: 'pass', reason: 'mutation' } : plan;
+    case 'store': {
+      const reason =
+        uncacheableReason(status, headers, plan.keyedRequestHeaders, plan.limits.maxResponseBodyBytes) ??
+        (endOfStream ? 'origin-no-body' : undefined);
+      return reason === undefined ? plan : { kind: 'pass', reason, ...addedFields(plan.prepared) };
+    }
+  }
+}
+
+/** Whether the body under this plan is worth Envoy sending: only to read it, or to strip added fields. */
+export function wantsResponseBody(plan: ResponsePlan, headers: HeaderList, endOfStream: boolean): boolean {
+  if (plan.kind !== 'pass') return true;
+  return plan.added !== undefined && !endOfStream && isReadable(headers);
+}
+
+function isReadable(headers: HeaderList): boolean {
+  return isGraphQLJson(headers) && !isEncoded(headers);
+}
+
+/** The body the client gets under a pass plan: the origin's, less any fields svc-cache added. */
+export function passedBody(plan: PassPlan, body: Buffer): Buffer {
+  return plan.added ? stripAddedFields(plan.added, body) : body;
+}
+
+/** The entry to store from an origin answer, or why it cannot be stored. */
+export function entryToStore(
+  plan: StorePlan,
+  responseHeaders: HeaderList,
+  body: Buffer,
+  now: number,
+): { entry: CachedResponse; tags: string[]; ttlSeconds: number } | { reason: PassReason } {
+  if (body.length > plan.limits.maxResponseBodyBytes) return { reason: 'response-too-large' };
+  const result = parseGraphQLResult(body);
+  if (!result) return { reason: 'response-not-graphql' };
+  if (result.errors !== undefined) return { reason: 'response-has-errors' };
+  if (!isPlainObject(result.data)) return { reason: 'response-not-graphql' };
+  const tags = responseTags(plan.schema, plan.prepared, result, plan.operationName);
+  if (!tags) return { reason: 'untaggable-response' };
+  const maxAge = freshLifetime(plan.policy.maxAge, responseHeaders, plan.limits.ignoreOriginCacheControl);
+  if (maxAge <= 0) return { reason: 'origin-max-age-zero' };
+  const entry: CachedResponse = {
+    body: stripAddedFields(plan.prepared, body),
+    contentType: headerValue(responseHeaders, 'content-type') ?? 'application/json',
+    headers: replayableHeaders(responseHeaders),
+    storedAt: now,
+    maxAge,
+    swr: plan.policy.swr,
+  };
+  return { entry, tags: [invalidationTag.bucket(plan.bucket), ...tags], ttlSeconds: maxAge + plan.policy.swr };
+}
+
+export function parseGraphQLResult(body: Buffer): Record<string, unknown> | undefined {
+  try {
+    const result: unknown = JSON.parse(body.toString('utf8'));
+    return isPlainObject(result) ? result : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The fields svc-cache added to the query, to strip from a passed answer. */
+export function addedFields(prepared: PreparedOperation): { added?: PreparedOperation } {
+  return prepared.rewritten ? { added: prepared } : {};
+}
+
+/** A replacement body for the client only when it differs from what the origin sent. */
+export function withBody(clientBody: Buffer, originBody: Buffer): { body?: Buffer } {
+  return clientBody === originBody ? {} : { body: clientBody };
+}

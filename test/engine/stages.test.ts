@@ -1,0 +1,207 @@
+import { buildSchema, type DocumentNode } from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { configSchema, type Config } from '../../src/config/schema.js';
+import { MissCoalescer } from '../../src/engine/coalescing.js';
+import {
+  checkLimits,
+  checkSentQueryText,
+  classify,
+  lookupOrCoalesce,
+  readParameters,
+  scopeAndKey,
+  type CheckedOperation,
+  type DocumentAnalysis,
+  type ResolvedQuery,
+} from '../../src/engine/requestStages.js';
+import { cachePolicyFor } from '../../src/engine/rules.js';
+import { selectionOf } from '../../src/graphql/selection.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { demoSchemaSDL } from '../support/origin.js';
+
+/** Each stage of a request's decision alone, with plain inputs. */
+
+const schema = buildSchema(demoSchemaSDL);
+
+function config(input: Record<string, unknown> = {}): Config {
+  return configSchema.parse({ origin: { url: 'http://origin.test/graphql' }, rules: [{ types: ['Query'], maxAge: 60 }], ...input });
+}
+
+const head = (method: string, path = '/graphql', headers: Array<[string, string]> = [['content-type', 'application/json']]) => ({
+  method,
+  path,
+  headers,
+  hasBody: method === 'POST',
+});
+
+const resolved = (query: string | undefined, fromRegistry = false): ResolvedQuery => ({ query, persisted: fromRegistry, fromRegistry, registered: false });
+
+function analyse(current: Config) {
+  return (document: DocumentNode): DocumentAnalysis => ({
+    config: current,
+    schema,
+    violation: undefined,
+    policy: cachePolicyFor(current.rules, selectionOf(schema, document)),
+  });
+}
+
+function checked(query: string, current = config()): CheckedOperation {
+  const result = checkLimits(resolved(query), current.limits, undefined, analyse(current));
+  if (!('selected' in result)) throw new Error(`expected an operation, got ${JSON.stringify(result)}`);
+  return result;
+}
+
+describe('readParameters', () => {
+  it('reads a GET from its path and a POST from its body', () => {
+    expect(readParameters(head('GET', '/graphql?query=%7Ba%7D&operationName=A'), Buffer.alloc(0))).toEqual({
+      kind: 'graphql',
+      method: 'GET',
+      params: { query: '{a}', operationName: 'A', variables: {}, extensions: {} },
+    });
+    expect(readParameters(head('POST'), Buffer.from('{"query":"{a}","variables":{"x":1}}'))).toMatchObject({
+      kind: 'graphql',
+      method: 'POST',
+      params: { query: '{a}', operationName: undefined, variables: { x: 1 }, extensions: {} },
+    });
+    expect(readParameters(head('POST'), Buffer.from('[1]'))).toEqual({ kind: 'uninterpretable', reason: 'body is not a JSON object' });
+  });
+});
+
+describe('checkSentQueryText and checkLimits', () => {
+  it('refuses sent query text over maxQueryBytes with QUERY_TOO_LARGE', () => {
+    const verdict = checkSentQueryText({ query: `{ todos { id } }${' '.repeat(100)}`, operationName: undefined, variables: {}, extensions: {} }, config({ limits: { maxQueryBytes: 64 } }).limits);
+    expect(verdict).toMatchObject({ kind: 'respond', outcome: 'ERROR', errorCode: 'QUERY_TOO_LARGE', response: { status: 400 } });
+  });
+
+  it('refuses registered text over the limit too, but only when it came from the registry', () => {
+    const small = config({ limits: { maxQueryBytes: 10 } });
+    expect(checkLimits(resolved('{ todos { id } }', true), small.limits, undefined, analyse(small))).toMatchObject({ errorCode: 'QUERY_TOO_LARGE' });
+    expect(checkLimits(resolved('{ todos { id } }'), small.limits, undefined, analyse(small))).toHaveProperty('selected');
+  });
+
+  it.each([
+    ['no query', undefined, undefined, { kind: 'pass', reason: 'no-query' }],
+    ['a syntax error', '{ todos', undefined, { kind: 'pass', reason: 'syntax-error', detail: 'Syntax Error: Expected Name, found <EOF>.' }],
+    ['an unknown operation', 'query A { todos { id } }', 'B', { kind: 'pass', reason: 'unknown-operation', detail: 'no operation named "B"' }],
+  ] as const)('passes %s with its code', (_name, query, operationName, verdict) => {
+    const current = config();
+    expect(checkLimits(resolved(query), current.limits, operationName, analyse(current))).toEqual(verdict);
+  });
+
+  it('refuses what the document analysis found over the limits', () => {
+    const current = config();
+    const violating = (document: DocumentNode): DocumentAnalysis => ({
+      ...analyse(current)(document),
+      violation: { code: 'QUERY_TOO_DEEP', message: 'Query is deeper than 1 levels' },
+    });
+    expect(checkLimits(resolved('{ todos { id } }'), current.limits, undefined, violating)).toMatchObject({
+      kind: 'respond',
+      errorCode: 'QUERY_TOO_DEEP',
+      response: { status: 400 },
+    });
+  });
+});
+
+describe('classify', () => {
+  const post = { method: 'POST' as const, headers: [] as Array<[string, string]> };
+
+  it('refuses a mutation over GET with 405 and allow: POST', () => {
+    const verdict = classify(checked('mutation { addTodo(title: "x") { id } }'), { method: 'GET', headers: [] }, config(), schema);
+    expect(verdict).toMatchObject({ kind: 'respond', errorCode: 'METHOD_NOT_ALLOWED', response: { status: 405, headers: [['content-type', 'application/json; charset=utf-8'], ['allow', 'POST']] } });
+  });
+
+  it('without a schema: 503 for a token-bearing purge look-alike, else mutation or schema-not-loaded', () => {
+    const token = { method: 'POST' as const, headers: [['svc-purge-token', 't']] as Array<[string, string]> };
+    expect(classify(checked('mutation { _purgeAll }'), token, config(), undefined)).toMatchObject({ errorCode: 'PURGE_UNAVAILABLE', response: { status: 503 } });
+    expect(classify(checked('mutation { _purgeAll }'), post, config(), undefined)).toEqual({ kind: 'pass', reason: 'mutation' });
+    expect(classify(checked('{ todos { id } }'), post, config(), undefined)).toEqual({ kind: 'pass', reason: 'schema-not-loaded' });
+  });
+
+  it('routes every mutation, and a query with the purge token header, to the purge handler first', () => {
+    const mutation = classify(checked('mutation { addTodo(title: "x") { id } }'), post, config(), schema);
+    expect(mutation).toEqual({ kind: 'purge', schema, otherwise: { kind: 'mutation', schema } });
+    const tokenQuery = classify(checked('{ todos { id } }'), { method: 'POST', headers: [['svc-purge-token', 't']] }, config(), schema);
+    expect(tokenQuery).toMatchObject({ kind: 'purge', otherwise: { kind: 'query' } });
+    const none = classify(checked('mutation { addTodo(title: "x") { id } }'), post, config({ mutationPolicy: 'None' }), schema);
+    expect(none).toEqual({ kind: 'purge', schema, otherwise: { kind: 'pass', reason: 'mutation' } });
+  });
+
+  it.each([
+    ['a subscription', 'subscription { x }', {}, [], 'subscription'],
+    ['a bypass header', '{ todos { id } }', { cache: { bypassCacheHeaders: ['X-Bypass'] } }, [['x-bypass', '1']], 'bypass-header'],
+    ['no matching rule', '{ todos { id } }', { rules: [{ types: ['User'], maxAge: 60 }] }, [], 'no-rule'],
+    ['a rule with maxAge 0', '{ todos { id } }', { rules: [{ types: ['Query'], maxAge: 0 }] }, [], 'max-age-zero'],
+    ['credentials on PUBLIC', '{ todos { id } }', {}, [['cookie', 'a=b']], 'credentials-on-public'],
+  ] as Array<[string, string, Record<string, unknown>, Array<[string, string]>, string]>)('passes %s', (_name, query, input, headers, reason) => {
+    const current = config(input);
+    expect(classify(checked(query, current), { method: 'POST', headers }, current, schema)).toEqual({ kind: 'pass', reason });
+  });
+
+  it('classifies a cacheable query with its policy', () => {
+    expect(classify(checked('{ todos { id } }'), post, config(), schema)).toMatchObject({ kind: 'query', policy: { maxAge: 60, swr: 0, scopes: [] } });
+  });
+});
+
+describe('scopeAndKey', () => {
+  const scoped = config({
+    scopes: { AUTHENTICATED: 'header:authorization' },
+    rules: [{ types: ['Query'], maxAge: 60, scope: 'AUTHENTICATED', description: 'all' }],
+  });
+  const selected = checked('{ me { id } }', scoped).selected;
+  const policy = cachePolicyFor(scoped.rules, selectionOf(schema, selected.document))!;
+  const secret = Buffer.from('k');
+
+  it('keys per scope value and names the bucket without the raw value', () => {
+    const alice = scopeAndKey(policy, selected, {}, [['authorization', 'Bearer alice']], scoped, secret);
+    const bob = scopeAndKey(policy, selected, {}, [['authorization', 'Bearer bob']], scoped, secret);
+    expect(alice.key).not.toBe(bob.key);
+    expect(alice.bucket).toMatch(/^AUTHENTICATED:[A-Za-z0-9_-]{43}$/);
+    expect(alice.key.startsWith(`${alice.bucket}/`)).toBe(true);
+    expect(JSON.stringify(alice)).not.toContain('alice');
+    expect([alice.varyNames, alice.scopeHeaders, alice.explanation]).toEqual([
+      ['authorization'],
+      [['cache-control', 'private, no-cache'], ['vary', 'authorization']],
+      { scope: 'AUTHENTICATED', bucket: alice.bucket, rules: 'all' },
+    ]);
+  });
+
+  it('keys variables canonically: member order does not matter, values do', () => {
+    const key = (variables: Record<string, unknown>) => scopeAndKey(policy, selected, variables, [], scoped, secret).key;
+    expect(key({ a: 1, b: 2 })).toBe(key({ b: 2, a: 1 }));
+    expect(key({ a: 1 })).not.toBe(key({ a: 2 }));
+  });
+});
+
+describe('lookupOrCoalesce', () => {
+  const entry = (storedAt: number, maxAge: number, swr = 0) => ({ body: Buffer.from('{}'), contentType: 'application/json', headers: [], storedAt, maxAge, swr });
+
+  async function withStored(storedAt: number, maxAge: number, swr: number) {
+    const store = new MemoryStore({ maxBytes: 1024 * 1024 });
+    const { mark } = await store.lookup('k');
+    await store.store('k', entry(storedAt, maxAge, swr), { tags: [], ttlSeconds: 3600, mark });
+    return store;
+  }
+
+  it('hits a fresh entry, leads the fetch of a missing one, and follows no one without waiting', async () => {
+    const store = await withStored(1_000, 60, 0);
+    const coalescer = new MissCoalescer();
+    const deps = { store, coalescer, now: () => 2_000, coalesceWaitMs: 0 };
+    expect(await lookupOrCoalesce('k', deps)).toMatchObject({ kind: 'hit', entry: { storedAt: 1_000 } });
+    const miss = await lookupOrCoalesce('other', deps);
+    expect(miss).toMatchObject({ kind: 'miss', leadership: { release: expect.any(Function) } });
+    expect(await lookupOrCoalesce('other', deps)).toMatchObject({ kind: 'miss', leadership: undefined });
+  });
+
+  it('serves a stale entry within swr while another request refreshes it', async () => {
+    const store = await withStored(0, 10, 30);
+    const coalescer = new MissCoalescer();
+    const deps = { store, coalescer, now: () => 20_000, coalesceWaitMs: 0 };
+    expect(await lookupOrCoalesce('k', deps)).toMatchObject({ kind: 'miss', leadership: { release: expect.any(Function) } });
+    expect(await lookupOrCoalesce('k', deps)).toMatchObject({ kind: 'hit', entry: { storedAt: 0 } });
+  });
+
+  it('says the store is unavailable rather than throwing', async () => {
+    const store = new MemoryStore({ maxBytes: 1024 });
+    store.lookup = () => Promise.reject(new Error('redis down'));
+    expect(await lookupOrCoalesce('k', { store, coalescer: new MissCoalescer(), now: () => 0, coalesceWaitMs: 0 })).toEqual({ kind: 'unavailable', error: 'redis down' });
+  });
+});
