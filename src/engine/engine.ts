@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Kind, OperationTypeNode, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import {
   persistedQueryNotFound,
@@ -53,6 +54,8 @@ export interface EngineEvents {
   persistedQuery(event: 'registered' | PersistedQueryRefusal): void;
   purge(event: PurgeEvent): void;
   invalidation(event: { policy: MutationPolicy; tags: number; removedEntries: number } | { policy: MutationPolicy; failed: string }): void;
+  /** Which operation a request runs (for the dashboard's top operations): its name and document hash. */
+  operation?(head: RequestHead, operationName: string, documentHash: string): void;
 }
 
 export interface EngineDependencies {
@@ -149,6 +152,8 @@ interface DocumentAnalysis {
   violation: LimitViolation | undefined;
   /** Undefined without a schema, or when no rule matches. */
   policy: CachePolicy | undefined;
+  /** First 12 hex of sha256(normalised document), worked out once per document. */
+  documentHash: string;
 }
 
 export interface ResponseHeadDecision {
@@ -251,12 +256,13 @@ export class DecisionEngine {
   }
 
   /** A popular query's limits and rules are worked out once per config and schema, not per HIT. */
-  private analysisOf(document: DocumentNode, config: Config, schema: GraphQLSchema | undefined): DocumentAnalysis {
+  private analysisOf(document: DocumentNode, normalised: string, config: Config, schema: GraphQLSchema | undefined): DocumentAnalysis {
     const known = this.analyses.get(document);
     if (known && known.config === config && known.schema === schema) return known;
     const analysis: DocumentAnalysis = {
       config,
       schema,
+      documentHash: known?.documentHash ?? createHash('sha256').update(normalised).digest('hex').slice(0, 12),
       violation: operationViolation(document, config.limits),
       policy: schema ? cachePolicyFor(config.rules, selectionOf(schema, document)) : undefined,
     };
@@ -340,7 +346,8 @@ export class DecisionEngine {
     if ('kind' in parsed) return passed(`syntax error: ${parsed.message}`);
     const selected = selectOperation(parsed, params.operationName);
     if (selected.kind === 'invalid') return passed(selected.reason);
-    const analysis = this.analysisOf(selected.document, config, schema);
+    const analysis = this.analysisOf(selected.document, selected.normalised, config, schema);
+    this.report((events) => events.operation?.(head, selected.name, analysis.documentHash));
     if (analysis.violation) return limitExceeded(analysis.violation);
     const isMutation = selected.operation.operation === OperationTypeNode.MUTATION;
     if (isMutation && request.method === 'GET') return mutationOverGet();

@@ -5,7 +5,7 @@ import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { ProcessingRequest, ProcessingResponse } from './messages.js';
 import { EXT_PROC_SERVICE, MAX_GRPC_MESSAGE_BYTES, externalProcessorService } from './protocol.js';
-import { ProcessingStream, ProtocolViolation } from './stream.js';
+import { ProcessingStream, ProtocolViolation, type StreamOutcome } from './stream.js';
 
 export interface ExtProcServerOptions {
   engine: DecisionEngine;
@@ -14,6 +14,8 @@ export interface ExtProcServerOptions {
   /** 0 picks a free port. */
   port: number;
   host?: string;
+  /** Told once per stream, when it ends, what became of its request. */
+  onStreamEnd?: (outcome: StreamOutcome) => void;
 }
 
 export interface ExtProcServer {
@@ -48,7 +50,10 @@ export async function startExtProcServer(options: ExtProcServerOptions): Promise
   server.addService(externalProcessorService(), {
     Process: (call: grpc.ServerDuplexStream<ProcessingRequest, ProcessingResponse>) => {
       openStreams += 1;
-      serveStream(call, options.engine, logger, metrics, () => (openStreams -= 1));
+      serveStream(call, options.engine, logger, metrics, (outcome) => {
+        openStreams -= 1;
+        options.onStreamEnd?.(outcome);
+      });
     },
   });
   const address = `${options.host ?? '0.0.0.0'}:${options.port}`;
@@ -85,7 +90,7 @@ function serveStream(
   engine: DecisionEngine,
   logger: Logger,
   metrics: Metrics,
-  onClosed: () => void,
+  onClosed: (outcome: StreamOutcome) => void,
 ): void {
   const stream = new ProcessingStream(engine, logger);
   let finished = false;
@@ -102,7 +107,7 @@ function serveStream(
     metrics.addBytesServedFromCache(outcome.bytesServedFromCache);
     metrics.streamClosed();
     logger.debug({ outcome: outcome.status ?? 'undecided' }, 'ext_proc stream closed');
-    onClosed();
+    onClosed(outcome);
   };
 
   const fail = (code: grpc.status.INVALID_ARGUMENT | grpc.status.INTERNAL, details: string): void => {

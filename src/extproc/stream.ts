@@ -31,6 +31,8 @@ export class ProcessingStream {
   private responseHeaders: HeaderList = [];
   private decidedStatus: CacheStatus | 'ERROR' | undefined;
   private bytesServedFromCache = 0;
+  private forwardedAt: number | undefined;
+  private originLatencyMs: number | undefined;
 
   constructor(
     private readonly engine: DecisionEngine,
@@ -38,8 +40,14 @@ export class ProcessingStream {
   ) {}
 
   /** What became of the request so far: HIT, MISS, PASS, an error svc-cache answered, or undecided. */
-  get outcome(): { status: CacheStatus | 'ERROR' | undefined; bytesServedFromCache: number } {
-    return { status: this.decidedStatus, bytesServedFromCache: this.bytesServedFromCache };
+  get outcome(): StreamOutcome {
+    return {
+      status: this.decidedStatus,
+      bytesServedFromCache: this.bytesServedFromCache,
+      head: this.head,
+      passReason: this.plan?.kind === 'pass' ? this.plan.reason : undefined,
+      originLatencyMs: this.originLatencyMs,
+    };
   }
 
   /**
@@ -96,6 +104,7 @@ export class ProcessingStream {
     if (decision.kind === 'respond') return this.respondImmediately(decision.response, decision.status);
     this.plan = decision.plan;
     this.phase = 'awaiting-response-headers';
+    this.forwardedAt = performance.now();
     const answer: ProcessingResponse = { request_headers: { response: commonResponse(decision.requestHeaders) } };
     // A request passed through needs neither body looked at; the response headers still get
     // `svc-cache: PASS`. Body modes in an override are literal (ext_proc.md section 5.1).
@@ -114,6 +123,7 @@ export class ProcessingStream {
     if (decision.kind === 'respond') return this.respondImmediately(decision.response, decision.status);
     this.plan = decision.plan;
     this.phase = 'awaiting-response-headers';
+    this.forwardedAt = performance.now();
     return { request_body: { response: commonResponse(decision.requestHeaders, decision.requestBody) } };
   }
 
@@ -125,6 +135,7 @@ export class ProcessingStream {
     } else {
       this.expect(['awaiting-response-headers'], 'response_headers');
     }
+    if (this.forwardedAt !== undefined) this.originLatencyMs = performance.now() - this.forwardedAt;
     const headers = headerList(message.response_headers?.headers);
     const endOfStream = message.response_headers?.end_of_stream === true;
     const status = Number(firstValue(headers, ':status'));
@@ -190,6 +201,15 @@ export class ProcessingStream {
       throw new ProtocolViolation(`unexpected ${received} while ${this.phase}`);
     }
   }
+}
+
+export interface StreamOutcome {
+  status: CacheStatus | 'ERROR' | undefined;
+  bytesServedFromCache: number;
+  head: RequestHead | undefined;
+  passReason: string | undefined;
+  /** Forwarded requests: forward -> response headers. */
+  originLatencyMs: number | undefined;
 }
 
 /** A message out of Envoy's order or malformed: the stream ends with a gRPC error status. */

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import { watchConfig } from '../config/index.js';
+import { Dashboard, dashboardRoutes, type StoreHealth } from '../dashboard/index.js';
 import { DecisionEngine, type RuntimeState } from '../engine/engine.js';
 import { scopeSources } from '../engine/scopes.js';
 import { startExtProcServer } from '../extproc/server.js';
@@ -10,6 +11,7 @@ import { Metrics } from '../observability/metrics.js';
 import { createSchemaSource } from '../schema/index.js';
 import { createStore, type CacheStore } from '../store/index.js';
 import { startAdminServer } from './admin.js';
+import { engineActions, requestSummaryOf, type OperationsByRequest } from './dashboardWiring.js';
 import { engineEventsRecordedIn } from './engineEvents.js';
 
 export interface SidecarOptions {
@@ -29,6 +31,8 @@ export interface Sidecar {
   store: CacheStore;
   /** What this sidecar recorded, on a registry of its own; served on the admin port's `/metrics`. */
   metrics: Metrics;
+  /** The admin port's page: this replica's traffic, purges and configuration. */
+  dashboard: Dashboard;
   /** Resolves once the origin schema is loaded (caching starts then). */
   schemaReady: Promise<void>;
   close(graceMs?: number): Promise<void>;
@@ -46,18 +50,54 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
   );
   const schemaSource = createSchemaSource(config, logger);
   const state = (): RuntimeState => ({ config, schema: schemaSource.current() });
+  const dashboard = new Dashboard({ config: () => config, storeHealth: () => storeHealth(store, metrics) });
+  const operations: OperationsByRequest = new WeakMap();
+  const recorded = engineEventsRecordedIn(metrics);
   const engine = new DecisionEngine({
     state,
     store,
-    events: engineEventsRecordedIn(metrics),
+    events: {
+      ...recorded,
+      purge: (event) => {
+        recorded.purge(event);
+        if (event.result === 'purged' || event.result === 'store-failed') {
+          dashboard.recordChange({
+            kind: 'purge',
+            fields: event.fields,
+            tags: event.tags,
+            removedEntries: event.result === 'purged' ? event.removedEntries : 0,
+            result: event.result === 'purged' ? 'ok' : 'failed',
+          });
+        }
+      },
+      invalidation: (event) => {
+        recorded.invalidation(event);
+        dashboard.recordChange({
+          kind: 'invalidation',
+          fields: [`mutationPolicy ${event.policy}`],
+          tags: 'failed' in event ? 0 : event.tags,
+          removedEntries: 'failed' in event ? 0 : event.removedEntries,
+          result: 'failed' in event ? 'failed' : 'ok',
+        });
+      },
+      operation: (head, name, hash) => operations.set(head, { name, hash }),
+    },
     scopeKeySecret: scopeKeySecret(config, logger),
     logger,
   });
-  const extProc = await startExtProcServer({ engine, logger, metrics, port: options.grpcPort, host: options.host });
+  const extProc = await startExtProcServer({
+    engine,
+    logger,
+    metrics,
+    port: options.grpcPort,
+    host: options.host,
+    onStreamEnd: (outcome) => dashboard.record(requestSummaryOf(outcome, operations)),
+  });
   const admin = await startAdminServer({
     port: options.adminPort,
     host: options.host,
     metrics,
+    routes: dashboardRoutes({ dashboard, actions: engineActions(engine, () => config), config: () => config }),
     readiness: async () => {
       if (closing) return { ready: false, reason: 'shutting down' };
       const reason = schemaSource.unavailableReason();
@@ -77,6 +117,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
           config = next;
           schemaSource.reload(next);
           metrics.recordConfigReload('ok');
+          dashboard.recordReload('ok');
           logger.info({ path: options.configPath }, 'configuration reloaded');
           if (needRestart.length > 0) {
             logger.warn({ keys: needRestart }, 'these changed settings take effect only after a restart');
@@ -84,6 +125,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
         },
         onError: (error) => {
           metrics.recordConfigReload('refused');
+          dashboard.recordReload('refused', error.message);
           logger.error({ err: error.message }, 'new configuration refused; keeping the current one');
         },
       })
@@ -95,6 +137,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     engine,
     store,
     metrics,
+    dashboard,
     schemaReady: schemaSource.ready,
     close: async (graceMs) => {
       closing = true;
@@ -105,6 +148,19 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
       await store.close();
     },
   };
+}
+
+/** One ping's round trip and the store errors counted since start, for the dashboard. */
+async function storeHealth(store: CacheStore, metrics: Metrics): Promise<StoreHealth> {
+  const errors = (await metrics.registry.getSingleMetric('svc_cache_store_errors_total')?.get())?.values ?? [];
+  const errorCount = errors.reduce((total, sample) => total + sample.value, 0);
+  const started = performance.now();
+  try {
+    await store.ping();
+    return { up: true, roundTripMs: performance.now() - started, errors: errorCount };
+  } catch (error) {
+    return { up: false, roundTripMs: undefined, errors: errorCount, reason: error instanceof Error ? error.message : String(error) };
+  }
 }
 
 /**
