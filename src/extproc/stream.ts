@@ -45,7 +45,7 @@ export class ProcessingStream {
       status: this.decidedStatus,
       bytesServedFromCache: this.bytesServedFromCache,
       head: this.head,
-      passReason: this.plan?.kind === 'pass' ? this.plan.reason : undefined,
+      passReason: this.plan?.kind === 'pass' ? this.plan.reason : this.plan?.kind === 'mutation' ? 'mutation' : undefined,
       originLatencyMs: this.originLatencyMs,
     };
   }
