@@ -38,7 +38,8 @@ export type AdminRoutes = (request: IncomingMessage, response: ServerResponse) =
 
 /**
  * The page and its JSON API (README, Dashboard). GET routes are read-only and need no token;
- * POST /api/purge and /api/inspect need a purge token in the configured purge header.
+ * POST /api/purge and /api/inspect need a purge token in the configured purge header; POST
+ * /api/token says whether the one presented is accepted (so the page can check it without a 401).
  */
 export function dashboardRoutes(options: DashboardRoutesOptions): AdminRoutes {
   const { dashboard } = options;
@@ -74,6 +75,10 @@ export function dashboardRoutes(options: DashboardRoutesOptions): AdminRoutes {
           }),
         );
         return true;
+      case 'POST /api/token':
+        json(response, 200, { accepted: hasPurgeToken(request, options.config()) });
+        request.resume();
+        return true;
       case 'POST /api/inspect':
         withTokenAndBody(request, response, options.config(), async (body) => {
           const input = inspectInput(body);
@@ -101,8 +106,7 @@ function withTokenAndBody(
   config: Config,
   handle: (body: Buffer, token: string) => Promise<void>,
 ): void {
-  const presented = request.headers[config.purge.header.toLowerCase()];
-  const token = typeof presented === 'string' ? presented : undefined;
+  const token = presentedToken(request, config);
   if (!isPurgeToken(token, config.purge.tokens)) {
     request.resume();
     json(response, 401, { error: 'unauthorized', message: `a purge token is required in the ${config.purge.header} header` });
@@ -125,6 +129,16 @@ function withTokenAndBody(
       if (!response.headersSent) json(response, 500, { error: 'failed', message: error instanceof Error ? error.message : String(error) });
     });
   });
+}
+
+function presentedToken(request: IncomingMessage, config: Config): string | undefined {
+  const presented = request.headers[config.purge.header.toLowerCase()];
+  return typeof presented === 'string' ? presented : undefined;
+}
+
+/** Whether the request carries a configured purge token, compared in constant time. */
+function hasPurgeToken(request: IncomingMessage, config: Config): boolean {
+  return isPurgeToken(presentedToken(request, config), config.purge.tokens);
 }
 
 function inspectInput(body: Buffer): InspectInput | string {

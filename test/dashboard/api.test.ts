@@ -96,7 +96,9 @@ describe('dashboard API', () => {
         text: JSON.stringify({ error: 'unauthorized', message: 'a purge token is required in the svc-purge-token header' }),
       });
       expect((await post('/api/inspect', { query: TODOS }, token)).status).toBe(401);
+      expect(await post('/api/token', {}, token)).toEqual({ status: 200, text: '{"accepted":false}' });
     }
+    expect(await post('/api/token', {}, TOKEN)).toEqual({ status: 200, text: '{"accepted":true}' });
   });
 
   it('purges through the purge API, so the next query is a MISS, and lists the purge', async () => {

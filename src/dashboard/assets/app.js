@@ -49,6 +49,13 @@
     return serie;
   }
 
+  /** Ratio and latency have gaps (seconds without traffic): points show a second with no neighbour. */
+  function dotted(label, stroke, extra) {
+    var serie = line(label, stroke, extra);
+    serie.points = { show: true, size: 4, fill: stroke };
+    return serie;
+  }
+
   function refreshSummary() {
     return getJson('/api/summary').then(function (summary) {
       text($('replica'), summary.replica);
@@ -68,9 +75,9 @@
     return getJson('/api/timeseries').then(function (t) {
       chart('chart-outcomes', [line('HIT', '#12b76a'), line('MISS', '#f79009'), line('PASS', '#2e90fa'), line('ERROR', '#d92d20')],
         [t.time, t.hit, t.miss, t.pass, t.error]);
-      chart('chart-ratio', [line('hit ratio', '#12b76a')], [t.time, t.hitRatio], { y: { range: [0, 1] } });
-      chart('chart-latency', [line('MISS p50', '#f79009'), line('MISS p99', '#b54708', { dash: [4, 4] }),
-        line('PASS p50', '#2e90fa'), line('PASS p99', '#175cd3', { dash: [4, 4] })],
+      chart('chart-ratio', [dotted('hit ratio', '#12b76a')], [t.time, t.hitRatio], { y: { range: [0, 1] } });
+      chart('chart-latency', [dotted('MISS p50', '#f79009'), dotted('MISS p99', '#b54708', { dash: [4, 4] }),
+        dotted('PASS p50', '#2e90fa'), dotted('PASS p99', '#175cd3', { dash: [4, 4] })],
         [t.time, t.missP50, t.missP99, t.passP50, t.passP99]);
     });
   }
@@ -101,7 +108,8 @@
         cell(row, new Date(change.at).toLocaleTimeString());
         cell(row, change.kind);
         cell(row, change.fields.join(', '));
-        cell(row, change.tags.join(', ') + (change.moreTags > 0 ? ' (+' + change.moreTags + ')' : ''));
+        var more = change.moreTags === 0 ? '' : change.tags.length === 0 ? change.moreTags + ' tags' : ' (+' + change.moreTags + ')';
+        cell(row, change.tags.join(', ') + more);
         cell(row, change.removedEntries, 'num');
         cell(row, change.mode);
         cell(row, change.result);
@@ -172,9 +180,8 @@
     event.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, $('token').value);
     $('token').value = '';
-    // An empty inspection is refused with 401 for a wrong token and 400 for a good one: nothing runs.
-    post('/api/inspect', {}).then(function (answer) {
-      if (answer.status === 401) {
+    post('/api/token', {}).then(function (answer) {
+      if (answer.status !== 200 || !JSON.parse(answer.body).accepted) {
         sessionStorage.removeItem(TOKEN_KEY);
         showTokenState();
         text($('token-state'), 'Refused: the purge token was not accepted.');
