@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { pageSizeBytes } from '../../src/dashboard/index.js';
+import { pageSizeBytes, type DashboardSummary } from '../../src/dashboard/index.js';
 import { postGraphQL } from '../support/origin.js';
 import { startStack, type Stack } from '../support/stack.js';
 
@@ -22,9 +22,12 @@ beforeAll(async () => {
 });
 afterAll(() => stack.close());
 
-async function getJson(path: string): Promise<{ status: number; body: any }> {
+/** The API's answers, as the tests read them. */
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- assertions check the shapes
+
+async function getJson(path: string): Promise<{ status: number; body: Json }> {
   const response = await fetch(`${admin}${path}`);
-  return { status: response.status, body: await response.json() };
+  return { status: response.status, body: (await response.json()) as Json };
 }
 
 async function post(path: string, body: unknown, token?: string): Promise<{ status: number; text: string }> {
@@ -37,12 +40,12 @@ async function post(path: string, body: unknown, token?: string): Promise<{ stat
 }
 
 /** Streams end just after the client has its answer: wait until the dashboard has seen `count` requests. */
-async function seenRequests(count: number): Promise<any> {
+async function seenRequests(count: number): Promise<DashboardSummary> {
   return vi.waitFor(async () => {
     const { body } = await getJson('/api/summary');
     const { HIT, MISS, PASS, ERROR } = body.lastHour;
     expect(HIT + MISS + PASS + ERROR).toBe(count);
-    return body;
+    return body as DashboardSummary;
   });
 }
 
@@ -73,7 +76,7 @@ describe('dashboard API', () => {
     expect(typeof summary.replica).toBe('string');
 
     const { body } = await getJson('/api/operations');
-    const names = body.operations.map((op: any) => [op.operationName, op.requests, op.hitRatio]);
+    const names = body.operations.map((op: Json) => [op.operationName, op.requests, op.hitRatio]);
     expect(names).toEqual([
       ['Todos', 3, 2 / 3],
       ['Products', 1, 0],
