@@ -112,19 +112,16 @@ function withTokenAndBody(
     json(response, 401, { error: 'unauthorized', message: `a purge token is required in the ${config.purge.header} header` });
     return;
   }
-  const chunks: Buffer[] = [];
+  let chunks: Buffer[] = [];
   let size = 0;
   request.on('data', (chunk: Buffer) => {
     size += chunk.length;
-    if (size > config.limits.maxRequestBodyBytes) {
-      json(response, 413, { error: 'body-too-large' });
-      request.destroy();
-      return;
-    }
-    chunks.push(chunk);
+    // Past the limit the rest is read and dropped, so the answer reaches the client.
+    if (size > config.limits.maxRequestBodyBytes) chunks = [];
+    else chunks.push(chunk);
   });
   request.on('end', () => {
-    if (response.headersSent) return;
+    if (size > config.limits.maxRequestBodyBytes) return json(response, 413, { error: 'body-too-large' });
     handle(Buffer.concat(chunks), token!).catch((error: unknown) => {
       if (!response.headersSent) json(response, 500, { error: 'failed', message: error instanceof Error ? error.message : String(error) });
     });

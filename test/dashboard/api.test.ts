@@ -104,6 +104,21 @@ describe('dashboard API', () => {
     expect(await post('/api/token', {}, TOKEN)).toEqual({ status: 200, text: '{"accepted":true}' });
   });
 
+  it('refuses a body over limits.maxRequestBodyBytes, and inspection input that is not a request', async () => {
+    const tooLarge = await post('/api/purge', { query: `mutation { _purgeAll } # ${'x'.repeat(1024 * 1024)}` }, TOKEN);
+    expect(tooLarge).toEqual({ status: 413, text: '{"error":"body-too-large"}' });
+    const bad = [
+      ['[]', 'expected a JSON object'],
+      ['{"query": ""}', 'query: expected a non-empty string'],
+      ['{"query": "{ time }", "variables": [1]}', 'variables: expected an object'],
+      ['{"query": "{ time }", "headers": {"x": 1}}', 'headers: expected an object of strings'],
+    ];
+    for (const [body, message] of bad) {
+      const response = await fetch(`${admin}/api/inspect`, { method: 'POST', headers: { 'svc-purge-token': TOKEN }, body });
+      expect({ status: response.status, body: await response.json() }).toEqual({ status: 400, body: { error: 'invalid-input', message } });
+    }
+  });
+
   it('purges through the purge API, so the next query is a MISS, and lists the purge', async () => {
     expect((await postGraphQL(stack.url, { query: TODOS })).headers['svc-cache']).toBe('HIT');
     const purge = await post('/api/purge', { query: 'mutation { _purgeTodo }' }, TOKEN);
@@ -158,6 +173,10 @@ describe('dashboard.enabled: false', () => {
       expect((await fetch(`${base}/`)).status).toBe(404);
       expect((await fetch(`${base}/api/summary`)).status).toBe(404);
       expect((await fetch(`${base}/metrics`)).status).toBe(200);
+      await postGraphQL(off.url, { query: TODOS });
+      // The metric is counted in the same step as the dashboard would be told: once it shows, the stream has ended.
+      await vi.waitFor(async () => expect(await (await fetch(`${base}/metrics`)).text()).toContain('svc_cache_requests_total{outcome="MISS"} 1'));
+      expect(off.sidecar.dashboard.timeseries(60).miss.reduce((a, b) => a + b, 0)).toBe(0);
     } finally {
       await off.close();
     }
