@@ -12,6 +12,7 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json tsconfig.dev.json ./
 COPY proto ./proto
 COPY src ./src
+COPY scripts ./scripts
 RUN npm run build
 RUN npm run build:dev
 

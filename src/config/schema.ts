@@ -160,6 +160,7 @@ export const configSchema = z
         bypassCacheHeaders: [],
         coalesceWaitMs: 800,
       }),
+    dashboard: z.object({ enabled: z.boolean().default(true) }).strict().default({ enabled: true }),
     logging: z
       .object({ level: z.enum(['debug', 'info', 'warn', 'error']).default('info') })
       .strict()

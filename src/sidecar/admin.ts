@@ -1,4 +1,5 @@
 import { createServer, type ServerResponse } from 'node:http';
+import type { AdminRoutes } from '../dashboard/index.js';
 import type { Metrics } from '../observability/metrics.js';
 
 export interface Readiness {
@@ -11,6 +12,8 @@ export interface AdminServerOptions {
   host?: string;
   readiness: () => Promise<Readiness>;
   metrics: Metrics;
+  /** Further routes (the dashboard page and its API), tried before answering 404. */
+  routes?: AdminRoutes;
 }
 
 export interface AdminServer {
@@ -20,7 +23,8 @@ export interface AdminServer {
 
 /**
  * The admin port: `/healthz` (the process answers), `/readyz` (it can cache, or why not) and
- * `/metrics` (Prometheus text format).
+ * `/metrics` (Prometheus text format); with the dashboard on, its page `/` and JSON API `/api/...`
+ * (README, Dashboard).
  */
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
   const server = createServer((request, response) => {
@@ -43,6 +47,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
         );
         return;
       default:
+        if (options.routes?.(request, response)) return;
         plainText(response, 404, 'not found\n');
     }
   });

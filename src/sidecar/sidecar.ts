@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { Config } from '../config/schema.js';
 import { watchConfig } from '../config/index.js';
+import { Dashboard, dashboardRoutes, type StoreHealth } from '../dashboard/index.js';
 import { DecisionEngine, type RequestSummary, type RuntimeState } from '../engine/engine.js';
 import { scopeSources } from '../engine/scopes.js';
 import { startExtProcServer } from '../extproc/server.js';
@@ -13,6 +14,7 @@ import { warnOmittedPurgeFields } from '../purge/index.js';
 import { createSchemaSource } from '../schema/index.js';
 import { createStores, type CacheStore } from '../store/index.js';
 import { startAdminServer } from './admin.js';
+import { engineActions } from './dashboardWiring.js';
 import { engineEventsRecordedIn } from './engineEvents.js';
 import { errorMessage } from '../util/index.js';
 
@@ -43,6 +45,8 @@ export interface Sidecar {
   store: CacheStore;
   /** What this sidecar recorded, on a registry of its own; served on the admin port's `/metrics`. */
   metrics: Metrics;
+  /** The admin port's page: this replica's traffic, purges and configuration. */
+  dashboard: Dashboard;
   /** Resolves once the origin schema is loaded (caching starts then). */
   schemaReady: Promise<void>;
   close(graceMs?: number): Promise<void>;
@@ -64,16 +68,48 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     onLoaded: (schema, forConfig) => warnOmittedPurgeFields(schema, forConfig.keyFields, logger),
   });
   const state = (): RuntimeState => ({ config, schema: schemaSource.current() });
+  const dashboard = new Dashboard({ config: () => config, storeHealth: () => storeHealth(store, metrics) });
+  const recorded = engineEventsRecordedIn(metrics);
   const engine = new DecisionEngine({
     state,
     store,
     persistedQueries: stores.persistedQueries,
-    events: engineEventsRecordedIn(metrics),
+    events: {
+      ...recorded,
+      purge: (event) => {
+        recorded.purge(event);
+        if (event.result === 'purged' || event.result === 'store-failed') {
+          dashboard.recordChange({
+            kind: 'purge',
+            fields: event.fields,
+            tags: event.tags,
+            removedEntries: event.result === 'purged' ? event.removedEntries : 0,
+            result: event.result === 'purged' ? 'ok' : 'failed',
+          });
+        }
+      },
+      invalidation: (event) => {
+        recorded.invalidation(event);
+        dashboard.recordChange({
+          kind: 'invalidation',
+          fields: [`mutationPolicy ${event.policy}`],
+          tags: 'failed' in event ? 0 : event.tags,
+          removedEntries: 'failed' in event ? 0 : event.removedEntries,
+          result: 'failed' in event ? 'failed' : 'ok',
+        });
+      },
+    },
     scopeKeySecret: scopeKeySecret(config, logger),
     logger,
   });
-  // Metrics first, then whoever subscribed (a dashboard); each is told of every finished request.
-  const requestObservers: Array<(summary: RequestSummary) => void> = [(summary) => metrics.recordRequest(summary)];
+  // Metrics first, then the dashboard (off, it costs a request nothing), then whoever subscribed;
+  // each is told of every finished request.
+  const requestObservers: Array<(summary: RequestSummary) => void> = [
+    (summary) => metrics.recordRequest(summary),
+    (summary) => {
+      if (config.dashboard.enabled) dashboard.record(summary);
+    },
+  ];
   if (options.onRequestCompleted) requestObservers.push(options.onRequestCompleted);
   const extProc = await startExtProcServer({
     engine,
@@ -96,6 +132,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     port: options.adminPort,
     host: options.adminHost ?? options.host ?? '0.0.0.0',
     metrics,
+    routes: dashboardRoutes({ dashboard, actions: engineActions(engine, () => config), config: () => config }),
     readiness: async () => {
       if (closing) return { ready: false, reason: 'shutting down' };
       const reason = schemaSource.unavailableReason();
@@ -115,6 +152,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
           config = next;
           schemaSource.reload(next);
           metrics.recordConfigReload('ok');
+          dashboard.recordReload('ok');
           logger.info({ path: options.configPath }, 'configuration reloaded');
           if (needRestart.length > 0) {
             logger.warn({ keys: needRestart }, 'these changed settings take effect only after a restart');
@@ -122,6 +160,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
         },
         onError: (error) => {
           metrics.recordConfigReload('refused');
+          dashboard.recordReload('refused', error.message);
           logger.error({ err: error.message }, 'new configuration refused; keeping the current one');
         },
       })
@@ -136,6 +175,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     engine,
     store,
     metrics,
+    dashboard,
     schemaReady: schemaSource.ready,
     close: async (graceMs) => {
       closing = true;
@@ -146,6 +186,19 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
       await store.close();
     },
   };
+}
+
+/** One ping's round trip and the store errors counted since start, for the dashboard. */
+async function storeHealth(store: CacheStore, metrics: Metrics): Promise<StoreHealth> {
+  const errors = (await metrics.registry.getSingleMetric('svc_cache_store_errors_total')?.get())?.values ?? [];
+  const errorCount = errors.reduce((total, sample) => total + sample.value, 0);
+  const started = performance.now();
+  try {
+    await store.ping();
+    return { up: true, roundTripMs: performance.now() - started, errors: errorCount };
+  } catch (error) {
+    return { up: false, roundTripMs: undefined, errors: errorCount, reason: error instanceof Error ? error.message : String(error) };
+  }
 }
 
 /**

@@ -85,6 +85,7 @@ apq:
         bypassCacheHeaders: [],
         coalesceWaitMs: 800,
       },
+      dashboard: { enabled: true },
       logging: { level: 'info' },
     });
   });
@@ -205,7 +206,7 @@ describe('parseConfig: ${ENV_VAR} substitution', () => {
 describe('parseConfig: refusals', () => {
   it('refuses an unknown key at top level, suggesting the known ones', () => {
     expect(problems(`${ORIGIN}bogus: 1\n`)).toEqual([
-      'config.yaml: unknown key "bogus" at top level; expected one of: origin, schema, endpoints, grpc, redis, scopes, rules, keyFields, mutationPolicy, purge, apq, limits, cache, logging (line 3)',
+      'config.yaml: unknown key "bogus" at top level; expected one of: origin, schema, endpoints, grpc, redis, scopes, rules, keyFields, mutationPolicy, purge, apq, limits, cache, dashboard, logging (line 3)',
     ]);
   });
 

@@ -1,0 +1,60 @@
+/** Purges and mutation invalidations kept for the page (README, Dashboard). */
+export const RECENT_CHANGES = 100;
+/** Fields or tags listed per change; the rest is counted. */
+const NAMES_PER_CHANGE = 20;
+
+export interface CacheChange {
+  kind: 'purge' | 'invalidation';
+  /** ISO 8601. */
+  at: string;
+  /** Purge fields that ran, or the mutation policy for an invalidation. */
+  fields: string[];
+  tags: string[];
+  /** Tags beyond those listed. */
+  moreTags: number;
+  removedEntries: number;
+  /** Whether the store applied it. */
+  result: 'ok' | 'failed';
+  /** Every purge and invalidation removes entries at once today (soft purges are a later feature). */
+  mode: 'hard';
+  replica: string;
+}
+
+export type CacheChangeInput = Omit<CacheChange, 'at' | 'tags' | 'moreTags' | 'mode' | 'replica' | 'fields'> & {
+  fields: readonly string[];
+  tags: readonly string[] | number;
+};
+
+/** The last `RECENT_CHANGES` purges and invalidations, newest first, in a fixed-size ring. */
+export class RecentChanges {
+  private readonly ring: Array<CacheChange | undefined> = new Array<CacheChange | undefined>(RECENT_CHANGES);
+  private next = 0;
+
+  constructor(private readonly replica: string) {}
+
+  add(change: CacheChangeInput, nowMs: number): void {
+    const tags = typeof change.tags === 'number' ? [] : change.tags.slice(0, NAMES_PER_CHANGE);
+    const tagCount = typeof change.tags === 'number' ? change.tags : change.tags.length;
+    this.ring[this.next] = {
+      kind: change.kind,
+      at: new Date(nowMs).toISOString(),
+      fields: change.fields.slice(0, NAMES_PER_CHANGE),
+      tags,
+      moreTags: tagCount - tags.length,
+      removedEntries: change.removedEntries,
+      result: change.result,
+      mode: 'hard',
+      replica: this.replica,
+    };
+    this.next = (this.next + 1) % RECENT_CHANGES;
+  }
+
+  list(): CacheChange[] {
+    const changes: CacheChange[] = [];
+    for (let i = 1; i <= RECENT_CHANGES; i += 1) {
+      const change = this.ring[(this.next - i + RECENT_CHANGES) % RECENT_CHANGES];
+      if (change) changes.push(change);
+    }
+    return changes;
+  }
+}

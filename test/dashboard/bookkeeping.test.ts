@@ -1,0 +1,147 @@
+import { describe, expect, it } from 'vitest';
+import { configSchema } from '../../src/config/schema.js';
+import { Dashboard, REDACTED, redactedConfig, TOP_OPERATIONS, type RequestSummary } from '../../src/dashboard/index.js';
+
+const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
+
+function summary(overrides: Partial<RequestSummary>): RequestSummary {
+  return {
+    outcome: 'HIT',
+    passReason: undefined,
+    errorCode: undefined,
+    operationName: 'Todos',
+    documentHash: 'aaaaaaaaaaaa',
+    originLatencyMs: undefined,
+    bytesServedFromCache: 0,
+    ...overrides,
+  };
+}
+
+function dashboardAt(clock: { now: number }): Dashboard {
+  const config = configSchema.parse({ origin: { url: 'http://origin.test/graphql' } });
+  return new Dashboard({
+    config: () => config,
+    storeHealth: async () => ({ up: true, roundTripMs: 1, errors: 0 }),
+    replica: 'replica-1',
+    now: () => clock.now,
+  });
+}
+
+describe('timeline', () => {
+  it('counts outcomes per second and reads the hit ratio over HIT, MISS and PASS', async () => {
+    const clock = { now: T0 };
+    const dashboard = dashboardAt(clock);
+    for (const outcome of ['HIT', 'HIT', 'HIT', 'MISS', 'ERROR', undefined] as const) dashboard.record(summary({ outcome }));
+    clock.now += 1000;
+    dashboard.record(summary({ outcome: 'PASS', passReason: 'no-rule', originLatencyMs: 30 }));
+
+    const series = dashboard.timeseries(3);
+    expect(series.time).toEqual([T0 / 1000 - 1, T0 / 1000, T0 / 1000 + 1]);
+    expect(series.hit).toEqual([0, 3, 0]);
+    expect(series.miss).toEqual([0, 1, 0]);
+    expect(series.pass).toEqual([0, 0, 1]);
+    expect(series.error).toEqual([0, 1, 0]);
+    expect(series.hitRatio).toEqual([null, 0.75, 0]);
+    expect(series.passP50).toEqual([null, null, 50]);
+    const totals = (await dashboard.summary()).lastHour;
+    expect(totals).toEqual({ HIT: 3, MISS: 1, PASS: 1, ERROR: 1, hitRatio: 0.6 });
+  });
+
+  it('forgets seconds older than an hour when their slot is reused', async () => {
+    const clock = { now: T0 };
+    const dashboard = dashboardAt(clock);
+    dashboard.record(summary({ outcome: 'MISS' }));
+    clock.now += 3600 * 1000;
+    dashboard.record(summary({ outcome: 'HIT' }));
+    expect((await dashboard.summary()).lastHour).toEqual({ HIT: 1, MISS: 0, PASS: 0, ERROR: 0, hitRatio: 1 });
+    expect(dashboard.timeseries().hit.length).toBe(3600);
+  });
+
+  it('reads MISS latency percentiles from the fixed buckets', () => {
+    const clock = { now: T0 };
+    const dashboard = dashboardAt(clock);
+    for (let i = 0; i < 99; i += 1) dashboard.record(summary({ outcome: 'MISS', originLatencyMs: 3 }));
+    dashboard.record(summary({ outcome: 'MISS', originLatencyMs: 700 }));
+    const series = dashboard.timeseries(1);
+    expect(series.missP50).toEqual([5]);
+    expect(series.missP99).toEqual([5]);
+    dashboard.record(summary({ outcome: 'MISS', originLatencyMs: 700 }));
+    expect(dashboard.timeseries(1).missP99).toEqual([1000]);
+  });
+});
+
+describe('top operations', () => {
+  it('lists operations by requests with their hit ratio, main PASS reason and origin latency', () => {
+    const dashboard = dashboardAt({ now: T0 });
+    dashboard.record(summary({ outcome: 'HIT' }));
+    dashboard.record(summary({ outcome: 'MISS', originLatencyMs: 12 }));
+    for (const passReason of ['no-rule', 'no-rule', 'bypass-header']) {
+      dashboard.record(summary({ operationName: '', documentHash: 'bbbbbbbbbbbb', outcome: 'PASS', passReason, originLatencyMs: 4 }));
+    }
+    dashboard.record(summary({ operationName: undefined, documentHash: undefined, outcome: 'PASS' }));
+
+    expect(dashboard.topOperations()).toEqual([
+      { operationName: '', documentHash: 'bbbbbbbbbbbb', requests: 3, overcount: 0, hitRatio: 0, mainPassReason: 'no-rule', originLatencyP50Ms: 5 },
+      { operationName: 'Todos', documentHash: 'aaaaaaaaaaaa', requests: 2, overcount: 0, hitRatio: 0.5, mainPassReason: null, originLatencyP50Ms: 20 },
+    ]);
+  });
+
+  it('keeps at most K operations, a heavy one surviving a flood of one-off documents', () => {
+    const dashboard = dashboardAt({ now: T0 });
+    for (let i = 0; i < 5000; i += 1) {
+      if (i % 10 === 0) dashboard.record(summary({ documentHash: 'heavyheavy00' }));
+      dashboard.record(summary({ documentHash: `once${String(i).padStart(8, '0')}` }));
+    }
+    const rows = dashboard.topOperations();
+    expect(rows.length).toBe(TOP_OPERATIONS);
+    expect(rows[0]).toMatchObject({ documentHash: 'heavyheavy00', requests: 500 });
+  });
+});
+
+describe('recent purges and invalidations', () => {
+  it('keeps the last 100, newest first, with fields and tags capped', () => {
+    const clock = { now: T0 };
+    const dashboard = dashboardAt(clock);
+    for (let i = 0; i < 105; i += 1) {
+      clock.now = T0 + i * 1000;
+      dashboard.recordChange({ kind: 'purge', fields: [`purge${i}`], tags: [], removedEntries: i, result: 'ok' });
+    }
+    const tags = Array.from({ length: 25 }, (_, i) => `t${i}`);
+    dashboard.recordChange({ kind: 'invalidation', fields: ['mutationPolicy Entity'], tags, removedEntries: 2, result: 'ok' });
+    const changes = dashboard.recentChanges();
+    expect(changes.length).toBe(100);
+    expect(changes[0]).toEqual({
+      kind: 'invalidation',
+      at: new Date(T0 + 104_000).toISOString(),
+      fields: ['mutationPolicy Entity'],
+      tags: tags.slice(0, 20),
+      moreTags: 5,
+      removedEntries: 2,
+      result: 'ok',
+      mode: 'hard',
+      replica: 'replica-1',
+    });
+    expect(changes[1]!.fields).toEqual(['purge104']);
+    expect(changes[99]!.fields).toEqual(['purge6']);
+  });
+});
+
+describe('configuration view', () => {
+  it('shows every setting but the secrets', () => {
+    const config = configSchema.parse({
+      origin: { url: 'http://origin.test/graphql' },
+      redis: { url: 'redis://cache:s3cret-pass@redis.internal:6379/0' },
+      purge: { tokens: ['token-one', 'token-two'] },
+      cache: { scopeKeySecret: 'a-scope-key-secret-of-32-bytes!!' },
+      scopes: { TEAM: 'header:x-team' },
+      rules: [{ types: ['Query'], maxAge: 60, scope: 'TEAM' }],
+    });
+    const view = redactedConfig(config) as typeof config;
+    expect(view.purge).toEqual({ tokens: [REDACTED, REDACTED], header: 'svc-purge-token' });
+    expect(view.cache.scopeKeySecret).toBe(REDACTED);
+    expect(view.redis!.url).toBe(`redis://cache:${REDACTED}@redis.internal:6379/0`);
+    expect(view.scopes).toEqual({ TEAM: 'header:x-team' });
+    expect(view.rules).toEqual(config.rules);
+    expect(JSON.stringify(view)).not.toMatch(/s3cret-pass|token-one|token-two|a-scope-key-secret/);
+  });
+});

@@ -1,0 +1,81 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Sidecar } from '../../src/sidecar/sidecar.js';
+import { startTestSidecar } from '../support/sidecar.js';
+
+/**
+ * deploy/grafana/svc-cache.json may only chart what `/metrics` exposes. Two names are awaited from
+ * work in progress and allowed until they land (README, Dashboard): the PASS reasons counter and
+ * the coalescing counter.
+ */
+const AWAITED = new Set(['svc_cache_pass_total', 'svc_cache_coalesced_requests_total']);
+
+interface Panel {
+  id: number;
+  title: string;
+  targets: Array<{ expr: string }>;
+}
+
+const board = JSON.parse(readFileSync(new URL('../../deploy/grafana/svc-cache.json', import.meta.url), 'utf8')) as {
+  uid: string;
+  panels: Panel[];
+};
+
+let sidecar: Sidecar;
+beforeAll(async () => {
+  sidecar = await startTestSidecar();
+});
+afterAll(() => sidecar.close());
+
+/** Every sample name the exposition can carry: counters, gauges, and histograms' series. */
+async function exposedNames(): Promise<Set<string>> {
+  const text = await (await fetch(`http://127.0.0.1:${sidecar.adminPort}/metrics`)).text();
+  const names = new Set<string>();
+  for (const match of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
+    const [, name, kind] = match as unknown as [string, string, string];
+    names.add(name);
+    if (kind === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) names.add(name + suffix);
+  }
+  return names;
+}
+
+function referencedNames(): Set<string> {
+  const names = new Set<string>();
+  for (const panel of board.panels) {
+    for (const target of panel.targets) for (const [name] of target.expr.matchAll(/\bsvc_cache_[a-z0-9_]+/g)) names.add(name);
+  }
+  return names;
+}
+
+describe('Grafana dashboard', () => {
+  it('references only metric names /metrics exposes', async () => {
+    const exposed = await exposedNames();
+    const unknown = [...referencedNames()].filter((name) => !exposed.has(name) && !AWAITED.has(name));
+    expect(unknown).toEqual([]);
+  });
+
+  it('charts hit ratio by replica and in total, outcomes, PASS reasons, purges, invalidations, store errors and coalescing', () => {
+    expect([...referencedNames()].sort()).toEqual([
+      'svc_cache_coalesced_requests_total',
+      'svc_cache_decision_duration_seconds_bucket',
+      'svc_cache_invalidated_entries_total',
+      'svc_cache_invalidations_total',
+      'svc_cache_pass_total',
+      'svc_cache_purged_entries_total',
+      'svc_cache_purges_total',
+      'svc_cache_requests_total',
+      'svc_cache_store_duration_seconds_bucket',
+      'svc_cache_store_errors_total',
+    ]);
+    const titles = board.panels.map((panel) => panel.title);
+    expect(titles).toContain('Hit ratio by replica');
+    expect(titles).toContain('Hit ratio, all replicas');
+  });
+
+  it('is a well-formed board: unique panel ids, every panel with a query', () => {
+    expect(board.uid).toBe('svc-cache');
+    const ids = board.panels.map((panel) => panel.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const panel of board.panels) expect(panel.targets.length).toBeGreaterThan(0);
+  });
+});
