@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../observability/log.js';
+import { mutateRequestHeaders, type ConnectionManagerConfig } from './connectionManager.js';
 import { ExtProcFilter, type FilterCallbacks } from './extProcFilter.js';
 import type { FilterConfig } from './filterConfig.js';
 import { HeaderMap } from './headerMap.js';
@@ -13,6 +13,7 @@ import type { Router, UpstreamRequest } from './upstream.js';
 
 export interface StreamContext {
   config: FilterConfig;
+  connectionManager: ConnectionManagerConfig;
   client: ProcessorClient;
   checker: MutationChecker;
   router: Router;
@@ -69,6 +70,8 @@ export class ActiveStream implements FilterCallbacks {
   /** Envoy's sendLocalReply: through the encoder filters if no response started, else straight out or a reset. */
   sendLocalReply(reply: LocalReply): void {
     if (this.destroyed) return;
+    // FilterManager::sendLocalReply tells every filter first (Filter::onLocalReply).
+    this.filter.onLocalReply();
     this.stage.interrupt();
     const stage = (this.stage = new Stage());
     this.upstream?.abort();
@@ -92,7 +95,7 @@ export class ActiveStream implements FilterCallbacks {
   private async run(): Promise<void> {
     const stage = this.stage;
     const { config, router } = this.context;
-    const headers = requestHeaders(this.request);
+    const headers = requestHeaders(this.request, this.context.connectionManager);
     this.record.requestId = headers.get('x-request-id') ?? '';
     if (requestHasBody(this.request)) {
       this.requestBody = MessageBody.reading(this.request, config.bufferLimitBytes, () =>
@@ -124,7 +127,8 @@ export class ActiveStream implements FilterCallbacks {
         this.sendLocalReply(envoyReplies.responsePayloadTooLarge()),
       );
     }
-    await this.encode(stage, responseHeaders(response, serviceTimeMs), this.responseBody, 'via_upstream');
+    const fromOrigin = responseHeaders(response, serviceTimeMs, router.suppressEnvoyHeaders);
+    await this.encode(stage, fromOrigin, this.responseBody, 'via_upstream');
   }
 
   private async encodeLocalReply(stage: Stage, reply: LocalReply): Promise<void> {
@@ -233,12 +237,9 @@ class Stage {
 
 /**
  * The request headers ext_proc sees: HTTP/1 `Host` as `:authority`, pseudo-headers first, hop-by-hop
- * headers gone, and what the connection manager adds before any filter runs (ext_proc.md §2.2 item 4).
- * The production listener sets use_remote_address and no internal_address_config, which since 1.36 makes
- * every request an edge request: Envoy's own control headers are dropped, x-forwarded-for gets the peer
- * (Envoy's own address for a loopback peer), x-envoy-external-address is set and x-request-id replaced.
+ * headers gone, and what the connection manager adds before any filter runs (docs/ext-proc.md, Message order).
  */
-function requestHeaders(request: IncomingMessage): HeaderMap {
+function requestHeaders(request: IncomingMessage, connectionManager: ConnectionManagerConfig): HeaderMap {
   const headers = new HeaderMap();
   headers.add(':authority', request.headers.host ?? '');
   headers.add(':path', request.url ?? '/');
@@ -248,7 +249,7 @@ function requestHeaders(request: IncomingMessage): HeaderMap {
   for (let index = 0; index + 1 < raw.length; index += 2) {
     const name = (raw[index] ?? '').toLowerCase();
     const value = raw[index + 1] ?? '';
-    if (name === 'host' || HOP_BY_HOP_HEADERS.has(name) || EDGE_CLEANED_HEADERS.has(name)) continue;
+    if (name === 'host' || HOP_BY_HOP_HEADERS.has(name)) continue;
     // Envoy answers `Expect: 100-continue` itself and drops the header.
     if (name === 'expect' && value.toLowerCase() === '100-continue') continue;
     // TE is sanitised to the one value that may cross a hop.
@@ -258,52 +259,20 @@ function requestHeaders(request: IncomingMessage): HeaderMap {
     }
     headers.add(name, value);
   }
-  const peer = plainAddress(request.socket.remoteAddress);
-  const forwardedAs = isLoopback(peer) ? plainAddress(request.socket.localAddress) : peer;
-  const forwardedFor = headers.get('x-forwarded-for');
-  headers.set('x-forwarded-for', forwardedFor === undefined ? forwardedAs : `${forwardedFor},${forwardedAs}`);
-  headers.set('x-forwarded-proto', 'http');
-  headers.set('x-envoy-external-address', peer);
-  headers.set('x-request-id', randomUUID());
+  mutateRequestHeaders(
+    headers,
+    { remote: request.socket.remoteAddress ?? '', local: request.socket.localAddress ?? '' },
+    connectionManager,
+  );
   return headers;
 }
 
-/** Request headers Envoy strips from requests that are not internal (ConnectionManagerUtility). */
-const EDGE_CLEANED_HEADERS = new Set([
-  'x-envoy-internal',
-  'x-envoy-decorator-operation',
-  'x-envoy-downstream-service-cluster',
-  'x-envoy-downstream-service-node',
-  'x-envoy-retriable-status-codes',
-  'x-envoy-retriable-header-names',
-  'x-envoy-retry-on',
-  'x-envoy-retry-grpc-on',
-  'x-envoy-max-retries',
-  'x-envoy-upstream-alt-stat-name',
-  'x-envoy-upstream-rq-timeout-ms',
-  'x-envoy-upstream-rq-per-try-timeout-ms',
-  'x-envoy-upstream-rq-timeout-alt-response',
-  'x-envoy-expected-rq-timeout-ms',
-  'x-envoy-force-trace',
-  'x-envoy-ip-tags',
-  'x-envoy-original-url',
-  'x-envoy-hedge-on-per-try-timeout',
-]);
-
-function plainAddress(address: string | undefined): string {
-  return (address ?? '').replace(/^::ffff:/, '');
-}
-
-function isLoopback(address: string): boolean {
-  return address === '::1' || address.startsWith('127.');
-}
-
 /** The origin's response headers as the router hands them to the encoder filters. */
-function responseHeaders(response: IncomingMessage, serviceTimeMs: number): HeaderMap {
+function responseHeaders(response: IncomingMessage, serviceTimeMs: number, suppressEnvoyHeaders: boolean): HeaderMap {
   const headers = new HeaderMap([[':status', String(response.statusCode ?? 502)]]);
   const raw = response.rawHeaders;
   for (let index = 0; index + 1 < raw.length; index += 2) headers.add(raw[index] ?? '', raw[index + 1] ?? '');
-  headers.set('x-envoy-upstream-service-time', String(serviceTimeMs));
+  if (!suppressEnvoyHeaders) headers.set('x-envoy-upstream-service-time', String(serviceTimeMs));
   return headers;
 }
 

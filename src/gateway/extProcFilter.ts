@@ -84,17 +84,28 @@ export class ExtProcFilter {
   }
 
   encodeHeaders(headers: HeaderMap, body: MessageBody): Promise<void> {
-    const headersContinue = this.onHeaders(this.encoding, headers, body);
-    // Nothing left to ask the server: Envoy closes the stream as soon as the response phase needs none of it.
-    if (this.encoding.noExternalProcess) this.closeStream();
-    return headersContinue;
+    return this.onHeaders(this.encoding, headers, body);
   }
 
   encodeBody(): Promise<void> {
     return this.encoding.bodyGate.promise;
   }
 
-  /** The HTTP request is over (answered or reset): stop timers and close the stream if still open. */
+  /**
+   * Envoy's Filter::onLocalReply: the connection manager is about to answer the request itself. Since 1.34
+   * that ends external processing (docs/ext-proc.md, Local replies): the reply is not shown to the server,
+   * and the stream, still open, is closed with the HTTP stream (onDestroy).
+   */
+  onLocalReply(): void {
+    if (!this.context.config.envoy.skipExtProcOnLocalReply) return;
+    this.processingComplete = true;
+    this.finishCalls();
+  }
+
+  /**
+   * Envoy's Filter::onDestroy: the HTTP stream is over (answered or reset). In 1.36 this is where a stream
+   * that no error, timeout or immediate response ended gets closed (docs/ext-proc.md, Stream close).
+   */
   onDestroy(): void {
     this.decoding.stopTimer();
     this.encoding.stopTimer();
@@ -111,11 +122,6 @@ export class ExtProcFilter {
     }
     state.heldHeaders = headers;
     state.noBody = body.isAbsent;
-    // While the headers call is outstanding a BUFFERED filter asks for the body to be buffered, which is
-    // what makes an oversized body a 413 (§6); before ≈1.35 it only raised a watermark.
-    const bufferWhileWaiting =
-      state.bodyMode === BodySendMode.BUFFERED && this.context.config.envoy.buffered413WhileWaiting;
-    body.setHold(bufferWhileWaiting ? 'buffer' : 'watermark');
     this.send(state, 'headers', {
       [state.headersCase]: {
         headers: headerMapToMessage(headers, this.context.config.envoy),
@@ -123,6 +129,12 @@ export class ExtProcFilter {
       },
     });
     if (this.shouldRemoveContentLength(state)) headers.remove('content-length');
+    // While the headers call is outstanding a BUFFERED filter asks for the body to be buffered, which is
+    // what makes an oversized body a 413 (docs/ext-proc.md, Buffer limits); before ≈1.35 it only raised a
+    // watermark. Body data reaches the filter after its headers, so this comes after the headers message.
+    const bufferWhileWaiting =
+      state.bodyMode === BodySendMode.BUFFERED && this.context.config.envoy.buffered413WhileWaiting;
+    body.setHold(bufferWhileWaiting ? 'buffer' : 'watermark');
     return state.headersGate.promise;
   }
 
@@ -191,7 +203,6 @@ export class ExtProcFilter {
       this.context.stats.increment('stream_msgs_received');
       this.handleErrorResponse(problem.message);
     }
-    this.closeStreamIfLastResponse(response);
   }
 
   private dispatch(response: ProcessingResponse): Problem | undefined {
@@ -444,17 +455,6 @@ export class ExtProcFilter {
     this.encoding.setProcessingMode(mode);
   }
 
-  /** Envoy's stream close optimisation: close once the last answer the request will need has arrived. */
-  private closeStreamIfLastResponse(response: ProcessingResponse): void {
-    if (!this.stream) return;
-    const last =
-      (response.response === 'request_headers' &&
-        (this.decoding.noBody || this.decoding.passesBody) &&
-        this.encoding.noExternalProcess) ||
-      (response.response === 'response_headers' && (this.encoding.noBody || this.encoding.passesBody));
-    if (last) this.closeStream();
-  }
-
   /** Lets both directions go on untouched, as after a clean close or a fail-open error. */
   private clearAsyncState(): void {
     for (const state of [this.decoding, this.encoding]) {
@@ -480,8 +480,11 @@ export class ExtProcFilter {
     return this.decoding.callbackState === 'headers' || this.encoding.callbackState === 'headers';
   }
 
+  /** Envoy's toErrorCode: status_on_error outside 400-599 is answered as 500 (docs/ext-proc.md, Timeouts and failure modes). */
   private get statusOnError(): number {
-    return this.context.config.envoy.statusOnErrorSupported ? this.context.config.statusOnError : 500;
+    const status = this.context.config.statusOnError;
+    if (!this.context.config.envoy.statusOnErrorSupported || status < 400 || status > 599) return 500;
+    return status;
   }
 }
 
@@ -522,14 +525,6 @@ class DirectionState {
 
   get bodyCase(): 'request_body' | 'response_body' {
     return this.direction === 'request' ? 'request_body' : 'response_body';
-  }
-
-  get passesBody(): boolean {
-    return this.bodyMode === BodySendMode.NONE && !this.sendTrailers;
-  }
-
-  get noExternalProcess(): boolean {
-    return !this.sendHeaders && this.passesBody;
   }
 
   /** DEFAULT headers mean SEND and DEFAULT trailers mean SKIP (§2.1). */

@@ -24,6 +24,11 @@ export interface EnvoyProfile {
   statusOnErrorSupported: boolean;
   /** immediate_response headers go through the filter's mutation_rules rather than a permissive set (§3). */
   immediateResponseUsesFilterMutationRules: boolean;
+  /**
+   * Runtime guard `envoy.reloadable_features.skip_ext_proc_on_local_reply` (on since 1.34): a local reply
+   * (router 503/504, the 413 of an oversized body) ends processing, so no response phase reaches the server.
+   */
+  skipExtProcOnLocalReply: boolean;
 }
 
 /** The ext_proc filter settings the gateway plays (ext_proc.md §10.1). */
@@ -39,6 +44,7 @@ export interface FilterConfig {
   allowedOverrideModes: ProcessingMode[];
   mutationRules: MutationRules;
   disableImmediateResponse: boolean;
+  /** Any HTTP status; one outside 400-599 is answered as 500, as Envoy's toErrorCode does. */
   statusOnError: number;
   /** per_connection_buffer_limit_bytes: the most a BUFFERED body may hold (§6). */
   bufferLimitBytes: number;
@@ -59,6 +65,7 @@ export function envoyProfile(version: string): EnvoyProfile {
     buffered413WhileWaiting: minor >= 35,
     statusOnErrorSupported: minor >= 36,
     immediateResponseUsesFilterMutationRules: minor >= 27,
+    skipExtProcOnLocalReply: minor >= 34,
   };
 }
 
@@ -102,8 +109,8 @@ export function resolveFilterConfig(overrides: Partial<FilterConfig> = {}): Filt
   if (!(config.messageTimeoutMs > 0)) throw new Error('messageTimeoutMs must be positive');
   if (!(config.maxMessageTimeoutMs >= 0)) throw new Error('maxMessageTimeoutMs must not be negative');
   if (!(config.bufferLimitBytes > 0)) throw new Error('bufferLimitBytes must be positive');
-  if (!Number.isInteger(config.statusOnError) || config.statusOnError < 200 || config.statusOnError > 599) {
-    throw new Error('statusOnError must be an HTTP status from 200 to 599');
+  if (!Number.isInteger(config.statusOnError) || config.statusOnError < 100 || config.statusOnError > 599) {
+    throw new Error('statusOnError must be an HTTP status from 100 to 599');
   }
   return config;
 }

@@ -2,11 +2,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { silentLogger, type Logger } from '../observability/log.js';
 import { ActiveStream, type StreamContext } from './activeStream.js';
+import { PRODUCTION_CONNECTION_MANAGER } from './connectionManager.js';
 import { resolveFilterConfig, type FilterConfig } from './filterConfig.js';
 import { MutationChecker } from './mutation.js';
 import { ProcessorClient } from './processorClient.js';
 import { GatewayStatsCollector, type GatewayStats } from './stats.js';
-import { Router } from './upstream.js';
+import { PRODUCTION_ROUTE, Router } from './upstream.js';
 
 export interface GatewayOptions {
   /** "host:port" of the ext_proc server (plaintext h2c gRPC). */
@@ -19,8 +20,16 @@ export interface GatewayOptions {
   host?: string;
   /** Envoy ext_proc filter settings; anything left out is what production runs (see `productionFilterConfig`). */
   filter?: Partial<FilterConfig>;
-  /** The route timeout; default 30 s as in the production route (ext_proc.md §7.1). */
+  /** The route timeout; default 30 s as in the production route (docs/ext-proc.md, Envoy configuration). */
   routeTimeoutMs?: number;
+  /** The connection manager's `use_remote_address`; default true, as production runs Envoy at the edge. */
+  useRemoteAddress?: boolean;
+  /** The connection manager's `xff_num_trusted_hops`; default 0. */
+  xffNumTrustedHops?: number;
+  /** The router's `suppress_envoy_headers`; default true, as in production. */
+  suppressEnvoyHeaders?: boolean;
+  /** The route's `request_headers_to_remove`; default `['svc-purge-token']`, as in production. */
+  requestHeadersToRemove?: string[];
   /** Default: silent. */
   logger?: Logger;
 }
@@ -35,11 +44,10 @@ export interface Gateway {
 
 const DEFAULT_PORT = 8080;
 const DEFAULT_HOST = '127.0.0.1';
-const PRODUCTION_ROUTE_TIMEOUT_MS = 30_000;
 
 /**
  * A development front door that plays Envoy 1.36 with the production ext_proc filter over real HTTP/1.1
- * and the real ext_proc gRPC protocol (ext_proc.md §10). Not a production proxy.
+ * and the real ext_proc gRPC protocol (docs/ext-proc.md). Not a production proxy.
  */
 const ENVOY_MAX_REQUEST_HEADERS_BYTES = 60 * 1024;
 
@@ -49,9 +57,19 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const logger = options.logger ?? silentLogger();
   const stats = new GatewayStatsCollector();
   const client = new ProcessorClient(options.processor);
-  const router = new Router(origin, options.routeTimeoutMs ?? PRODUCTION_ROUTE_TIMEOUT_MS);
+  const router = new Router(origin, {
+    timeoutMs: options.routeTimeoutMs ?? PRODUCTION_ROUTE.timeoutMs,
+    requestHeadersToRemove: (options.requestHeadersToRemove ?? PRODUCTION_ROUTE.requestHeadersToRemove).map((name) =>
+      name.toLowerCase(),
+    ),
+    suppressEnvoyHeaders: options.suppressEnvoyHeaders ?? PRODUCTION_ROUTE.suppressEnvoyHeaders,
+  });
   const context: StreamContext = {
     config,
+    connectionManager: {
+      useRemoteAddress: options.useRemoteAddress ?? PRODUCTION_CONNECTION_MANAGER.useRemoteAddress,
+      xffNumTrustedHops: options.xffNumTrustedHops ?? PRODUCTION_CONNECTION_MANAGER.xffNumTrustedHops,
+    },
     client,
     checker: new MutationChecker(config.mutationRules),
     router,

@@ -82,7 +82,11 @@ export class MessageBody {
     return Buffer.concat(this.chunks);
   }
 
-  /** Sets the content (a body mutation); data still arriving from the sender is read and dropped. */
+  /**
+   * Sets the content (a body mutation); data still arriving from the sender is read and dropped. A held
+   * buffer is Envoy's watermark buffer: a mutation that takes it over the limit fires the same overflow as
+   * data arriving would (docs/ext-proc.md, Buffer limits).
+   */
   replace(bytes: Buffer): void {
     this.chunks = [bytes];
     this.length = bytes.length;
@@ -90,6 +94,10 @@ export class MessageBody {
     if (!this.ended) {
       this.discarding = true;
       this.source?.resume();
+    }
+    if (this.hold === 'buffer' && this.exceedsLimit && !this.overflowed) {
+      this.overflowed = true;
+      this.onOverflow();
     }
   }
 

@@ -117,10 +117,7 @@ export function applyHeaderMutation(
     // proto3 leaves an unset key out of the decoded message; Envoy sees the empty string.
     const key = header.key ?? '';
     if (options.skipContentLength && key.toLowerCase() === 'content-length') continue;
-    if (context.profile.rawValueMode === 'raw' && (header.value ?? '') !== '' && (header.raw_value?.length ?? 0) > 0) {
-      context.onRejected();
-      return 'Only one of value or raw_value in the HeaderValue message should be set.';
-    }
+    // With both value and raw_value set, 1.36 reads raw_value and ignores value (docs/ext-proc.md, Header values).
     const value = headerValueFromMessage(header, context.profile);
     if (!isValidName(key) || INVALID_VALUE_CHARACTER.test(value)) {
       context.onRejected();

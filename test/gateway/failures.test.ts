@@ -4,7 +4,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { BodySendMode, HeaderSendMode } from '../../src/extproc/messages.js';
 import { envoyProfile, startGateway } from '../../src/gateway/index.js';
-import { answerEach, continueResponse, headerValue, setHeader } from '../support/fakeProcessor.js';
+import { answerEach, continueResponse, headerValue, setHeader, type ScriptedStream } from '../support/fakeProcessor.js';
 import { type Rig, delay, header, jsonOrigin, kinds, send, startRig } from './harness.js';
 
 let rig: Rig;
@@ -181,6 +181,17 @@ describe('the server ends the call', () => {
     expect((await send(older.url)).status).toBe(500);
   });
 
+  // Filter::onGrpcError through toErrorCode: a status_on_error that is not an error status becomes 500.
+  it.each([302, 200, 399, 599])('with status_on_error %i: 4xx and 5xx are kept, anything else is 500', async (status) => {
+    const gateway = await rig.gatewayWith({ filter: { failureModeAllow: false, statusOnError: status } });
+    rig.processor.use(async (stream) => {
+      await stream.next();
+      stream.fail(grpc.status.UNAVAILABLE, 'down');
+    });
+
+    expect((await send(gateway.url)).status).toBe(status >= 400 ? status : 500);
+  });
+
   it('while Envoy waits for the origin, fail-closed: the origin request is abandoned for a 500', async () => {
     let originAborted = false;
     rig.origin.use((_request, response) => {
@@ -304,49 +315,79 @@ describe('spurious answers (§6)', () => {
   });
 });
 
-describe('Envoy-generated replies reach the response phase (§2.3 E)', () => {
-  it('origin connection refused: a 503 local reply with the router text, seen as response_headers and body', async () => {
+// Filter::onLocalReply (1.36, runtime guard skip_ext_proc_on_local_reply): a reply Envoy makes itself ends
+// external processing, so the server sees no response phase (docs/ext-proc.md, Local replies).
+describe('Envoy-generated replies skip ext_proc', () => {
+  const REFUSED_TEXT =
+    'upstream connect error or disconnect/reset before headers. reset reason: remote connection failure, ' +
+    'transport failure reason: delayed connect error: Connection refused';
+  const markResponses = answerEach((request) =>
+    request.request === 'response_headers'
+      ? continueResponse(request, { header_mutation: { set_headers: [setHeader('svc-cache', 'PASS')] } })
+      : continueResponse(request),
+  );
+
+  /** Runs `markResponses` and hands over the stream, to wait for its close. */
+  function recordStreams(): ScriptedStream[] {
+    const streams: ScriptedStream[] = [];
+    rig.processor.use((stream) => {
+      streams.push(stream);
+      return markResponses(stream);
+    });
+    return streams;
+  }
+
+  it('origin connection refused: the router 503 reaches the client untouched; the server saw only request_headers', async () => {
     const gateway = await rig.gatewayWith({ origin: `http://127.0.0.1:${await closedPort()}` });
-    rig.processor.use(
-      answerEach((request) =>
-        request.request === 'response_headers'
-          ? continueResponse(request, { header_mutation: { set_headers: [setHeader('svc-cache', 'PASS')] } })
-          : continueResponse(request),
-      ),
-    );
+    const streams = recordStreams();
 
     const response = await send(gateway.url);
 
-    const text =
-      'upstream connect error or disconnect/reset before headers. reset reason: remote connection failure, ' +
-      'transport failure reason: delayed connect error: Connection refused';
     expect(response.status).toBe(503);
-    expect(response.text).toBe(text);
+    expect(response.text).toBe(REFUSED_TEXT);
     expect(header(response, 'content-type')).toBe('text/plain');
-    expect(header(response, 'svc-cache')).toBe('PASS');
+    expect(header(response, 'svc-cache')).toBeUndefined();
     expect(gateway.stats.lastRequest()?.responseCodeDetails).toBe(
       'upstream_reset_before_response_started{remote_connection_failure|delayed_connect_error:_Connection_refused}',
     );
+    // The 1.36 sequence a sidecar must expect: request_headers answered with CONTINUE, then nothing but the
+    // close (half-close and cancel) once the local reply has gone out (Filter::onDestroy).
+    await streams[0]?.cancelled;
     const stream = rig.lastStream();
-    expect(kinds(stream.received)).toEqual(['request_headers', 'response_headers', 'response_body']);
-    expect(headerValue(stream.received[1]?.response_headers, ':status')).toBe('503');
-    expect(headerValue(stream.received[1]?.response_headers, 'x-envoy-upstream-service-time')).toBeUndefined();
-    expect(stream.received[2]?.response_body?.body?.toString()).toBe(text);
+    expect(kinds(stream.received)).toEqual(['request_headers']);
+    expect(stream.sent).toHaveLength(1);
+    expect(stream.sent[0]?.request_headers).toBeDefined();
+    expect(stream.halfClosed).toBe(true);
+    expect(stream.cancelled).toBe(true);
   });
 
-  it('route timeout: 504 upstream request timeout', async () => {
+  it('a POST whose request phase was answered ends the same way: no response_* message', async () => {
+    const gateway = await rig.gatewayWith({ origin: `http://127.0.0.1:${await closedPort()}` });
+    const streams = recordStreams();
+
+    const response = await send(gateway.url, { method: 'POST', body: '{"query":"{a}"}' });
+
+    expect(response.status).toBe(503);
+    await streams[0]?.cancelled;
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'request_body']);
+  });
+
+  it('route timeout: the 504 upstream request timeout is not shown to the server', async () => {
     const gateway = await rig.gatewayWith({ routeTimeoutMs: 100 });
     rig.origin.use(() => undefined);
+    const streams = recordStreams();
 
     const response = await send(gateway.url);
 
     expect(response.status).toBe(504);
     expect(response.text).toBe('upstream request timeout');
+    expect(header(response, 'svc-cache')).toBeUndefined();
     expect(gateway.stats.lastRequest()?.responseCodeDetails).toBe('upstream_response_timeout');
-    expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'response_headers', 'response_body']);
+    await streams[0]?.cancelled;
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers']);
   });
 
-  it('with the request phase skipped, the stream starts with response_headers carrying protocol_config', async () => {
+  it('with the request phase skipped, a local reply opens no stream at all', async () => {
     const gateway = await rig.gatewayWith({
       origin: `http://127.0.0.1:${await closedPort()}`,
       filter: {
@@ -357,17 +398,37 @@ describe('Envoy-generated replies reach the response phase (§2.3 E)', () => {
         },
       },
     });
+    const streamsBefore = rig.processor.streams.length;
 
     const response = await send(gateway.url);
 
     expect(response.status).toBe(503);
+    expect(rig.processor.streams.length).toBe(streamsBefore);
+    expect(gateway.stats.counters.streams_started).toBe(0);
+  });
+
+  it('before 1.34 the local reply went through the response phase, which could start the stream', async () => {
+    const gateway = await rig.gatewayWith({
+      origin: `http://127.0.0.1:${await closedPort()}`,
+      filter: {
+        envoy: envoyProfile('1.33'),
+        processingMode: {
+          request_header_mode: HeaderSendMode.SKIP,
+          response_header_mode: HeaderSendMode.SEND,
+          response_body_mode: BodySendMode.BUFFERED,
+        },
+      },
+    });
+    rig.processor.use(markResponses);
+
+    const response = await send(gateway.url);
+
+    expect(response.status).toBe(503);
+    expect(header(response, 'svc-cache')).toBe('PASS');
     const stream = rig.lastStream();
     expect(kinds(stream.received)).toEqual(['response_headers', 'response_body']);
-    expect(stream.received[0]?.protocol_config).toEqual({
-      request_body_mode: BodySendMode.NONE,
-      response_body_mode: BodySendMode.BUFFERED,
-      send_body_without_waiting_for_header_response: false,
-    });
+    expect(headerValue(stream.received[0]?.response_headers, ':status')).toBe('503');
+    expect(stream.received[1]?.response_body?.body?.toString()).toBe(REFUSED_TEXT);
   });
 });
 

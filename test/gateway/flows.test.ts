@@ -53,7 +53,8 @@ describe('GET', () => {
     expect(header(response, 'svc-cache')).toBe('MISS');
     expect(header(response, 'content-length')).toBe('26');
     expect(header(response, 'server')).toBe('envoy');
-    expect(header(response, 'x-envoy-upstream-service-time')).toMatch(/^\d+$/);
+    // The production router has suppress_envoy_headers.
+    expect(header(response, 'x-envoy-upstream-service-time')).toBeUndefined();
 
     await settled();
     const stream = rig.lastStream();
@@ -450,7 +451,6 @@ describe('response phase', () => {
     const stream = rig.lastStream();
     expect(kinds(stream.received)).toEqual(['request_headers', 'response_headers', 'response_body']);
     expect(headerValue(stream.received[1]?.response_headers, ':status')).toBe('502');
-    expect(headerValue(stream.received[1]?.response_headers, 'x-envoy-upstream-service-time')).toMatch(/^\d+$/);
     expect(rig.gateway.stats.lastRequest()?.responseCodeDetails).toBe('via_upstream');
   });
 
@@ -536,9 +536,27 @@ describe('connection manager details', () => {
     }
   });
 
-  it('the router tells the origin its timeout', async () => {
-    await send(rig.gateway.url);
+});
+
+// Router::Filter::decodeHeaders and onUpstreamHeaders: with suppress_envoy_headers (production) the router adds
+// no x-envoy-* header either way; without it, the origin learns its timeout and the client the service time.
+describe('suppress_envoy_headers (docs/ext-proc.md, Envoy configuration)', () => {
+  it('production: neither x-envoy-expected-rq-timeout-ms upstream nor x-envoy-upstream-service-time downstream', async () => {
+    const response = await send(rig.gateway.url);
+
+    const names = (rig.origin.received.at(-1)?.headers ?? []).map(([name]) => name);
+    expect(names).not.toContain('x-envoy-expected-rq-timeout-ms');
+    expect(header(response, 'x-envoy-upstream-service-time')).toBeUndefined();
+    expect(headerValue(rig.lastStream().received[1]?.response_headers, 'x-envoy-upstream-service-time')).toBeUndefined();
+  });
+
+  it('off: the router tells the origin its timeout and the processor and client the service time', async () => {
+    const gateway = await rig.gatewayWith({ suppressEnvoyHeaders: false });
+
+    const response = await send(gateway.url);
 
     expect(rig.origin.received.at(-1)?.headers).toContainEqual(['x-envoy-expected-rq-timeout-ms', '30000']);
+    expect(header(response, 'x-envoy-upstream-service-time')).toMatch(/^\d+$/);
+    expect(headerValue(rig.lastStream().received[1]?.response_headers, 'x-envoy-upstream-service-time')).toMatch(/^\d+$/);
   });
 });
