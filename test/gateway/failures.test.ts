@@ -518,3 +518,53 @@ describe('what the gateway does not emulate', () => {
     expect(rig.gateway.stats.lastRequest()?.responseCodeDetails).toBe('the_gateway_does_not_emulate_the_STREAMED_body_mode');
   });
 });
+
+// The route's request_headers_to_remove is applied by the router (Router::Filter::decodeHeaders, through
+// finalizeRequestHeaders), after ext_proc: the sidecar reads the purge token, the origin never gets it, even
+// when the sidecar could not be asked (docs/ext-proc.md, Envoy configuration).
+describe('request_headers_to_remove: the purge token never reaches the origin', () => {
+  const TOKEN = { 'svc-purge-token': 'secret-token' };
+
+  function originGotToken(): boolean {
+    return (rig.origin.received.at(-1)?.headers ?? []).some(([name]) => name === 'svc-purge-token');
+  }
+
+  it('the processor sees it; the origin does not', async () => {
+    await send(rig.gateway.url, { method: 'POST', body: '{}', headers: TOKEN });
+
+    expect(headerValue(rig.lastStream().received[0]?.request_headers, 'svc-purge-token')).toBe('secret-token');
+    expect(originGotToken()).toBe(false);
+  });
+
+  it('with the sidecar down (fail-open)', async () => {
+    const gateway = await startGateway({ processor: `127.0.0.1:${await closedPort()}`, origin: rig.origin.url, port: 0 });
+    try {
+      const response = await send(gateway.url, { method: 'POST', body: '{}', headers: TOKEN });
+
+      expect(response.status).toBe(200);
+      expect(gateway.stats.counters.failure_mode_allowed).toBe(1);
+      expect(originGotToken()).toBe(false);
+    } finally {
+      await gateway.close();
+    }
+  });
+
+  it('with the sidecar timing out (fail-open)', async () => {
+    rig.processor.use(answerEach(() => undefined));
+    const start = { ...rig.gateway.stats.counters };
+
+    const response = await send(rig.gateway.url, { headers: TOKEN });
+
+    expect(response.status).toBe(200);
+    expect(rig.countersSince(start)).toMatchObject({ message_timeouts: 1, failure_mode_allowed: 1 });
+    expect(originGotToken()).toBe(false);
+  });
+
+  it('an empty list removes nothing', async () => {
+    const gateway = await rig.gatewayWith({ requestHeadersToRemove: [] });
+
+    await send(gateway.url, { headers: TOKEN });
+
+    expect(rig.origin.received.at(-1)?.headers).toContainEqual(['svc-purge-token', 'secret-token']);
+  });
+});

@@ -560,3 +560,64 @@ describe('suppress_envoy_headers (docs/ext-proc.md, Envoy configuration)', () =>
     expect(headerValue(rig.lastStream().received[1]?.response_headers, 'x-envoy-upstream-service-time')).toMatch(/^\d+$/);
   });
 });
+
+// ConnectionManagerUtility::mutateRequestHeaders, as the production listener configures it.
+describe('use_remote_address and xff_num_trusted_hops (docs/ext-proc.md, Envoy configuration)', () => {
+  const CLIENT_HEADERS = {
+    'x-forwarded-for': '203.0.113.9',
+    'x-forwarded-proto': 'https',
+    'x-request-id': 'client-chosen',
+    'x-envoy-retry-on': '5xx',
+    'x-envoy-downstream-service-cluster': 'spoofed',
+  };
+
+  function seenByProcessor(name: string): string | undefined {
+    return headerValue(rig.lastStream().received[0]?.request_headers, name);
+  }
+
+  it('production (true, 0 hops): the peer is appended to x-forwarded-for and is the external address', async () => {
+    await send(rig.gateway.url, { headers: CLIENT_HEADERS });
+
+    expect(seenByProcessor('x-forwarded-for')).toBe('203.0.113.9,127.0.0.1');
+    expect(seenByProcessor('x-envoy-external-address')).toBe('127.0.0.1');
+    expect(seenByProcessor('x-forwarded-proto')).toBe('http');
+    expect(seenByProcessor('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(seenByProcessor('x-envoy-retry-on')).toBeUndefined();
+    expect(seenByProcessor('x-envoy-downstream-service-cluster')).toBeUndefined();
+    expect(rig.origin.received.at(-1)?.headers).toContainEqual(['x-forwarded-for', '203.0.113.9,127.0.0.1']);
+  });
+
+  it('one trusted hop: the client is the last x-forwarded-for entry that hop wrote', async () => {
+    const gateway = await rig.gatewayWith({ xffNumTrustedHops: 1 });
+
+    await send(gateway.url, { headers: { ...CLIENT_HEADERS, 'x-forwarded-for': '198.51.100.1, 203.0.113.9' } });
+
+    expect(seenByProcessor('x-forwarded-for')).toBe('198.51.100.1, 203.0.113.9,127.0.0.1');
+    expect(seenByProcessor('x-envoy-external-address')).toBe('203.0.113.9');
+    // A trusted hop's x-forwarded-proto is kept.
+    expect(seenByProcessor('x-forwarded-proto')).toBe('https');
+  });
+
+  it('off: x-forwarded-for and a non-empty x-request-id pass through; no external address', async () => {
+    const gateway = await rig.gatewayWith({ useRemoteAddress: false });
+
+    await send(gateway.url, { headers: CLIENT_HEADERS });
+
+    expect(seenByProcessor('x-forwarded-for')).toBe('203.0.113.9');
+    expect(seenByProcessor('x-envoy-external-address')).toBeUndefined();
+    expect(seenByProcessor('x-request-id')).toBe('client-chosen');
+    expect(seenByProcessor('x-forwarded-proto')).toBe('https');
+    // Not internal either: the router's control headers are still dropped, the edge-only ones are not.
+    expect(seenByProcessor('x-envoy-retry-on')).toBeUndefined();
+    expect(seenByProcessor('x-envoy-downstream-service-cluster')).toBe('spoofed');
+    expect(gateway.stats.lastRequest()?.requestId).toBe('client-chosen');
+  });
+
+  it('off, without x-request-id: one is generated', async () => {
+    const gateway = await rig.gatewayWith({ useRemoteAddress: false });
+
+    await send(gateway.url);
+
+    expect(seenByProcessor('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
