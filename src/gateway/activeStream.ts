@@ -1,9 +1,11 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import type { Http2ServerRequest } from 'node:http2';
 import type { Logger } from '../observability/log.js';
-import { mutateRequestHeaders, type ConnectionManagerConfig } from './connectionManager.js';
+import { mutateRequestHeaders, type ConnectionAddresses, type ConnectionManagerConfig } from './connectionManager.js';
 import { ExtProcFilter, type FilterCallbacks } from './extProcFilter.js';
 import type { FilterConfig } from './filterConfig.js';
 import { HeaderMap } from './headerMap.js';
+import type { DownstreamRequest, DownstreamResponse } from './listener.js';
 import { envoyReplies, prepareLocalReply, type LocalReply } from './localReply.js';
 import { MessageBody } from './messageBody.js';
 import type { MutationChecker } from './mutation.js';
@@ -45,8 +47,9 @@ export class ActiveStream implements FilterCallbacks {
 
   constructor(
     private readonly context: StreamContext,
-    private readonly request: IncomingMessage,
-    private readonly response: ServerResponse,
+    private readonly request: DownstreamRequest,
+    private readonly response: DownstreamResponse,
+    private readonly addresses: ConnectionAddresses,
   ) {
     this.isHeadRequest = request.method === 'HEAD';
     this.record = {
@@ -95,7 +98,7 @@ export class ActiveStream implements FilterCallbacks {
   private async run(): Promise<void> {
     const stage = this.stage;
     const { config, router } = this.context;
-    const headers = requestHeaders(this.request, this.context.connectionManager);
+    const headers = requestHeaders(this.request, this.addresses, this.context.connectionManager);
     this.record.requestId = headers.get('x-request-id') ?? '';
     if (requestHasBody(this.request)) {
       this.requestBody = MessageBody.reading(this.request, config.bufferLimitBytes, () =>
@@ -147,7 +150,8 @@ export class ActiveStream implements FilterCallbacks {
       return;
     }
     // Headers go out now so that a body the filter no longer holds (e.g. text/event-stream) streams.
-    this.response.flushHeaders();
+    // Http2ServerResponse has flushHeaders too, though @types/node leaves it out.
+    (this.response as { flushHeaders(): void }).flushHeaders();
     if ((await stage.race(this.filter.encodeBody())) === INTERRUPTED) return;
     body.pipeTo(this.response, () => this.onResponseComplete());
   }
@@ -169,16 +173,17 @@ export class ActiveStream implements FilterCallbacks {
     }
     // Envoy's HTTP/1 codec frames a headers-only response with an explicit zero length where a body is allowed.
     const bodyAllowed = !this.isHeadRequest && status >= 200 && status !== 204 && status !== 304;
-    if (headersOnly && bodyAllowed && !headers.has('content-length')) lines.push('content-length', '0');
+    const http1 = !isHttp2(this.request);
+    if (http1 && headersOnly && bodyAllowed && !headers.has('content-length')) lines.push('content-length', '0');
     // server_header_transformation defaults to OVERWRITE.
     lines.push('server', 'envoy');
-    // Answering before the whole request was read leaves the HTTP/1 connection unusable, so Envoy closes it.
     if (!this.request.complete) {
-      lines.push('connection', 'close');
+      // Answering before the whole request was read leaves an HTTP/1 connection unusable, so Envoy closes it.
+      if (http1) lines.push('connection', 'close');
       this.requestBody.discard();
     }
     this.finishRecord(status, details);
-    this.response.writeHead(status, lines);
+    this.response.writeHead(status, lines as never);
   }
 
   private resetDownstream(details: string): void {
@@ -239,9 +244,13 @@ class Stage {
  * The request headers ext_proc sees: HTTP/1 `Host` as `:authority`, pseudo-headers first, hop-by-hop
  * headers gone, and what the connection manager adds before any filter runs (docs/ext-proc.md, Message order).
  */
-function requestHeaders(request: IncomingMessage, connectionManager: ConnectionManagerConfig): HeaderMap {
+function requestHeaders(
+  request: DownstreamRequest,
+  addresses: ConnectionAddresses,
+  connectionManager: ConnectionManagerConfig,
+): HeaderMap {
   const headers = new HeaderMap();
-  headers.add(':authority', request.headers.host ?? '');
+  headers.add(':authority', (isHttp2(request) ? request.authority : request.headers.host) ?? '');
   headers.add(':path', request.url ?? '/');
   headers.add(':method', request.method ?? 'GET');
   headers.add(':scheme', 'http');
@@ -249,7 +258,7 @@ function requestHeaders(request: IncomingMessage, connectionManager: ConnectionM
   for (let index = 0; index + 1 < raw.length; index += 2) {
     const name = (raw[index] ?? '').toLowerCase();
     const value = raw[index + 1] ?? '';
-    if (name === 'host' || HOP_BY_HOP_HEADERS.has(name)) continue;
+    if (name === 'host' || name.startsWith(':') || HOP_BY_HOP_HEADERS.has(name)) continue;
     // Envoy answers `Expect: 100-continue` itself and drops the header.
     if (name === 'expect' && value.toLowerCase() === '100-continue') continue;
     // TE is sanitised to the one value that may cross a hop.
@@ -259,11 +268,7 @@ function requestHeaders(request: IncomingMessage, connectionManager: ConnectionM
     }
     headers.add(name, value);
   }
-  mutateRequestHeaders(
-    headers,
-    { remote: request.socket.remoteAddress ?? '', local: request.socket.localAddress ?? '' },
-    connectionManager,
-  );
+  mutateRequestHeaders(headers, addresses, connectionManager);
   return headers;
 }
 
@@ -276,8 +281,12 @@ function responseHeaders(response: IncomingMessage, serviceTimeMs: number, suppr
   return headers;
 }
 
-/** HTTP/1 framing decides whether the headers end the stream (§2.3 D): no length and no chunking is no body. */
-function requestHasBody(request: IncomingMessage): boolean {
+/**
+ * Whether the headers end the stream (docs/ext-proc.md, Message order). HTTP/1: no length and no chunking is no
+ * body. HTTP/2: only END_STREAM on the HEADERS frame is; a GET may still be followed by an empty DATA frame.
+ */
+function requestHasBody(request: DownstreamRequest): boolean {
+  if (isHttp2(request)) return !request.stream.endAfterHeaders;
   if (request.headers['transfer-encoding'] !== undefined) return true;
   return Number(request.headers['content-length'] ?? 0) > 0;
 }
@@ -288,4 +297,8 @@ function responseHasBody(response: IncomingMessage, isHeadRequest: boolean): boo
   if (response.headers['transfer-encoding'] !== undefined) return true;
   const contentLength = response.headers['content-length'];
   return contentLength === undefined || Number(contentLength) > 0;
+}
+
+function isHttp2(request: DownstreamRequest): request is Http2ServerRequest {
+  return request.httpVersionMajor === 2;
 }

@@ -1,9 +1,8 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { silentLogger, type Logger } from '../observability/log.js';
 import { ActiveStream, type StreamContext } from './activeStream.js';
 import { PRODUCTION_CONNECTION_MANAGER } from './connectionManager.js';
 import { resolveFilterConfig, type FilterConfig } from './filterConfig.js';
+import { listenDownstream } from './listener.js';
 import { MutationChecker } from './mutation.js';
 import { ProcessorClient } from './processorClient.js';
 import { GatewayStatsCollector, type GatewayStats } from './stats.js';
@@ -46,11 +45,9 @@ const DEFAULT_PORT = 8080;
 const DEFAULT_HOST = '127.0.0.1';
 
 /**
- * A development front door that plays Envoy 1.36 with the production ext_proc filter over real HTTP/1.1
- * and the real ext_proc gRPC protocol (docs/ext-proc.md). Not a production proxy.
+ * A development front door that plays Envoy 1.36 with the production ext_proc filter over real HTTP/1.1 or
+ * cleartext HTTP/2 and the real ext_proc gRPC protocol (docs/ext-proc.md). Not a production proxy.
  */
-const ENVOY_MAX_REQUEST_HEADERS_BYTES = 60 * 1024;
-
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const config = resolveFilterConfig(options.filter);
   const origin = parseOrigin(options.origin);
@@ -77,25 +74,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     logger,
   };
 
-  // Envoy's HTTP connection manager refuses request headers over max_request_headers_kb (60 KiB by
-  // default) with 431 before any filter runs; Node's own default is 16 KiB.
-  const server = http.createServer({ maxHeaderSize: ENVOY_MAX_REQUEST_HEADERS_BYTES }, (request, response) => {
-    new ActiveStream(context, request, response).start();
-  });
-  // Envoy's HTTP/1 connections idle for up to an hour; Node's default of 5 s would drop keep-alive clients early.
-  server.keepAliveTimeout = 60_000;
-  server.headersTimeout = 65_000;
-
   const host = options.host ?? DEFAULT_HOST;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    // A deep accept queue: load tests open a thousand connections at once.
-    server.listen({ port: options.port ?? DEFAULT_PORT, host, backlog: 4096 }, () => {
-      server.off('error', reject);
-      resolve();
-    });
+  const listener = await listenDownstream(host, options.port ?? DEFAULT_PORT, (request, response, addresses) => {
+    new ActiveStream(context, request, response, addresses).start();
   });
-  const port = (server.address() as AddressInfo).port;
+  const port = listener.port;
   logger.info({ port, processor: options.processor, origin: origin.origin }, 'gateway listening');
 
   return {
@@ -103,9 +86,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     port,
     stats,
     close: async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
-      await closed;
+      await listener.close();
       router.close();
       client.close();
     },
