@@ -190,7 +190,9 @@ export class DecisionEngine {
     const { config } = this.deps.state();
     if (isStreamingOrUpgrade(head.headers)) return pass('streaming or upgrade request', head, config);
     if (head.method === 'GET') {
-      if (head.hasBody) return pass('GET with a body', head, config);
+      // Over HTTP/2 a GET may end with an empty DATA frame: its headers then lack end_of_stream and only the
+      // body tells whether it has one (docs/ext-proc.md, HTTP/2 requests).
+      if (head.hasBody) return { kind: 'need-body' };
       return this.decideGraphQL(head, parseGetRequest(head.path));
     }
     if (head.method !== 'POST') return pass(`method ${head.method}`, head, config);
@@ -202,6 +204,10 @@ export class DecisionEngine {
 
   async decideRequest(head: RequestHead, body: Buffer): Promise<RequestDecision> {
     const { config } = this.deps.state();
+    if (head.method === 'GET') {
+      if (body.length > 0) return pass('GET with a body', head, config);
+      return this.decideGraphQL(head, parseGetRequest(head.path));
+    }
     if (body.length > config.limits.maxRequestBodyBytes) return bodyTooLarge(config);
     return this.decideGraphQL(head, parsePostRequest(head.headers, body));
   }
