@@ -101,8 +101,12 @@ export class ActiveStream implements FilterCallbacks {
     const headers = requestHeaders(this.request, this.addresses, this.context.connectionManager);
     this.record.requestId = headers.get('x-request-id') ?? '';
     if (requestHasBody(this.request)) {
-      this.requestBody = MessageBody.reading(this.request, config.bufferLimitBytes, () =>
-        this.sendLocalReply(envoyReplies.requestPayloadTooLarge()),
+      const request = this.request;
+      this.requestBody = MessageBody.reading(
+        request,
+        config.bufferLimitBytes,
+        () => this.sendLocalReply(envoyReplies.requestPayloadTooLarge()),
+        () => isHttp2(request) && Object.keys(request.trailers).length > 0,
       );
     }
 

@@ -155,8 +155,9 @@ export class ExtProcFilter {
     state.body.setHold('buffer');
     const body = await state.body.complete();
     if (body === undefined || this.processingComplete) return;
-    // HTTP/1 codecs drop trailers unless enable_trailers is set, so the body always ends the stream (§2.3 F).
-    this.send(state, 'body', { [state.bodyCase]: { body, end_of_stream: true } });
+    // Trailers (HTTP/2 only here: the HTTP/1 codec drops them unless enable_trailers is set) make Envoy send
+    // the buffered body from onTrailers, not as the end of the stream (docs/ext-proc.md, HTTP/2 requests).
+    this.send(state, 'body', { [state.bodyCase]: { body, end_of_stream: !state.body.endsWithTrailers } });
   }
 
   private send(state: DirectionState, call: 'headers' | 'body', request: ProcessingRequest): void {

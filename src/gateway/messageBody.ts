@@ -22,6 +22,8 @@ export class MessageBody {
   private sink: Writable | undefined;
   private onSinkEnded: () => void = () => undefined;
   private waiters: ((body: Buffer | undefined) => void)[] = [];
+  /** Whether trailers ended the message rather than its last data (known once the body is complete). */
+  private trailersFollow: () => boolean = () => false;
 
   private constructor(
     private readonly source: Readable | undefined,
@@ -45,9 +47,18 @@ export class MessageBody {
     return new MessageBody(undefined, true, true, [bytes], Infinity, () => undefined);
   }
 
-  /** Reads `source` from now on; `onOverflow` runs once if held data in `buffer` mode passes `limitBytes`. */
-  static reading(source: Readable, limitBytes: number, onOverflow: () => void): MessageBody {
+  /**
+   * Reads `source` from now on; `onOverflow` runs once if held data in `buffer` mode passes `limitBytes`.
+   * `hasTrailers` tells, once `source` has ended, whether trailers came after the data.
+   */
+  static reading(
+    source: Readable,
+    limitBytes: number,
+    onOverflow: () => void,
+    hasTrailers: () => boolean = () => false,
+  ): MessageBody {
     const body = new MessageBody(source, true, false, [], limitBytes, onOverflow);
+    body.trailersFollow = hasTrailers;
     source.on('data', (chunk: Buffer) => body.onData(chunk));
     source.on('end', () => body.onEnd());
     source.on('error', () => body.onFailure());
@@ -59,6 +70,10 @@ export class MessageBody {
 
   get isAbsent(): boolean {
     return !this.present;
+  }
+
+  get endsWithTrailers(): boolean {
+    return this.ended && this.trailersFollow();
   }
 
   get exceedsLimit(): boolean {

@@ -81,6 +81,18 @@ describe('the gateway over h2c', () => {
     expect(rig.origin.received.at(-1)?.method).toBe('GET');
   });
 
+  // Filter::onTrailers: the buffered body goes out when the trailers arrive, so without end_of_stream.
+  it('a GET ended by trailers: an empty request_body without end_of_stream (trailers themselves are skipped)', async () => {
+    const response = await sendHttp2(rig.gateway.url, '/graphql?query=%7Ba%7D', 'trailers');
+
+    expect(response.status).toBe(200);
+    await streams.at(-1)?.cancelled;
+    const stream = rig.lastStream();
+    expect(kinds(stream.received)).toEqual(['request_headers', 'request_body', 'response_headers', 'response_body']);
+    expect(stream.received[0]?.request_headers?.end_of_stream).toBe(false);
+    expect(stream.received[1]?.request_body).toEqual({ body: Buffer.alloc(0), end_of_stream: false });
+  });
+
   it('HTTP/1.1 still works on the same port', async () => {
     expect((await send(rig.gateway.url)).status).toBe(200);
   });
@@ -97,7 +109,7 @@ describe('the sidecar behind an h2c client', () => {
     await stack.close();
   });
 
-  it.each<Ending>(['headers', 'empty-data'])('a GET ended by %s is a bodiless GET: MISS, then HIT', async (ending) => {
+  it.each<Ending>(['headers', 'empty-data', 'trailers'])('a GET ended by %s is a bodiless GET: MISS, then HIT', async (ending) => {
     const url = new URL(graphQLGetUrl(stack.url, { query: `query H2${ending.replace('-', '')} { todos { id } }` }));
     const path = url.pathname + url.search;
 
