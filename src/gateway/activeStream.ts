@@ -39,7 +39,7 @@ export class ActiveStream implements FilterCallbacks {
   private requestBody = MessageBody.absent();
   private responseBody = MessageBody.absent();
   private upstream: UpstreamRequest | undefined;
-  /** Response headers have entered the encoder path; later local replies bypass the filters (§3 item 6). */
+  /** Response headers have entered the encoder path; later local replies bypass the filters (docs/ext-proc.md, Immediate responses). */
   private responseStarted = false;
   private recorded = false;
   private resetByGateway = false;

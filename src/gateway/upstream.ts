@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import type { HeaderMap } from './headerMap.js';
 import { envoyReplies, type LocalReply } from './localReply.js';
 
-/** The production cluster's connect_timeout (ext_proc.md §7.1). */
+/** The production cluster's connect_timeout (docs/ext-proc.md, Envoy configuration). */
 const CONNECT_TIMEOUT_MS = 2_000;
 
 export type UpstreamOutcome =
@@ -170,7 +170,7 @@ function upstreamHeaderLines(headers: HeaderMap, hasBody: boolean): string[] {
   for (const [name, value] of headers.entries()) {
     if (!name.startsWith(':')) lines.push(name, value);
   }
-  // Without content-length an HTTP/1 body is sent chunked (ext_proc.md §10.2 step 5).
+  // Without content-length an HTTP/1 body is sent chunked (docs/ext-proc.md, Message order).
   if (hasBody && !headers.has('content-length') && !headers.has('transfer-encoding')) {
     lines.push('transfer-encoding', 'chunked');
   }

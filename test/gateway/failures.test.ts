@@ -36,7 +36,7 @@ async function closedPort(): Promise<number> {
 /** Answers request_headers with a header the origin would see, then behaves as `then` says. */
 const MARK = { header_mutation: { set_headers: [setHeader('svc-cache', 'MISS')] } };
 
-describe('processor unreachable (§6: stream cannot be opened)', () => {
+describe('processor unreachable: the stream cannot be opened (docs/ext-proc.md, Timeouts and failure modes)', () => {
   it('fail-open: the request is forwarded untouched', async () => {
     const gateway = await startGateway({ processor: `127.0.0.1:${await closedPort()}`, origin: rig.origin.url, port: 0 });
     try {
@@ -259,7 +259,7 @@ describe('the server ends the call', () => {
   });
 });
 
-describe('spurious answers (§6)', () => {
+describe('spurious answers (docs/ext-proc.md, Timeouts and failure modes)', () => {
   const wrongCase = answerEach((request) =>
     request.request === 'request_headers' ? { response_headers: { response: MARK } } : continueResponse(request),
   );

@@ -63,7 +63,7 @@ describe('GET', () => {
     expect(requestHeaders?.request_headers?.end_of_stream).toBe(true);
     expect(responseHeaders?.response_headers?.end_of_stream).toBe(false);
     expect(responseBody?.response_body).toEqual({ body: Buffer.from('{"data":{"hello":"world"}}'), end_of_stream: true });
-    // Envoy closes with half-close then reset (§2.2 item 5).
+    // Envoy closes with half-close then reset (docs/ext-proc.md, Stream close).
     expect(stream.halfClosed).toBe(true);
     expect(stream.cancelled).toBe(true);
     expect(rig.gateway.stats.lastRequest()).toMatchObject({ responseCode: 200, responseCodeDetails: 'via_upstream' });
@@ -210,7 +210,7 @@ describe('POST', () => {
   });
 });
 
-describe('request body rewrite (§4.3)', () => {
+describe('request body rewrite (docs/ext-proc.md, Body rewrites and content-length)', () => {
   const expanded = '{"query":"{ hello __typename }"}';
 
   it('with content-length set to the new length: the origin gets the new body and length', async () => {
@@ -317,7 +317,7 @@ describe('request body rewrite (§4.3)', () => {
     expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'response_headers', 'response_body']);
   });
 
-  it('header mutations in the request_body answer still reach the origin: the headers are held (§2.2 item 3)', async () => {
+  it('header mutations in the request_body answer still reach the origin: the headers are held (docs/ext-proc.md, Message order)', async () => {
     rig.processor.use(
       answerEach((request) =>
         request.request === 'request_body'
@@ -454,7 +454,7 @@ describe('response phase', () => {
     expect(rig.gateway.stats.lastRequest()?.responseCodeDetails).toBe('via_upstream');
   });
 
-  it('a gzip origin body reaches the processor and the client as the compressed bytes (§8 item 4)', async () => {
+  it('a gzip origin body reaches the processor and the client as the compressed bytes (docs/ext-proc.md, Body rewrites and content-length)', async () => {
     const compressed = gzipSync('{"data":{"hello":"world"}}');
     rig.origin.use((_request, response) => {
       response.writeHead(200, {

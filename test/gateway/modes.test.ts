@@ -26,7 +26,7 @@ const SKIP_THE_REST = {
   response_body_mode: BodySendMode.NONE,
 };
 
-describe('mode_override (§5.1)', () => {
+describe('mode_override (docs/ext-proc.md, Mode override)', () => {
   it('at request_headers skips the request body and the whole response phase', async () => {
     rig.processor.use(
       answerEach((request) => ({ ...continueResponse(request), mode_override: SKIP_THE_REST })),
@@ -186,7 +186,7 @@ describe('mode_override (§5.1)', () => {
   });
 });
 
-describe('override_message_timeout (§5.3)', () => {
+describe('override_message_timeout (docs/ext-proc.md, Timeouts and failure modes)', () => {
   /** Answers request_headers late, after sending the given timeout overrides first. */
   function lateAnswer(overridesMs: number[], answerAfterMs: number): void {
     rig.processor.use(async (stream) => {
@@ -269,7 +269,7 @@ describe('override_message_timeout (§5.3)', () => {
   });
 });
 
-describe('buffer limit (§6)', () => {
+describe('buffer limit (docs/ext-proc.md, Timeouts and failure modes)', () => {
   let small: Awaited<ReturnType<Rig['gatewayWith']>>;
   beforeAll(async () => {
     small = await rig.gatewayWith({ filter: { bufferLimitBytes: 1024 } });

@@ -45,7 +45,7 @@ function immediate(headers: HeaderValueOption[], body: string, code?: number, de
   );
 }
 
-describe('header values (§1.3)', () => {
+describe('header values (docs/ext-proc.md, Header values)', () => {
   it('raw_value is what Envoy reads', async () => {
     mutateRequestHeaders({ set_headers: [setHeader('x-added', 'raw')] });
 
@@ -84,7 +84,7 @@ describe('header values (§1.3)', () => {
   });
 });
 
-describe('append (§1.3)', () => {
+describe('append (docs/ext-proc.md, Header values)', () => {
   it('append true adds a value next to the client one', async () => {
     mutateRequestHeaders({ set_headers: [setHeader('x-tag', 'added', true)] });
 
@@ -107,7 +107,7 @@ describe('append (§1.3)', () => {
   });
 });
 
-describe('mutation rules (§4.1)', () => {
+describe('mutation rules (docs/ext-proc.md, Header mutations)', () => {
   it('routing and x-envoy headers are ignored and counted; :path and ordinary headers change', async () => {
     const start = { ...rig.gateway.stats.counters };
     mutateRequestHeaders({
@@ -188,7 +188,7 @@ describe('mutation rules (§4.1)', () => {
   });
 });
 
-describe('immediate_response (§3)', () => {
+describe('immediate_response (docs/ext-proc.md, Immediate responses)', () => {
   it('drops x-envoy and routing headers, keeps the content-type it sets, forces content-length', async () => {
     const start = { ...rig.gateway.stats.counters };
     immediate(
