@@ -47,7 +47,12 @@ export async function listenDownstream(host: string, port: number, handler: Down
     handler(request, response, http2Addresses.get(request.stream.session as ServerHttp2Session) ?? { remote: '', local: '' });
   });
 
+  // Every downstream connection, whichever codec took it: closing the gateway closes them all, as Envoy's
+  // listener does on shutdown (node:http only tracks connections of servers that listen themselves).
+  const sockets = new Set<net.Socket>();
   const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => undefined);
     sniffPreface(socket, (isHttp2, firstBytes) => {
       if (isHttp2) {
@@ -73,8 +78,8 @@ export async function listenDownstream(host: string, port: number, handler: Down
     port: (server.address() as AddressInfo).port,
     close: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      http1.closeAllConnections();
       for (const session of http2Sessions) session.destroy();
+      for (const socket of sockets) socket.destroy();
       await closed;
     },
   };

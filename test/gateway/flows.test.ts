@@ -1,7 +1,9 @@
 import http from 'node:http';
+import http2 from 'node:http2';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { BodySendMode, ResponseStatus } from '../../src/extproc/messages.js';
+import { startGateway } from '../../src/gateway/index.js';
 import {
   answerEach,
   continueResponse,
@@ -536,6 +538,28 @@ describe('connection manager details', () => {
     }
   });
 
+});
+
+describe('closing the gateway', () => {
+  it('ends idle keep-alive connections, over HTTP/1.1 and HTTP/2, instead of waiting for the clients', async () => {
+    const gateway = await startGateway({ processor: rig.processor.address, origin: rig.origin.url, port: 0 });
+    const agent = new http.Agent({ keepAlive: true });
+    const session = http2.connect(gateway.url);
+    const connected = new Promise<void>((resolve) => session.once('connect', () => resolve()));
+    const closedByGateway = new Promise<void>((resolve) => session.once('close', () => resolve()));
+    session.on('error', () => undefined);
+    try {
+      expect((await send(gateway.url, { agent })).status).toBe(200);
+      await connected;
+
+      await gateway.close();
+
+      await closedByGateway;
+    } finally {
+      agent.destroy();
+      session.destroy();
+    }
+  });
 });
 
 // Router::Filter::decodeHeaders and onUpstreamHeaders: with suppress_envoy_headers (production) the router adds
