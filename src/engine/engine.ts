@@ -152,8 +152,10 @@ export class DecisionEngine {
   async requestBody(exchange: Exchange, body: Buffer): Promise<RequestDecision> {
     return this.guarded(exchange, 'the request body', async () => {
       const { config } = this.deps.state();
+      const head = requestHeadOf(exchange);
+      if (head.method === 'GET' && body.length > 0) return this.passOn(exchange, 'get-with-body');
       if (body.length > config.limits.maxRequestBodyBytes) return this.conclude(exchange, bodyTooLarge(config));
-      return this.decideGraphQL(exchange, readParameters(requestHeadOf(exchange), body));
+      return this.decideGraphQL(exchange, readParameters(head, body));
     });
   }
 
@@ -195,7 +197,9 @@ export class DecisionEngine {
     const { config } = this.deps.state();
     if (isStreamingOrUpgrade(head.headers)) return this.passOn(exchange, 'streaming-request');
     if (head.method === 'GET') {
-      if (head.hasBody) return this.passOn(exchange, 'get-with-body');
+      // Over HTTP/2 a GET may end with an empty DATA frame: its headers then lack end_of_stream and
+      // only the body tells whether it has one (docs/ext-proc.md, HTTP/2 requests).
+      if (head.hasBody) return { kind: 'need-body' };
       return this.decideGraphQL(exchange, readParameters(head, Buffer.alloc(0)));
     }
     if (head.method !== 'POST') return this.passOn(exchange, 'method-not-graphql', head.method);

@@ -1,9 +1,11 @@
-import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import type { Http2ServerRequest } from 'node:http2';
 import type { Logger } from '../observability/log.js';
+import { mutateRequestHeaders, type ConnectionAddresses, type ConnectionManagerConfig } from './connectionManager.js';
 import { ExtProcFilter, type FilterCallbacks } from './extProcFilter.js';
 import type { FilterConfig } from './filterConfig.js';
 import { HeaderMap } from './headerMap.js';
+import type { DownstreamRequest, DownstreamResponse } from './listener.js';
 import { envoyReplies, prepareLocalReply, type LocalReply } from './localReply.js';
 import { MessageBody } from './messageBody.js';
 import type { MutationChecker } from './mutation.js';
@@ -13,6 +15,7 @@ import type { Router, UpstreamRequest } from './upstream.js';
 
 export interface StreamContext {
   config: FilterConfig;
+  connectionManager: ConnectionManagerConfig;
   client: ProcessorClient;
   checker: MutationChecker;
   router: Router;
@@ -36,7 +39,7 @@ export class ActiveStream implements FilterCallbacks {
   private requestBody = MessageBody.absent();
   private responseBody = MessageBody.absent();
   private upstream: UpstreamRequest | undefined;
-  /** Response headers have entered the encoder path; later local replies bypass the filters (§3 item 6). */
+  /** Response headers have entered the encoder path; later local replies bypass the filters (docs/ext-proc.md, Immediate responses). */
   private responseStarted = false;
   private recorded = false;
   private resetByGateway = false;
@@ -44,8 +47,9 @@ export class ActiveStream implements FilterCallbacks {
 
   constructor(
     private readonly context: StreamContext,
-    private readonly request: IncomingMessage,
-    private readonly response: ServerResponse,
+    private readonly request: DownstreamRequest,
+    private readonly response: DownstreamResponse,
+    private readonly addresses: ConnectionAddresses,
   ) {
     this.isHeadRequest = request.method === 'HEAD';
     this.record = {
@@ -69,6 +73,8 @@ export class ActiveStream implements FilterCallbacks {
   /** Envoy's sendLocalReply: through the encoder filters if no response started, else straight out or a reset. */
   sendLocalReply(reply: LocalReply): void {
     if (this.destroyed) return;
+    // FilterManager::sendLocalReply tells every filter first (Filter::onLocalReply).
+    this.filter.onLocalReply();
     this.stage.interrupt();
     const stage = (this.stage = new Stage());
     this.upstream?.abort();
@@ -92,11 +98,15 @@ export class ActiveStream implements FilterCallbacks {
   private async run(): Promise<void> {
     const stage = this.stage;
     const { config, router } = this.context;
-    const headers = requestHeaders(this.request);
+    const headers = requestHeaders(this.request, this.addresses, this.context.connectionManager);
     this.record.requestId = headers.get('x-request-id') ?? '';
     if (requestHasBody(this.request)) {
-      this.requestBody = MessageBody.reading(this.request, config.bufferLimitBytes, () =>
-        this.sendLocalReply(envoyReplies.requestPayloadTooLarge()),
+      const request = this.request;
+      this.requestBody = MessageBody.reading(
+        request,
+        config.bufferLimitBytes,
+        () => this.sendLocalReply(envoyReplies.requestPayloadTooLarge()),
+        () => isHttp2(request) && Object.keys(request.trailers).length > 0,
       );
     }
 
@@ -124,7 +134,8 @@ export class ActiveStream implements FilterCallbacks {
         this.sendLocalReply(envoyReplies.responsePayloadTooLarge()),
       );
     }
-    await this.encode(stage, responseHeaders(response, serviceTimeMs), this.responseBody, 'via_upstream');
+    const fromOrigin = responseHeaders(response, serviceTimeMs, router.suppressEnvoyHeaders);
+    await this.encode(stage, fromOrigin, this.responseBody, 'via_upstream');
   }
 
   private async encodeLocalReply(stage: Stage, reply: LocalReply): Promise<void> {
@@ -143,7 +154,8 @@ export class ActiveStream implements FilterCallbacks {
       return;
     }
     // Headers go out now so that a body the filter no longer holds (e.g. text/event-stream) streams.
-    this.response.flushHeaders();
+    // Http2ServerResponse has flushHeaders too, though @types/node leaves it out.
+    (this.response as { flushHeaders(): void }).flushHeaders();
     if ((await stage.race(this.filter.encodeBody())) === INTERRUPTED) return;
     body.pipeTo(this.response, () => this.onResponseComplete());
   }
@@ -165,16 +177,17 @@ export class ActiveStream implements FilterCallbacks {
     }
     // Envoy's HTTP/1 codec frames a headers-only response with an explicit zero length where a body is allowed.
     const bodyAllowed = !this.isHeadRequest && status >= 200 && status !== 204 && status !== 304;
-    if (headersOnly && bodyAllowed && !headers.has('content-length')) lines.push('content-length', '0');
+    const http1 = !isHttp2(this.request);
+    if (http1 && headersOnly && bodyAllowed && !headers.has('content-length')) lines.push('content-length', '0');
     // server_header_transformation defaults to OVERWRITE.
     lines.push('server', 'envoy');
-    // Answering before the whole request was read leaves the HTTP/1 connection unusable, so Envoy closes it.
     if (!this.request.complete) {
-      lines.push('connection', 'close');
+      // Answering before the whole request was read leaves an HTTP/1 connection unusable, so Envoy closes it.
+      if (http1) lines.push('connection', 'close');
       this.requestBody.discard();
     }
     this.finishRecord(status, details);
-    this.response.writeHead(status, lines);
+    this.response.writeHead(status, lines as never);
   }
 
   private resetDownstream(details: string): void {
@@ -233,14 +246,15 @@ class Stage {
 
 /**
  * The request headers ext_proc sees: HTTP/1 `Host` as `:authority`, pseudo-headers first, hop-by-hop
- * headers gone, and what the connection manager adds before any filter runs (ext_proc.md §2.2 item 4).
- * The production listener sets use_remote_address and no internal_address_config, which since 1.36 makes
- * every request an edge request: Envoy's own control headers are dropped, x-forwarded-for gets the peer
- * (Envoy's own address for a loopback peer), x-envoy-external-address is set and x-request-id replaced.
+ * headers gone, and what the connection manager adds before any filter runs (docs/ext-proc.md, Message order).
  */
-function requestHeaders(request: IncomingMessage): HeaderMap {
+function requestHeaders(
+  request: DownstreamRequest,
+  addresses: ConnectionAddresses,
+  connectionManager: ConnectionManagerConfig,
+): HeaderMap {
   const headers = new HeaderMap();
-  headers.add(':authority', request.headers.host ?? '');
+  headers.add(':authority', (isHttp2(request) ? request.authority : request.headers.host) ?? '');
   headers.add(':path', request.url ?? '/');
   headers.add(':method', request.method ?? 'GET');
   headers.add(':scheme', 'http');
@@ -248,7 +262,7 @@ function requestHeaders(request: IncomingMessage): HeaderMap {
   for (let index = 0; index + 1 < raw.length; index += 2) {
     const name = (raw[index] ?? '').toLowerCase();
     const value = raw[index + 1] ?? '';
-    if (name === 'host' || HOP_BY_HOP_HEADERS.has(name) || EDGE_CLEANED_HEADERS.has(name)) continue;
+    if (name === 'host' || name.startsWith(':') || HOP_BY_HOP_HEADERS.has(name)) continue;
     // Envoy answers `Expect: 100-continue` itself and drops the header.
     if (name === 'expect' && value.toLowerCase() === '100-continue') continue;
     // TE is sanitised to the one value that may cross a hop.
@@ -258,57 +272,25 @@ function requestHeaders(request: IncomingMessage): HeaderMap {
     }
     headers.add(name, value);
   }
-  const peer = plainAddress(request.socket.remoteAddress);
-  const forwardedAs = isLoopback(peer) ? plainAddress(request.socket.localAddress) : peer;
-  const forwardedFor = headers.get('x-forwarded-for');
-  headers.set('x-forwarded-for', forwardedFor === undefined ? forwardedAs : `${forwardedFor},${forwardedAs}`);
-  headers.set('x-forwarded-proto', 'http');
-  headers.set('x-envoy-external-address', peer);
-  headers.set('x-request-id', randomUUID());
+  mutateRequestHeaders(headers, addresses, connectionManager);
   return headers;
-}
-
-/** Request headers Envoy strips from requests that are not internal (ConnectionManagerUtility). */
-const EDGE_CLEANED_HEADERS = new Set([
-  'x-envoy-internal',
-  'x-envoy-decorator-operation',
-  'x-envoy-downstream-service-cluster',
-  'x-envoy-downstream-service-node',
-  'x-envoy-retriable-status-codes',
-  'x-envoy-retriable-header-names',
-  'x-envoy-retry-on',
-  'x-envoy-retry-grpc-on',
-  'x-envoy-max-retries',
-  'x-envoy-upstream-alt-stat-name',
-  'x-envoy-upstream-rq-timeout-ms',
-  'x-envoy-upstream-rq-per-try-timeout-ms',
-  'x-envoy-upstream-rq-timeout-alt-response',
-  'x-envoy-expected-rq-timeout-ms',
-  'x-envoy-force-trace',
-  'x-envoy-ip-tags',
-  'x-envoy-original-url',
-  'x-envoy-hedge-on-per-try-timeout',
-]);
-
-function plainAddress(address: string | undefined): string {
-  return (address ?? '').replace(/^::ffff:/, '');
-}
-
-function isLoopback(address: string): boolean {
-  return address === '::1' || address.startsWith('127.');
 }
 
 /** The origin's response headers as the router hands them to the encoder filters. */
-function responseHeaders(response: IncomingMessage, serviceTimeMs: number): HeaderMap {
+function responseHeaders(response: IncomingMessage, serviceTimeMs: number, suppressEnvoyHeaders: boolean): HeaderMap {
   const headers = new HeaderMap([[':status', String(response.statusCode ?? 502)]]);
   const raw = response.rawHeaders;
   for (let index = 0; index + 1 < raw.length; index += 2) headers.add(raw[index] ?? '', raw[index + 1] ?? '');
-  headers.set('x-envoy-upstream-service-time', String(serviceTimeMs));
+  if (!suppressEnvoyHeaders) headers.set('x-envoy-upstream-service-time', String(serviceTimeMs));
   return headers;
 }
 
-/** HTTP/1 framing decides whether the headers end the stream (§2.3 D): no length and no chunking is no body. */
-function requestHasBody(request: IncomingMessage): boolean {
+/**
+ * Whether the headers end the stream (docs/ext-proc.md, Message order). HTTP/1: no length and no chunking is no
+ * body. HTTP/2: only END_STREAM on the HEADERS frame is; a GET may still be followed by an empty DATA frame.
+ */
+function requestHasBody(request: DownstreamRequest): boolean {
+  if (isHttp2(request)) return !request.stream.endAfterHeaders;
   if (request.headers['transfer-encoding'] !== undefined) return true;
   return Number(request.headers['content-length'] ?? 0) > 0;
 }
@@ -319,4 +301,8 @@ function responseHasBody(response: IncomingMessage, isHeadRequest: boolean): boo
   if (response.headers['transfer-encoding'] !== undefined) return true;
   const contentLength = response.headers['content-length'];
   return contentLength === undefined || Number(contentLength) > 0;
+}
+
+function isHttp2(request: DownstreamRequest): request is Http2ServerRequest {
+  return request.httpVersionMajor === 2;
 }

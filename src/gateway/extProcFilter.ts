@@ -44,9 +44,9 @@ export interface FilterContext {
 }
 
 /**
- * Envoy's ext_proc HTTP filter for one HTTP request (ext_proc.md §10.2): one lazily opened Process
+ * Envoy's ext_proc HTTP filter for one HTTP request (docs/ext-proc.md, Message order): one lazily opened Process
  * stream, one outstanding message per direction with its timer, answers applied under the mutation and
- * content-length rules, and the failure handling of §6.
+ * content-length rules, and the failure handling of docs/ext-proc.md, Timeouts and failure modes.
  *
  * The connection manager drives it: `decodeHeaders` settles when the request headers may go on (for a
  * BUFFERED body that is after the body answer, since the headers are held until then), `decodeBody` when
@@ -84,17 +84,28 @@ export class ExtProcFilter {
   }
 
   encodeHeaders(headers: HeaderMap, body: MessageBody): Promise<void> {
-    const headersContinue = this.onHeaders(this.encoding, headers, body);
-    // Nothing left to ask the server: Envoy closes the stream as soon as the response phase needs none of it.
-    if (this.encoding.noExternalProcess) this.closeStream();
-    return headersContinue;
+    return this.onHeaders(this.encoding, headers, body);
   }
 
   encodeBody(): Promise<void> {
     return this.encoding.bodyGate.promise;
   }
 
-  /** The HTTP request is over (answered or reset): stop timers and close the stream if still open. */
+  /**
+   * Envoy's Filter::onLocalReply: the connection manager is about to answer the request itself. Since 1.34
+   * that ends external processing (docs/ext-proc.md, Local replies): the reply is not shown to the server,
+   * and the stream, still open, is closed with the HTTP stream (onDestroy).
+   */
+  onLocalReply(): void {
+    if (!this.context.config.envoy.skipExtProcOnLocalReply) return;
+    this.processingComplete = true;
+    this.finishCalls();
+  }
+
+  /**
+   * Envoy's Filter::onDestroy: the HTTP stream is over (answered or reset). In 1.36 this is where a stream
+   * that no error, timeout or immediate response ended gets closed (docs/ext-proc.md, Stream close).
+   */
   onDestroy(): void {
     this.decoding.stopTimer();
     this.encoding.stopTimer();
@@ -111,11 +122,6 @@ export class ExtProcFilter {
     }
     state.heldHeaders = headers;
     state.noBody = body.isAbsent;
-    // While the headers call is outstanding a BUFFERED filter asks for the body to be buffered, which is
-    // what makes an oversized body a 413 (§6); before ≈1.35 it only raised a watermark.
-    const bufferWhileWaiting =
-      state.bodyMode === BodySendMode.BUFFERED && this.context.config.envoy.buffered413WhileWaiting;
-    body.setHold(bufferWhileWaiting ? 'buffer' : 'watermark');
     this.send(state, 'headers', {
       [state.headersCase]: {
         headers: headerMapToMessage(headers, this.context.config.envoy),
@@ -123,6 +129,12 @@ export class ExtProcFilter {
       },
     });
     if (this.shouldRemoveContentLength(state)) headers.remove('content-length');
+    // While the headers call is outstanding a BUFFERED filter asks for the body to be buffered, which is
+    // what makes an oversized body a 413 (docs/ext-proc.md, Buffer limits); before ≈1.35 it only raised a
+    // watermark. Body data reaches the filter after its headers, so this comes after the headers message.
+    const bufferWhileWaiting =
+      state.bodyMode === BodySendMode.BUFFERED && this.context.config.envoy.buffered413WhileWaiting;
+    body.setHold(bufferWhileWaiting ? 'buffer' : 'watermark');
     return state.headersGate.promise;
   }
 
@@ -138,13 +150,14 @@ export class ExtProcFilter {
   }
 
   private async sendBufferedBody(state: DirectionState): Promise<void> {
-    // Before ≈1.35 a body that overflowed while the headers call was outstanding stalled the request (§6).
+    // Before ≈1.35 a body that overflowed while the headers call was outstanding stalled the request (docs/ext-proc.md, Timeouts and failure modes).
     if (!this.context.config.envoy.buffered413WhileWaiting && state.body.exceedsLimit) return;
     state.body.setHold('buffer');
     const body = await state.body.complete();
     if (body === undefined || this.processingComplete) return;
-    // HTTP/1 codecs drop trailers unless enable_trailers is set, so the body always ends the stream (§2.3 F).
-    this.send(state, 'body', { [state.bodyCase]: { body, end_of_stream: true } });
+    // Trailers (HTTP/2 only here: the HTTP/1 codec drops them unless enable_trailers is set) make Envoy send
+    // the buffered body from onTrailers, not as the end of the stream (docs/ext-proc.md, HTTP/2 requests).
+    this.send(state, 'body', { [state.bodyCase]: { body, end_of_stream: !state.body.endsWithTrailers } });
   }
 
   private send(state: DirectionState, call: 'headers' | 'body', request: ProcessingRequest): void {
@@ -173,7 +186,7 @@ export class ExtProcFilter {
   private onReceiveMessage(response: ProcessingResponse): void {
     this.context.record.processorMessages.push({ direction: 'received', type: responseType(response) });
     if (this.processingComplete) return;
-    // A message carrying override_message_timeout is only a timer extension; the rest of it is ignored (§5.3).
+    // A message carrying override_message_timeout is only a timer extension; the rest of it is ignored (docs/ext-proc.md, Timeouts and failure modes).
     if (response.override_message_timeout !== undefined) {
       this.onNewTimeout(response.override_message_timeout);
       return;
@@ -191,7 +204,6 @@ export class ExtProcFilter {
       this.context.stats.increment('stream_msgs_received');
       this.handleErrorResponse(problem.message);
     }
-    this.closeStreamIfLastResponse(response);
   }
 
   private dispatch(response: ProcessingResponse): Problem | undefined {
@@ -232,11 +244,11 @@ export class ExtProcFilter {
 
     if (replacing) {
       if (common.body_mutation) {
-        // Envoy drops content-length itself here; the server is not expected to set it (§4.3).
+        // Envoy drops content-length itself here; the server is not expected to set it (docs/ext-proc.md, Body rewrites and content-length).
         state.heldHeaders?.remove('content-length');
         state.body.replace(applyBodyMutation(common.body_mutation, state.body.heldBytes()));
       }
-      // Nothing more of this message goes to the server (§10.2 step 3).
+      // Nothing more of this message goes to the server (docs/ext-proc.md, Message order).
       state.bodyMode = BodySendMode.NONE;
       state.sendTrailers = false;
       state.releaseHeldMessage();
@@ -254,7 +266,7 @@ export class ExtProcFilter {
   private handleBodyResponse(state: DirectionState, answer: BodyResponse | undefined): Problem | undefined {
     if (state.callbackState !== 'body') return spurious('spurious message');
     const common: CommonResponse = answer?.response ?? {};
-    // Header changes in a body answer reach the message only while its headers are still held (§4.5).
+    // Header changes in a body answer reach the message only while its headers are still held (docs/ext-proc.md, Header mutations).
     if (common.header_mutation && state.heldHeaders) {
       const replacing = common.status === ResponseStatus.CONTINUE_AND_REPLACE;
       const failure = this.mutateHeldHeaders(state, common.header_mutation, replacing);
@@ -271,7 +283,7 @@ export class ExtProcFilter {
     return undefined;
   }
 
-  /** §4.3: since 1.29 a held content-length must match the new body; before, it was simply dropped. */
+  /** Since 1.29 a held content-length must match the new body; before, it was dropped (docs/ext-proc.md, Body rewrites and content-length). */
   private applyContentLengthRules(state: DirectionState, mutation: BodyMutation): string | undefined {
     const headers = state.heldHeaders;
     if (!headers) return undefined;
@@ -296,7 +308,7 @@ export class ExtProcFilter {
     );
   }
 
-  /** §4.3: the body modes in which Envoy owns content-length, removing it up front. */
+  /** The body modes in which Envoy owns content-length, removing it up front (docs/ext-proc.md, Body rewrites and content-length). */
   private shouldRemoveContentLength(state: DirectionState): boolean {
     if (this.processingComplete || this.context.config.envoy.contentLengthRules !== 'validate') return false;
     return (
@@ -314,7 +326,7 @@ export class ExtProcFilter {
     }
   }
 
-  /** §3: status below 200 becomes 200, headers pass the mutation rules, details lose their whitespace. */
+  /** Status below 200 becomes 200, headers pass the mutation rules, details lose their whitespace (docs/ext-proc.md, Immediate responses). */
   private sendImmediateResponse(immediate: ImmediateResponse): void {
     const code = immediate.status?.code ?? 200;
     const checker = this.context.config.envoy.immediateResponseUsesFilterMutationRules
@@ -333,7 +345,7 @@ export class ExtProcFilter {
               { replacingMessage: false, skipContentLength: false },
               { ...this.mutationContext, checker },
             );
-            // A failed mutation only costs the remaining changes; the reply is still sent (§3 item 3).
+            // A failed mutation only costs the remaining changes; the reply is still sent (docs/ext-proc.md, Immediate responses).
             if (failure !== undefined) {
               this.context.logger.warn({ failure }, 'immediate response header mutation failed');
             }
@@ -343,7 +355,7 @@ export class ExtProcFilter {
   }
 
   /**
-   * §4.4 and §6: an answer Envoy cannot apply, or a failed stream when failing closed, ends
+   * An answer Envoy cannot apply, or a failed stream when failing closed (docs/ext-proc.md, Timeouts and failure modes), ends
    * processing with an empty-bodied local reply of status_on_error.
    */
   private handleErrorResponse(message: string): void {
@@ -376,7 +388,7 @@ export class ExtProcFilter {
     else this.onGrpcError(code, details);
   }
 
-  /** A clean close: the rest of the request and response go on without the processor (§6). */
+  /** A clean close: the rest of the request and response go on without the processor (docs/ext-proc.md, Timeouts and failure modes). */
   private onGrpcClose(): void {
     if (this.processingComplete) return;
     this.context.stats.increment('streams_closed');
@@ -416,7 +428,7 @@ export class ExtProcFilter {
     });
   }
 
-  /** §5.3: accepted once per call, while the timer runs, for 1 ms up to max_message_timeout. */
+  /** override_message_timeout: accepted once per call, while the timer runs, for 1 ms up to max_message_timeout (docs/ext-proc.md, Timeouts and failure modes). */
   private onNewTimeout(duration: { seconds?: number | string; nanos?: number }): void {
     const { config, stats } = this.context;
     const timeoutMs = Number(duration.seconds ?? 0) * 1000 + Math.trunc((duration.nanos ?? 0) / 1e6);
@@ -429,7 +441,7 @@ export class ExtProcFilter {
     stats.increment(accepted ? 'override_message_timeout_received' : 'override_message_timeout_ignored');
   }
 
-  /** §5.1, applied to both directions before the answer itself. */
+  /** A mode_override, applied to both directions before the answer itself (docs/ext-proc.md, Mode override). */
   private applyModeOverride(override: ProcessingMode): void {
     const { config, logger } = this.context;
     const mode = config.envoy.modeOverrideDefaultIsUnchanged
@@ -442,17 +454,6 @@ export class ExtProcFilter {
     }
     this.decoding.setProcessingMode(mode);
     this.encoding.setProcessingMode(mode);
-  }
-
-  /** Envoy's stream close optimisation: close once the last answer the request will need has arrived. */
-  private closeStreamIfLastResponse(response: ProcessingResponse): void {
-    if (!this.stream) return;
-    const last =
-      (response.response === 'request_headers' &&
-        (this.decoding.noBody || this.decoding.passesBody) &&
-        this.encoding.noExternalProcess) ||
-      (response.response === 'response_headers' && (this.encoding.noBody || this.encoding.passesBody));
-    if (last) this.closeStream();
   }
 
   /** Lets both directions go on untouched, as after a clean close or a fail-open error. */
@@ -480,8 +481,11 @@ export class ExtProcFilter {
     return this.decoding.callbackState === 'headers' || this.encoding.callbackState === 'headers';
   }
 
+  /** Envoy's toErrorCode: status_on_error outside 400-599 is answered as 500 (docs/ext-proc.md, Timeouts and failure modes). */
   private get statusOnError(): number {
-    return this.context.config.envoy.statusOnErrorSupported ? this.context.config.statusOnError : 500;
+    const status = this.context.config.statusOnError;
+    if (!this.context.config.envoy.statusOnErrorSupported || status < 400 || status > 599) return 500;
+    return status;
   }
 }
 
@@ -524,15 +528,7 @@ class DirectionState {
     return this.direction === 'request' ? 'request_body' : 'response_body';
   }
 
-  get passesBody(): boolean {
-    return this.bodyMode === BodySendMode.NONE && !this.sendTrailers;
-  }
-
-  get noExternalProcess(): boolean {
-    return !this.sendHeaders && this.passesBody;
-  }
-
-  /** DEFAULT headers mean SEND and DEFAULT trailers mean SKIP (§2.1). */
+  /** DEFAULT headers mean SEND and DEFAULT trailers mean SKIP (docs/ext-proc.md, Mode override). */
   setProcessingMode(mode: ProcessingMode): void {
     const headerMode = this.direction === 'request' ? mode.request_header_mode : mode.response_header_mode;
     const trailerMode = this.direction === 'request' ? mode.request_trailer_mode : mode.response_trailer_mode;
@@ -577,7 +573,7 @@ class DirectionState {
   }
 }
 
-/** Since ≈1.34 DEFAULT header and trailer modes keep the configured mode; body modes are literal (§5.1). */
+/** Since ≈1.34 DEFAULT header and trailer modes keep the configured mode; body modes are literal (docs/ext-proc.md, Mode override). */
 function overrideKeepingDefaults(override: ProcessingMode, configured: ProcessingMode): ProcessingMode {
   const keep = (value: number | undefined, current: number | undefined): number | undefined =>
     (value ?? HeaderSendMode.DEFAULT) === HeaderSendMode.DEFAULT ? current : value;

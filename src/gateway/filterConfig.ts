@@ -2,50 +2,56 @@ import { BodySendMode, HeaderSendMode, type ProcessingMode } from '../extproc/me
 import type { MutationRules } from './mutation.js';
 
 /**
- * Envoy behaviour that changed between releases (ext_proc.md §10.4), so tests can pin the version that
+ * Envoy behaviour that changed between releases (docs/ext-proc.md, Envoy configuration), so tests can pin the version that
  * runs in production. Build one with `envoyProfile('1.36')`.
  */
 export interface EnvoyProfile {
-  /** Which HeaderValue field carries header values both ways: `value` before 1.27, `raw_value` since (§1.3). */
+  /** Which HeaderValue field carries header values both ways: `value` before 1.27, `raw_value` since (docs/ext-proc.md, Header values). */
   rawValueMode: 'value' | 'raw';
-  /** Before 1.29 a body mutation dropped content-length; since, a mismatching content-length is an error (§4.3). */
+  /** Before 1.29 a body mutation dropped content-length; since, a mismatching content-length is an error (docs/ext-proc.md, Body rewrites and content-length). */
   contentLengthRules: 'strip-on-mutation' | 'validate';
-  /** Local reply status when a message times out with failure_mode_allow off (§6, PR #34856). */
+  /** Local reply status when a message times out with failure_mode_allow off (envoy PR #34856; docs/ext-proc.md, Timeouts and failure modes). */
   timeoutStatus: 500 | 504;
-  /** DEFAULT header modes in a mode_override keep the configured mode (≈1.34+, §5.1). */
+  /** DEFAULT header modes in a mode_override keep the configured mode (≈1.34+; docs/ext-proc.md, Mode override). */
   modeOverrideDefaultIsUnchanged: boolean;
-  /** The first message of a stream carries protocol_config (≈1.34+, §1.1). */
+  /** The first message of a stream carries protocol_config (≈1.34+; docs/ext-proc.md, Message order). */
   protocolConfigFirstMessage: boolean;
-  /** A spurious answer fails closed when failure_mode_allow is off (≈1.35+, §6). */
+  /** A spurious answer fails closed when failure_mode_allow is off (≈1.35+; docs/ext-proc.md, Timeouts and failure modes). */
   spuriousFailsClosed: boolean;
-  /** A BUFFERED body over the limit while its headers call is outstanding is refused, not stalled (≈1.35+, §6). */
+  /** A BUFFERED body over the limit while its headers call is outstanding is refused, not stalled (≈1.35+; docs/ext-proc.md, Buffer limits). */
   buffered413WhileWaiting: boolean;
-  /** `status_on_error` is honoured (≈1.36+); before, ext_proc errors were always 500 (§4.4, §6). */
+  /** `status_on_error` is honoured (≈1.36+); before, ext_proc errors were always 500 (docs/ext-proc.md, Timeouts and failure modes). */
   statusOnErrorSupported: boolean;
-  /** immediate_response headers go through the filter's mutation_rules rather than a permissive set (§3). */
+  /** immediate_response headers go through the filter's mutation_rules rather than a permissive set (docs/ext-proc.md, Immediate responses). */
   immediateResponseUsesFilterMutationRules: boolean;
+  /**
+   * Runtime guard `envoy.reloadable_features.skip_ext_proc_on_local_reply` (on since 1.34): a local reply
+   * (router 503/504, the 413 of an oversized body) ends processing, so no response phase reaches the server.
+   */
+  skipExtProcOnLocalReply: boolean;
 }
 
-/** The ext_proc filter settings the gateway plays (ext_proc.md §10.1). */
+/** The ext_proc filter settings the gateway plays (docs/ext-proc.md, Envoy configuration). */
 export interface FilterConfig {
   /** Proto semantics: an absent field is 0 (DEFAULT for headers and trailers, NONE for bodies). */
   processingMode: ProcessingMode;
   failureModeAllow: boolean;
   messageTimeoutMs: number;
-  /** 0 disables override_message_timeout (§5.3). */
+  /** 0 disables override_message_timeout (docs/ext-proc.md, Timeouts and failure modes). */
   maxMessageTimeoutMs: number;
   allowModeOverride: boolean;
-  /** Empty: any override is accepted; otherwise the resulting mode must equal one entry (§5.1). */
+  /** Empty: any override is accepted; otherwise the resulting mode must equal one entry (docs/ext-proc.md, Mode override). */
   allowedOverrideModes: ProcessingMode[];
   mutationRules: MutationRules;
   disableImmediateResponse: boolean;
+  /** Any HTTP status; one outside 400-599 is answered as 500, as Envoy's toErrorCode does. */
   statusOnError: number;
-  /** per_connection_buffer_limit_bytes: the most a BUFFERED body may hold (§6). */
+  /** per_connection_buffer_limit_bytes: the most a BUFFERED body may hold (docs/ext-proc.md, Timeouts and failure modes). */
   bufferLimitBytes: number;
   envoy: EnvoyProfile;
 }
 
-/** Derives the §10.4 switches from an Envoy release such as "1.36" (the ≈ dates of §7.2). */
+/** Derives the switches from an Envoy release such as "1.36" (docs/ext-proc.md, Envoy configuration). */
 export function envoyProfile(version: string): EnvoyProfile {
   const minor = Number(/^1\.(\d+)/.exec(version)?.[1]);
   if (!Number.isInteger(minor)) throw new Error(`unknown Envoy version "${version}", expected 1.<minor>`);
@@ -59,13 +65,14 @@ export function envoyProfile(version: string): EnvoyProfile {
     buffered413WhileWaiting: minor >= 35,
     statusOnErrorSupported: minor >= 36,
     immediateResponseUsesFilterMutationRules: minor >= 27,
+    skipExtProcOnLocalReply: minor >= 34,
   };
 }
 
 /** The Envoy release production pins. */
 export const PRODUCTION_ENVOY_VERSION = '1.36';
 
-/** Mirrors the ext_proc filter of the production envoy.yaml (ext_proc.md §7.1) with a 16 MiB listener buffer. */
+/** Mirrors the ext_proc filter of the production envoy.yaml (docs/ext-proc.md, Envoy configuration) with a 16 MiB listener buffer. */
 export function productionFilterConfig(): FilterConfig {
   return {
     processingMode: {
@@ -102,8 +109,8 @@ export function resolveFilterConfig(overrides: Partial<FilterConfig> = {}): Filt
   if (!(config.messageTimeoutMs > 0)) throw new Error('messageTimeoutMs must be positive');
   if (!(config.maxMessageTimeoutMs >= 0)) throw new Error('maxMessageTimeoutMs must not be negative');
   if (!(config.bufferLimitBytes > 0)) throw new Error('bufferLimitBytes must be positive');
-  if (!Number.isInteger(config.statusOnError) || config.statusOnError < 200 || config.statusOnError > 599) {
-    throw new Error('statusOnError must be an HTTP status from 200 to 599');
+  if (!Number.isInteger(config.statusOnError) || config.statusOnError < 100 || config.statusOnError > 599) {
+    throw new Error('statusOnError must be an HTTP status from 100 to 599');
   }
   return config;
 }

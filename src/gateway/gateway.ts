@@ -1,12 +1,12 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { silentLogger, type Logger } from '../observability/log.js';
 import { ActiveStream, type StreamContext } from './activeStream.js';
+import { PRODUCTION_CONNECTION_MANAGER } from './connectionManager.js';
 import { resolveFilterConfig, type FilterConfig } from './filterConfig.js';
+import { listenDownstream } from './listener.js';
 import { MutationChecker } from './mutation.js';
 import { ProcessorClient } from './processorClient.js';
 import { GatewayStatsCollector, type GatewayStats } from './stats.js';
-import { Router } from './upstream.js';
+import { PRODUCTION_ROUTE, Router } from './upstream.js';
 
 export interface GatewayOptions {
   /** "host:port" of the ext_proc server (plaintext h2c gRPC). */
@@ -19,8 +19,16 @@ export interface GatewayOptions {
   host?: string;
   /** Envoy ext_proc filter settings; anything left out is what production runs (see `productionFilterConfig`). */
   filter?: Partial<FilterConfig>;
-  /** The route timeout; default 30 s as in the production route (ext_proc.md §7.1). */
+  /** The route timeout; default 30 s as in the production route (docs/ext-proc.md, Envoy configuration). */
   routeTimeoutMs?: number;
+  /** The connection manager's `use_remote_address`; default true, as production runs Envoy at the edge. */
+  useRemoteAddress?: boolean;
+  /** The connection manager's `xff_num_trusted_hops`; default 0. */
+  xffNumTrustedHops?: number;
+  /** The router's `suppress_envoy_headers`; default true, as in production. */
+  suppressEnvoyHeaders?: boolean;
+  /** The route's `request_headers_to_remove`; default `['svc-purge-token']`, as in production. */
+  requestHeadersToRemove?: string[];
   /** Default: silent. */
   logger?: Logger;
 }
@@ -35,23 +43,30 @@ export interface Gateway {
 
 const DEFAULT_PORT = 8080;
 const DEFAULT_HOST = '127.0.0.1';
-const PRODUCTION_ROUTE_TIMEOUT_MS = 30_000;
 
 /**
- * A development front door that plays Envoy 1.36 with the production ext_proc filter over real HTTP/1.1
- * and the real ext_proc gRPC protocol (ext_proc.md §10). Not a production proxy.
+ * A development front door that plays Envoy 1.36 with the production ext_proc filter over real HTTP/1.1 or
+ * cleartext HTTP/2 and the real ext_proc gRPC protocol (docs/ext-proc.md). Not a production proxy.
  */
-const ENVOY_MAX_REQUEST_HEADERS_BYTES = 60 * 1024;
-
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const config = resolveFilterConfig(options.filter);
   const origin = parseOrigin(options.origin);
   const logger = options.logger ?? silentLogger();
   const stats = new GatewayStatsCollector();
   const client = new ProcessorClient(options.processor);
-  const router = new Router(origin, options.routeTimeoutMs ?? PRODUCTION_ROUTE_TIMEOUT_MS);
+  const router = new Router(origin, {
+    timeoutMs: options.routeTimeoutMs ?? PRODUCTION_ROUTE.timeoutMs,
+    requestHeadersToRemove: (options.requestHeadersToRemove ?? PRODUCTION_ROUTE.requestHeadersToRemove).map((name) =>
+      name.toLowerCase(),
+    ),
+    suppressEnvoyHeaders: options.suppressEnvoyHeaders ?? PRODUCTION_ROUTE.suppressEnvoyHeaders,
+  });
   const context: StreamContext = {
     config,
+    connectionManager: {
+      useRemoteAddress: options.useRemoteAddress ?? PRODUCTION_CONNECTION_MANAGER.useRemoteAddress,
+      xffNumTrustedHops: options.xffNumTrustedHops ?? PRODUCTION_CONNECTION_MANAGER.xffNumTrustedHops,
+    },
     client,
     checker: new MutationChecker(config.mutationRules),
     router,
@@ -59,25 +74,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     logger,
   };
 
-  // Envoy's HTTP connection manager refuses request headers over max_request_headers_kb (60 KiB by
-  // default) with 431 before any filter runs; Node's own default is 16 KiB.
-  const server = http.createServer({ maxHeaderSize: ENVOY_MAX_REQUEST_HEADERS_BYTES }, (request, response) => {
-    new ActiveStream(context, request, response).start();
-  });
-  // Envoy's HTTP/1 connections idle for up to an hour; Node's default of 5 s would drop keep-alive clients early.
-  server.keepAliveTimeout = 60_000;
-  server.headersTimeout = 65_000;
-
   const host = options.host ?? DEFAULT_HOST;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    // A deep accept queue: load tests open a thousand connections at once.
-    server.listen({ port: options.port ?? DEFAULT_PORT, host, backlog: 4096 }, () => {
-      server.off('error', reject);
-      resolve();
-    });
+  const listener = await listenDownstream(host, options.port ?? DEFAULT_PORT, (request, response, addresses) => {
+    new ActiveStream(context, request, response, addresses).start();
   });
-  const port = (server.address() as AddressInfo).port;
+  const port = listener.port;
   logger.info({ port, processor: options.processor, origin: origin.origin }, 'gateway listening');
 
   return {
@@ -85,9 +86,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     port,
     stats,
     close: async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
-      await closed;
+      await listener.close();
       router.close();
       client.close();
     },

@@ -4,8 +4,8 @@ import type { EnvoyProfile } from './filterConfig.js';
 export type HeaderEntry = readonly [name: string, value: string];
 
 /**
- * A header map as Envoy keeps it: names lower-cased, pseudo-headers ahead of the others (ext_proc.md §2.2
- * item 4), values held as byte strings (one char per byte, latin1) because raw_value carries bytes, not text.
+ * A header map as Envoy keeps it: names lower-cased, pseudo-headers ahead of the others (docs/ext-proc.md,
+ * Message order), values held as byte strings (one char per byte, latin1) because raw_value carries bytes.
  */
 export class HeaderMap {
   private readonly list: [string, string][] = [];
@@ -70,7 +70,7 @@ export class HeaderMap {
   }
 }
 
-/** The HeaderMap message Envoy sends: raw_value only since 1.27, a UTF-8 `value` before (§1.3). */
+/** The HeaderMap message Envoy sends: raw_value only since 1.27, a UTF-8 `value` before (docs/ext-proc.md, Header values). */
 export function headerMapToMessage(headers: HeaderMap, profile: EnvoyProfile): HeaderMapMessage {
   return {
     headers: headers.entries().map(([key, value]): HeaderValue => {
@@ -80,7 +80,7 @@ export function headerMapToMessage(headers: HeaderMap, profile: EnvoyProfile): H
   };
 }
 
-/** The value Envoy reads from a mutation: only the field its version uses; the other one is ignored (§1.3). */
+/** The value Envoy reads from a mutation: only the field its version uses; the other one is ignored (docs/ext-proc.md, Header values). */
 export function headerValueFromMessage(header: HeaderValue, profile: EnvoyProfile): string {
   if (profile.rawValueMode === 'raw') return (header.raw_value ?? Buffer.alloc(0)).toString('latin1');
   return Buffer.from(header.value ?? '', 'utf8').toString('latin1');

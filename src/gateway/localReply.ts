@@ -16,7 +16,7 @@ export interface PreparedLocalReply {
 }
 
 /**
- * Envoy's prepareLocalReply (ext_proc.md §3 item 3): `:status`, the filter's header changes, then a
+ * Envoy's prepareLocalReply (docs/ext-proc.md, Immediate responses): `:status`, the filter's header changes, then a
  * non-empty body forces content-length and adds `content-type: text/plain` unless one was set, while an
  * empty body (or a HEAD request) removes both.
  */

@@ -22,6 +22,8 @@ export class MessageBody {
   private sink: Writable | undefined;
   private onSinkEnded: () => void = () => undefined;
   private waiters: ((body: Buffer | undefined) => void)[] = [];
+  /** Whether trailers ended the message rather than its last data (known once the body is complete). */
+  private trailersFollow: () => boolean = () => false;
 
   private constructor(
     private readonly source: Readable | undefined,
@@ -45,9 +47,18 @@ export class MessageBody {
     return new MessageBody(undefined, true, true, [bytes], Infinity, () => undefined);
   }
 
-  /** Reads `source` from now on; `onOverflow` runs once if held data in `buffer` mode passes `limitBytes`. */
-  static reading(source: Readable, limitBytes: number, onOverflow: () => void): MessageBody {
+  /**
+   * Reads `source` from now on; `onOverflow` runs once if held data in `buffer` mode passes `limitBytes`.
+   * `hasTrailers` tells, once `source` has ended, whether trailers came after the data.
+   */
+  static reading(
+    source: Readable,
+    limitBytes: number,
+    onOverflow: () => void,
+    hasTrailers: () => boolean = () => false,
+  ): MessageBody {
     const body = new MessageBody(source, true, false, [], limitBytes, onOverflow);
+    body.trailersFollow = hasTrailers;
     source.on('data', (chunk: Buffer) => body.onData(chunk));
     source.on('end', () => body.onEnd());
     source.on('error', () => body.onFailure());
@@ -59,6 +70,10 @@ export class MessageBody {
 
   get isAbsent(): boolean {
     return !this.present;
+  }
+
+  get endsWithTrailers(): boolean {
+    return this.ended && this.trailersFollow();
   }
 
   get exceedsLimit(): boolean {
@@ -82,7 +97,11 @@ export class MessageBody {
     return Buffer.concat(this.chunks);
   }
 
-  /** Sets the content (a body mutation); data still arriving from the sender is read and dropped. */
+  /**
+   * Sets the content (a body mutation); data still arriving from the sender is read and dropped. A held
+   * buffer is Envoy's watermark buffer: a mutation that takes it over the limit fires the same overflow as
+   * data arriving would (docs/ext-proc.md, Buffer limits).
+   */
   replace(bytes: Buffer): void {
     this.chunks = [bytes];
     this.length = bytes.length;
@@ -90,6 +109,10 @@ export class MessageBody {
     if (!this.ended) {
       this.discarding = true;
       this.source?.resume();
+    }
+    if (this.hold === 'buffer' && this.exceedsLimit && !this.overflowed) {
+      this.overflowed = true;
+      this.onOverflow();
     }
   }
 

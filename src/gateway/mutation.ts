@@ -2,7 +2,7 @@ import type { BodyMutation, HeaderMutation } from '../extproc/messages.js';
 import type { EnvoyProfile } from './filterConfig.js';
 import { headerValueFromMessage, type HeaderMap } from './headerMap.js';
 
-/** Envoy's HeaderMutationRules (ext_proc.md §4.1); every field absent means the default. */
+/** Envoy's HeaderMutationRules (docs/ext-proc.md, Header mutations); every field absent means the default. */
 export interface MutationRules {
   allowAllRouting?: boolean;
   allowEnvoy?: boolean;
@@ -30,7 +30,7 @@ const INVALID_VALUE_CHARACTER = /[\0\r\n]/;
 /** RFC 3986 authority characters, as nghttp2's authority check accepts them. */
 const AUTHORITY = /^[A-Za-z0-9\-._~!$&'()*+,;=:@[\]%]+$/;
 
-/** Decides, header by header, whether a mutation may touch it (Envoy's mutation_rules Checker, §4.1). */
+/** Decides, header by header, whether a mutation may touch it (Envoy's mutation_rules Checker; docs/ext-proc.md, Header mutations). */
 export class MutationChecker {
   private readonly allowExpression: RegExp | undefined;
   private readonly disallowExpression: RegExp | undefined;
@@ -40,7 +40,7 @@ export class MutationChecker {
     this.disallowExpression = rules.disallowExpression && wholeName(rules.disallowExpression);
   }
 
-  /** The fixed, permissive rules immediate responses used before they adopted the filter's rules (§3). */
+  /** The fixed, permissive rules immediate responses used before they adopted the filter's rules (docs/ext-proc.md, Immediate responses). */
   static permissive(): MutationChecker {
     return new MutationChecker({ allowAllRouting: true, allowEnvoy: true });
   }
@@ -70,9 +70,9 @@ export interface MutationContext {
 }
 
 export interface MutationOptions {
-  /** CONTINUE_AND_REPLACE lets `:method` change (§4.1). */
+  /** CONTINUE_AND_REPLACE lets `:method` change (docs/ext-proc.md, Header mutations). */
   replacingMessage: boolean;
-  /** Body modes where Envoy owns content-length skip any content-length the server sets (§4.3). */
+  /** Body modes where Envoy owns content-length skip any content-length the server sets (docs/ext-proc.md, Body rewrites and content-length). */
   skipContentLength: boolean;
 }
 
@@ -117,17 +117,14 @@ export function applyHeaderMutation(
     // proto3 leaves an unset key out of the decoded message; Envoy sees the empty string.
     const key = header.key ?? '';
     if (options.skipContentLength && key.toLowerCase() === 'content-length') continue;
-    if (context.profile.rawValueMode === 'raw' && (header.value ?? '') !== '' && (header.raw_value?.length ?? 0) > 0) {
-      context.onRejected();
-      return 'Only one of value or raw_value in the HeaderValue message should be set.';
-    }
+    // With both value and raw_value set, 1.36 reads raw_value and ignores value (docs/ext-proc.md, Header values).
     const value = headerValueFromMessage(header, context.profile);
     if (!isValidName(key) || INVALID_VALUE_CHARACTER.test(value)) {
       context.onRejected();
       return 'Invalid character in set_headers mutation.';
     }
     const name = key.toLowerCase();
-    // Only the deprecated `append` BoolValue counts, absent meaning overwrite; append_action is ignored (§1.3).
+    // Only the deprecated `append` BoolValue counts, absent meaning overwrite; append_action is ignored (docs/ext-proc.md, Header values).
     const append = option.append?.value === true;
     const operation: CheckOperation = append && headers.has(name) ? 'append' : 'set';
     const result =
@@ -158,7 +155,7 @@ export function applyBodyMutation(mutation: BodyMutation, body: Buffer): Buffer 
   return body;
 }
 
-/** The length Envoy compares content-length with: the `body` field only, so clear_body counts as 0 (§4.3). */
+/** The length Envoy compares content-length with: the `body` field only, so clear_body counts as 0 (docs/ext-proc.md, Body rewrites and content-length). */
 export function mutatedBodyLength(mutation: BodyMutation): number {
   return mutation.body?.length ?? 0;
 }

@@ -4,7 +4,7 @@ import { externalProcessorClient, externalProcessorService } from '../extproc/pr
 
 export interface ProcessorStreamHandlers {
   message(response: ProcessingResponse): void;
-  /** The server ended the call: OK is a clean close, anything else an error (ext_proc.md §6). */
+  /** The server ended the call: OK is a clean close, anything else an error (docs/ext-proc.md, Timeouts and failure modes). */
   remoteClose(code: grpc.status, details: string): void;
 }
 
@@ -63,10 +63,10 @@ export class ProcessorClient {
   private connect(): grpc.Client {
     const Client = externalProcessorClient();
     return new Client(this.address, grpc.credentials.createInsecure(), {
-      // Envoy's gRPC client has no receive limit by default (§1.6): immediate responses can carry big bodies.
+      // Envoy's gRPC client has no receive limit by default (docs/ext-proc.md, Buffer limits): immediate responses can carry big bodies.
       'grpc.max_receive_message_length': -1,
       'grpc.max_send_message_length': -1,
-      // The sidecar cluster's HTTP/2 keepalive in the production envoy.yaml (§7.1).
+      // The sidecar cluster's HTTP/2 keepalive in the production envoy.yaml (docs/ext-proc.md, Envoy configuration).
       'grpc.keepalive_time_ms': 30_000,
       'grpc.keepalive_timeout_ms': 5_000,
       // Envoy reconnects to a cluster host on demand; grpc-js would otherwise back off for up to two minutes.
@@ -117,7 +117,7 @@ export class ProcessorStream {
   }
 
   /**
-   * Envoy's closeStream(): half-close, then reset at once (§2.2 item 5); nothing is delivered afterwards.
+   * Envoy's closeStream(): half-close, then reset at once (docs/ext-proc.md, Stream close); nothing is delivered afterwards.
    * False when the server had already ended the call, which Envoy does not count in `streams_closed`.
    */
   close(): boolean {

@@ -1,4 +1,4 @@
-/** Envoy's `http.<stat_prefix>.ext_proc.*` counters (ext_proc.md §6), same names. */
+/** Envoy's `http.<stat_prefix>.ext_proc.*` counters (docs/ext-proc.md, Timeouts and failure modes), same names. */
 export interface ExtProcCounters {
   streams_started: number;
   stream_msgs_sent: number;

@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import type { HeaderMap } from './headerMap.js';
 import { envoyReplies, type LocalReply } from './localReply.js';
 
-/** The production cluster's connect_timeout (ext_proc.md §7.1). */
+/** The production cluster's connect_timeout (docs/ext-proc.md, Envoy configuration). */
 const CONNECT_TIMEOUT_MS = 2_000;
 
 export type UpstreamOutcome =
@@ -14,21 +14,50 @@ export type UpstreamOutcome =
 /** Told when the origin exchange breaks after its response headers were passed on; Envoy then resets the client. */
 export type UpstreamResetHandler = (details: string) => void;
 
+/** The route and router filter settings the gateway plays (same names as Envoy's fields). */
+export interface RouteConfig {
+  /** The route's `timeout`. */
+  timeoutMs: number;
+  /**
+   * The route's `request_headers_to_remove`: removed by the router as it forwards, so after ext_proc saw them,
+   * and whether or not the processor answered (docs/ext-proc.md, Envoy configuration).
+   */
+  requestHeadersToRemove: string[];
+  /** The router filter's `suppress_envoy_headers`: no x-envoy-upstream-service-time, no x-envoy-expected-rq-timeout-ms. */
+  suppressEnvoyHeaders: boolean;
+}
+
+/** What the production route and router do (envoy/envoy.yaml): the purge token never reaches the origin. */
+export const PRODUCTION_ROUTE: RouteConfig = {
+  timeoutMs: 30_000,
+  requestHeadersToRemove: ['svc-purge-token'],
+  suppressEnvoyHeaders: true,
+};
+
 /** Envoy's router towards one origin cluster: the request path is kept, the connection pool is shared. */
 export class Router {
   private readonly agent: http.Agent;
 
   constructor(
     private readonly origin: URL,
-    private readonly routeTimeoutMs: number,
+    private readonly route: RouteConfig,
   ) {
     const Agent = origin.protocol === 'https:' ? https.Agent : http.Agent;
     this.agent = new Agent({ keepAlive: true, maxSockets: Infinity });
   }
 
-  /** Starts the upstream request with `headers` (pseudo-headers become the request line and Host). */
+  get suppressEnvoyHeaders(): boolean {
+    return this.route.suppressEnvoyHeaders;
+  }
+
+  /**
+   * Starts the upstream request with `headers` (pseudo-headers become the request line and Host) after the
+   * router's own changes (Router::Filter::decodeHeaders, finalizeRequestHeaders).
+   */
   forward(headers: HeaderMap, hasBody: boolean, onResetAfterHeaders: UpstreamResetHandler): UpstreamRequest {
-    return new UpstreamRequest(this.origin, this.agent, this.routeTimeoutMs, headers, hasBody, onResetAfterHeaders);
+    for (const name of this.route.requestHeadersToRemove) headers.remove(name);
+    if (!this.route.suppressEnvoyHeaders) headers.set('x-envoy-expected-rq-timeout-ms', String(this.route.timeoutMs));
+    return new UpstreamRequest(this.origin, this.agent, this.route.timeoutMs, headers, hasBody, onResetAfterHeaders);
   }
 
   close(): void {
@@ -62,7 +91,7 @@ export class UpstreamRequest {
       port: origin.port,
       method: headers.get(':method') ?? 'GET',
       path: headers.get(':path') ?? '/',
-      headers: upstreamHeaderLines(headers, hasBody, routeTimeoutMs),
+      headers: upstreamHeaderLines(headers, hasBody),
       setHost: false,
       agent,
     });
@@ -133,19 +162,18 @@ class ConnectTimeoutError extends Error {
   readonly code = 'ECONNECTTIMEOUT';
 }
 
-/** Host first, then the held headers without pseudo-headers, plus what Envoy's router adds upstream. */
-function upstreamHeaderLines(headers: HeaderMap, hasBody: boolean, routeTimeoutMs: number): string[] {
+/** Host first, then the held headers without pseudo-headers, and the framing of an HTTP/1 body. */
+function upstreamHeaderLines(headers: HeaderMap, hasBody: boolean): string[] {
   const lines: string[] = [];
   const authority = headers.get(':authority');
   if (authority !== undefined) lines.push('host', authority);
   for (const [name, value] of headers.entries()) {
     if (!name.startsWith(':')) lines.push(name, value);
   }
-  // Without content-length an HTTP/1 body is sent chunked (ext_proc.md §10.2 step 5).
+  // Without content-length an HTTP/1 body is sent chunked (docs/ext-proc.md, Message order).
   if (hasBody && !headers.has('content-length') && !headers.has('transfer-encoding')) {
     lines.push('transfer-encoding', 'chunked');
   }
-  lines.push('x-envoy-expected-rq-timeout-ms', String(routeTimeoutMs));
   return lines;
 }
 

@@ -4,7 +4,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { BodySendMode, HeaderSendMode } from '../../src/extproc/messages.js';
 import { envoyProfile, startGateway } from '../../src/gateway/index.js';
-import { answerEach, continueResponse, headerValue, setHeader } from '../support/fakeProcessor.js';
+import { answerEach, continueResponse, headerValue, setHeader, type ScriptedStream } from '../support/fakeProcessor.js';
 import { type Rig, delay, header, jsonOrigin, kinds, send, startRig } from './harness.js';
 
 let rig: Rig;
@@ -36,7 +36,7 @@ async function closedPort(): Promise<number> {
 /** Answers request_headers with a header the origin would see, then behaves as `then` says. */
 const MARK = { header_mutation: { set_headers: [setHeader('svc-cache', 'MISS')] } };
 
-describe('processor unreachable (§6: stream cannot be opened)', () => {
+describe('processor unreachable: the stream cannot be opened (docs/ext-proc.md, Timeouts and failure modes)', () => {
   it('fail-open: the request is forwarded untouched', async () => {
     const gateway = await startGateway({ processor: `127.0.0.1:${await closedPort()}`, origin: rig.origin.url, port: 0 });
     try {
@@ -181,6 +181,17 @@ describe('the server ends the call', () => {
     expect((await send(older.url)).status).toBe(500);
   });
 
+  // Filter::onGrpcError through toErrorCode: a status_on_error that is not an error status becomes 500.
+  it.each([302, 200, 399, 599])('with status_on_error %i: 4xx and 5xx are kept, anything else is 500', async (status) => {
+    const gateway = await rig.gatewayWith({ filter: { failureModeAllow: false, statusOnError: status } });
+    rig.processor.use(async (stream) => {
+      await stream.next();
+      stream.fail(grpc.status.UNAVAILABLE, 'down');
+    });
+
+    expect((await send(gateway.url)).status).toBe(status >= 400 ? status : 500);
+  });
+
   it('while Envoy waits for the origin, fail-closed: the origin request is abandoned for a 500', async () => {
     let originAborted = false;
     rig.origin.use((_request, response) => {
@@ -248,7 +259,7 @@ describe('the server ends the call', () => {
   });
 });
 
-describe('spurious answers (§6)', () => {
+describe('spurious answers (docs/ext-proc.md, Timeouts and failure modes)', () => {
   const wrongCase = answerEach((request) =>
     request.request === 'request_headers' ? { response_headers: { response: MARK } } : continueResponse(request),
   );
@@ -304,49 +315,79 @@ describe('spurious answers (§6)', () => {
   });
 });
 
-describe('Envoy-generated replies reach the response phase (§2.3 E)', () => {
-  it('origin connection refused: a 503 local reply with the router text, seen as response_headers and body', async () => {
+// Filter::onLocalReply (1.36, runtime guard skip_ext_proc_on_local_reply): a reply Envoy makes itself ends
+// external processing, so the server sees no response phase (docs/ext-proc.md, Local replies).
+describe('Envoy-generated replies skip ext_proc', () => {
+  const REFUSED_TEXT =
+    'upstream connect error or disconnect/reset before headers. reset reason: remote connection failure, ' +
+    'transport failure reason: delayed connect error: Connection refused';
+  const markResponses = answerEach((request) =>
+    request.request === 'response_headers'
+      ? continueResponse(request, { header_mutation: { set_headers: [setHeader('svc-cache', 'PASS')] } })
+      : continueResponse(request),
+  );
+
+  /** Runs `markResponses` and hands over the stream, to wait for its close. */
+  function recordStreams(): ScriptedStream[] {
+    const streams: ScriptedStream[] = [];
+    rig.processor.use((stream) => {
+      streams.push(stream);
+      return markResponses(stream);
+    });
+    return streams;
+  }
+
+  it('origin connection refused: the router 503 reaches the client untouched; the server saw only request_headers', async () => {
     const gateway = await rig.gatewayWith({ origin: `http://127.0.0.1:${await closedPort()}` });
-    rig.processor.use(
-      answerEach((request) =>
-        request.request === 'response_headers'
-          ? continueResponse(request, { header_mutation: { set_headers: [setHeader('svc-cache', 'PASS')] } })
-          : continueResponse(request),
-      ),
-    );
+    const streams = recordStreams();
 
     const response = await send(gateway.url);
 
-    const text =
-      'upstream connect error or disconnect/reset before headers. reset reason: remote connection failure, ' +
-      'transport failure reason: delayed connect error: Connection refused';
     expect(response.status).toBe(503);
-    expect(response.text).toBe(text);
+    expect(response.text).toBe(REFUSED_TEXT);
     expect(header(response, 'content-type')).toBe('text/plain');
-    expect(header(response, 'svc-cache')).toBe('PASS');
+    expect(header(response, 'svc-cache')).toBeUndefined();
     expect(gateway.stats.lastRequest()?.responseCodeDetails).toBe(
       'upstream_reset_before_response_started{remote_connection_failure|delayed_connect_error:_Connection_refused}',
     );
+    // The 1.36 sequence a sidecar must expect: request_headers answered with CONTINUE, then nothing but the
+    // close (half-close and cancel) once the local reply has gone out (Filter::onDestroy).
+    await streams[0]?.cancelled;
     const stream = rig.lastStream();
-    expect(kinds(stream.received)).toEqual(['request_headers', 'response_headers', 'response_body']);
-    expect(headerValue(stream.received[1]?.response_headers, ':status')).toBe('503');
-    expect(headerValue(stream.received[1]?.response_headers, 'x-envoy-upstream-service-time')).toBeUndefined();
-    expect(stream.received[2]?.response_body?.body?.toString()).toBe(text);
+    expect(kinds(stream.received)).toEqual(['request_headers']);
+    expect(stream.sent).toHaveLength(1);
+    expect(stream.sent[0]?.request_headers).toBeDefined();
+    expect(stream.halfClosed).toBe(true);
+    expect(stream.cancelled).toBe(true);
   });
 
-  it('route timeout: 504 upstream request timeout', async () => {
+  it('a POST whose request phase was answered ends the same way: no response_* message', async () => {
+    const gateway = await rig.gatewayWith({ origin: `http://127.0.0.1:${await closedPort()}` });
+    const streams = recordStreams();
+
+    const response = await send(gateway.url, { method: 'POST', body: '{"query":"{a}"}' });
+
+    expect(response.status).toBe(503);
+    await streams[0]?.cancelled;
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'request_body']);
+  });
+
+  it('route timeout: the 504 upstream request timeout is not shown to the server', async () => {
     const gateway = await rig.gatewayWith({ routeTimeoutMs: 100 });
     rig.origin.use(() => undefined);
+    const streams = recordStreams();
 
     const response = await send(gateway.url);
 
     expect(response.status).toBe(504);
     expect(response.text).toBe('upstream request timeout');
+    expect(header(response, 'svc-cache')).toBeUndefined();
     expect(gateway.stats.lastRequest()?.responseCodeDetails).toBe('upstream_response_timeout');
-    expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'response_headers', 'response_body']);
+    await streams[0]?.cancelled;
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers']);
   });
 
-  it('with the request phase skipped, the stream starts with response_headers carrying protocol_config', async () => {
+  it('with the request phase skipped, a local reply opens no stream at all', async () => {
     const gateway = await rig.gatewayWith({
       origin: `http://127.0.0.1:${await closedPort()}`,
       filter: {
@@ -357,17 +398,37 @@ describe('Envoy-generated replies reach the response phase (§2.3 E)', () => {
         },
       },
     });
+    const streamsBefore = rig.processor.streams.length;
 
     const response = await send(gateway.url);
 
     expect(response.status).toBe(503);
+    expect(rig.processor.streams.length).toBe(streamsBefore);
+    expect(gateway.stats.counters.streams_started).toBe(0);
+  });
+
+  it('before 1.34 the local reply went through the response phase, which could start the stream', async () => {
+    const gateway = await rig.gatewayWith({
+      origin: `http://127.0.0.1:${await closedPort()}`,
+      filter: {
+        envoy: envoyProfile('1.33'),
+        processingMode: {
+          request_header_mode: HeaderSendMode.SKIP,
+          response_header_mode: HeaderSendMode.SEND,
+          response_body_mode: BodySendMode.BUFFERED,
+        },
+      },
+    });
+    rig.processor.use(markResponses);
+
+    const response = await send(gateway.url);
+
+    expect(response.status).toBe(503);
+    expect(header(response, 'svc-cache')).toBe('PASS');
     const stream = rig.lastStream();
     expect(kinds(stream.received)).toEqual(['response_headers', 'response_body']);
-    expect(stream.received[0]?.protocol_config).toEqual({
-      request_body_mode: BodySendMode.NONE,
-      response_body_mode: BodySendMode.BUFFERED,
-      send_body_without_waiting_for_header_response: false,
-    });
+    expect(headerValue(stream.received[0]?.response_headers, ':status')).toBe('503');
+    expect(stream.received[1]?.response_body?.body?.toString()).toBe(REFUSED_TEXT);
   });
 });
 
@@ -455,5 +516,55 @@ describe('what the gateway does not emulate', () => {
 
     expect(response.status).toBe(500);
     expect(rig.gateway.stats.lastRequest()?.responseCodeDetails).toBe('the_gateway_does_not_emulate_the_STREAMED_body_mode');
+  });
+});
+
+// The route's request_headers_to_remove is applied by the router (Router::Filter::decodeHeaders, through
+// finalizeRequestHeaders), after ext_proc: the sidecar reads the purge token, the origin never gets it, even
+// when the sidecar could not be asked (docs/ext-proc.md, Envoy configuration).
+describe('request_headers_to_remove: the purge token never reaches the origin', () => {
+  const TOKEN = { 'svc-purge-token': 'secret-token' };
+
+  function originGotToken(): boolean {
+    return (rig.origin.received.at(-1)?.headers ?? []).some(([name]) => name === 'svc-purge-token');
+  }
+
+  it('the processor sees it; the origin does not', async () => {
+    await send(rig.gateway.url, { method: 'POST', body: '{}', headers: TOKEN });
+
+    expect(headerValue(rig.lastStream().received[0]?.request_headers, 'svc-purge-token')).toBe('secret-token');
+    expect(originGotToken()).toBe(false);
+  });
+
+  it('with the sidecar down (fail-open)', async () => {
+    const gateway = await startGateway({ processor: `127.0.0.1:${await closedPort()}`, origin: rig.origin.url, port: 0 });
+    try {
+      const response = await send(gateway.url, { method: 'POST', body: '{}', headers: TOKEN });
+
+      expect(response.status).toBe(200);
+      expect(gateway.stats.counters.failure_mode_allowed).toBe(1);
+      expect(originGotToken()).toBe(false);
+    } finally {
+      await gateway.close();
+    }
+  });
+
+  it('with the sidecar timing out (fail-open)', async () => {
+    rig.processor.use(answerEach(() => undefined));
+    const start = { ...rig.gateway.stats.counters };
+
+    const response = await send(rig.gateway.url, { headers: TOKEN });
+
+    expect(response.status).toBe(200);
+    expect(rig.countersSince(start)).toMatchObject({ message_timeouts: 1, failure_mode_allowed: 1 });
+    expect(originGotToken()).toBe(false);
+  });
+
+  it('an empty list removes nothing', async () => {
+    const gateway = await rig.gatewayWith({ requestHeadersToRemove: [] });
+
+    await send(gateway.url, { headers: TOKEN });
+
+    expect(rig.origin.received.at(-1)?.headers).toContainEqual(['svc-purge-token', 'secret-token']);
   });
 });

@@ -1,7 +1,9 @@
 import http from 'node:http';
+import http2 from 'node:http2';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { BodySendMode, ResponseStatus } from '../../src/extproc/messages.js';
+import { startGateway } from '../../src/gateway/index.js';
 import {
   answerEach,
   continueResponse,
@@ -53,7 +55,8 @@ describe('GET', () => {
     expect(header(response, 'svc-cache')).toBe('MISS');
     expect(header(response, 'content-length')).toBe('26');
     expect(header(response, 'server')).toBe('envoy');
-    expect(header(response, 'x-envoy-upstream-service-time')).toMatch(/^\d+$/);
+    // The production router has suppress_envoy_headers.
+    expect(header(response, 'x-envoy-upstream-service-time')).toBeUndefined();
 
     await settled();
     const stream = rig.lastStream();
@@ -62,7 +65,7 @@ describe('GET', () => {
     expect(requestHeaders?.request_headers?.end_of_stream).toBe(true);
     expect(responseHeaders?.response_headers?.end_of_stream).toBe(false);
     expect(responseBody?.response_body).toEqual({ body: Buffer.from('{"data":{"hello":"world"}}'), end_of_stream: true });
-    // Envoy closes with half-close then reset (§2.2 item 5).
+    // Envoy closes with half-close then reset (docs/ext-proc.md, Stream close).
     expect(stream.halfClosed).toBe(true);
     expect(stream.cancelled).toBe(true);
     expect(rig.gateway.stats.lastRequest()).toMatchObject({ responseCode: 200, responseCodeDetails: 'via_upstream' });
@@ -209,7 +212,7 @@ describe('POST', () => {
   });
 });
 
-describe('request body rewrite (§4.3)', () => {
+describe('request body rewrite (docs/ext-proc.md, Body rewrites and content-length)', () => {
   const expanded = '{"query":"{ hello __typename }"}';
 
   it('with content-length set to the new length: the origin gets the new body and length', async () => {
@@ -316,7 +319,7 @@ describe('request body rewrite (§4.3)', () => {
     expect(kinds(rig.lastStream().received)).toEqual(['request_headers', 'response_headers', 'response_body']);
   });
 
-  it('header mutations in the request_body answer still reach the origin: the headers are held (§2.2 item 3)', async () => {
+  it('header mutations in the request_body answer still reach the origin: the headers are held (docs/ext-proc.md, Message order)', async () => {
     rig.processor.use(
       answerEach((request) =>
         request.request === 'request_body'
@@ -450,11 +453,10 @@ describe('response phase', () => {
     const stream = rig.lastStream();
     expect(kinds(stream.received)).toEqual(['request_headers', 'response_headers', 'response_body']);
     expect(headerValue(stream.received[1]?.response_headers, ':status')).toBe('502');
-    expect(headerValue(stream.received[1]?.response_headers, 'x-envoy-upstream-service-time')).toMatch(/^\d+$/);
     expect(rig.gateway.stats.lastRequest()?.responseCodeDetails).toBe('via_upstream');
   });
 
-  it('a gzip origin body reaches the processor and the client as the compressed bytes (§8 item 4)', async () => {
+  it('a gzip origin body reaches the processor and the client as the compressed bytes (docs/ext-proc.md, Body rewrites and content-length)', async () => {
     const compressed = gzipSync('{"data":{"hello":"world"}}');
     rig.origin.use((_request, response) => {
       response.writeHead(200, {
@@ -536,9 +538,110 @@ describe('connection manager details', () => {
     }
   });
 
-  it('the router tells the origin its timeout', async () => {
-    await send(rig.gateway.url);
+});
+
+describe('closing the gateway', () => {
+  it('ends idle keep-alive connections, over HTTP/1.1 and HTTP/2, instead of waiting for the clients', async () => {
+    const gateway = await startGateway({ processor: rig.processor.address, origin: rig.origin.url, port: 0 });
+    const agent = new http.Agent({ keepAlive: true });
+    const session = http2.connect(gateway.url);
+    const connected = new Promise<void>((resolve) => session.once('connect', () => resolve()));
+    const closedByGateway = new Promise<void>((resolve) => session.once('close', () => resolve()));
+    session.on('error', () => undefined);
+    try {
+      expect((await send(gateway.url, { agent })).status).toBe(200);
+      await connected;
+
+      await gateway.close();
+
+      await closedByGateway;
+    } finally {
+      agent.destroy();
+      session.destroy();
+    }
+  });
+});
+
+// Router::Filter::decodeHeaders and onUpstreamHeaders: with suppress_envoy_headers (production) the router adds
+// no x-envoy-* header either way; without it, the origin learns its timeout and the client the service time.
+describe('suppress_envoy_headers (docs/ext-proc.md, Envoy configuration)', () => {
+  it('production: neither x-envoy-expected-rq-timeout-ms upstream nor x-envoy-upstream-service-time downstream', async () => {
+    const response = await send(rig.gateway.url);
+
+    const names = (rig.origin.received.at(-1)?.headers ?? []).map(([name]) => name);
+    expect(names).not.toContain('x-envoy-expected-rq-timeout-ms');
+    expect(header(response, 'x-envoy-upstream-service-time')).toBeUndefined();
+    expect(headerValue(rig.lastStream().received[1]?.response_headers, 'x-envoy-upstream-service-time')).toBeUndefined();
+  });
+
+  it('off: the router tells the origin its timeout and the processor and client the service time', async () => {
+    const gateway = await rig.gatewayWith({ suppressEnvoyHeaders: false });
+
+    const response = await send(gateway.url);
 
     expect(rig.origin.received.at(-1)?.headers).toContainEqual(['x-envoy-expected-rq-timeout-ms', '30000']);
+    expect(header(response, 'x-envoy-upstream-service-time')).toMatch(/^\d+$/);
+    expect(headerValue(rig.lastStream().received[1]?.response_headers, 'x-envoy-upstream-service-time')).toMatch(/^\d+$/);
+  });
+});
+
+// ConnectionManagerUtility::mutateRequestHeaders, as the production listener configures it.
+describe('use_remote_address and xff_num_trusted_hops (docs/ext-proc.md, Envoy configuration)', () => {
+  const CLIENT_HEADERS = {
+    'x-forwarded-for': '203.0.113.9',
+    'x-forwarded-proto': 'https',
+    'x-request-id': 'client-chosen',
+    'x-envoy-retry-on': '5xx',
+    'x-envoy-downstream-service-cluster': 'spoofed',
+  };
+
+  function seenByProcessor(name: string): string | undefined {
+    return headerValue(rig.lastStream().received[0]?.request_headers, name);
+  }
+
+  it('production (true, 0 hops): the peer is appended to x-forwarded-for and is the external address', async () => {
+    await send(rig.gateway.url, { headers: CLIENT_HEADERS });
+
+    expect(seenByProcessor('x-forwarded-for')).toBe('203.0.113.9,127.0.0.1');
+    expect(seenByProcessor('x-envoy-external-address')).toBe('127.0.0.1');
+    expect(seenByProcessor('x-forwarded-proto')).toBe('http');
+    expect(seenByProcessor('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(seenByProcessor('x-envoy-retry-on')).toBeUndefined();
+    expect(seenByProcessor('x-envoy-downstream-service-cluster')).toBeUndefined();
+    expect(rig.origin.received.at(-1)?.headers).toContainEqual(['x-forwarded-for', '203.0.113.9,127.0.0.1']);
+  });
+
+  it('one trusted hop: the client is the last x-forwarded-for entry that hop wrote', async () => {
+    const gateway = await rig.gatewayWith({ xffNumTrustedHops: 1 });
+
+    await send(gateway.url, { headers: { ...CLIENT_HEADERS, 'x-forwarded-for': '198.51.100.1, 203.0.113.9' } });
+
+    expect(seenByProcessor('x-forwarded-for')).toBe('198.51.100.1, 203.0.113.9,127.0.0.1');
+    expect(seenByProcessor('x-envoy-external-address')).toBe('203.0.113.9');
+    // A trusted hop's x-forwarded-proto is kept.
+    expect(seenByProcessor('x-forwarded-proto')).toBe('https');
+  });
+
+  it('off: x-forwarded-for and a non-empty x-request-id pass through; no external address', async () => {
+    const gateway = await rig.gatewayWith({ useRemoteAddress: false });
+
+    await send(gateway.url, { headers: CLIENT_HEADERS });
+
+    expect(seenByProcessor('x-forwarded-for')).toBe('203.0.113.9');
+    expect(seenByProcessor('x-envoy-external-address')).toBeUndefined();
+    expect(seenByProcessor('x-request-id')).toBe('client-chosen');
+    expect(seenByProcessor('x-forwarded-proto')).toBe('https');
+    // Not internal either: the router's control headers are still dropped, the edge-only ones are not.
+    expect(seenByProcessor('x-envoy-retry-on')).toBeUndefined();
+    expect(seenByProcessor('x-envoy-downstream-service-cluster')).toBe('spoofed');
+    expect(gateway.stats.lastRequest()?.requestId).toBe('client-chosen');
+  });
+
+  it('off, without x-request-id: one is generated', async () => {
+    const gateway = await rig.gatewayWith({ useRemoteAddress: false });
+
+    await send(gateway.url);
+
+    expect(seenByProcessor('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 });

@@ -41,7 +41,10 @@ export async function startOrigin(handler: OriginHandler = jsonOrigin('{"data":{
       current(seen, response);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // The gateway opens a connection per concurrent request, up to a thousand at once: with Node's default
+  // accept queue of 511 the kernel drops SYNs past it, the retransmit comes a second later, and a busy event
+  // loop makes that miss the router's 2 s connect timeout (a 503 "connection timeout").
+  await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     received,

@@ -2,7 +2,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { BodySendMode, HeaderSendMode } from '../../src/extproc/messages.js';
 import { envoyProfile } from '../../src/gateway/index.js';
-import { answerEach, continueResponse, headerValue, setHeader } from '../support/fakeProcessor.js';
+import { answerEach, continueResponse, headerValue, setHeader, type ScriptedStream } from '../support/fakeProcessor.js';
 import { type Rig, delay, header, jsonOrigin, kinds, send, startRig } from './harness.js';
 
 let rig: Rig;
@@ -26,8 +26,8 @@ const SKIP_THE_REST = {
   response_body_mode: BodySendMode.NONE,
 };
 
-describe('mode_override (§5.1)', () => {
-  it('at request_headers skips the request body and the whole response phase, and closes the stream at once', async () => {
+describe('mode_override (docs/ext-proc.md, Mode override)', () => {
+  it('at request_headers skips the request body and the whole response phase', async () => {
     rig.processor.use(
       answerEach((request) => ({ ...continueResponse(request), mode_override: SKIP_THE_REST })),
     );
@@ -37,9 +37,35 @@ describe('mode_override (§5.1)', () => {
     expect(response.status).toBe(200);
     expect(response.text).toBe('{"data":{}}');
     expect(rig.origin.received.at(-1)?.body.toString()).toBe('{"query":"mutation { x }"}');
-    const stream = rig.lastStream();
-    expect(kinds(stream.received)).toEqual(['request_headers']);
-    expect(stream.cancelled).toBe(true);
+    expect(kinds(rig.lastStream().received)).toEqual(['request_headers']);
+  });
+
+  // 1.36 has no close-on-last-answer (that came with 1.37): the stream stays open while the origin works and
+  // is closed by Filter::onDestroy when the HTTP stream ends (docs/ext-proc.md, Stream close).
+  it('leaves the stream open until the HTTP stream ends, though nothing more will be asked', async () => {
+    let stream: ScriptedStream | undefined;
+    rig.processor.use((scripted) => {
+      stream = scripted;
+      return answerEach((request) => ({ ...continueResponse(request), mode_override: SKIP_THE_REST }))(scripted);
+    });
+    let originReached!: () => void;
+    const reached = new Promise<void>((resolve) => (originReached = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    rig.origin.use((request, response) => {
+      originReached();
+      void released.then(() => jsonOrigin('{"data":{}}')(request, response));
+    });
+
+    const pending = send(rig.gateway.url);
+    await reached;
+
+    expect(rig.lastStream().halfClosed).toBe(false);
+    expect(rig.lastStream().cancelled).toBe(false);
+    release();
+    expect((await pending).status).toBe(200);
+    await stream?.cancelled;
+    expect(rig.lastStream()).toMatchObject({ halfClosed: true, cancelled: true });
   });
 
   it('is ignored without allow_mode_override', async () => {
@@ -160,7 +186,7 @@ describe('mode_override (§5.1)', () => {
   });
 });
 
-describe('override_message_timeout (§5.3)', () => {
+describe('override_message_timeout (docs/ext-proc.md, Timeouts and failure modes)', () => {
   /** Answers request_headers late, after sending the given timeout overrides first. */
   function lateAnswer(overridesMs: number[], answerAfterMs: number): void {
     rig.processor.use(async (stream) => {
@@ -243,13 +269,14 @@ describe('override_message_timeout (§5.3)', () => {
   });
 });
 
-describe('buffer limit (§6)', () => {
+describe('buffer limit (docs/ext-proc.md, Timeouts and failure modes)', () => {
   let small: Awaited<ReturnType<Rig['gatewayWith']>>;
   beforeAll(async () => {
     small = await rig.gatewayWith({ filter: { bufferLimitBytes: 1024 } });
   });
 
-  it('a request body over the limit gets a 413 local reply that still goes through the response phase', async () => {
+  // FilterManager's requestDataTooLarge sends the 413; Filter::onLocalReply keeps it from the server.
+  it('a request body over the limit gets a 413 local reply that the processor never sees', async () => {
     rig.processor.use(
       answerEach((request) =>
         request.request === 'response_headers'
@@ -264,14 +291,54 @@ describe('buffer limit (§6)', () => {
     expect(response.status).toBe(413);
     expect(response.text).toBe('Payload Too Large');
     expect(header(response, 'content-type')).toBe('text/plain');
-    expect(header(response, 'svc-cache')).toBe('PASS');
+    expect(header(response, 'svc-cache')).toBeUndefined();
     expect(rig.origin.received.length).toBe(originCount);
     expect(small.stats.lastRequest()?.responseCodeDetails).toBe('request_payload_too_large');
-    const stream = rig.lastStream();
-    expect(kinds(stream.received)).toEqual(['request_headers', 'response_headers', 'response_body']);
-    expect(headerValue(stream.received[1]?.response_headers, ':status')).toBe('413');
-    expect(headerValue(stream.received[1]?.response_headers, 'x-envoy-upstream-service-time')).toBeUndefined();
-    expect(stream.received[2]?.response_body).toEqual({ body: Buffer.from('Payload Too Large'), end_of_stream: true });
+    expect(small.stats.lastRequest()?.processorMessages).toEqual([{ direction: 'sent', type: 'request_headers' }]);
+  });
+
+  // ProcessorState applies a body mutation to the filter manager's watermark buffer, whose overflow is
+  // requestDataTooLarge (413) on the request side and responseDataTooLarge (500) on the response side.
+  it('a request body mutation over the limit is a 413 and the origin is not called', async () => {
+    const big = Buffer.alloc(2048, 'r');
+    rig.processor.use(
+      answerEach((request) =>
+        request.request === 'request_body'
+          ? continueResponse(request, {
+              header_mutation: { set_headers: [setHeader('content-length', String(big.length))] },
+              body_mutation: { body: big },
+            })
+          : continueResponse(request),
+      ),
+    );
+    const originCount = rig.origin.received.length;
+
+    const response = await send(small.url, { method: 'POST', body: '{"query":"{a}"}' });
+
+    expect(response.status).toBe(413);
+    expect(response.text).toBe('Payload Too Large');
+    expect(rig.origin.received.length).toBe(originCount);
+    expect(small.stats.lastRequest()?.responseCodeDetails).toBe('request_payload_too_large');
+  });
+
+  it('a response body mutation over the limit is a 500', async () => {
+    const big = Buffer.alloc(2048, 'r');
+    rig.processor.use(
+      answerEach((request) =>
+        request.request === 'response_body'
+          ? continueResponse(request, {
+              header_mutation: { set_headers: [setHeader('content-length', String(big.length))] },
+              body_mutation: { body: big },
+            })
+          : continueResponse(request),
+      ),
+    );
+
+    const response = await send(small.url);
+
+    expect(response.status).toBe(500);
+    expect(response.text).toBe('Internal Server Error');
+    expect(small.stats.lastRequest()?.responseCodeDetails).toBe('response_payload_too_large');
   });
 
   it('a body passed with request_body_mode NONE is not limited', async () => {
