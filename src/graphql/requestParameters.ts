@@ -1,0 +1,230 @@
+import type { GraphQLResponseMediaType } from '../http/accept.js';
+import { headerValues, mediaType, type HeaderList } from '../http/headers.js';
+import { graphQLErrorResponse, type HttpResponse } from '../http/responses.js';
+import { readJson, readJsonBytes, type JsonValue } from './canonicalVariables.js';
+import type { GraphQLParams } from './httpRequest.js';
+
+/**
+ * GraphQL over HTTP request parameters read so that svc-cache keys the request the origin runs
+ * (issue 12 items 3, 7, 10). Where origins would differ on what was asked (a parameter given twice
+ * with different values, URL parameters beside a POST body, two content types), the request is
+ * ambiguous: svc-cache answers 400 itself rather than store one reading under another's key.
+ */
+
+export interface GraphQLOperation {
+  /** For running and analysing the operation; numbers in `variables` are JavaScript numbers. */
+  params: GraphQLParams;
+  /** The key's form of the variables (see canonicalVariables.ts): `{}` when absent or `null`. */
+  canonicalVariables: string;
+}
+
+export type AmbiguityReason =
+  /** A GET parameter (or a POST's URL parameter) given twice with different values. */
+  | 'repeated-parameter'
+  /** A POST body member given twice with different values (also inside `variables`). */
+  | 'repeated-member'
+  /** A GraphQL parameter in a POST's URL that the body does not give the same. */
+  | 'url-parameter'
+  /** Two `content-type` lines that differ. */
+  | 'conflicting-content-type';
+
+export type UninterpretableReason =
+  | 'content-type'
+  | 'invalid-utf8'
+  | 'invalid-percent-encoding'
+  | 'invalid-json'
+  | 'body-not-object'
+  | 'empty-batch'
+  | 'batch-too-large'
+  | 'query-not-string'
+  | 'operation-name-not-string'
+  | 'variables-not-object'
+  | 'extensions-not-object';
+
+export type RequestParameters =
+  | ({ kind: 'graphql' } & GraphQLOperation)
+  | { kind: 'batch'; operations: GraphQLOperation[] }
+  | { kind: 'ambiguous'; reason: AmbiguityReason }
+  /** Not read by svc-cache: the request goes to the origin untouched. */
+  | { kind: 'uninterpretable'; reason: UninterpretableReason };
+
+/** A batch longer than this is not read (nor cached): reading is bounded whatever a client sends. */
+export const MAX_BATCH_OPERATIONS = 100;
+
+const PARAMETER_NAMES = ['query', 'operationName', 'variables', 'extensions'] as const;
+type ParameterName = (typeof PARAMETER_NAMES)[number];
+
+/** A GET's parameters, from its `:path`. */
+export function readGetRequest(path: string): RequestParameters {
+  const url = urlParameters(path);
+  if (url.kind !== 'parameters') return url;
+  const members = new Map<string, JsonValue>();
+  for (const [name, value] of url.values) {
+    if (name === 'variables' || name === 'extensions') {
+      // An empty value is the parameter left out, as graphql-http and the spec's examples read it.
+      if (value === '') continue;
+      const json = readJson(value);
+      if (json === 'ambiguous') return { kind: 'ambiguous', reason: 'repeated-member' };
+      if (json === 'invalid-json') return { kind: 'uninterpretable', reason: name === 'variables' ? 'variables-not-object' : 'extensions-not-object' };
+      members.set(name, json);
+    } else {
+      members.set(name, stringValue(value));
+    }
+  }
+  return operationOf(members);
+}
+
+/**
+ * A POST's parameters, from its JSON body (a batch when it is an array). GraphQL parameters in
+ * its URL must match the body's: origins such as graphql-ruby, PHP servers and express-graphql
+ * prefer URL parameters, so one the body lacks, or gives differently, would have them run another
+ * request than svc-cache keys; that is ambiguous too.
+ */
+export function readPostRequest(path: string, headers: HeaderList, body: Uint8Array): RequestParameters {
+  const contentTypes = headerValues(headers, 'content-type').map((value) => value.trim());
+  if (contentTypes.some((value) => value !== contentTypes[0])) return { kind: 'ambiguous', reason: 'conflicting-content-type' };
+  if (mediaType(contentTypes[0]) !== 'application/json') return { kind: 'uninterpretable', reason: 'content-type' };
+  const url = urlParameters(path);
+  if (url.kind !== 'parameters') return url;
+  const json = readJsonBytes(body);
+  if (json === 'ambiguous') return { kind: 'ambiguous', reason: 'repeated-member' };
+  if (json === 'invalid-utf8' || json === 'invalid-json') return { kind: 'uninterpretable', reason: json };
+  if (json.kind === 'array') {
+    if (url.values.size > 0) return { kind: 'ambiguous', reason: 'url-parameter' };
+    return batchOf(json.elements ?? []);
+  }
+  if (json.kind !== 'object') return { kind: 'uninterpretable', reason: 'body-not-object' };
+  const members = json.members ?? new Map<string, JsonValue>();
+  for (const [name, value] of url.values) {
+    const member = members.get(name);
+    if (member === undefined || !sameParameter(name, value, member)) return { kind: 'ambiguous', reason: 'url-parameter' };
+  }
+  return operationOf(members);
+}
+
+/** svc-cache's answer to an ambiguous request: 400 with a GraphQL error, in the negotiated type. */
+export function ambiguousRequestResponse(responseMediaType: GraphQLResponseMediaType): HttpResponse {
+  const response = graphQLErrorResponse(
+    400,
+    'The request gives a GraphQL parameter more than one way (repeated with different values, or in both the URL and the body); send each once.',
+    'AMBIGUOUS_REQUEST',
+  );
+  return { ...response, headers: [['content-type', `${responseMediaType}; charset=utf-8`]] };
+}
+
+function batchOf(elements: readonly JsonValue[]): RequestParameters {
+  if (elements.length === 0) return { kind: 'uninterpretable', reason: 'empty-batch' };
+  if (elements.length > MAX_BATCH_OPERATIONS) return { kind: 'uninterpretable', reason: 'batch-too-large' };
+  const operations: GraphQLOperation[] = [];
+  for (const element of elements) {
+    if (element.kind !== 'object') return { kind: 'uninterpretable', reason: 'body-not-object' };
+    const operation = operationOf(element.members ?? new Map());
+    if (operation.kind !== 'graphql') return operation;
+    operations.push({ params: operation.params, canonicalVariables: operation.canonicalVariables });
+  }
+  return { kind: 'batch', operations };
+}
+
+/** The operation the members give, checking each parameter's type as the spec requires it. */
+function operationOf(members: ReadonlyMap<string, JsonValue>): RequestParameters {
+  const query = members.get('query');
+  const operationName = members.get('operationName');
+  const variables = members.get('variables');
+  const extensions = members.get('extensions');
+  if (query !== undefined && query.kind !== 'string' && query.kind !== 'null') return { kind: 'uninterpretable', reason: 'query-not-string' };
+  if (operationName !== undefined && operationName.kind !== 'string' && operationName.kind !== 'null') {
+    return { kind: 'uninterpretable', reason: 'operation-name-not-string' };
+  }
+  if (variables !== undefined && variables.kind !== 'object' && variables.kind !== 'null') {
+    return { kind: 'uninterpretable', reason: 'variables-not-object' };
+  }
+  if (extensions !== undefined && extensions.kind !== 'object' && extensions.kind !== 'null') {
+    return { kind: 'uninterpretable', reason: 'extensions-not-object' };
+  }
+  const canonicalVariables = variables?.kind === 'object' ? variables.canonical() : '{}';
+  return {
+    kind: 'graphql',
+    params: {
+      query: query?.string,
+      operationName: operationName?.string || undefined,
+      variables: JSON.parse(canonicalVariables) as Record<string, unknown>,
+      extensions: extensions?.kind === 'object' ? (JSON.parse(extensions.canonical()) as Record<string, unknown>) : {},
+    },
+    canonicalVariables,
+  };
+}
+
+/** Whether a URL parameter's value gives what the body member gives. */
+function sameParameter(name: ParameterName, urlValue: string, member: JsonValue): boolean {
+  if (name === 'query' || name === 'operationName') return member.kind === 'string' && member.string === urlValue;
+  const json = readJson(urlValue);
+  return typeof json !== 'string' && json.canonical() === member.canonical();
+}
+
+/** A string parameter as a JsonValue, so GET and POST parameters are read by one function. */
+function stringValue(value: string): JsonValue {
+  const raw = JSON.stringify(value);
+  return { kind: 'string', raw, string: value, canonical: () => raw };
+}
+
+type UrlParameters =
+  | { kind: 'parameters'; values: Map<ParameterName, string> }
+  | Extract<RequestParameters, { kind: 'ambiguous' | 'uninterpretable' }>;
+
+/**
+ * The GraphQL parameters of a query string (`application/x-www-form-urlencoded`), decoded strictly:
+ * URLSearchParams would turn bytes that are not UTF-8 into U+FFFD and keep a malformed `%` escape as
+ * text, making different requests one key. Other parameters are not read.
+ */
+function urlParameters(path: string): UrlParameters {
+  const values = new Map<ParameterName, string>();
+  const queryStart = path.indexOf('?');
+  if (queryStart < 0) return { kind: 'parameters', values };
+  for (const pair of path.slice(queryStart + 1).split('&')) {
+    const separator = pair.indexOf('=');
+    const name = formDecode(separator < 0 ? pair : pair.slice(0, separator));
+    if (!isParameterName(name)) continue;
+    const value = formDecode(separator < 0 ? '' : pair.slice(separator + 1));
+    if (value === undefined) return { kind: 'uninterpretable', reason: 'invalid-percent-encoding' };
+    const seen = values.get(name);
+    if (seen !== undefined && !sameRepeat(name, seen, value)) return { kind: 'ambiguous', reason: 'repeated-parameter' };
+    values.set(name, value);
+  }
+  return { kind: 'parameters', values };
+}
+
+/** Repeats agree when equal, or, for JSON parameters, equal as canonical JSON (origins run the same). */
+function sameRepeat(name: ParameterName, first: string, second: string): boolean {
+  if (first === second) return true;
+  if (name !== 'variables' && name !== 'extensions') return false;
+  const [a, b] = [readJson(first), readJson(second)];
+  return typeof a !== 'string' && typeof b !== 'string' && a.canonical() === b.canonical();
+}
+
+function isParameterName(name: string | undefined): name is ParameterName {
+  return (PARAMETER_NAMES as readonly (string | undefined)[]).includes(name);
+}
+
+/** `+` is a space; `%XX` escapes must form UTF-8. Undefined when they do not. */
+function formDecode(text: string): string | undefined {
+  const plain = text.replaceAll('+', ' ');
+  if (!plain.includes('%')) return plain;
+  const bytes: number[] = [];
+  for (let index = 0; index < plain.length; ) {
+    if (plain[index] === '%') {
+      const hex = plain.slice(index + 1, index + 3);
+      if (!/^[0-9a-fA-F]{2}$/.test(hex)) return undefined;
+      bytes.push(Number.parseInt(hex, 16));
+      index += 3;
+    } else {
+      const code = plain.codePointAt(index)!;
+      bytes.push(...Buffer.from(String.fromCodePoint(code)));
+      index += code > 0xffff ? 2 : 1;
+    }
+  }
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(bytes));
+  } catch {
+    return undefined;
+  }
+}

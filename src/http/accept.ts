@@ -1,0 +1,115 @@
+import { parse as parseContentType } from 'content-type';
+import Negotiator from 'negotiator';
+
+/**
+ * `Accept` read as media ranges (RFC 9110 section 12.5.1) by `negotiator`: q-values, the most
+ * specific range deciding, quoted parameters. Never substring tests: `text/event-stream;q=0` or a
+ * range merely listed beside JSON must not change what svc-cache does (issue 12).
+ */
+
+/** The two response media types of the GraphQL over HTTP spec. */
+export type GraphQLResponseMediaType = 'application/graphql-response+json' | 'application/json';
+
+const GRAPHQL_RESPONSE_JSON = 'application/graphql-response+json';
+const JSON_TYPE = 'application/json';
+
+/**
+ * The `content-type` a HIT is answered with, or undefined when the client accepts neither GraphQL
+ * JSON type (then the request goes to the origin, which negotiates). A cacheable answer (200,
+ * `data`, no `errors`) has the same body under both types, so the stored type is used when
+ * accepted, else the other one, keeping the stored parameters (`charset`). A stored type that is
+ * not a GraphQL JSON type is never relabelled.
+ */
+export function acceptedGraphQLResponseType(accept: string | undefined, stored: string): string | undefined {
+  const separator = stored.indexOf(';');
+  const storedType = (separator < 0 ? stored : stored.slice(0, separator)).trim().toLowerCase();
+  const parameters = separator < 0 ? '' : stored.slice(separator);
+  if (storedType !== JSON_TYPE && storedType !== GRAPHQL_RESPONSE_JSON) return undefined;
+  const acceptable = acceptableTypes(accept, [JSON_TYPE, GRAPHQL_RESPONSE_JSON]);
+  if (acceptable.includes(storedType)) return stored;
+  const other = storedType === JSON_TYPE ? GRAPHQL_RESPONSE_JSON : JSON_TYPE;
+  return acceptable.includes(other) ? `${other}${parameters}` : undefined;
+}
+
+/**
+ * The client accepts no JSON answer at all (only `text/event-stream`, `multipart/mixed`, ...): the
+ * request streams. Listing a streaming type beside a JSON one does not make a request streaming.
+ */
+export function acceptsNoJson(accept: string | undefined): boolean {
+  return acceptableTypes(accept, [JSON_TYPE, GRAPHQL_RESPONSE_JSON]).length === 0;
+}
+
+/**
+ * The media type of svc-cache's own answers (errors, 405, purge results), per the GraphQL over
+ * HTTP spec: `application/graphql-response+json` when the client names it with a q-value at least
+ * that of `application/json`; else `application/json`, also when `Accept` is absent, names only
+ * wildcards (the spec's legacy-client default) or names neither (the spec lets the server choose
+ * rather than answer 406).
+ */
+export function ownAnswerMediaType(accept: string | undefined): GraphQLResponseMediaType {
+  if (isAbsent(accept)) return JSON_TYPE;
+  const graphQLResponse = qualityOf(accept, GRAPHQL_RESPONSE_JSON, { exact: true });
+  return graphQLResponse > 0 && graphQLResponse >= qualityOf(accept, JSON_TYPE, { exact: false }) ? GRAPHQL_RESPONSE_JSON : JSON_TYPE;
+}
+
+/** The offered types the client accepts (q > 0), in the client's order of preference. */
+function acceptableTypes(accept: string | undefined, offered: readonly string[]): string[] {
+  if (isAbsent(accept)) return [...offered];
+  return new Negotiator({ headers: { accept } }).mediaTypes(offered);
+}
+
+/**
+ * The q-value of the range that decides for `type` (RFC 9110 section 12.5.1: the most specific
+ * range applies): 0 when none covers it, and 0 when only a wildcard does if `exact`.
+ */
+function qualityOf(accept: string, type: string, { exact }: { exact: boolean }): number {
+  let quality = 0;
+  let decidingSpecificity = -1;
+  for (const range of mediaRanges(accept)) {
+    const specificity = specificityFor(range.type, type);
+    if (specificity < 0 || (exact && specificity < EXACT) || specificity < decidingSpecificity) continue;
+    quality = specificity > decidingSpecificity ? range.q : Math.max(quality, range.q);
+    decidingSpecificity = specificity;
+  }
+  return quality;
+}
+
+const EXACT = 2;
+
+/** 2 for the type itself, 1 for `type/*`, 0 for `*\/*`, -1 when the range does not cover it. */
+function specificityFor(range: string, type: string): number {
+  if (range === type) return EXACT;
+  if (range === '*/*') return 0;
+  return range.endsWith('/*') && type.startsWith(range.slice(0, -1)) ? 1 : -1;
+}
+
+/**
+ * Each media range with its q-value, read by `content-type` (quoted parameters may hold commas).
+ * A malformed range or q-value counts as q=0: what the client meant is unknown.
+ */
+function mediaRanges(accept: string): Array<{ type: string; q: number }> {
+  const ranges: Array<{ type: string; q: number }> = [];
+  let index = 0;
+  while (index < accept.length) {
+    while (accept[index] === ' ' || accept[index] === '\t' || accept[index] === ',') index++;
+    if (index >= accept.length) break;
+    try {
+      const parsed = parseContentType(accept, { comma: true, start: index });
+      ranges.push({ type: parsed.type, q: qValue(parsed.parameters['q']) });
+      index = parsed.index + 1;
+    } catch {
+      const next = accept.indexOf(',', index);
+      index = next < 0 ? accept.length : next + 1;
+    }
+  }
+  return ranges;
+}
+
+function qValue(raw: string | undefined): number {
+  if (raw === undefined) return 1;
+  return /^(0(\.\d{0,3})?|1(\.0{0,3})?)$/.test(raw) ? Number(raw) : 0;
+}
+
+function isAbsent(accept: string | undefined): accept is undefined {
+  return accept === undefined || accept.trim() === '';
+}

@@ -1,0 +1,215 @@
+import { headerValues, type HeaderList } from './headers.js';
+
+/**
+ * What RFC 9111 lets a shared cache store, and for how long. svc-cache never revalidates, so what
+ * would need revalidation before reuse is not stored; where the RFC lets a cache choose, it is
+ * conservative (section 4.2.1: invalid or conflicting freshness information means stale).
+ */
+
+export type UnstorableReason =
+  | 'origin-status'
+  | 'origin-no-store'
+  | 'origin-private'
+  | 'origin-no-cache'
+  | 'origin-pragma-no-cache'
+  | 'origin-vary-star'
+  | 'origin-vary'
+  | 'origin-max-age-zero'
+  | 'origin-max-age-invalid'
+  | 'origin-expired';
+
+export type Storability =
+  /** `freshSeconds`: the origin's remaining freshness; undefined when the origin gave none (the rule decides). */
+  | { storable: true; freshSeconds: number | undefined }
+  | { storable: false; reason: Exclude<UnstorableReason, 'origin-vary'> }
+  /** `header`: the first request header named by `Vary` whose value is not in the key. */
+  | { storable: false; reason: 'origin-vary'; header: string };
+
+export interface StorabilityContext {
+  /** Lower-case names of the request headers whose whole value is in the cache key. */
+  keyedRequestHeaders: ReadonlySet<string>;
+  /** Epoch milliseconds, for `Expires` when the response has no valid `Date`. */
+  now: number;
+}
+
+/** RFC 9111 section 1.2.2: a delta-seconds too large to represent counts as 2^31. */
+const MAX_DELTA_SECONDS = 2 ** 31;
+
+export function storability(status: number, headers: HeaderList, context: StorabilityContext): Storability {
+  // svc-cache stores only complete GraphQL results, which are 200.
+  if (status !== 200) return { storable: false, reason: 'origin-status' };
+  const directives = cacheControlDirectives(headers);
+  // Qualified forms (`private="set-cookie"`, `no-cache="x"`) would let a cache store the rest;
+  // svc-cache does not rewrite stored headers, so any form forbids storing.
+  if (directives.has('no-store')) return { storable: false, reason: 'origin-no-store' };
+  if (directives.has('private')) return { storable: false, reason: 'origin-private' };
+  if (directives.has('no-cache')) return { storable: false, reason: 'origin-no-cache' };
+  // RFC 9111 section 5.4: Pragma is deprecated, but an HTTP/1.0-minded origin that sends only
+  // `Pragma: no-cache` means "do not reuse without revalidation"; svc-cache does not revalidate.
+  if (directives.size === 0 && hasPragmaNoCache(headers)) return { storable: false, reason: 'origin-pragma-no-cache' };
+  const vary = unsatisfiedVary(headers, context.keyedRequestHeaders);
+  if (vary === '*') return { storable: false, reason: 'origin-vary-star' };
+  if (vary !== undefined) return { storable: false, reason: 'origin-vary', header: vary };
+  return freshness(directives, headers, context.now);
+}
+
+/**
+ * Every Cache-Control directive of every `cache-control` line, lower-cased names; the value is
+ * unquoted, and `null` when a repeated directive disagrees with itself.
+ */
+export function cacheControlDirectives(headers: HeaderList): Map<string, string | undefined | null> {
+  const directives = new Map<string, string | undefined | null>();
+  for (const line of headerValues(headers, 'cache-control')) {
+    for (const [name, value] of readDirectives(line)) {
+      const seen = directives.get(name);
+      directives.set(name, directives.has(name) && seen !== value ? null : value);
+    }
+  }
+  return directives;
+}
+
+function freshness(directives: Map<string, string | undefined | null>, headers: HeaderList, now: number): Storability {
+  // RFC 9111 section 4.2.1: s-maxage, then max-age, then Expires minus Date.
+  const maxAgeDirective = directives.has('s-maxage') ? 's-maxage' : directives.has('max-age') ? 'max-age' : undefined;
+  let lifetime: number;
+  if (maxAgeDirective !== undefined) {
+    const seconds = deltaSeconds(directives.get(maxAgeDirective));
+    if (seconds === undefined) return { storable: false, reason: 'origin-max-age-invalid' };
+    if (seconds === 0) return { storable: false, reason: 'origin-max-age-zero' };
+    lifetime = seconds;
+  } else {
+    const expires = singleValue(headers, 'expires');
+    if (expires === undefined) return { storable: true, freshSeconds: undefined };
+    // Section 5.3: an invalid Expires, `0` above all, means already expired.
+    const expiresAt = httpDate(expires ?? '');
+    const date = httpDate(singleValue(headers, 'date') ?? '');
+    if (expiresAt === undefined) return { storable: false, reason: 'origin-expired' };
+    lifetime = Math.floor((expiresAt - (date ?? now)) / 1000);
+  }
+  // Section 4.2.3: an upstream cache's Age has already used part of the lifetime. (The apparent
+  // age from Date is not used: the origin's clock is not the sidecar's, and Date has whole seconds.)
+  const age = singleValue(headers, 'age');
+  const ageSeconds = age === undefined ? 0 : deltaSeconds(age);
+  if (ageSeconds === undefined) return { storable: false, reason: 'origin-expired' };
+  const remaining = lifetime - ageSeconds;
+  return remaining > 0 ? { storable: true, freshSeconds: remaining } : { storable: false, reason: 'origin-expired' };
+}
+
+/** RFC 9111 section 1.2.2 delta-seconds (the quoted form accepted, as section 5.2 asks). */
+function deltaSeconds(value: string | undefined | null): number | undefined {
+  if (value === undefined || value === null || !/^[0-9]+$/.test(value)) return undefined;
+  return Math.min(Number(value), MAX_DELTA_SECONDS);
+}
+
+/** The value of a header that must occur once; `null` when its lines disagree, undefined when absent. */
+function singleValue(headers: HeaderList, name: string): string | null | undefined {
+  const values = headerValues(headers, name).map((value) => value.trim());
+  if (values.length === 0) return undefined;
+  return values.every((value) => value === values[0]) ? values[0] : null;
+}
+
+function hasPragmaNoCache(headers: HeaderList): boolean {
+  return headerValues(headers, 'pragma').some((line) => readDirectives(line).some(([name]) => name === 'no-cache'));
+}
+
+/** `*`, or the first header named by Vary that is not in the key, or undefined when all are. */
+function unsatisfiedVary(headers: HeaderList, keyed: ReadonlySet<string>): string | undefined {
+  let unsatisfied: string | undefined;
+  for (const line of headerValues(headers, 'vary')) {
+    for (const part of line.split(',')) {
+      const name = part.trim().toLowerCase();
+      if (name === '*') return '*';
+      if (name !== '' && !keyed.has(name)) unsatisfied ??= name;
+    }
+  }
+  return unsatisfied;
+}
+
+/**
+ * `name[=token|quoted-string]` directives of one comma-separated line (RFC 9111 section 5.2),
+ * in one pass: a quoted value may hold commas and backslash escapes. Anything after a value up to
+ * the next comma is kept in it, so `max-age=60 x` reads as the invalid value `60 x`.
+ */
+function readDirectives(line: string): Array<[name: string, value: string | undefined]> {
+  const directives: Array<[string, string | undefined]> = [];
+  let index = 0;
+  while (index < line.length) {
+    let end = index;
+    while (end < line.length && line[end] !== ',' && line[end] !== '=') end++;
+    const name = line.slice(index, end).trim().toLowerCase();
+    let value: string | undefined;
+    index = end;
+    if (line[index] === '=') {
+      index++;
+      while (line[index] === ' ' || line[index] === '\t') index++;
+      if (line[index] === '"') {
+        const quoted = readQuoted(line, index);
+        value = quoted.value;
+        index = quoted.end;
+        const rest = skipToComma(line, index);
+        if (line.slice(index, rest).trim() !== '') value = `${value}${line.slice(index, rest)}`.trim();
+        index = rest;
+      } else {
+        const rest = skipToComma(line, index);
+        value = line.slice(index, rest).trim();
+        index = rest;
+      }
+    }
+    if (name !== '') directives.push([name, value]);
+    index++;
+  }
+  return directives;
+}
+
+function readQuoted(line: string, start: number): { value: string; end: number } {
+  let value = '';
+  let index = start + 1;
+  while (index < line.length && line[index] !== '"') {
+    if (line[index] === '\\' && index + 1 < line.length) index++;
+    value += line[index];
+    index++;
+  }
+  return { value, end: index + 1 };
+}
+
+function skipToComma(line: string, start: number): number {
+  const comma = line.indexOf(',', start);
+  return comma < 0 ? line.length : comma;
+}
+
+const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
+const IMF_FIXDATE = /^[a-z]{3}, (\d{2}) ([a-z]{3}) (\d{4}) (\d{2}):(\d{2}):(\d{2}) gmt$/;
+const RFC_850 = /^[a-z]{6,9}, (\d{2})-([a-z]{3})-(\d{2}) (\d{2}):(\d{2}):(\d{2}) gmt$/;
+const ASCTIME = /^[a-z]{3} ([a-z]{3}) ([ \d]\d) (\d{2}):(\d{2}):(\d{2}) (\d{4})$/;
+
+/**
+ * Epoch milliseconds of an HTTP-date (RFC 9110 section 5.6.7: IMF-fixdate, and the obsolete RFC 850
+ * and asctime forms recipients must accept), or undefined. Not `Date.parse`: it takes many other
+ * forms and reads asctime in the sidecar's local time zone.
+ */
+export function httpDate(value: string): number | undefined {
+  const text = value.trim().toLowerCase();
+  let match = IMF_FIXDATE.exec(text);
+  if (match) return utc(Number(match[3]), match[2]!, Number(match[1]), match.slice(4, 7));
+  match = RFC_850.exec(text);
+  if (match) {
+    // RFC 9110 section 5.6.7: a two-digit year more than 50 years ahead is in the past century.
+    const twoDigits = Number(match[3]);
+    const thisYear = new Date().getUTCFullYear();
+    let year = 2000 + twoDigits;
+    if (year > thisYear + 50) year -= 100;
+    return utc(year, match[2]!, Number(match[1]), match.slice(4, 7));
+  }
+  match = ASCTIME.exec(text);
+  if (match) return utc(Number(match[6]), match[1]!, Number(match[2]!.trim()), match.slice(3, 6));
+  return undefined;
+}
+
+function utc(year: number, monthName: string, day: number, time: string[]): number | undefined {
+  const month = MONTHS.indexOf(monthName);
+  const [hours, minutes, seconds] = time.map(Number) as [number, number, number];
+  if (month < 0 || day < 1 || hours > 23 || minutes > 59 || seconds > 60) return undefined;
+  const epoch = Date.UTC(year, month, day, hours, minutes, seconds);
+  // Reject 31 February and the like rather than let Date roll them over.
+  return new Date(epoch).getUTCDate() === day ? epoch : undefined;
+}

@@ -1,0 +1,39 @@
+/**
+ * Which endpoint a request is for and which host it names, as the cache key holds them (issue 12
+ * item 6). Throughout, two spellings are one only when every origin must treat them alike: keying
+ * two spellings apart costs a miss, keying them together can serve one origin answer for another.
+ */
+
+/** The paths svc-cache interprets when the config names none. */
+export const DEFAULT_ENDPOINTS: readonly string[] = ['/graphql'];
+
+/**
+ * The configured endpoint `path` (a `:path`) is for, or undefined: that request passes untouched and
+ * unread. Only the query string is dropped; the rest must match exactly. Paths are case-sensitive
+ * (RFC 3986 section 6.2.2.1), and `/graphql/`, `//graphql`, `/graphql;x` and `/%67raphql` are other
+ * paths: origins differ on whether they route them to the same handler (matrix parameters, slash
+ * merging, percent-decoding), and passing what svc-cache cannot place is always safe.
+ */
+export function endpointOf(path: string, endpoints: readonly string[] = DEFAULT_ENDPOINTS): string | undefined {
+  const queryStart = path.indexOf('?');
+  const withoutQuery = queryStart < 0 ? path : path.slice(0, queryStart);
+  return endpoints.includes(withoutQuery) ? withoutQuery : undefined;
+}
+
+const DEFAULT_PORTS: Readonly<Record<string, string>> = { http: '80', https: '443' };
+
+/**
+ * The host part of the key from `:authority`: lower-cased (host names are case-insensitive, RFC 3986
+ * section 3.2.2), the scheme's default port dropped, IPv6 literals kept in their brackets. A
+ * trailing dot is kept: `example.com.` may be a different virtual host to the origin's router.
+ */
+export function hostKey(authority: string, scheme: string): string {
+  const host = authority.trim().toLowerCase();
+  const defaultPort = DEFAULT_PORTS[scheme.toLowerCase()];
+  if (defaultPort === undefined) return host;
+  const suffix = `:${defaultPort}`;
+  // The port follows the last colon, after an IPv6 literal's closing bracket if there is one.
+  const portColon = host.lastIndexOf(':');
+  const isPort = portColon > host.lastIndexOf(']');
+  return isPort && host.endsWith(suffix) && host.length - suffix.length === portColon ? host.slice(0, portColon) : host;
+}

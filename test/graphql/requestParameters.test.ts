@@ -1,0 +1,225 @@
+import { describe, expect, it } from 'vitest';
+import type { HeaderList } from '../../src/http/headers.js';
+import {
+  ambiguousRequestResponse,
+  MAX_BATCH_OPERATIONS,
+  readGetRequest,
+  readPostRequest,
+} from '../../src/graphql/requestParameters.js';
+
+const JSON_HEADERS: HeaderList = [['content-type', 'application/json']];
+const post = (body: string | Buffer, path = '/graphql', headers: HeaderList = JSON_HEADERS) =>
+  readPostRequest(path, headers, typeof body === 'string' ? Buffer.from(body) : body);
+
+describe('readGetRequest', () => {
+  it('reads the four parameters', () => {
+    const variables = encodeURIComponent('{"b": 1.0, "a": 9007199254740993}');
+    expect(readGetRequest(`/graphql?query=%7B+me+%7D&operationName=Me&variables=${variables}&extensions=%7B%7D&x=1`)).toEqual({
+      kind: 'graphql',
+      params: { query: '{ me }', operationName: 'Me', variables: { a: 2 ** 53, b: 1 }, extensions: {} },
+      canonicalVariables: '{"a":9007199254740993,"b":1.0}',
+    });
+  });
+
+  it('reads absent, empty and null variables as none', () => {
+    for (const path of ['/graphql?query=x', '/graphql?query=x&variables=', '/graphql?query=x&variables=null', '/graphql?query=x&variables=%7B%7D']) {
+      expect(readGetRequest(path)).toMatchObject({ kind: 'graphql', canonicalVariables: '{}', params: { variables: {} } });
+    }
+  });
+
+  it('an empty operationName is none', () => {
+    expect(readGetRequest('/graphql?query=x&operationName=')).toMatchObject({ params: { operationName: undefined } });
+  });
+
+  it('identical repeats are fine, also when spelled differently', () => {
+    expect(readGetRequest('/graphql?query=a&query=%61')).toMatchObject({ kind: 'graphql', params: { query: 'a' } });
+    expect(readGetRequest('/graphql?query=a&variables=%7B%22x%22:1%7D&variables=%7B+%22x%22+:+1%7D')).toMatchObject({
+      kind: 'graphql',
+      canonicalVariables: '{"x":1}',
+    });
+  });
+
+  it.each([
+    '/graphql?query=a&query=b',
+    '/graphql?query=a&%71uery=b',
+    '/graphql?operationName=A&operationName=B&query=x',
+    '/graphql?query=x&variables=%7B%7D&variables=%7B%22a%22:1%7D',
+    '/graphql?query=x&extensions=%7B%7D&extensions=',
+  ])('%j repeats a parameter with different values: ambiguous', (path) => {
+    expect(readGetRequest(path)).toEqual({ kind: 'ambiguous', reason: 'repeated-parameter' });
+  });
+
+  it('variables naming a key twice with different values are ambiguous', () => {
+    expect(readGetRequest(`/graphql?query=x&variables=${encodeURIComponent('{"a":1,"a":2}')}`)).toEqual({ kind: 'ambiguous', reason: 'repeated-member' });
+  });
+
+  it('number spellings are different keys', () => {
+    const keyOf = (number: string) => readGetRequest(`/graphql?query=x&variables=${encodeURIComponent(`{"n":${number}}`)}`);
+    expect(keyOf('1')).toMatchObject({ canonicalVariables: '{"n":1}' });
+    expect(keyOf('1.0')).toMatchObject({ canonicalVariables: '{"n":1.0}' });
+    expect(keyOf('9007199254740992')).toMatchObject({ canonicalVariables: '{"n":9007199254740992}' });
+    expect(keyOf('9007199254740993')).toMatchObject({ canonicalVariables: '{"n":9007199254740993}' });
+  });
+
+  it.each([
+    ['/graphql?query=%FF', 'invalid-percent-encoding'],
+    ['/graphql?query=%C3', 'invalid-percent-encoding'],
+    ['/graphql?query=%zz', 'invalid-percent-encoding'],
+    ['/graphql?query=%4', 'invalid-percent-encoding'],
+    ['/graphql?query=x&variables=%5B%5D', 'variables-not-object'],
+    ['/graphql?query=x&variables=1', 'variables-not-object'],
+    ['/graphql?query=x&variables=%7B', 'variables-not-object'],
+    ['/graphql?query=x&extensions=%22e%22', 'extensions-not-object'],
+    ['/graphql?query=x&extensions=nope', 'extensions-not-object'],
+  ])('%j is uninterpretable (%s)', (path, reason) => {
+    expect(readGetRequest(path)).toEqual({ kind: 'uninterpretable', reason });
+  });
+
+  it('does not read other parameters, even malformed ones', () => {
+    expect(readGetRequest('/graphql?query=x&other=%FF&%zz=1')).toMatchObject({ kind: 'graphql', params: { query: 'x' } });
+  });
+
+  it('decodes UTF-8 escapes and + as a space', () => {
+    expect(readGetRequest('/graphql?query=%C3%A9+%F0%9F%98%80')).toMatchObject({ params: { query: 'é 😀' } });
+  });
+});
+
+describe('readPostRequest', () => {
+  it('reads the body members, keeping number literals in the canonical variables', () => {
+    expect(post('{"query":"query Q($n: Int) { n(v: $n) }","operationName":"Q","variables":{"n":1.0},"extensions":{"e":true},"other":1}')).toEqual({
+      kind: 'graphql',
+      params: { query: 'query Q($n: Int) { n(v: $n) }', operationName: 'Q', variables: { n: 1 }, extensions: { e: true } },
+      canonicalVariables: '{"n":1.0}',
+    });
+  });
+
+  it('null members are absent', () => {
+    expect(post('{"query":null,"operationName":null,"variables":null,"extensions":null}')).toEqual({
+      kind: 'graphql',
+      params: { query: undefined, operationName: undefined, variables: {}, extensions: {} },
+      canonicalVariables: '{}',
+    });
+  });
+
+  it('"\\u0061" and "a" are one key; 1 and 1.0 are two', () => {
+    expect(post('{"query":"x","variables":{"s":"\\u0061"}}')).toMatchObject({ canonicalVariables: '{"s":"a"}' });
+    expect(post('{"query":"x","variables":{"s":"a"}}')).toMatchObject({ canonicalVariables: '{"s":"a"}' });
+  });
+
+  it.each([
+    ['{"query":"a","query":"b"}'],
+    ['{"query":"a","variables":{"x":1},"variables":{"x":2}}'],
+    ['{"query":"a","variables":{"x":1,"x":2}}'],
+  ])('%j gives a member twice with different values: ambiguous', (body) => {
+    expect(post(body)).toEqual({ kind: 'ambiguous', reason: 'repeated-member' });
+  });
+
+  it('a member repeated identically is fine', () => {
+    expect(post('{"query":"a","query":"a"}')).toMatchObject({ kind: 'graphql', params: { query: 'a' } });
+  });
+
+  describe('URL parameters', () => {
+    it('that the body gives the same are fine', () => {
+      expect(post('{"query":"a","variables":{"x":1,"y":2}}', `/graphql?query=a&variables=${encodeURIComponent('{"y":2, "x":1}')}&foo=1`)).toMatchObject({
+        kind: 'graphql',
+        canonicalVariables: '{"x":1,"y":2}',
+      });
+    });
+
+    it.each([
+      ['/graphql?query=b', '{"query":"a"}'],
+      ['/graphql?variables=%7B%22x%22:2%7D', '{"query":"a","variables":{"x":1}}'],
+      ['/graphql?variables=%7B%22x%22:1.0%7D', '{"query":"a","variables":{"x":1}}'],
+      // The body lacks it: an origin that prefers URL parameters would run operationName B.
+      ['/graphql?operationName=B', '{"query":"query A { a } query B { b }"}'],
+      ['/graphql?variables=%7B%7D', '{"query":"a"}'],
+      ['/graphql?query=a', '[{"query":"a"}]'],
+    ])('%j beside %j: ambiguous', (path, body) => {
+      expect(post(body, path)).toEqual({ kind: 'ambiguous', reason: 'url-parameter' });
+    });
+
+    it('given twice with different values: ambiguous', () => {
+      expect(post('{"query":"a"}', '/graphql?query=a&query=b')).toEqual({ kind: 'ambiguous', reason: 'repeated-parameter' });
+    });
+  });
+
+  describe('content-type', () => {
+    it('two lines that differ are ambiguous; identical ones are one', () => {
+      expect(post('{"query":"a"}', '/graphql', [['content-type', 'application/json'], ['content-type', 'text/plain']])).toEqual({
+        kind: 'ambiguous',
+        reason: 'conflicting-content-type',
+      });
+      expect(post('{"query":"a"}', '/graphql', [['content-type', 'application/json'], ['content-type', 'application/json']])).toMatchObject({
+        kind: 'graphql',
+      });
+    });
+
+    it.each([[[]], [[['content-type', 'text/plain']]], [[['content-type', 'application/graphql']]]] as Array<[HeaderList]>)(
+      'anything but application/json is not read (%j)',
+      (headers) => {
+        expect(post('{"query":"a"}', '/graphql', headers)).toEqual({ kind: 'uninterpretable', reason: 'content-type' });
+      },
+    );
+
+    it('application/json with parameters is read', () => {
+      expect(post('{"query":"a"}', '/graphql', [['content-type', 'Application/JSON; charset=utf-8']])).toMatchObject({ kind: 'graphql' });
+    });
+  });
+
+  it.each([
+    [Buffer.from([0x7b, 0x22, 0x71, 0x75, 0x65, 0x72, 0x79, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]), 'invalid-utf8'],
+    ['', 'invalid-json'],
+    ['{"query":', 'invalid-json'],
+    ['"query"', 'body-not-object'],
+    ['null', 'body-not-object'],
+    ['{"query":1}', 'query-not-string'],
+    ['{"query":"a","operationName":["A"]}', 'operation-name-not-string'],
+    ['{"query":"a","variables":[1]}', 'variables-not-object'],
+    ['{"query":"a","variables":"{}"}', 'variables-not-object'],
+    ['{"query":"a","extensions":true}', 'extensions-not-object'],
+    ['[]', 'empty-batch'],
+    ['[{"query":"a"}, 1]', 'body-not-object'],
+    ['[{"query":"a"}, {"query":2}]', 'query-not-string'],
+  ])('%j is uninterpretable (%s)', (body, reason) => {
+    expect(post(body)).toEqual({ kind: 'uninterpretable', reason });
+  });
+
+  describe('batches', () => {
+    it('reads every operation of an array', () => {
+      expect(post('[{"query":"a","variables":{"n":1.0}}, {"query":"mutation { m }","operationName":"M"}]')).toEqual({
+        kind: 'batch',
+        operations: [
+          { params: { query: 'a', operationName: undefined, variables: { n: 1 }, extensions: {} }, canonicalVariables: '{"n":1.0}' },
+          { params: { query: 'mutation { m }', operationName: 'M', variables: {}, extensions: {} }, canonicalVariables: '{}' },
+        ],
+      });
+    });
+
+    it(`reads at most ${MAX_BATCH_OPERATIONS} operations`, () => {
+      const batch = (size: number) => `[${Array.from({ length: size }, () => '{"query":"a"}').join(',')}]`;
+      expect(post(batch(MAX_BATCH_OPERATIONS))).toMatchObject({ kind: 'batch' });
+      expect(post(batch(MAX_BATCH_OPERATIONS + 1))).toEqual({ kind: 'uninterpretable', reason: 'batch-too-large' });
+    });
+
+    it('an element giving a member twice differently makes the batch ambiguous', () => {
+      expect(post('[{"query":"a"}, {"query":"a","query":"b"}]')).toEqual({ kind: 'ambiguous', reason: 'repeated-member' });
+    });
+  });
+});
+
+describe('ambiguousRequestResponse', () => {
+  it.each(['application/json', 'application/graphql-response+json'] as const)('answers 400 with AMBIGUOUS_REQUEST in %s', (mediaType) => {
+    const response = ambiguousRequestResponse(mediaType);
+    expect(response.status).toBe(400);
+    expect(response.headers).toEqual([['content-type', `${mediaType}; charset=utf-8`]]);
+    expect(JSON.parse(response.body.toString())).toEqual({
+      errors: [
+        {
+          message:
+            'The request gives a GraphQL parameter more than one way (repeated with different values, or in both the URL and the body); send each once.',
+          extensions: { code: 'AMBIGUOUS_REQUEST' },
+        },
+      ],
+    });
+  });
+});

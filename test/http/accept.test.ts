@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+import { acceptedGraphQLResponseType, acceptsNoJson, ownAnswerMediaType } from '../../src/http/accept.js';
+
+const GR = 'application/graphql-response+json';
+const JSON_TYPE = 'application/json';
+const URQL = 'application/graphql-response+json, application/json, text/event-stream, multipart/mixed';
+const APOLLO_3 = '*/*';
+const APOLLO_3_DEFER = 'multipart/mixed;deferSpec=20220824,application/json';
+const APOLLO_4 = 'application/graphql-response+json,application/json;q=0.9';
+const GRAPHQL_REQUEST = 'application/graphql-response+json, application/json';
+const CURL = '*/*';
+
+describe('acceptedGraphQLResponseType', () => {
+  it.each([
+    ['urql', URQL, JSON_TYPE, JSON_TYPE],
+    ['urql', URQL, `${GR}; charset=utf-8`, `${GR}; charset=utf-8`],
+    ['Apollo Client 3', APOLLO_3, `${JSON_TYPE}; charset=utf-8`, `${JSON_TYPE}; charset=utf-8`],
+    ['Apollo Client 3', APOLLO_3, GR, GR],
+    ['Apollo Client 3 with @defer', APOLLO_3_DEFER, GR, `${JSON_TYPE}`],
+    ['Apollo Client 4', APOLLO_4, JSON_TYPE, JSON_TYPE],
+    ['graphql-request', GRAPHQL_REQUEST, GR, GR],
+    ['curl', CURL, JSON_TYPE, JSON_TYPE],
+    ['no Accept', undefined, GR, GR],
+    ['a blank Accept', '  ', JSON_TYPE, JSON_TYPE],
+    ['application/*', 'application/*', GR, GR],
+  ])('%s (%j) is answered a stored %j as %j', (_client, accept, stored, expected) => {
+    expect(acceptedGraphQLResponseType(accept, stored)).toBe(expected);
+  });
+
+  it('answers with the other GraphQL JSON type, keeping the stored parameters, when only that one is accepted', () => {
+    expect(acceptedGraphQLResponseType(GR, 'application/json; charset=utf-8')).toBe(`${GR}; charset=utf-8`);
+    expect(acceptedGraphQLResponseType('application/json', GR)).toBe(JSON_TYPE);
+    expect(acceptedGraphQLResponseType(`${GR};q=0, */*`, GR)).toBe(JSON_TYPE);
+  });
+
+  it('reads the stored type case-insensitively and keeps it as stored when accepted', () => {
+    expect(acceptedGraphQLResponseType('application/json', 'Application/JSON;charset=UTF-8')).toBe('Application/JSON;charset=UTF-8');
+  });
+
+  it.each([
+    ['text/event-stream', JSON_TYPE],
+    ['multipart/mixed;deferSpec=20220824', GR],
+    ['text/html', JSON_TYPE],
+    ['application/json;q=0, application/graphql-response+json;q=0, */*', JSON_TYPE],
+    ['*/*;q=0', GR],
+    ['application/*;q=0', JSON_TYPE],
+    ['garbage', JSON_TYPE],
+    [',,,', JSON_TYPE],
+    ['application/json;q=abc', JSON_TYPE],
+  ])('passes %j to the origin (stored %j)', (accept, stored) => {
+    expect(acceptedGraphQLResponseType(accept, stored)).toBeUndefined();
+  });
+
+  it('never relabels a stored type that is not GraphQL JSON', () => {
+    expect(acceptedGraphQLResponseType('*/*', 'text/plain')).toBeUndefined();
+    expect(acceptedGraphQLResponseType(undefined, '')).toBeUndefined();
+  });
+
+  it('lets the most specific range decide, whatever the order', () => {
+    expect(acceptedGraphQLResponseType('*/*, application/json;q=0', JSON_TYPE)).toBe(GR);
+    expect(acceptedGraphQLResponseType('application/json;q=0, application/*', JSON_TYPE)).toBe(GR);
+  });
+
+  it('reads quoted parameters that hold commas as one range', () => {
+    expect(acceptedGraphQLResponseType('multipart/mixed;x="a, application/json", text/event-stream', JSON_TYPE)).toBeUndefined();
+  });
+});
+
+describe('acceptsNoJson', () => {
+  it.each([
+    ['text/event-stream', true],
+    ['multipart/mixed;deferSpec=20220824', true],
+    ['multipart/mixed', true],
+    ['text/event-stream, multipart/mixed', true],
+    ['application/json;q=0, text/event-stream', true],
+    ['garbage', true],
+    [URQL, false],
+    [APOLLO_3, false],
+    [APOLLO_3_DEFER, false],
+    [APOLLO_4, false],
+    [GRAPHQL_REQUEST, false],
+    ['text/event-stream, application/*', false],
+    ['text/event-stream;q=0, application/json', false],
+    [undefined, false],
+    ['', false],
+  ])('%j: %s', (accept, expected) => {
+    expect(acceptsNoJson(accept)).toBe(expected);
+  });
+});
+
+describe('ownAnswerMediaType', () => {
+  // The same table as negotiateResponseMediaType in test/purge/handler.test.ts: this module replaces it.
+  it.each([
+    [undefined, JSON_TYPE],
+    ['', JSON_TYPE],
+    ['*/*', JSON_TYPE],
+    ['application/*', JSON_TYPE],
+    ['application/json', JSON_TYPE],
+    ['text/html', JSON_TYPE],
+    ['garbage', JSON_TYPE],
+    [GR, GR],
+    [`${GR}, application/json;q=0.9`, GR],
+    [`application/json, ${GR}`, GR],
+    [`${GR};q=0.5, application/json`, JSON_TYPE],
+    [`${GR};q=0, */*`, JSON_TYPE],
+    [`${GR};q=0.5, */*;q=0.4`, GR],
+    [`${GR};q=0.5, application/*;q=0.6`, JSON_TYPE],
+    [`${GR};q=0.5, application/json;q=0.4, */*`, GR],
+    [`${GR};q="0.8", application/json;q=0.7`, GR],
+    [`${GR};q=1.5, application/json`, JSON_TYPE],
+    [`${GR};q=abc, application/json`, JSON_TYPE],
+    [`${GR};charset=utf-8`, GR],
+    ['APPLICATION/GRAPHQL-RESPONSE+JSON', GR],
+    [URQL, GR],
+    [APOLLO_3, JSON_TYPE],
+    [APOLLO_3_DEFER, JSON_TYPE],
+    [APOLLO_4, GR],
+    [GRAPHQL_REQUEST, GR],
+    ['text/event-stream', JSON_TYPE],
+  ])('answers %j in %s', (accept, expected) => {
+    expect(ownAnswerMediaType(accept)).toBe(expected);
+  });
+});

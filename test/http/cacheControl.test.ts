@@ -1,0 +1,180 @@
+import { describe, expect, it } from 'vitest';
+import type { HeaderList } from '../../src/http/headers.js';
+import { httpDate, storability } from '../../src/http/cacheControl.js';
+
+const NOW = Date.UTC(2026, 10, 23, 12, 0, 0);
+const context = { keyedRequestHeaders: new Set(['accept', 'authorization']), now: NOW };
+const at = (secondsFromNow: number) => new Date(NOW + secondsFromNow * 1000).toUTCString();
+
+function judge(headers: HeaderList, status = 200) {
+  return storability(status, headers, context);
+}
+
+describe('storability', () => {
+  it('stores a 200 without freshness information for the rule to decide', () => {
+    expect(judge([['content-type', 'application/json']])).toEqual({ storable: true, freshSeconds: undefined });
+  });
+
+  it.each([203, 204, 206, 301, 304, 400, 404, 500])('never stores status %i', (status) => {
+    expect(judge([['cache-control', 'max-age=60']], status)).toEqual({ storable: false, reason: 'origin-status' });
+  });
+
+  it.each([
+    ['no-store', 'origin-no-store'],
+    ['NO-STORE', 'origin-no-store'],
+    ['max-age=60, no-store', 'origin-no-store'],
+    ['public, max-age=60, must-understand, no-store', 'origin-no-store'],
+    ['private', 'origin-private'],
+    ['private="set-cookie", max-age=60', 'origin-private'],
+    ['s-maxage=60, Private', 'origin-private'],
+    ['no-cache', 'origin-no-cache'],
+    ['no-cache="set-cookie, x-user", max-age=60', 'origin-no-cache'],
+    ['max-age=0', 'origin-max-age-zero'],
+    ['s-maxage=0, max-age=60', 'origin-max-age-zero'],
+    ['max-age=-1', 'origin-max-age-invalid'],
+    ['max-age=1.5', 'origin-max-age-invalid'],
+    ['max-age=abc', 'origin-max-age-invalid'],
+    ['max-age=', 'origin-max-age-invalid'],
+    ['max-age', 'origin-max-age-invalid'],
+    ['max-age=60 x', 'origin-max-age-invalid'],
+    ['max-age=60, max-age=120', 'origin-max-age-invalid'],
+    ['s-maxage=abc, max-age=60', 'origin-max-age-invalid'],
+  ])('Cache-Control %j: %s', (cacheControl, reason) => {
+    expect(judge([['cache-control', cacheControl]])).toEqual({ storable: false, reason });
+  });
+
+  it.each([
+    ['max-age=60', 60],
+    ['public, max-age=60', 60],
+    ['max-age="60"', 60],
+    ['max-age=60, max-age=60', 60],
+    ['s-maxage=30, max-age=60', 30],
+    ['max-age=60, s-maxage=300', 300],
+    ['MAX-AGE=45', 45],
+    ['max-age = 60', 60],
+    ['max-age=99999999999999999999', 2 ** 31],
+    ['stale-while-revalidate=30, max-age=10, foo="a,b", bar', 10],
+  ])('Cache-Control %j: fresh for %i s', (cacheControl, freshSeconds) => {
+    expect(judge([['cache-control', cacheControl]])).toEqual({ storable: true, freshSeconds });
+  });
+
+  it('reads every cache-control line', () => {
+    expect(judge([['cache-control', 'public'], ['cache-control', 'no-store']])).toEqual({ storable: false, reason: 'origin-no-store' });
+    expect(judge([['cache-control', 'public'], ['cache-control', 'max-age=20']])).toEqual({ storable: true, freshSeconds: 20 });
+    expect(judge([['cache-control', 'max-age=20'], ['cache-control', 'max-age=30']])).toEqual({ storable: false, reason: 'origin-max-age-invalid' });
+  });
+
+  it('does not read directive names inside quoted values', () => {
+    expect(judge([['cache-control', 'ext="no-store, private", max-age=5']])).toEqual({ storable: true, freshSeconds: 5 });
+    expect(judge([['cache-control', 'ext="a\\"no-store", max-age=5']])).toEqual({ storable: true, freshSeconds: 5 });
+  });
+
+  describe('Pragma', () => {
+    it('is no-cache when there is no Cache-Control', () => {
+      expect(judge([['pragma', 'no-cache']])).toEqual({ storable: false, reason: 'origin-pragma-no-cache' });
+      expect(judge([['pragma', 'x, No-Cache']])).toEqual({ storable: false, reason: 'origin-pragma-no-cache' });
+      expect(judge([['pragma', 'no-cache'], ['cache-control', '']])).toEqual({ storable: false, reason: 'origin-pragma-no-cache' });
+    });
+
+    it('is ignored beside Cache-Control', () => {
+      expect(judge([['pragma', 'no-cache'], ['cache-control', 'max-age=60']])).toEqual({ storable: true, freshSeconds: 60 });
+    });
+
+    it('other pragmas change nothing', () => {
+      expect(judge([['pragma', 'x-no-cache']])).toEqual({ storable: true, freshSeconds: undefined });
+    });
+  });
+
+  describe('Expires', () => {
+    it.each(['0', '-1', 'yesterday', '', 'Thu, 31 Feb 2026 00:00:00 GMT', '2026-11-24T00:00:00Z'])('%j (invalid) is already expired', (expires) => {
+      expect(judge([['expires', expires]])).toEqual({ storable: false, reason: 'origin-expired' });
+    });
+
+    it('in the past or now is expired', () => {
+      expect(judge([['expires', at(-60)]])).toEqual({ storable: false, reason: 'origin-expired' });
+      expect(judge([['expires', at(0)]])).toEqual({ storable: false, reason: 'origin-expired' });
+    });
+
+    it('counts from Date when present, else from now', () => {
+      expect(judge([['expires', at(120)]])).toEqual({ storable: true, freshSeconds: 120 });
+      expect(judge([['expires', at(120)], ['date', at(-30)]])).toEqual({ storable: true, freshSeconds: 150 });
+      expect(judge([['expires', at(-10)], ['date', at(-30)]])).toEqual({ storable: true, freshSeconds: 20 });
+      expect(judge([['expires', at(120)], ['date', 'nonsense']])).toEqual({ storable: true, freshSeconds: 120 });
+    });
+
+    it('is ignored when max-age or s-maxage is given (RFC 9111 section 5.3)', () => {
+      expect(judge([['expires', '0'], ['cache-control', 'max-age=60']])).toEqual({ storable: true, freshSeconds: 60 });
+      expect(judge([['expires', at(600)], ['cache-control', 's-maxage=5']])).toEqual({ storable: true, freshSeconds: 5 });
+    });
+
+    it('two lines that disagree mean stale; identical ones are one', () => {
+      expect(judge([['expires', at(60)], ['expires', at(120)]])).toEqual({ storable: false, reason: 'origin-expired' });
+      expect(judge([['expires', at(60)], ['expires', at(60)]])).toEqual({ storable: true, freshSeconds: 60 });
+    });
+  });
+
+  describe('Age', () => {
+    it('takes what an upstream cache already used off the lifetime', () => {
+      expect(judge([['cache-control', 'max-age=60'], ['age', '20']])).toEqual({ storable: true, freshSeconds: 40 });
+      expect(judge([['cache-control', 'max-age=60'], ['age', '60']])).toEqual({ storable: false, reason: 'origin-expired' });
+      expect(judge([['expires', at(60)], ['age', '100']])).toEqual({ storable: false, reason: 'origin-expired' });
+    });
+
+    it('invalid means stale', () => {
+      expect(judge([['cache-control', 'max-age=60'], ['age', 'x']])).toEqual({ storable: false, reason: 'origin-expired' });
+      expect(judge([['cache-control', 'max-age=60'], ['age', '1'], ['age', '2']])).toEqual({ storable: false, reason: 'origin-expired' });
+    });
+  });
+
+  describe('Vary', () => {
+    it('* is never stored, wherever it appears', () => {
+      expect(judge([['vary', '*']])).toEqual({ storable: false, reason: 'origin-vary-star' });
+      expect(judge([['vary', 'accept'], ['vary', 'Origin, *']])).toEqual({ storable: false, reason: 'origin-vary-star' });
+    });
+
+    it('a header outside the key is not stored, and named', () => {
+      expect(judge([['vary', 'Cookie']])).toEqual({ storable: false, reason: 'origin-vary', header: 'cookie' });
+      expect(judge([['vary', 'Accept, Authorization'], ['vary', 'X-Tenant, Cookie']])).toEqual({
+        storable: false,
+        reason: 'origin-vary',
+        header: 'x-tenant',
+      });
+    });
+
+    it('headers in the key are satisfied, case-insensitively', () => {
+      expect(judge([['vary', 'ACCEPT, authorization,,'], ['cache-control', 'max-age=9']])).toEqual({ storable: true, freshSeconds: 9 });
+    });
+
+    it('accept is satisfied only when the caller says so', () => {
+      const withoutAccept = { keyedRequestHeaders: new Set<string>(), now: NOW };
+      expect(storability(200, [['vary', 'accept']], withoutAccept)).toEqual({ storable: false, reason: 'origin-vary', header: 'accept' });
+    });
+  });
+
+  it('no-store wins over everything else', () => {
+    expect(judge([['vary', '*'], ['cache-control', 'max-age=60'], ['cache-control', 'no-store']])).toEqual({
+      storable: false,
+      reason: 'origin-no-store',
+    });
+  });
+});
+
+describe('httpDate', () => {
+  const expected = Date.UTC(1994, 10, 6, 8, 49, 37);
+  it.each([
+    ['Sun, 06 Nov 1994 08:49:37 GMT', expected],
+    ['sun, 06 nov 1994 08:49:37 gmt', expected],
+    ['Sunday, 06-Nov-94 08:49:37 GMT', expected],
+    ['Sun Nov  6 08:49:37 1994', expected],
+    ['Thu, 01 Jan 1970 00:00:00 GMT', 0],
+  ])('%j', (value, epoch) => {
+    expect(httpDate(value)).toBe(epoch);
+  });
+
+  it.each(['0', '', 'Sun, 06 Nov 1994 08:49:37', 'Sun, 06 Nov 1994 08:49:37 PST', 'Sun, 06 Foo 1994 08:49:37 GMT', 'Sun, 06 Nov 1994 24:00:00 GMT', '1994-11-06T08:49:37Z', 'Sat, 29 Feb 2025 00:00:00 GMT'])(
+    '%j is invalid',
+    (value) => {
+      expect(httpDate(value)).toBeUndefined();
+    },
+  );
+});

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_ENDPOINTS, endpointOf, hostKey } from '../../src/http/requestTarget.js';
+
+describe('endpointOf', () => {
+  it('defaults to /graphql', () => {
+    expect(DEFAULT_ENDPOINTS).toEqual(['/graphql']);
+    expect(endpointOf('/graphql')).toBe('/graphql');
+  });
+
+  it.each([
+    ['/graphql', '/graphql'],
+    ['/graphql?x', '/graphql'],
+    ['/graphql?query=%7Bme%7D&x=/other', '/graphql'],
+    ['/graphql?', '/graphql'],
+  ])('%j is %j', (path, endpoint) => {
+    expect(endpointOf(path, ['/graphql'])).toBe(endpoint);
+  });
+
+  it.each(['/graphql/', '/GRAPHQL', '//graphql', '/graphql;x', '/%67raphql', '/graphql%3F', '/graphql#x', '/graphq', '/graphqlx', '', '/', 'graphql', '/echo?/graphql'])(
+    '%j is not an endpoint',
+    (path) => {
+      expect(endpointOf(path, ['/graphql'])).toBeUndefined();
+    },
+  );
+
+  it('matches any configured endpoint and only those', () => {
+    const endpoints = ['/t/acme/graphql', '/t/globex/graphql'];
+    expect(endpointOf('/t/acme/graphql?x=1', endpoints)).toBe('/t/acme/graphql');
+    expect(endpointOf('/t/globex/graphql', endpoints)).toBe('/t/globex/graphql');
+    expect(endpointOf('/graphql', endpoints)).toBeUndefined();
+    expect(endpointOf('/graphql', [])).toBeUndefined();
+  });
+});
+
+describe('hostKey', () => {
+  it.each([
+    ['Example.COM', 'https', 'example.com'],
+    ['example.com:443', 'https', 'example.com'],
+    ['example.com:443', 'HTTPS', 'example.com'],
+    ['example.com:80', 'http', 'example.com'],
+    ['example.com:80', 'https', 'example.com:80'],
+    ['example.com:443', 'http', 'example.com:443'],
+    ['example.com:8443', 'https', 'example.com:8443'],
+    ['example.com:4430', 'https', 'example.com:4430'],
+    ['example.com:0443', 'https', 'example.com:0443'],
+    ['example.com.', 'https', 'example.com.'],
+    ['example.com.:443', 'https', 'example.com.'],
+    ['[::1]', 'https', '[::1]'],
+    ['[::1]:443', 'https', '[::1]'],
+    ['[2001:DB8::443]', 'https', '[2001:db8::443]'],
+    ['[2001:db8::1]:8080', 'https', '[2001:db8::1]:8080'],
+    ['127.0.0.1:80', 'http', '127.0.0.1'],
+    ['example.com:443', 'grpc', 'example.com:443'],
+    ['', 'https', ''],
+    [':443', 'https', ''],
+  ])('%j over %s is %j', (authority, scheme, expected) => {
+    expect(hostKey(authority, scheme)).toBe(expected);
+  });
+});
