@@ -20,7 +20,8 @@ export type OwnErrorCode =
   | 'PURGE_NOT_APPLIED'
   | 'PURGE_UNAVAILABLE'
   | 'PERSISTED_QUERY_NOT_FOUND'
-  | 'PERSISTED_QUERY_NOT_SUPPORTED';
+  | 'PERSISTED_QUERY_NOT_SUPPORTED'
+  | 'AMBIGUOUS_REQUEST';
 
 /** The response header that says HIT, MISS or PASS. */
 export const CACHE_STATUS_HEADER = 'svc-cache';
