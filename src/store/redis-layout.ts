@@ -93,9 +93,9 @@ export class RedisKeyLayout {
     return `${this.keyPrefix}{apq}:q:`;
   }
 
-  persistedQueryIndexKeys(): { index: string; sizes: string; bytes: string } {
+  persistedQueryIndexKeys(): { index: string; sizes: string; bytes: string; sequence: string } {
     const prefix = `${this.keyPrefix}{apq}:`;
-    return { index: `${prefix}index`, sizes: `${prefix}sizes`, bytes: `${prefix}bytes` };
+    return { index: `${prefix}index`, sizes: `${prefix}sizes`, bytes: `${prefix}bytes`, sequence: `${prefix}seq` };
   }
 
   private shardPrefix(shard: number): string {

@@ -150,16 +150,15 @@ return drain(3, 3, ARGV[1], tonumber(ARGV[2]))
 
 /**
  * Registers a persisted query and keeps the registry under its bound. KEYS: index (sorted set of
- * hashes scored by expiry; with one ttl that is registration order), sizes (hash to bytes), byte
- * count, the query's key. ARGV: hash, query, ttl ms, max bytes, query key prefix. Expired members
- * are trimmed (a bounded number per call), then the oldest go until the count is within the bound.
+ * hashes scored by registration order), sizes (hash to bytes), byte count, the query's key, the
+ * registration counter. ARGV: hash, query, ttl ms, max bytes, query key prefix. Members whose query
+ * expired are trimmed (a bounded number per call), then the oldest go until the count is within the
+ * bound.
  * Returns 1 when registered, 0 when the query alone is over the bound.
  */
 export const REGISTER_PERSISTED_QUERY = new LuaScript(`
-local index, sizes, bytes, queryKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local index, sizes, bytes, queryKey, sequence = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local hash, query, ttlMs, maxBytes, queryKeyPrefix = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
-local now = redis.call('TIME')
-local nowMs = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local function forget(member)
   local size = tonumber(redis.call('HGET', sizes, member) or '0')
   redis.call('HDEL', sizes, member)
@@ -167,7 +166,13 @@ local function forget(member)
   redis.call('DEL', queryKeyPrefix .. member)
   return tonumber(redis.call('DECRBY', bytes, size))
 end
-for _, member in ipairs(redis.call('ZRANGEBYSCORE', index, '-inf', nowMs, 'LIMIT', 0, 100)) do
+-- The index is in registration order (a counter, never a clock: two registrations in one
+-- millisecond must not tie). A query key that expired on its own leaves its member behind: the
+-- oldest members are checked, a few per call, and those whose query is gone are forgotten.
+for _, member in ipairs(redis.call('ZRANGE', index, 0, 99)) do
+  if redis.call('EXISTS', queryKeyPrefix .. member) == 1 then
+    break
+  end
   forget(member)
 end
 -- Registered again: counted once, and now the newest.
@@ -177,7 +182,7 @@ if size > maxBytes then
   return 0
 end
 redis.call('SET', queryKey, query, 'PX', ttlMs)
-redis.call('ZADD', index, nowMs + ttlMs, hash)
+redis.call('ZADD', index, redis.call('INCR', sequence), hash)
 redis.call('HSET', sizes, hash, size)
 local total = tonumber(redis.call('INCRBY', bytes, size))
 while total > maxBytes do

@@ -22,8 +22,8 @@ export class RedisPersistedQueryRegistry implements PersistedQueryRegistry {
   }
 
   async register(hash: string, query: string, ttlSeconds: number): Promise<void> {
-    const { index, sizes, bytes } = this.layout.persistedQueryIndexKeys();
-    const keys = [index, sizes, bytes, this.layout.persistedQueryKey(hash)];
+    const { index, sizes, bytes, sequence } = this.layout.persistedQueryIndexKeys();
+    const keys = [index, sizes, bytes, this.layout.persistedQueryKey(hash), sequence];
     const args = [hash, query, Math.ceil(ttlSeconds * 1000), this.maxBytes, this.layout.persistedQueryKeyPrefix()];
     await withinTimeout(REGISTER_PERSISTED_QUERY.run(this.client, keys, args), 'persisted query registration', this.timeoutMs);
   }
