@@ -8,7 +8,7 @@ import { DecisionEngine, type RequestSummary, type RuntimeState } from '../engin
 import { scopeSources } from '../engine/scopes.js';
 import { startExtProcServer } from '../extproc/server.js';
 import { withSecretHeaders, type Logger } from '../observability/log.js';
-import { MeasuredStore } from '../observability/measuredStore.js';
+import { MeasuredStore } from './measuredStore.js';
 import { Metrics } from '../observability/metrics.js';
 import { warnOmittedPurgeFields } from '../purge/index.js';
 import { createSchemaSource } from '../schema/index.js';

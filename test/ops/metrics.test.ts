@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import { silentLogger } from '../../src/observability/log.js';
-import { MeasuredStore } from '../../src/observability/measuredStore.js';
+import { MeasuredStore } from '../../src/sidecar/measuredStore.js';
 import { Metrics } from '../../src/observability/metrics.js';
 import { startSidecar, type Sidecar } from '../../src/sidecar/sidecar.js';
 import { MemoryStore } from '../../src/store/memory.js';
