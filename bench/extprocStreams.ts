@@ -3,7 +3,7 @@ import type { ProcessingRequest, ProcessingResponse } from '../src/extproc/messa
 import { externalProcessorClient, externalProcessorService } from '../src/extproc/protocol.js';
 
 /**
- * How Envoy ends a stream it no longer needs (ext_proc.md section 2.2 item 5). By default it
+ * How Envoy ends a stream it no longer needs (docs/ext-proc.md, Stream close). By default it
  * half-closes and at once resets (RST_STREAM, CANCEL); with the runtime flag
  * `envoy.reloadable_features.ext_proc_graceful_grpc_close` it half-closes and lets the server end
  * the call.

@@ -91,8 +91,9 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
   teardown.add('Redis', () => redis.stop());
   const origin = await startDemoOrigin({ port: 0 });
   teardown.add('demo origin', () => origin.close());
-  const [sidecar, floorHit, floorContinue, yoga] = await startChildren([
-    ['sidecar', 'sidecar.ts', [redis.url, origin.url]],
+  const [sidecar, sidecarDashboardOff, floorHit, floorContinue, yoga] = await startChildren([
+    ['sidecar', 'sidecar.ts', [redis.url, origin.url, 'on']],
+    ['sidecar (dashboard off)', 'sidecar.ts', [redis.url, origin.url, 'off']],
     ['floor (hit)', 'floor.ts', ['hit']],
     ['floor (continue)', 'floor.ts', ['continue']],
     ['Yoga', 'yoga.ts', []],
@@ -100,6 +101,7 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
   const probe = new RedisProbe(redis.url);
   teardown.add('Redis probe', () => probe.close());
   const sidecarStreams = streamsTo(sidecar, options.envoyClose);
+  const dashboardOffStreams = streamsTo(sidecarDashboardOff, options.envoyClose);
   const floorHitStreams = streamsTo(floorHit, options.envoyClose);
   const floorContinueStreams = streamsTo(floorContinue, options.envoyClose);
   const yogaPoster = new HttpPoster(`http://127.0.0.1:${yoga.port}${GRAPHQL_PATH}`, options.concurrency);
@@ -107,6 +109,8 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
 
   const hitBody = graphqlRequestBody(HIT_QUERY);
   await primeSidecar(sidecarStreams, hitBody);
+  // Same Redis, same public key: the entry the first sidecar stored is this one's HIT too.
+  await expectHit(dashboardOffStreams, hitBody);
   const loadPlan = (server: ChildServer, request: () => Promise<void>, concurrency = options.concurrency) => ({
     concurrency,
     warmupMs: options.warmupSeconds * 1000,
@@ -122,6 +126,8 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
   const profiled = (file: string) =>
     options.cpuProfile ? { window: { opened: () => sidecar.startProfile(), closing: () => sidecar.stopProfile(file) } } : {};
   const sidecarHit = await runClosedLoop({ ...loadPlan(sidecar, sidecarHitRequest), ...profiled(profileFiles.hit) });
+  progress('HIT: sidecar, dashboard off');
+  const sidecarHitDashboardOff = await runClosedLoop(loadPlan(sidecarDashboardOff, () => expectHit(dashboardOffStreams, hitBody)));
   progress('HIT: floor');
   const floorHitFigures = await runClosedLoop(loadPlan(floorHit, () => expectHit(floorHitStreams, hitBody)));
   progress('Redis commands per HIT');
@@ -157,7 +163,7 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
     : {};
 
   return buildReport(options, {
-    scenarios: { sidecarHit, floorHit: floorHitFigures, yogaHit, sidecarMiss, floorPassThrough },
+    scenarios: { sidecarHit, sidecarHitDashboardOff, floorHit: floorHitFigures, yogaHit, sidecarMiss, floorPassThrough },
     redisRoundTripsPerHit: round(hitCommands / ROUND_TRIP_BATCH, 3),
     entries,
     everything,
@@ -199,6 +205,7 @@ function buildReport(
     hitThroughputRatio: ratio(scenarios.sidecarHit.streamsPerSecond, scenarios.floorHit.streamsPerSecond),
     cpuPerHitRatio: ratio(scenarios.sidecarHit.cpuMicrosPerRequest, scenarios.yogaHit.cpuMicrosPerRequest),
     hitCpuRatioToFloor: ratio(scenarios.sidecarHit.cpuMicrosPerRequest, scenarios.floorHit.cpuMicrosPerRequest),
+    dashboardOnHitCpuRatio: ratio(scenarios.sidecarHit.cpuMicrosPerRequest, scenarios.sidecarHitDashboardOff.cpuMicrosPerRequest),
     redisRoundTripsPerHit: measured.redisRoundTripsPerHit,
     stampedeOriginRequests: measured.stampede.originRequests,
     missAddedLatencyMs: round(scenarios.sidecarMiss.p50Ms - scenarios.floorPassThrough.p50Ms, 3),

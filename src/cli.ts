@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { checkCommand, exitOnFailure, runCommandLine, serveCommand, type Program } from './commandLine/index.js';
 
 /**
- * The sidecar's command line (DESIGN.md): `svc-cache serve`, `svc-cache check`, `--help`,
+ * The sidecar's command line (README, Commands): `svc-cache serve`, `svc-cache check`, `--help`,
  * `<command> --help`, `--version`. The development commands (`demo`, `gateway`, `demo-origin`) are
  * built apart, into dist-dev/ (src/devCli.ts): the production image and this build hold neither the
  * development gateway nor the demo origin.

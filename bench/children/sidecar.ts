@@ -9,14 +9,18 @@ const { configSchema } = (await import(new URL('../../dist/config/schema.js', im
 const { silentLogger } = (await import(new URL('../../dist/observability/log.js', import.meta.url).href)) as typeof import('../../src/observability/log.js');
 const { startSidecar } = (await import(new URL('../../dist/sidecar/sidecar.js', import.meta.url).href)) as typeof import('../../src/sidecar/sidecar.js');
 
-const [redisUrl, originUrl] = process.argv.slice(2);
-if (redisUrl === undefined || originUrl === undefined) throw new Error('usage: sidecar.ts REDIS_URL ORIGIN_URL');
+// `dashboard off` measures what the dashboard's per-request bookkeeping costs a HIT (README, Performance).
+const [redisUrl, originUrl, dashboard = 'on'] = process.argv.slice(2);
+if (redisUrl === undefined || originUrl === undefined || (dashboard !== 'on' && dashboard !== 'off')) {
+  throw new Error('usage: sidecar.ts REDIS_URL ORIGIN_URL [on|off]');
+}
 
 const sidecar = await startSidecar({
   config: configSchema.parse({
     origin: { url: originUrl },
     redis: { url: redisUrl },
     rules: [{ description: 'every query for ten minutes', types: ['Query'], maxAge: 600 }],
+    dashboard: { enabled: dashboard === 'on' },
   }),
   grpcPort: 0,
   adminPort: 0,

@@ -6,7 +6,7 @@ import type { Command } from './program.js';
 import { handleShutdownSignals } from './signals.js';
 import { portOption } from './values.js';
 
-/** The commands of the production build (DESIGN.md's command table): `serve` and `check`. */
+/** The commands of the production build (README, Commands): `serve` and `check`. */
 
 export const SHUTDOWN_GRACE_MS = 10_000;
 /** How long past the grace period a hung shutdown may take before the process exits 1 anyway. */

@@ -79,6 +79,8 @@ export interface EngineEvents {
   persistedQuery(event: 'registered' | PersistedQueryRefusal): void;
   purge(event: PurgeEvent): void;
   invalidation(event: { policy: MutationPolicy; tags: number; removedEntries: number } | { policy: MutationPolicy; failed: string }): void;
+  /** A request was answered from the entry another request's fetch stored, after waiting for it. */
+  coalesced(): void;
 }
 
 export interface EngineDependencies {
@@ -286,6 +288,7 @@ export class DecisionEngine {
       coalescer: this.coalescer,
       now: this.now,
       coalesceWaitMs: config.cache.coalesceWaitMs,
+      onCoalesced: () => this.report((events) => events.coalesced()),
     });
     if (found.kind === 'unavailable') {
       this.deps.logger.warn({ err: found.error }, 'cache store unavailable; passing to origin');

@@ -93,6 +93,15 @@ export class Exchange {
     this.bytesServedFromCache = details.servedBytes ?? 0;
   }
 
+  /**
+   * The stream ended after svc-cache answered the request phase and before any response phase:
+   * Envoy answered the request itself (docs/ext-proc.md, Local replies). A PASS, unless the
+   * request was already decided otherwise.
+   */
+  endWithoutResponsePhase(): void {
+    if (this.outcome === undefined) this.settle('PASS', { passReason: 'no-response-phase' });
+  }
+
   /** The stream ended: lets go of what the exchange still holds. Safe to call more than once. */
   dispose(): void {
     if (this.disposed) return;

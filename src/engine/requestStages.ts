@@ -232,6 +232,8 @@ export interface LookupDependencies {
   coalescer: MissCoalescer;
   now: () => number;
   coalesceWaitMs: number;
+  /** Told of each request answered from the entry its leader's fetch stored. */
+  onCoalesced: () => void;
 }
 
 export async function lookupOrCoalesce(key: string, deps: LookupDependencies): Promise<LookupResult> {
@@ -252,7 +254,9 @@ export async function lookupOrCoalesce(key: string, deps: LookupDependencies): P
   if (!(await deps.coalescer.follow(key, deps.coalesceWaitMs))) return { kind: 'miss', mark: lookup.mark, leadership: undefined };
   try {
     const afterLeader = freshEntry((await deps.store.lookup(key)).entry, deps.now());
-    return afterLeader ? { kind: 'hit', entry: afterLeader } : { kind: 'miss', mark: lookup.mark, leadership: undefined };
+    if (!afterLeader) return { kind: 'miss', mark: lookup.mark, leadership: undefined };
+    deps.onCoalesced();
+    return { kind: 'hit', entry: afterLeader };
   } catch (error) {
     return { kind: 'unavailable', error: errorMessage(error) };
   }

@@ -40,8 +40,16 @@ export class ProcessingStream {
     return this.phase === 'done';
   }
 
-  /** The stream ended: whatever the exchange still holds for this request is let go. */
+  /**
+   * The stream ended: whatever the exchange still holds for this request is let go. A stream that
+   * ends after its request phase was answered but before any response phase is a request Envoy
+   * answered itself: since 1.36 its local replies (router 503/504, 413 over the buffer) skip
+   * ext_proc (docs/ext-proc.md, Local replies), so no response phase ever comes.
+   */
   close(): void {
+    if (this.phase === 'awaiting-request-body' || this.phase === 'awaiting-response-headers') {
+      this.exchange?.endWithoutResponsePhase();
+    }
     this.exchange?.dispose();
   }
 

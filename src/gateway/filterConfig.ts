@@ -1,5 +1,16 @@
 import { BodySendMode, HeaderSendMode, type ProcessingMode } from '../extproc/messages.js';
-import type { MutationRules } from './mutation.js';
+
+/** Envoy's HeaderMutationRules (docs/ext-proc.md, Header mutations); every field absent means the default. */
+export interface MutationRules {
+  allowAllRouting?: boolean;
+  allowEnvoy?: boolean;
+  disallowSystem?: boolean;
+  disallowAll?: boolean;
+  /** Matched against the whole lower-case header name. */
+  allowExpression?: RegExp;
+  disallowExpression?: RegExp;
+  disallowIsError?: boolean;
+}
 
 /**
  * Envoy behaviour that changed between releases (docs/ext-proc.md, Envoy configuration), so tests can pin the version that

@@ -5,6 +5,6 @@ export {
   PRODUCTION_ENVOY_VERSION,
   type EnvoyProfile,
   type FilterConfig,
+  type MutationRules,
 } from './filterConfig.js';
-export type { MutationRules } from './mutation.js';
 export type { ExtProcCounters, GatewayStats, ProcessorMessageRecord, RequestRecord } from './stats.js';

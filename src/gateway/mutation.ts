@@ -1,18 +1,6 @@
 import type { BodyMutation, HeaderMutation } from '../extproc/messages.js';
-import type { EnvoyProfile } from './filterConfig.js';
+import type { EnvoyProfile, MutationRules } from './filterConfig.js';
 import { headerValueFromMessage, type HeaderMap } from './headerMap.js';
-
-/** Envoy's HeaderMutationRules (docs/ext-proc.md, Header mutations); every field absent means the default. */
-export interface MutationRules {
-  allowAllRouting?: boolean;
-  allowEnvoy?: boolean;
-  disallowSystem?: boolean;
-  disallowAll?: boolean;
-  /** Matched against the whole lower-case header name. */
-  allowExpression?: RegExp;
-  disallowExpression?: RegExp;
-  disallowIsError?: boolean;
-}
 
 type CheckOperation = 'set' | 'append' | 'remove';
 type CheckResult = 'ok' | 'ignore' | 'fail';

@@ -27,7 +27,10 @@ import { FragmentMemo, fragmentsOf } from '../graphql/fragments.js';
 import type { KeyFields } from './keyFields.js';
 import { removeMembers, type MemberPlan } from './jsonMembers.js';
 import { entityKeyField } from './keyFields.js';
+import type { PreparedOperation } from './preparedOperation.js';
 import { operationPlan, type SelectionPlan } from './selectionPlan.js';
+
+export type { PreparedOperation } from './preparedOperation.js';
 
 /**
  * Entity identity (docs/graphql-caching.md, Invalidation): before a query or mutation goes to the
@@ -46,20 +49,6 @@ import { operationPlan, type SelectionPlan } from './selectionPlan.js';
  * to resolve an added key field, the error names the added response key and, the key being
  * non-null, its object may come back `null`.
  */
-
-/** One operation made ready for the origin, and what reading its response back needs. */
-export interface PreparedOperation {
-  /** The operation and its fragments as the origin is to receive them. */
-  readonly document: DocumentNode;
-  /** `document` printed: the query text to send to the origin when `rewritten`. */
-  readonly query: string;
-  /** False when nothing needed adding: the client's request and the origin's bytes can go through untouched. */
-  readonly rewritten: boolean;
-  /** Every response key svc-cache added starts with this; none of the client's does. */
-  readonly addedKeyPrefix: string;
-  /** The key fields the additions were made for; reading entities back uses the same. */
-  readonly keyFields: KeyFields;
-}
 
 /**
  * Prepares one operation (a document holding it and the fragments it uses) for the origin.

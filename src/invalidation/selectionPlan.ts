@@ -10,7 +10,7 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 import { collectFields, fragmentsOf } from '../graphql/fragments.js';
-import type { PreparedOperation } from './entityFields.js';
+import type { PreparedOperation } from './preparedOperation.js';
 
 /**
  * The response shape an operation asks for, worked out lazily while a response is read: under each

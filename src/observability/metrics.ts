@@ -153,6 +153,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly coalescedRequests = new Counter({
+    name: 'svc_cache_coalesced_requests_total',
+    help: 'Requests answered from the entry another identical request fetched and stored, after waiting for it instead of going to the origin (request coalescing).',
+    registers: [this.registry],
+  });
+  private coalescedCount = 0;
+
   private readonly configReloads = new Counter({
     name: 'svc_cache_config_reloads_total',
     help: 'Changes of the configuration file, by result: ok (applied) or refused (invalid; the previous configuration stays).',
@@ -237,6 +244,16 @@ export class Metrics {
 
   recordPersistedQuery(event: PersistedQueryEvent): void {
     this.persistedQueries.inc({ event });
+  }
+
+  recordCoalesced(): void {
+    this.coalescedRequests.inc();
+    this.coalescedCount += 1;
+  }
+
+  /** Requests answered by coalescing so far (the dashboard shows it). */
+  get coalesced(): number {
+    return this.coalescedCount;
   }
 
   recordConfigReload(result: ConfigReloadResult): void {

@@ -10,5 +10,6 @@ export function engineEventsRecordedIn(metrics: Metrics): EngineEvents {
       if ('failed' in event) metrics.recordInvalidationFailure(event.policy);
       else metrics.recordInvalidation(event.policy, event.removedEntries);
     },
+    coalesced: () => metrics.recordCoalesced(),
   };
 }

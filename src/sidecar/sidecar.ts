@@ -68,7 +68,11 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     onLoaded: (schema, forConfig) => warnOmittedPurgeFields(schema, forConfig.keyFields, logger),
   });
   const state = (): RuntimeState => ({ config, schema: schemaSource.current() });
-  const dashboard = new Dashboard({ config: () => config, storeHealth: () => storeHealth(store, metrics) });
+  const dashboard = new Dashboard({
+    config: () => config,
+    storeHealth: () => storeHealth(store, metrics),
+    coalescedRequests: () => metrics.coalesced,
+  });
   const recorded = engineEventsRecordedIn(metrics);
   const engine = new DecisionEngine({
     state,

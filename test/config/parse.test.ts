@@ -24,7 +24,7 @@ function problems(text: string, env: NodeJS.ProcessEnv = {}): string[] {
 }
 
 describe('parseConfig: a valid file', () => {
-  it('reads the example of DESIGN.md, with every default filled in', () => {
+  it('reads a full example configuration, with every default filled in', () => {
     const config = parse(
       `${ORIGIN}schema:
   file: ./schema.graphql

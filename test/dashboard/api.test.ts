@@ -73,6 +73,8 @@ describe('dashboard API', () => {
     const summary = await seenRequests(5);
     expect(summary.lastHour).toEqual({ HIT: 2, MISS: 2, PASS: 1, ERROR: 0, hitRatio: 0.4 });
     expect(summary.store).toMatchObject({ up: true, errors: 0 });
+    // No request waited for another's fetch: the sidecar reports the count, not 'not reported' (null).
+    expect(summary.coalescedRequests).toBe(0);
     expect(typeof summary.replica).toBe('string');
 
     const { body } = await getJson('/api/operations');

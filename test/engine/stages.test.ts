@@ -181,10 +181,23 @@ describe('lookupOrCoalesce', () => {
     return store;
   }
 
+  /** A coalescer that says when a request starts waiting for a leader (so no test sleeps for it). */
+  function watchedCoalescer() {
+    const coalescer = new MissCoalescer();
+    const follow = coalescer.follow.bind(coalescer);
+    const following = new Promise<void>((resolve) => {
+      coalescer.follow = (key, waitMs) => {
+        resolve();
+        return follow(key, waitMs);
+      };
+    });
+    return { coalescer, following };
+  }
+
   it('hits a fresh entry, leads the fetch of a missing one, and follows no one without waiting', async () => {
     const store = await withStored(1_000, 60, 0);
     const coalescer = new MissCoalescer();
-    const deps = { store, coalescer, now: () => 2_000, coalesceWaitMs: 0 };
+    const deps = { store, coalescer, now: () => 2_000, coalesceWaitMs: 0, onCoalesced: () => {} };
     expect(await lookupOrCoalesce('k', deps)).toMatchObject({ kind: 'hit', entry: { storedAt: 1_000 } });
     const miss = await lookupOrCoalesce('other', deps);
     expect(miss).toMatchObject({ kind: 'miss', leadership: { release: expect.any(Function) } });
@@ -194,14 +207,43 @@ describe('lookupOrCoalesce', () => {
   it('serves a stale entry within swr while another request refreshes it', async () => {
     const store = await withStored(0, 10, 30);
     const coalescer = new MissCoalescer();
-    const deps = { store, coalescer, now: () => 20_000, coalesceWaitMs: 0 };
+    const deps = { store, coalescer, now: () => 20_000, coalesceWaitMs: 0, onCoalesced: () => {} };
     expect(await lookupOrCoalesce('k', deps)).toMatchObject({ kind: 'miss', leadership: { release: expect.any(Function) } });
     expect(await lookupOrCoalesce('k', deps)).toMatchObject({ kind: 'hit', entry: { storedAt: 0 } });
+  });
+
+  it('answers a follower from the entry its leader stored, and reports it as coalesced', async () => {
+    const store = new MemoryStore({ maxBytes: 1024 * 1024 });
+    let coalesced = 0;
+    const { coalescer, following } = watchedCoalescer();
+    const deps = { store, coalescer, now: () => 2_000, coalesceWaitMs: 60_000, onCoalesced: () => (coalesced += 1) };
+    const leader = await lookupOrCoalesce('k', deps);
+    if (leader.kind !== 'miss' || !leader.leadership) throw new Error('the first request should lead');
+    const follower = lookupOrCoalesce('k', deps);
+    await following;
+    await store.store('k', entry(1_500, 60), { tags: [], ttlSeconds: 3600, mark: leader.mark });
+    leader.leadership.release();
+    expect(await follower).toMatchObject({ kind: 'hit', entry: { storedAt: 1_500 } });
+    expect(coalesced).toBe(1);
+  });
+
+  it('does not count a follower whose leader stored nothing as coalesced', async () => {
+    const store = new MemoryStore({ maxBytes: 1024 * 1024 });
+    let coalesced = 0;
+    const { coalescer, following } = watchedCoalescer();
+    const deps = { store, coalescer, now: () => 2_000, coalesceWaitMs: 60_000, onCoalesced: () => (coalesced += 1) };
+    const leader = await lookupOrCoalesce('k', deps);
+    if (leader.kind !== 'miss' || !leader.leadership) throw new Error('the first request should lead');
+    const follower = lookupOrCoalesce('k', deps);
+    await following;
+    leader.leadership.release();
+    expect(await follower).toMatchObject({ kind: 'miss', leadership: undefined });
+    expect(coalesced).toBe(0);
   });
 
   it('says the store is unavailable rather than throwing', async () => {
     const store = new MemoryStore({ maxBytes: 1024 });
     store.lookup = () => Promise.reject(new Error('redis down'));
-    expect(await lookupOrCoalesce('k', { store, coalescer: new MissCoalescer(), now: () => 0, coalesceWaitMs: 0 })).toEqual({ kind: 'unavailable', error: 'redis down' });
+    expect(await lookupOrCoalesce('k', { store, coalescer: new MissCoalescer(), now: () => 0, coalesceWaitMs: 0, onCoalesced: () => {} })).toEqual({ kind: 'unavailable', error: 'redis down' });
   });
 });

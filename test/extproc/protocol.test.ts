@@ -15,7 +15,7 @@ import {
 } from '../support/extprocClient.js';
 import { startTestSidecar } from '../support/sidecar.js';
 
-/** The ext_proc service driven directly with the messages Envoy sends (ext_proc.md section 2.3). */
+/** The ext_proc service driven directly with the messages Envoy sends (docs/ext-proc.md, Message order). */
 
 /** As Envoy 1.36 sends it: Envoy-added headers, and protocol_config on the first message. */
 function postHeaders(body: Buffer): ProcessingRequest {
@@ -128,7 +128,7 @@ describe('ext_proc protocol', () => {
     expect(bodyAnswer).toEqual({ request_body: { response: {} }, response: 'request_body' });
     const headersAnswer = await stream.exchange(responseHeaders(200));
     expect(setHeaders(headersAnswer.response_headers?.response?.header_mutation)).toEqual({ 'svc-cache': 'PASS' });
-    // Header modes left out mean "unchanged" to Envoy >= 1.34 (ext_proc.md section 5.1).
+    // Header modes left out mean "unchanged" to Envoy >= 1.34 (docs/ext-proc.md, Mode override).
     expect(headersAnswer.mode_override).toEqual({ response_body_mode: BodySendMode.NONE });
     // Nothing more needs an answer, so the server ends the call cleanly: an Envoy without
     // allow_mode_override, which would still send the body, then passes it on untouched.

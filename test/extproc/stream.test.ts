@@ -186,6 +186,28 @@ describe('ProcessingStream', () => {
     expect(engine.disposals).toBe(0);
   });
 
+  it.each([
+    ['forwarded', [requestHeaders('POST'), requestBody('{}')]],
+    ['its body awaited (Envoy answered 413 over the buffer)', [requestHeaders('POST')]],
+  ] as Array<[string, ProcessingRequest[]]>)('settles a stream that ends with its request %s and no response phase as a PASS for no-response-phase', async (_name, messages) => {
+    const stream = new ProcessingStream(new ScriptedEngine({}));
+    for (const message of messages) await stream.handle(message);
+    expect(stream.summary.outcome).toBeUndefined();
+    stream.close();
+    expect(stream.summary).toMatchObject({ outcome: 'PASS', passReason: 'no-response-phase' });
+  });
+
+  it('settles nothing for a request answered at once or a stream ended before any answer', async () => {
+    const hit = new ProcessingStream(new ScriptedEngine({ requestBody: () => ({ kind: 'respond', response: { status: 200, headers: [], body: Buffer.from('{}') } }) }));
+    await hit.handle(requestHeaders('POST'));
+    await hit.handle(requestBody('{}'));
+    hit.close();
+    expect(hit.summary.outcome).toBeUndefined();
+    const cut = new ProcessingStream(new ScriptedEngine({}));
+    cut.close();
+    expect(cut.summary.outcome).toBeUndefined();
+  });
+
   it('releases the exchange on close after a request began', async () => {
     const engine = new ScriptedEngine({});
     const stream = new ProcessingStream(engine);

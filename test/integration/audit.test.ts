@@ -3,7 +3,7 @@ import { runServerAudits, type AuditOutcome } from '../support/audit.js';
 import { startStack, type Stack } from '../support/stack.js';
 
 /**
- * Transparency (DESIGN.md): graphql-http's GraphQL over HTTP audit suite gives the same result per
+ * Transparency (README, HIT, MISS, PASS): graphql-http's GraphQL over HTTP audit suite gives the same result per
  * audit through svc-cache as against the origin directly, and again on a second run, when many
  * answers come from the cache.
  */

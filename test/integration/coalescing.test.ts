@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { postGraphQL } from '../support/origin.js';
 import { startStack, type Stack } from '../support/stack.js';
+import { sampleValue, scrape } from '../ops/prometheusText.js';
 
 /** Request coalescing: a stampede of identical misses sends one request to the origin. */
 describe('request coalescing through the gateway', () => {
@@ -18,12 +19,16 @@ describe('request coalescing through the gateway', () => {
   afterAll(async () => {
     await stack.close();
   });
+  const coalescedCount = async (): Promise<number> =>
+    sampleValue(await scrape(stack.sidecar.adminPort), 'svc_cache_coalesced_requests_total') ?? Number.NaN;
+
   beforeEach(async () => {
     stack.origin.reset();
     await stack.sidecar.store.invalidateAll();
   });
 
-  it('answers 50 concurrent identical misses with one origin request', async () => {
+  it('answers 50 concurrent identical misses with one origin request, and counts the ones that waited', async () => {
+    const before = await coalescedCount();
     stack.origin.setBehaviour({ delayMs: 200 });
     const responses = await Promise.all(
       Array.from({ length: 50 }, () => postGraphQL(stack.url, { query: '{ todos { id title } }' })),
@@ -34,9 +39,15 @@ describe('request coalescing through the gateway', () => {
     const statuses = responses.map((r) => r.headers['svc-cache']);
     expect(statuses.filter((s) => s === 'MISS')).toHaveLength(1);
     expect(statuses.filter((s) => s === 'HIT')).toHaveLength(49);
+    // Every HIT that waited for the leader is counted; one that arrived after the leader stored
+    // the entry is a plain HIT.
+    const coalesced = (await coalescedCount()) - before;
+    expect(coalesced).toBeGreaterThanOrEqual(1);
+    expect(coalesced).toBeLessThanOrEqual(49);
   });
 
-  it('lets waiting requests fetch for themselves when the leader gets nothing cacheable', async () => {
+  it('lets waiting requests fetch for themselves when the leader gets nothing cacheable, not counted as coalesced', async () => {
+    const before = await coalescedCount();
     stack.origin.setBehaviour({ delayMs: 100, forcedResponse: { status: 500, body: 'upstream broke' } });
     const responses = await Promise.all(
       Array.from({ length: 10 }, () => postGraphQL(stack.url, { query: '{ users { id } }' })),
@@ -45,6 +56,7 @@ describe('request coalescing through the gateway', () => {
       Array.from({ length: 10 }, () => [500, 'upstream broke', 'PASS']),
     );
     expect(stack.origin.requestCount()).toBe(10);
+    expect(await coalescedCount()).toBe(before);
   });
 
   it('never coalesces across scope buckets', async () => {

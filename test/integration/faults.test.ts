@@ -11,7 +11,7 @@ import { freePort, startSidecarProcess, type SidecarProcess } from '../support/s
 import { startStack, type Stack } from '../support/stack.js';
 
 /**
- * Faults around svc-cache (DESIGN.md "Faults", "Consistency"): a broken origin, Redis dying under
+ * Faults around svc-cache (README, Faults): a broken origin, Redis dying under
  * load, the sidecar itself dying under load. Where the design promises pass-through no client
  * request fails, and no purge answered `true` is ever lost.
  */

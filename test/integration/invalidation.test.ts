@@ -64,7 +64,7 @@ describe.each(['Entity', 'List', 'Type', 'None'] as const)('mutationPolicy %s', 
     expect(add.text).toBe('{"data":{"addTodo":{"title":"New","done":false}}}');
     const after = await cacheStatuses(stack, [LIST, TODO_1, USERS]);
     const expected = {
-      // SPEC.md section 3 note 1: an added item does not touch list queries under Entity.
+      // docs/graphql-caching.md, Invalidation: an added item does not touch list queries under Entity.
       Entity: ['HIT', 'HIT', 'HIT'],
       List: ['MISS', 'HIT', 'HIT'],
       Type: ['MISS', 'MISS', 'HIT'],

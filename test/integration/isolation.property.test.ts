@@ -47,7 +47,7 @@ import { startStack, type ConfigInput, type Stack } from '../support/stack.js';
  *
  * A step is one request, or a few reads sent at once with at most one write among them. While the
  * write is in flight the reads may see the data before or after it, but an entry the write clears
- * that is stored again must hold data fetched after it (DESIGN.md, "Consistency").
+ * that is stored again must hold data fetched after it (docs/graphql-caching.md, Invalidation).
  */
 
 const PURGE_TOKEN = 'isolation-purge-token-0123456789';

@@ -176,7 +176,7 @@ describe('mutationInvalidationTags', () => {
     expect(sorted(await mutationTags(update, 'Type'))).toEqual(sorted([tag.type('Todo'), tag.type('User')]));
   });
 
-  it('leaves list queries alone after an added item under Entity (SPEC.md section 3 note 1)', async () => {
+  it('leaves list queries alone after an added item under Entity (docs/graphql-caching.md, Invalidation)', async () => {
     const add = 'mutation { addTodo(title: "Call mum") { title } }';
     expect(await mutationTags(add, 'Entity')).toEqual([tag.entity('Todo', '4')]);
     expect(sorted(await mutationTags(add, 'List'))).toEqual(sorted([tag.entity('Todo', '4'), tag.list('Todo')]));

@@ -7,7 +7,7 @@ import { parse as parseYaml } from 'yaml';
 import { demoConfigInput } from '../../src/config/index.js';
 
 /**
- * The command line of DESIGN.md as a user meets it: `--help`, `<command> --help`, `--version` and
+ * The command line of the README's Commands section as a user meets it: `--help`, `<command> --help`, `--version` and
  * `check`, from source through tsx so that no earlier build is needed. src/cli.ts is the production
  * build's entry point; src/devCli.ts adds the development commands.
  */

@@ -9,7 +9,8 @@ import { MeasuredStore } from '../../src/sidecar/measuredStore.js';
 import { Metrics } from '../../src/observability/metrics.js';
 import { startSidecar, type Sidecar } from '../../src/sidecar/sidecar.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { demoSchemaSDL } from '../support/origin.js';
+import type { RequestSummary } from '../../src/engine/engine.js';
+import { demoSchemaSDL, startDemoOrigin } from '../support/origin.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { eventually, metricTypes, sampleValue, scrape } from './prometheusText.js';
 
@@ -127,11 +128,37 @@ describe('metrics with real traffic', () => {
       svc_cache_invalidations_total: 'counter',
       svc_cache_invalidated_entries_total: 'counter',
       svc_cache_persisted_queries_total: 'counter',
+      svc_cache_coalesced_requests_total: 'counter',
       svc_cache_config_reloads_total: 'counter',
       svc_cache_config_last_reload_successful: 'gauge',
     });
     expect(types.get('process_cpu_seconds_total')).toBe('counter');
     expect(types.get('nodejs_heap_size_used_bytes')).toBe('gauge');
+  });
+});
+
+describe('a request Envoy answers itself after its request phase', () => {
+  it('is a PASS for no-response-phase: Envoy 1.36 skips ext_proc for the router 503 of an origin that is down', async () => {
+    const origin = await startDemoOrigin({ port: 0 });
+    const summaries: RequestSummary[] = [];
+    const stack = await startStack({}, { origin, onRequestCompleted: (summary) => summaries.push(summary) });
+    try {
+      await origin.close();
+      const refused = await postGraphQL(stack.url, { query: TODOS_QUERY });
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('svc-cache')).toBeNull();
+      await refused.arrayBuffer();
+      const exposition = await eventually(async () => {
+        const text = await scrape(stack.sidecar.adminPort);
+        expect(sampleValue(text, 'svc_cache_streams_active')).toBe(0);
+        return text;
+      });
+      expect(sampleValue(exposition, 'svc_cache_requests_total', { outcome: 'PASS' })).toBe(1);
+      expect(sampleValue(exposition, 'svc_cache_pass_total', { reason: 'no-response-phase' })).toBe(1);
+      expect(summaries).toEqual([expect.objectContaining({ outcome: 'PASS', passReason: 'no-response-phase', operationName: '' })]);
+    } finally {
+      await stack.close();
+    }
   });
 });
 
