@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import { startGateway, type Gateway } from '../../src/gateway/index.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { startSidecar, type Sidecar } from '../../src/sidecar/sidecar.js';
-import { ECHO_GRAPHQL_PATHS, echoAnswer, REFLECTING_PATH, startEchoOrigin, type EchoOrigin, type EchoRequest } from '../support/echoOrigin.js';
+import { ECHO_GRAPHQL_PATHS, echoAnswer, REFLECTING_PATH, RESPONSE_VARIABLE, startEchoOrigin, type EchoOrigin, type EchoRequest } from '../support/echoOrigin.js';
 import { startRedisServer, type RedisServer } from '../support/redis.js';
 import { testConfig, type ConfigInput } from '../support/stack.js';
 
@@ -75,7 +75,7 @@ interface Read {
   authorization: string | null;
   cookie: string | null;
   xUser: string | null;
-  /** `x-echo-response`: the headers the origin reads and the response headers it sends. */
+  /** `echoResponse` in the variables: the headers the origin reads and the response headers it sends. */
   response: string | null;
   /** A POST whose string variable holds this byte, not UTF-8. */
   badByte: number | null;
@@ -104,16 +104,34 @@ const mostly = <T,>(usual: T, others: fc.Arbitrary<T>) => weighted([[3, fc.const
 const acceptArbitrary = fc.constantFrom<string | null>(URQL_ACCEPT, '*/*', 'application/json', 'application/graphql-response+json', 'text/event-stream', null);
 const pathArbitrary = weighted([[4, fc.constant('/graphql')], [2, fc.constantFrom('/t/acme/graphql', '/t/globex/graphql')], [1, fc.constant(REFLECTING_PATH)]]);
 
-const responseArbitrary: fc.Arbitrary<string | null> = mostly(
-  null,
-  fc
-    .record({
-      reads: fc.constantFrom('', 'reads=cookie', 'reads=x-user', 'reads=cookie|x-user'),
-      cc: fc.constantFrom('', 'cc=max-age=0', 'cc=no-store', 'cc=private', 'cc=no-cache', 'cc=max-age=60', 'cc=s-maxage=60', 'cc=public, max-age=60, s-maxage=0'),
-      other: fc.constantFrom('', 'vary=accept', 'vary=*', 'expires=0', 'expires=past', 'expires=future', 'pragma', 'set-cookie', 'stream=sse', 'stream=multipart'),
-    })
-    .map(({ reads, cc, other }) => [reads, cc, other].filter(Boolean).join(';') || null),
-);
+/** What the origin is asked to read and send: one directive, or two, of those echoOrigin.ts knows. */
+const RESPONSE_DIRECTIVES = [
+  'reads=cookie',
+  'reads=x-user',
+  'reads=cookie|x-user',
+  'cc=max-age=0',
+  'cc=no-store',
+  'cc=private',
+  'cc=no-cache',
+  'cc=max-age=60',
+  'cc=s-maxage=60',
+  'cc=public, max-age=60, s-maxage=0',
+  'expires=0',
+  'expires=past',
+  'expires=future',
+  'pragma',
+  'set-cookie',
+  'vary=accept',
+  'vary=*',
+  'stream=sse',
+  'stream=multipart',
+];
+const directiveArbitrary = fc.constantFrom(...RESPONSE_DIRECTIVES);
+const responseArbitrary: fc.Arbitrary<string | null> = weighted<string | null>([
+  [2, fc.constant(null)],
+  [2, directiveArbitrary],
+  [1, fc.tuple(directiveArbitrary, directiveArbitrary).map((pair) => pair.join(';'))],
+]);
 
 const readFields = {
   method: fc.constantFrom<'GET' | 'POST'>('GET', 'POST'),
@@ -187,10 +205,18 @@ interface WireRequest {
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const OTHER_QUERY = '{ viewer { id text } }';
 
-function memberJson(operation: Operation, apq: Read['apq']): string {
+/** The operation's variables as sent, with the response the origin is asked for added. */
+function variablesText(operation: Operation, response: string | null): string | undefined {
+  if (response === null) return operation.variables;
+  const asked = `"${RESPONSE_VARIABLE}":${JSON.stringify(response)}`;
+  return operation.variables === undefined ? `{${asked}}` : `${operation.variables.slice(0, -1)},${asked}}`;
+}
+
+function memberJson(operation: Operation, apq: Read['apq'], response: string | null): string {
   const parts: string[] = [];
+  const variables = variablesText(operation, response);
   if (apq !== 'hash-only') parts.push(`"query":${JSON.stringify(operation.query)}`);
-  if (operation.variables !== undefined) parts.push(`"variables":${operation.variables}`);
+  if (variables !== undefined) parts.push(`"variables":${variables}`);
   if (apq !== 'none') parts.push(`"extensions":{"persistedQuery":{"version":1,"sha256Hash":"${sha256(operation.query)}"}}`);
   return `{${parts.join(',')}}`;
 }
@@ -202,15 +228,16 @@ function readWire(read: Read): WireRequest {
   if (read.method === 'GET') {
     if (read.apq !== 'hash-only') url.searchParams.append('query', read.operation.query);
     if (repeated !== undefined && read.apq !== 'hash-only') url.searchParams.append('query', repeated);
-    if (read.operation.variables !== undefined) url.searchParams.append('variables', read.operation.variables);
+    const variables = variablesText(read.operation, read.response);
+    if (variables !== undefined) url.searchParams.append('variables', variables);
     if (read.apq !== 'none') {
       url.searchParams.append('extensions', JSON.stringify({ persistedQuery: { version: 1, sha256Hash: sha256(read.operation.query) } }));
     }
   } else {
     if (read.path === REFLECTING_PATH) url.searchParams.append('msg', 'hello');
     if (repeated !== undefined) url.searchParams.append('query', repeated);
-    const member = memberJson(read.operation, read.apq);
-    body = Buffer.from(read.batchWith === null ? member : `[${member},${memberJson(read.batchWith, 'none')}]`);
+    const member = memberJson(read.operation, read.apq, read.response);
+    body = Buffer.from(read.batchWith === null ? member : `[${member},${memberJson(read.batchWith, 'none', null)}]`);
     if (read.badByte !== null) {
       body = Buffer.concat([
         Buffer.from(`{"query":${JSON.stringify('query Str($s: String) { echo(s: $s) { id text } }')},"variables":{"s":"`),
@@ -225,7 +252,6 @@ function readWire(read: Read): WireRequest {
   if (read.authorization !== null) lines.push(['authorization', read.authorization]);
   if (read.cookie !== null) lines.push(['cookie', read.cookie]);
   if (read.xUser !== null) lines.push(['x-user', read.xUser]);
-  if (read.response !== null) lines.push(['x-echo-response', read.response]);
   return { method: read.method, host: read.host, target: `${url.pathname}${url.search}`, lines, body };
 }
 

@@ -20,11 +20,13 @@ import Negotiator from 'negotiator';
  * - `viewer` (scope AUTHENTICATED) reads authorization, `session` (scope SESSION) the `session`
  *   cookie, and `echo` (PUBLIC) no credentials: a PUBLIC answer is the same for everyone, and a query
  *   mixing scopes is keyed by the narrowest, which reads no more than its own header;
- * - when the request says `x-echo-response: reads=cookie|x-user`, every field also reads those
+ * - when the variable `echoResponse` says `reads=cookie|x-user`, every field also reads those
  *   headers and the answer names them in `Vary`, as an honest origin does.
  * A GET and a POST with the same parameters are the same GraphQL request, so the method is not read.
  *
- * `x-echo-response` (`;`-separated) also asks for response headers: `cc=<cache-control>`,
+ * `echoResponse` (`;`-separated) also asks for response headers, from the variables, which the cache
+ * keys (a request header outside the key would make two requests the cache may not tell apart get
+ * different answers): `cc=<cache-control>`,
  * `expires=0|past|future`, `pragma`, `set-cookie`, `vary=<extra names, e.g. accept or *>`,
  * `stream=sse|multipart`. An answer a shared cache must not reuse (RFC 9111: no-store, no-cache,
  * private, max-age=0, expired, Pragma without Cache-Control; Set-Cookie, `Vary: *`, a streamed
@@ -55,6 +57,8 @@ type Mutation {
 export const ECHO_ID = 'echo';
 export const ECHO_GRAPHQL_PATHS = ['/graphql', '/t/acme/graphql', '/t/globex/graphql'] as const;
 export const REFLECTING_PATH = '/echo';
+/** The variable that asks for response headers; operations need not declare it (graphql-js ignores it). */
+export const RESPONSE_VARIABLE = 'echoResponse';
 
 /** A request as it reaches the origin. */
 export interface EchoRequest {
@@ -91,13 +95,9 @@ const schema = buildSchema(ECHO_SCHEMA_SDL);
 /** What the origin answers `request` at `version`; `nonce` fills the number of a non-reusable answer. */
 export function echoAnswer(request: EchoRequest, version: number, nonce: number): EchoResponse & { bumps: number } {
   const url = new URL(request.target, 'http://origin');
-  const directives = responseDirectives(request.headers['x-echo-response']);
-  const reusable = isReusable(directives);
-  const volatile = reusable ? {} : { nonce };
-  const headers = responseHeaders(directives);
   if (url.pathname === REFLECTING_PATH) {
-    const text = stable({ path: url.pathname, msg: url.searchParams.getAll('msg').at(-1) ?? null, body: bodyText(request.body), ...volatile });
-    return { status: 200, headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ data: { echo: { id: ECHO_ID, text } } }), reusable, bumps: 0 };
+    const text = stable({ path: url.pathname, msg: url.searchParams.getAll('msg').at(-1) ?? null, body: bodyText(request.body) });
+    return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ data: { echo: { id: ECHO_ID, text } } }), reusable: true, bumps: 0 };
   }
   if (!(ECHO_GRAPHQL_PATHS as readonly string[]).includes(url.pathname)) {
     return { status: 404, headers: { 'content-type': 'text/plain' }, body: 'Not Found', reusable: false, bumps: 0 };
@@ -106,6 +106,11 @@ export function echoAnswer(request: EchoRequest, version: number, nonce: number)
   if (operations === undefined) return badRequest('Missing or unreadable GraphQL parameters');
   const batch = request.method === 'POST' && isBatch(request.body);
   if (!batch && operations[0]?.query === undefined) return badRequest('Missing query');
+  const directives = responseDirectives(operations[0]?.variables);
+  const mediaType = negotiate(request.headers.accept, directives.stream);
+  if (mediaType === undefined) return { ...badRequest('Not Acceptable'), status: 406 };
+  const reusable = isReusable(directives) && (mediaType === 'application/json' || mediaType === 'application/graphql-response+json');
+  const volatile = reusable ? {} : { nonce };
   let bumps = 0;
   const results = operations.map((operation) => {
     const result = executeOperation(operation, { request, url, directives, version: version + bumps, volatile });
@@ -113,9 +118,7 @@ export function echoAnswer(request: EchoRequest, version: number, nonce: number)
     return result.result;
   });
   const json = JSON.stringify(batch ? results : results[0]);
-  const mediaType = negotiate(request.headers.accept, directives.stream);
-  if (mediaType === undefined) return { ...badRequest('Not Acceptable'), status: 406 };
-  return { status: 200, headers: { ...headers, 'content-type': mediaType }, body: frame(json, mediaType), reusable: reusable && !mediaType.startsWith('text/') && !mediaType.startsWith('multipart/'), bumps };
+  return { status: 200, headers: { ...responseHeaders(directives), 'content-type': mediaType }, body: frame(json, mediaType), reusable, bumps };
 }
 
 export async function startEchoOrigin(): Promise<EchoOrigin> {
@@ -164,9 +167,12 @@ interface Directives {
   stream: 'sse' | 'multipart' | undefined;
 }
 
-function responseDirectives(header: string | undefined): Directives {
+/** The directives ride in the variables, which the cache keys, so that no header outside the key changes the answer. */
+function responseDirectives(variables: unknown): Directives {
   const directives: Directives = { reads: [], vary: [], cacheControl: undefined, expires: undefined, pragma: false, setCookie: false, stream: undefined };
-  for (const part of (header ?? '').split(';')) {
+  const header = typeof variables === 'object' && variables !== null ? (variables as Record<string, unknown>)[RESPONSE_VARIABLE] : undefined;
+  if (typeof header !== 'string') return directives;
+  for (const part of header.split(';')) {
     const [name, ...rest] = part.split('=');
     const value = rest.join('=').trim();
     switch (name?.trim()) {
@@ -198,7 +204,7 @@ function responseDirectives(header: string | undefined): Directives {
 
 /** RFC 9111, sections 3 and 4.2, for a shared cache that does not revalidate. */
 function isReusable(directives: Directives): boolean {
-  if (directives.setCookie || directives.vary.includes('*') || directives.stream !== undefined) return false;
+  if (directives.setCookie || directives.vary.includes('*')) return false;
   if (directives.cacheControl !== undefined) {
     const parts = new Map(
       directives.cacheControl.split(',').map((part) => {
