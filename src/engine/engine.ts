@@ -340,13 +340,10 @@ export class DecisionEngine {
     return this.forward(context, plan, originQueryOf(prepared));
   }
 
-  /**
-   * A HIT in a type the client accepts: the stored one, else the other GraphQL JSON type (a
-   * cacheable answer's body is the same under both); else the origin negotiates (README, HIT, MISS, PASS).
-   */
+  /** A HIT in a type the client accepts, else the origin negotiates (README, HIT, MISS, PASS). */
   private answerFromCache(context: RequestContext, entry: CachedResponse, scopeHeaders: Array<[string, string]>): RequestDecision {
     const { exchange, head } = context;
-    const contentType = acceptedGraphQLResponseType(headerValue(head.headers, 'accept'), entry.contentType);
+    const contentType = hitContentType(headerValue(head.headers, 'accept'), entry.contentType);
     if (contentType === undefined) return this.passOn(exchange, 'not-acceptable', entry.contentType, context);
     const overrides = [...mergeScopeHeaders(entry.headers, scopeHeaders), ...explanationHeaders(exchange.explanation)];
     const response = hitResponse({ ...entry, contentType }, this.now(), overrides);
@@ -537,6 +534,18 @@ function keyedTargetOf(head: RequestHead, config: Config): KeyedTarget {
     host: hostKey(headerValue(head.headers, ':authority') ?? '', headerValue(head.headers, ':scheme') ?? ''),
     endpoint: endpointOf(head.path, config.endpoints) ?? head.path,
   };
+}
+
+/**
+ * The type a HIT is answered in: of the two GraphQL JSON types (a cacheable answer's body is the same
+ * under both), the one the GraphQL over HTTP spec has a server prefer for this `Accept` when the
+ * client accepts it (`application/json` for `*\/*` or no `Accept`, as the origin answers them), else
+ * the other; undefined when the client accepts neither or the stored type is no GraphQL JSON type.
+ */
+function hitContentType(accept: string | undefined, stored: string): string | undefined {
+  const separator = stored.indexOf(';');
+  const preferred = `${ownAnswerMediaType(accept)}${separator < 0 ? '' : stored.slice(separator)}`;
+  return acceptedGraphQLResponseType(accept, stored) && acceptedGraphQLResponseType(accept, preferred);
 }
 
 /**

@@ -218,7 +218,7 @@ describe('DecisionEngine', () => {
     expect(await decideHead({ ...head, path: '/t/acme/graphql?x=1' })).toEqual({ kind: 'need-body' });
   });
 
-  it('answers a HIT in an accepted GraphQL JSON type, whatever type stored it', async () => {
+  it('answers a HIT in the GraphQL JSON type the client prefers, whatever type stored it', async () => {
     const withAccept = (accept: string) => post({ query: '{ todos { id } }' }, [['accept', accept]]);
     expect((await roundTrip(withAccept('application/json'))).status).toBe('MISS');
     const contentTypeOf = async (accept: string) => {
@@ -228,8 +228,10 @@ describe('DecisionEngine', () => {
     expect(await contentTypeOf('application/json')).toBe('application/json; charset=utf-8');
     expect(await contentTypeOf('application/graphql-response+json')).toBe('application/graphql-response+json; charset=utf-8');
     expect(await contentTypeOf('application/graphql-response+json, application/json, text/event-stream, multipart/mixed')).toBe(
-      'application/json; charset=utf-8',
+      'application/graphql-response+json; charset=utf-8',
     );
+    expect(await contentTypeOf('*/*')).toBe('application/json; charset=utf-8');
+    expect(await contentTypeOf('application/json;q=0.5, application/graphql-response+json')).toBe('application/graphql-response+json; charset=utf-8');
     // A client that accepts no JSON type at all streams: decided before the lookup.
     expect(await contentTypeOf('text/event-stream, application/json;q=0')).toEqual({ kind: 'pass', reason: 'streaming-request' });
     expect(await contentTypeOf('application/json')).toBe('application/json; charset=utf-8');

@@ -84,7 +84,7 @@ describe('query caching through the gateway', () => {
     expect([json, graphqlResponse, urql, anything].map((result) => [result.headers['svc-cache'], result.headers['content-type']])).toEqual([
       ['MISS', 'application/json; charset=utf-8'],
       ['HIT', 'application/graphql-response+json; charset=utf-8'],
-      ['HIT', 'application/json; charset=utf-8'],
+      ['HIT', 'application/graphql-response+json; charset=utf-8'],
       ['HIT', 'application/json; charset=utf-8'],
     ]);
     expect(new Set([json.text, graphqlResponse.text, urql.text, anything.text]).size).toBe(1);
