@@ -230,7 +230,8 @@ export class DecisionEngine {
     const head = requestHeadOf(exchange);
     switch (parameters.kind) {
       case 'ambiguous':
-        return this.conclude(exchange, { kind: 'respond', outcome: 'ERROR', errorCode: 'AMBIGUOUS_REQUEST', response: ambiguousRequestResponse('application/json') });
+        // Origins differ on which reading wins: never forwarded (README, Bad input).
+        return this.conclude(exchange, ambiguousRequest(head));
       case 'uninterpretable':
         return this.passOn(exchange, parameters.reason === 'invalid-utf8' ? 'invalid-utf8' : 'uninterpretable-body', parameters.reason);
       case 'batch':
@@ -512,6 +513,11 @@ function originQueryOf(prepared: PreparedOperation): string | undefined {
 /** The purge token is for svc-cache alone and never reaches the origin. */
 function tokenRemoval(head: RequestHead, config: Config): string[] {
   return carriesPurgeToken(head.headers, config.purge) ? [purgeTokenHeader(config.purge)] : [];
+}
+
+function ambiguousRequest(head: RequestHead): Verdict {
+  const response = ambiguousRequestResponse(ownAnswerMediaType(headerValue(head.headers, 'accept')));
+  return { kind: 'respond', outcome: 'ERROR', errorCode: 'AMBIGUOUS_REQUEST', response };
 }
 
 function bodyTooLarge(config: Config): Verdict {
