@@ -1,33 +1,21 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../graphql/canonicalJson.js';
-import { headerValue, type HeaderList } from '../http/headers.js';
 
-/**
- * The cache key (docs/graphql-caching.md, Cache key): scope bucket, `Accept` (the GraphQL over HTTP spec gives
- * `application/graphql-response+json` and `application/json` different answers, and negotiation is
- * the origin's, so the whole normalised header is keyed), operation name, normalised document and
- * canonical variables.
- */
-export function cacheKey(
-  bucket: string,
-  accept: string,
-  operationName: string,
-  normalisedDocument: string,
-  variables: Record<string, unknown>,
-): string {
-  const digest = createHash('sha256')
-    .update(accept)
-    .update('\u0000')
-    .update(operationName)
-    .update('\u0000')
-    .update(normalisedDocument)
-    .update('\u0000')
-    .update(canonicalJson(variables))
-    .digest('base64url');
-  return `${bucket}/${digest}`;
+/** Where a request is for, as the key holds it (src/http/requestTarget.ts). */
+export interface KeyedTarget {
+  /** `hostKey` of `:authority` and `:scheme`. */
+  host: string;
+  /** The configured endpoint: the path without its query string. */
+  endpoint: string;
 }
 
-export function normalisedAccept(headers: HeaderList): string {
-  const accept = headerValue(headers, 'accept');
-  return accept === undefined || accept.trim() === '' ? '*/*' : accept.replace(/\s+/g, '').toLowerCase();
+/**
+ * The cache key (docs/graphql-caching.md, Cache key): scope bucket, host, endpoint path, operation
+ * name, normalised document and canonical variables (their literal text, canonicalVariables.ts).
+ * `Accept` is not in it: a cacheable answer has the same body under both GraphQL JSON types, and a
+ * HIT is answered in a type the client accepts (README, HIT, MISS, PASS).
+ */
+export function cacheKey(bucket: string, target: KeyedTarget, operationName: string, normalisedDocument: string, canonicalVariables: string): string {
+  const digest = createHash('sha256');
+  for (const part of [target.host, target.endpoint, operationName, normalisedDocument]) digest.update(part).update('\u0000');
+  return `${bucket}/${digest.update(canonicalVariables).digest('base64url')}`;
 }

@@ -3,10 +3,13 @@ import { persistedQueryNotFound, withoutPersistedQuery, type PersistedQueryRefus
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import type { Config, MutationPolicy } from '../config/schema.js';
 import { MAX_REWRITTEN_PATH_BYTES } from '../extproc/envoyLimits.js';
-import { parsePostRequest, rewrittenForOrigin, type ParsedHttpRequest } from '../graphql/httpRequest.js';
+import { rewrittenForOrigin } from '../graphql/httpRequest.js';
+import { ambiguousRequestResponse, type GraphQLOperation, type RequestParameters } from '../graphql/requestParameters.js';
 import { operationViolation } from '../graphql/limits.js';
 import { selectionOf } from '../graphql/selection.js';
+import { acceptedGraphQLResponseType, ownAnswerMediaType } from '../http/accept.js';
 import { headerValue, type HeaderList } from '../http/headers.js';
+import { endpointOf, hostKey } from '../http/requestTarget.js';
 import { prepareOperation, type PreparedOperation } from '../invalidation/entityFields.js';
 import { mutationInvalidationTags } from '../invalidation/responseTags.js';
 import type { Logger } from '../observability/log.js';
@@ -14,7 +17,6 @@ import {
   carriesPurgeToken,
   handlePurgeRequest,
   hasValidPurgeToken,
-  negotiateResponseMediaType,
   purgeTokenHeader,
   type PurgeEvent,
 } from '../purge/index.js';
@@ -33,6 +35,7 @@ import {
   readParameters,
   resolveApq,
   scopeAndKey,
+  usesIncrementalDelivery,
   type CheckedOperation,
   type DocumentAnalysis,
   type OriginBound,
@@ -47,7 +50,8 @@ import {
   wantsResponseBody,
   withBody,
 } from './responseStages.js';
-import { cachePolicyFor, type CachePolicy } from './rules.js';
+import type { KeyedTarget } from './cacheKey.js';
+import { cachePolicyFor, selectsUnnamedIntrospection, type CachePolicy } from './rules.js';
 import { cacheStatusHeader, explanationHeaders, hitResponse, mergeScopeHeaders, type HeaderChanges } from './responses.js';
 import type { HttpResponse } from '../http/responses.js';
 import { stripAddedFields } from '../invalidation/entityFields.js';
@@ -118,12 +122,20 @@ export interface ResponseBodyDecision {
   body?: Buffer;
 }
 
+/** A request whose GraphQL parameters svc-cache read, with the bytes it came with. */
+interface ReadRequest extends GraphQLOperation {
+  method: 'GET' | 'POST';
+  /** The POST body as sent (empty for a GET): a rewrite for the origin keeps what it does not change. */
+  body: Buffer;
+  target: KeyedTarget;
+}
+
 /** What one request's decision needs once its GraphQL parameters are read. */
 interface RequestContext {
   exchange: Exchange;
   head: RequestHead;
   config: Config;
-  request: Extract<ParsedHttpRequest, { kind: 'graphql' }>;
+  request: ReadRequest;
   resolved: ResolvedQuery;
 }
 
@@ -157,7 +169,7 @@ export class DecisionEngine {
       const head = requestHeadOf(exchange);
       if (head.method === 'GET' && body.length > 0) return this.passOn(exchange, 'get-with-body');
       if (body.length > config.limits.maxRequestBodyBytes) return this.conclude(exchange, bodyTooLarge(config));
-      return this.decideGraphQL(exchange, readParameters(head, body));
+      return this.decideGraphQL(exchange, readParameters(head, body), body);
     });
   }
 
@@ -197,24 +209,39 @@ export class DecisionEngine {
 
   private async decideRequestHead(exchange: Exchange, head: RequestHead): Promise<RequestHeadDecision> {
     const { config } = this.deps.state();
-    if (isStreamingOrUpgrade(head.headers)) return this.passOn(exchange, 'streaming-request');
+    // Only the configured endpoints are GraphQL: another path (which may reflect its input) is
+    // neither read nor keyed, so it cannot write an entry /graphql serves (README, HIT, MISS, PASS).
+    if (endpointOf(head.path, config.endpoints) === undefined) return this.passOn(exchange, 'not-an-endpoint');
+    if (headerValue(head.headers, 'upgrade') !== undefined) return this.passOn(exchange, 'upgrade-request');
     if (head.method === 'GET') {
       // Over HTTP/2 a GET may end with an empty DATA frame: its headers then lack end_of_stream and
       // only the body tells whether it has one (docs/ext-proc.md, HTTP/2 requests).
       if (head.hasBody) return { kind: 'need-body' };
-      return this.decideGraphQL(exchange, readParameters(head, Buffer.alloc(0)));
+      return this.decideGraphQL(exchange, readParameters(head, Buffer.alloc(0)), Buffer.alloc(0));
     }
     if (head.method !== 'POST') return this.passOn(exchange, 'method-not-graphql', head.method);
     const declaredLength = Number(headerValue(head.headers, 'content-length'));
     if (declaredLength > config.limits.maxRequestBodyBytes) return this.conclude(exchange, bodyTooLarge(config));
-    if (!head.hasBody) return this.decideGraphQL(exchange, parsePostRequest(head.headers, Buffer.alloc(0)));
+    if (!head.hasBody) return this.decideGraphQL(exchange, readParameters(head, Buffer.alloc(0)), Buffer.alloc(0));
     return { kind: 'need-body' };
   }
 
   /** The stages of docs/graphql-caching.md, Cacheability, in order (see requestStages.ts). */
-  private async decideGraphQL(exchange: Exchange, request: ParsedHttpRequest): Promise<RequestDecision> {
+  private async decideGraphQL(exchange: Exchange, parameters: RequestParameters, body: Buffer): Promise<RequestDecision> {
     const { config, schema } = this.deps.state();
-    if (request.kind === 'uninterpretable') return this.passOn(exchange, 'uninterpretable-body', request.reason);
+    const head = requestHeadOf(exchange);
+    switch (parameters.kind) {
+      case 'ambiguous':
+        // Origins differ on which reading wins: never forwarded (README, Bad input).
+        return this.conclude(exchange, ambiguousRequest(head));
+      case 'uninterpretable':
+        return this.passOn(exchange, parameters.reason === 'invalid-utf8' ? 'invalid-utf8' : 'uninterpretable-body', parameters.reason);
+      case 'batch':
+        return this.passOn(exchange, 'batch');
+      case 'graphql':
+        break;
+    }
+    const request: ReadRequest = { ...parameters, method: head.method === 'GET' ? 'GET' : 'POST', body, target: keyedTargetOf(head, config) };
     const { params } = request;
     const sentTooLarge = checkSentQueryText(params, config.limits);
     if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
@@ -224,7 +251,7 @@ export class DecisionEngine {
       return this.conclude(exchange, resolved.verdict);
     }
     if (resolved.registered) this.report((events) => events.persistedQuery('registered'));
-    const context: RequestContext = { exchange, head: requestHeadOf(exchange), config, request, resolved };
+    const context: RequestContext = { exchange, head, config, request, resolved };
     const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
     if (isVerdict(checked)) return this.conclude(exchange, checked, context);
     exchange.describeOperation(checked.selected.name, checked.selected.normalised);
@@ -246,11 +273,14 @@ export class DecisionEngine {
   private analysisOf(document: DocumentNode, config: Config, schema: GraphQLSchema | undefined): DocumentAnalysis {
     const known = this.analyses.get(document);
     if (known && known.config === config && known.schema === schema) return known;
+    const selection = schema && selectionOf(schema, document);
     const analysis: DocumentAnalysis = {
       config,
       schema,
       violation: operationViolation(document, config.limits),
-      policy: schema ? cachePolicyFor(config.rules, selectionOf(schema, document)) : undefined,
+      policy: selection && cachePolicyFor(config.rules, selection),
+      streams: usesIncrementalDelivery(document),
+      unnamedIntrospection: selection !== undefined && selectsUnnamedIntrospection(config.rules, selection),
     };
     this.analyses.set(document, analysis);
     return analysis;
@@ -266,7 +296,7 @@ export class DecisionEngine {
         operationName: request.params.operationName,
         variables: request.params.variables,
         headers: head.headers,
-        responseMediaType: negotiateResponseMediaType(headerValue(head.headers, 'accept')),
+        responseMediaType: ownAnswerMediaType(headerValue(head.headers, 'accept')),
       },
       { originSchema: schema, config, store: this.deps.store, logger: this.deps.logger, onPurge: (event) => this.report((events) => events.purge(event)) },
     );
@@ -282,7 +312,7 @@ export class DecisionEngine {
   /** Scope and key, then a HIT from the store or a fetch whose answer may be stored. */
   private async decideQuery(context: RequestContext, checked: CheckedOperation, schema: GraphQLSchema, policy: CachePolicy): Promise<RequestDecision> {
     const { exchange, head, config, request } = context;
-    const scoped = scopeAndKey(policy, checked.selected, request.params.variables, head.headers, config, this.deps.scopeKeySecret);
+    const scoped = scopeAndKey(policy, checked.selected, request.canonicalVariables, request.target, head.headers, config, this.deps.scopeKeySecret);
     const found = await lookupOrCoalesce(scoped.key, {
       store: this.deps.store,
       coalescer: this.coalescer,
@@ -295,7 +325,7 @@ export class DecisionEngine {
       return this.passOn(exchange, 'store-unavailable', undefined, context);
     }
     if (exchange.explanation) exchange.explanation = scoped.explanation;
-    if (found.kind === 'hit') return this.answerFromCache(exchange, found.entry, scoped.scopeHeaders);
+    if (found.kind === 'hit') return this.answerFromCache(context, found.entry, scoped.scopeHeaders);
     exchange.lead(found.leadership);
     const prepared = prepareOperation(schema, checked.selected.document, config.keyFields);
     const plan: StorePlan = {
@@ -314,9 +344,13 @@ export class DecisionEngine {
     return this.forward(context, plan, originQueryOf(prepared));
   }
 
-  private answerFromCache(exchange: Exchange, entry: CachedResponse, scopeHeaders: Array<[string, string]>): RequestDecision {
+  /** A HIT in a type the client accepts, else the origin negotiates (README, HIT, MISS, PASS). */
+  private answerFromCache(context: RequestContext, entry: CachedResponse, scopeHeaders: Array<[string, string]>): RequestDecision {
+    const { exchange, head } = context;
+    const contentType = hitContentType(headerValue(head.headers, 'accept'), entry.contentType);
+    if (contentType === undefined) return this.passOn(exchange, 'not-acceptable', entry.contentType, context);
     const overrides = [...mergeScopeHeaders(entry.headers, scopeHeaders), ...explanationHeaders(exchange.explanation)];
-    const response = hitResponse(entry, this.now(), overrides);
+    const response = hitResponse({ ...entry, contentType }, this.now(), overrides);
     exchange.settle('HIT', { servedBytes: response.body.length });
     return { kind: 'respond', response };
   }
@@ -331,10 +365,10 @@ export class DecisionEngine {
     const expand = resolved.persisted && !config.apq.forwardPersistedQuery;
     const origin =
       expand || originQuery !== undefined
-        ? rewrittenForOrigin(request, head.path, {
+        ? rewrittenForOrigin(request.method, head.path, request.body, {
             query: originQuery ?? resolved.query!,
-            // A rewritten query no longer matches the client's hash.
-            extensions: withoutPersistedQuery(request.params.extensions),
+            // A rewritten query no longer matches the client's hash; other extensions keep their text.
+            extensions: 'persistedQuery' in request.params.extensions ? withoutPersistedQuery(request.params.extensions) : undefined,
           })
         : {};
     if (origin.path !== undefined && Buffer.byteLength(origin.path) > MAX_REWRITTEN_PATH_BYTES) {
@@ -366,12 +400,16 @@ export class DecisionEngine {
     return this.passOn(exchange, 'rewritten-path-too-long');
   }
 
-  /** An early verdict carried out: an answer now, or a pass (rewritten for the origin when `context` says so). */
+  /**
+   * An early verdict carried out: an answer now, or a pass (rewritten for the origin when `context`
+   * says so). Every answer svc-cache writes itself but a HIT passes here, and gets here its media
+   * type (README, Errors svc-cache answers itself).
+   */
   private conclude(exchange: Exchange, verdict: Verdict, context?: RequestContext): RequestDecision {
     if (verdict.kind === 'pass') return this.passOn(exchange, verdict.reason, verdict.detail, context);
     if (verdict.outcome === 'ERROR') exchange.settle('ERROR', { errorCode: verdict.errorCode });
     else exchange.settle('PASS', { passReason: verdict.passReason });
-    return { kind: 'respond', response: verdict.response };
+    return { kind: 'respond', response: inOwnMediaType(verdict.response, requestHeadOf(exchange)) };
   }
 
   /** The request goes on to the origin untouched but for the purge token, and is not stored. */
@@ -480,6 +518,11 @@ function tokenRemoval(head: RequestHead, config: Config): string[] {
   return carriesPurgeToken(head.headers, config.purge) ? [purgeTokenHeader(config.purge)] : [];
 }
 
+function ambiguousRequest(head: RequestHead): Verdict {
+  const response = ambiguousRequestResponse(ownAnswerMediaType(headerValue(head.headers, 'accept')));
+  return { kind: 'respond', outcome: 'ERROR', errorCode: 'AMBIGUOUS_REQUEST', response };
+}
+
 function bodyTooLarge(config: Config): Verdict {
   return ownError('PAYLOAD_TOO_LARGE', 413, `Request body is larger than ${config.limits.maxRequestBodyBytes} bytes`);
 }
@@ -494,8 +537,31 @@ function explanationRequested(head: RequestHead, config: Config): boolean {
 
 const DEBUG_HEADER = 'svc-debug';
 
-function isStreamingOrUpgrade(headers: HeaderList): boolean {
-  if (headerValue(headers, 'upgrade') !== undefined) return true;
-  const accept = (headerValue(headers, 'accept') ?? '').toLowerCase();
-  return accept.includes('text/event-stream') || accept.includes('multipart/mixed');
+/** The key's host and endpoint; only requests for a configured endpoint get this far. */
+function keyedTargetOf(head: RequestHead, config: Config): KeyedTarget {
+  return {
+    host: hostKey(headerValue(head.headers, ':authority') ?? '', headerValue(head.headers, ':scheme') ?? ''),
+    endpoint: endpointOf(head.path, config.endpoints) ?? head.path,
+  };
+}
+
+/**
+ * The type a HIT is answered in: of the two GraphQL JSON types (a cacheable answer's body is the same
+ * under both), the one the GraphQL over HTTP spec has a server prefer for this `Accept` when the
+ * client accepts it (`application/json` for `*\/*` or no `Accept`, as the origin answers them), else
+ * the other; undefined when the client accepts neither or the stored type is no GraphQL JSON type.
+ */
+function hitContentType(accept: string | undefined, stored: string): string | undefined {
+  const separator = stored.indexOf(';');
+  const preferred = `${ownAnswerMediaType(accept)}${separator < 0 ? '' : stored.slice(separator)}`;
+  return acceptedGraphQLResponseType(accept, stored) && acceptedGraphQLResponseType(accept, preferred);
+}
+
+/**
+ * The one place the media type of svc-cache's own answers is decided, per the GraphQL over HTTP
+ * spec (README, Errors svc-cache answers itself); their statuses are each code's own.
+ */
+function inOwnMediaType(response: HttpResponse, head: RequestHead): HttpResponse {
+  const contentType = `${ownAnswerMediaType(headerValue(head.headers, 'accept'))}; charset=utf-8`;
+  return { ...response, headers: [['content-type', contentType], ...response.headers.filter(([name]) => name !== 'content-type')] };
 }

@@ -1,9 +1,11 @@
-import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphql';
+import { BREAK, OperationTypeNode, visit, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { resolvePersistedQuery, type PersistedQueryRefusal } from '../apq/persistedQuery.js';
 import type { Config } from '../config/schema.js';
 import { parseDocument, selectOperation } from '../graphql/document.js';
-import { parseGetRequest, parsePostRequest, type GraphQLParams, type ParsedHttpRequest } from '../graphql/httpRequest.js';
+import type { GraphQLParams } from '../graphql/httpRequest.js';
 import { queryTextViolation, type LimitViolation } from '../graphql/limits.js';
+import { readGetRequest, readPostRequest, type RequestParameters } from '../graphql/requestParameters.js';
+import { acceptsNoJson } from '../http/accept.js';
 import { headerValue, type HeaderList } from '../http/headers.js';
 import { graphQLErrorResponse, type HttpResponse, type OwnErrorCode } from '../http/responses.js';
 import type { Logger } from '../observability/log.js';
@@ -11,7 +13,7 @@ import { carriesPurgeToken, looksLikePurge } from '../purge/index.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import type { CacheStore, CachedResponse, InvalidationMark } from '../store/types.js';
 import { errorMessage } from '../util/index.js';
-import { cacheKey, normalisedAccept } from './cacheKey.js';
+import { cacheKey, type KeyedTarget } from './cacheKey.js';
 import type { Leadership, MissCoalescer } from './coalescing.js';
 import type { Explanation, RequestHead } from './exchange.js';
 import type { PassReason } from './passReason.js';
@@ -44,9 +46,12 @@ export function ownError(code: OwnErrorCode, status: number, message: string, he
 
 // Stage 1: read parameters.
 
-/** The GraphQL over HTTP parameters of a GET (from its path) or a POST (from its body). */
-export function readParameters(head: RequestHead, body: Buffer): ParsedHttpRequest {
-  return head.method === 'GET' ? parseGetRequest(head.path) : parsePostRequest(head.headers, body);
+/**
+ * The GraphQL over HTTP parameters of a GET (from its path) or a POST (from its body and its URL),
+ * read as the origin would run them (src/graphql/requestParameters.ts).
+ */
+export function readParameters(head: RequestHead, body: Buffer): RequestParameters {
+  return head.method === 'GET' ? readGetRequest(head.path) : readPostRequest(head.path, head.headers, body);
 }
 
 /** Sent query text over the limit is refused before APQ, so it is never registered either. */
@@ -96,6 +101,23 @@ export interface DocumentAnalysis {
   violation: LimitViolation | undefined;
   /** Undefined without a schema, or when no rule matches. */
   policy: CachePolicy | undefined;
+  /** The document uses `@defer` or `@stream`: its answer streams. */
+  streams: boolean;
+  /** It selects introspection (`__schema`, `__type`) that no rule names: not cached. */
+  unnamedIntrospection: boolean;
+}
+
+/** Whether a document asks for an incremental (streamed) answer anywhere in it. */
+export function usesIncrementalDelivery(document: DocumentNode): boolean {
+  let found = false;
+  visit(document, {
+    Directive(node) {
+      if (node.name.value !== 'defer' && node.name.value !== 'stream') return undefined;
+      found = true;
+      return BREAK;
+    },
+  });
+  return found;
 }
 
 export type SelectedOperation = Extract<ReturnType<typeof selectOperation>, { kind: 'operation' }>;
@@ -173,6 +195,10 @@ function classifyMutation(config: Config, schema: GraphQLSchema): Verdict | Orig
 
 function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: Config, schema: GraphQLSchema): Verdict | OriginBound {
   if (checked.selected.operation.operation === OperationTypeNode.SUBSCRIPTION) return passVerdict('subscription');
+  if (checked.analysis.streams) return passVerdict('streaming-document');
+  // Decided only now, so APQ, the limits and the GET-mutation rule apply to such clients too.
+  if (acceptsNoJson(headerValue(headers, 'accept'))) return passVerdict('streaming-request');
+  if (checked.analysis.unnamedIntrospection) return passVerdict('introspection');
   if (config.cache.bypassCacheHeaders.some((name) => headerValue(headers, name.toLowerCase()) !== undefined)) {
     return passVerdict('bypass-header');
   }
@@ -201,13 +227,14 @@ export interface ScopedKey {
 export function scopeAndKey(
   policy: CachePolicy,
   selected: SelectedOperation,
-  variables: Record<string, unknown>,
+  canonicalVariables: string,
+  target: KeyedTarget,
   headers: HeaderList,
   config: Config,
   scopeKeySecret: Buffer,
 ): ScopedKey {
   const bucket = scopeBucketKey(policy.scopes, config.scopes, headers, scopeKeySecret);
-  const key = cacheKey(bucket, normalisedAccept(headers), selected.name, selected.normalised, variables);
+  const key = cacheKey(bucket, target, selected.name, selected.normalised, canonicalVariables);
   const varyNames = scopeVaryHeaders(policy.scopes, config.scopes);
   const scopeHeaders: Array<[string, string]> =
     policy.scopes.length === 0 ? [] : [['cache-control', 'private, no-cache'], ['vary', varyNames.join(', ')]];

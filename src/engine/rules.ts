@@ -32,3 +32,21 @@ function ruleMatches(rule: CacheRule, selection: Selection): boolean {
     fields.length === 0 ? selection.types.has(type) : fields.some((field) => selection.fields.has(`${type}.${field}`)),
   );
 }
+
+/** The introspection root fields (`__typename` is not one: it reads no schema). */
+const INTROSPECTION_FIELDS = new Set(['__schema', '__type']);
+
+/**
+ * Whether the selection reads introspection that no rule names by field (`types: { Query: [__schema] }`):
+ * a rule on a type alone (`[Query]`) does not make the schema cacheable (README, HIT, MISS, PASS).
+ */
+export function selectsUnnamedIntrospection(rules: readonly CacheRule[], selection: Selection): boolean {
+  const used = [...selection.fields].filter((coordinate) => INTROSPECTION_FIELDS.has(coordinate.slice(coordinate.indexOf('.') + 1)));
+  if (used.length === 0) return false;
+  const named = new Set<string>();
+  for (const rule of rules) {
+    if (Array.isArray(rule.types)) continue;
+    for (const [type, fields] of Object.entries(rule.types)) for (const field of fields) named.add(`${type}.${field}`);
+  }
+  return used.some((coordinate) => !named.has(coordinate));
+}

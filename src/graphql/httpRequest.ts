@@ -1,9 +1,8 @@
-import { mediaType, type HeaderList, headerValue } from '../http/headers.js';
-import { isPlainObject } from '../util/index.js';
+import { readJsonBytes } from './canonicalVariables.js';
 
 /**
  * GraphQL over HTTP request parameters (the GraphQL over HTTP spec, section "Request Parameters"),
- * read from a POST JSON body or from a GET query string.
+ * as svc-cache decides on them (read by requestParameters.ts).
  */
 export interface GraphQLParams {
   query: string | undefined;
@@ -13,106 +12,65 @@ export interface GraphQLParams {
   extensions: Record<string, unknown>;
 }
 
-export type ParsedHttpRequest =
-  | {
-      kind: 'graphql';
-      method: 'GET' | 'POST';
-      params: GraphQLParams;
-      /** The POST body as sent, so a rewrite for the origin keeps every member it does not change. */
-      payload?: Record<string, unknown>;
-    }
-  /** Something svc-cache does not interpret: it goes to the origin untouched (docs/graphql-caching.md, Cacheability). */
-  | { kind: 'uninterpretable'; reason: string };
-
-export function parseGetRequest(path: string): ParsedHttpRequest {
-  const queryStart = path.indexOf('?');
-  const search = new URLSearchParams(queryStart < 0 ? '' : path.slice(queryStart + 1));
-  const variables = parseJsonParameter(search.get('variables'));
-  const extensions = parseJsonParameter(search.get('extensions'));
-  if (variables === INVALID) return { kind: 'uninterpretable', reason: 'variables is not a JSON object' };
-  if (extensions === INVALID) return { kind: 'uninterpretable', reason: 'extensions is not a JSON object' };
-  return {
-    kind: 'graphql',
-    method: 'GET',
-    params: {
-      query: search.get('query') ?? undefined,
-      operationName: search.get('operationName') || undefined,
-      variables,
-      extensions,
-    },
-  };
-}
-
-export function parsePostRequest(headers: HeaderList, body: Buffer): ParsedHttpRequest {
-  if (mediaType(headerValue(headers, 'content-type')) !== 'application/json') {
-    return { kind: 'uninterpretable', reason: 'content type is not application/json' };
-  }
-  let payload: unknown;
-  try {
-    payload = JSON.parse(body.toString('utf8'));
-  } catch {
-    return { kind: 'uninterpretable', reason: 'body is not JSON' };
-  }
-  if (!isPlainObject(payload)) return { kind: 'uninterpretable', reason: 'body is not a JSON object' };
-  const { query, operationName, variables, extensions } = payload;
-  if (query !== undefined && query !== null && typeof query !== 'string') {
-    return { kind: 'uninterpretable', reason: 'query is not a string' };
-  }
-  if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') {
-    return { kind: 'uninterpretable', reason: 'operationName is not a string' };
-  }
-  if (variables !== undefined && variables !== null && !isPlainObject(variables)) {
-    return { kind: 'uninterpretable', reason: 'variables is not an object' };
-  }
-  if (extensions !== undefined && extensions !== null && !isPlainObject(extensions)) {
-    return { kind: 'uninterpretable', reason: 'extensions is not an object' };
-  }
-  return {
-    kind: 'graphql',
-    method: 'POST',
-    payload,
-    params: {
-      query: query ?? undefined,
-      operationName: operationName || undefined,
-      variables: variables ?? {},
-      extensions: extensions ?? {},
-    },
-  };
+/** What svc-cache changes in a request it rewrites for the origin (a persisted query expanded, fields added). */
+export interface OriginChanges {
+  query: string;
+  /** Replaces the client's (empty means none); undefined keeps the client's as sent. */
+  extensions: Record<string, unknown> | undefined;
 }
 
 /**
- * The request as the origin should get it when svc-cache changed the query text or the extensions
- * (a persisted query expanded, fields added): a new POST body, or a new `:path` for a GET, every
- * other parameter as the client sent it.
+ * The request as the origin should get it when svc-cache changed the query text or the extensions:
+ * a new POST body, or a new `:path` for a GET. Every other parameter keeps its exact text as sent
+ * (its raw JSON member, its URL pair), never re-serialised: the origin then runs exactly the
+ * request svc-cache keyed (`1.0` stays `1.0`, `9007199254740993` keeps its digits). Only the order
+ * of a body's members may change, which JSON gives no meaning (RFC 8259 section 4).
  */
-export function rewrittenForOrigin(
-  request: Extract<ParsedHttpRequest, { kind: 'graphql' }>,
-  path: string,
-  changes: { query: string; extensions: Record<string, unknown> },
-): { path?: string; body?: Buffer } {
-  const hasExtensions = Object.keys(changes.extensions).length > 0;
-  if (request.method === 'POST') {
-    const { extensions: _extensions, ...rest } = request.payload ?? {};
-    const payload = hasExtensions ? { ...rest, query: changes.query, extensions: changes.extensions } : { ...rest, query: changes.query };
-    return { body: Buffer.from(JSON.stringify(payload)) };
-  }
-  const queryStart = path.indexOf('?');
-  const search = new URLSearchParams(queryStart < 0 ? '' : path.slice(queryStart + 1));
-  search.set('query', changes.query);
-  if (hasExtensions) search.set('extensions', JSON.stringify(changes.extensions));
-  else search.delete('extensions');
-  return { path: `${queryStart < 0 ? path : path.slice(0, queryStart)}?${search.toString()}` };
+export function rewrittenForOrigin(method: 'GET' | 'POST', path: string, body: Buffer, changes: OriginChanges): { path?: string; body?: Buffer } {
+  return method === 'POST' ? { body: rewrittenBody(body, changes) } : { path: rewrittenPath(path, changes) };
 }
 
-const INVALID = Symbol('invalid');
+function rewrittenBody(body: Buffer, changes: OriginChanges): Buffer {
+  const json = readJsonBytes(body);
+  // Only bodies read as one JSON object are ever rewritten; anything else is sent as it came.
+  if (typeof json === 'string' || json.kind !== 'object') return body;
+  const members: string[] = [];
+  let querySet = false;
+  for (const [name, value] of json.members ?? []) {
+    if (name === 'extensions' && changes.extensions !== undefined) continue;
+    if (name === 'query') {
+      members.push(`"query":${JSON.stringify(changes.query)}`);
+      querySet = true;
+    } else {
+      members.push(`${JSON.stringify(name)}:${value.raw}`);
+    }
+  }
+  if (!querySet) members.push(`"query":${JSON.stringify(changes.query)}`);
+  if (changes.extensions !== undefined && Object.keys(changes.extensions).length > 0) {
+    members.push(`"extensions":${JSON.stringify(changes.extensions)}`);
+  }
+  return Buffer.from(`{${members.join(',')}}`);
+}
 
-function parseJsonParameter(raw: string | null): Record<string, unknown> | typeof INVALID {
-  if (raw === null || raw === '') return {};
+function rewrittenPath(path: string, changes: OriginChanges): string {
+  const queryStart = path.indexOf('?');
+  const pathOnly = queryStart < 0 ? path : path.slice(0, queryStart);
+  const replaced = changes.extensions === undefined ? ['query'] : ['query', 'extensions'];
+  const pairs = queryStart < 0 ? [] : path.slice(queryStart + 1).split('&');
+  const kept = pairs.filter((pair) => pair !== '' && !replaced.includes(parameterName(pair) ?? ''));
+  const added = [`query=${encodeURIComponent(changes.query)}`];
+  if (changes.extensions !== undefined && Object.keys(changes.extensions).length > 0) {
+    added.push(`extensions=${encodeURIComponent(JSON.stringify(changes.extensions))}`);
+  }
+  return `${pathOnly}?${[...kept, ...added].join('&')}`;
+}
+
+/** The decoded name of a URL pair, undefined when it does not decode (then it is no GraphQL parameter). */
+function parameterName(pair: string): string | undefined {
+  const separator = pair.indexOf('=');
   try {
-    const value: unknown = JSON.parse(raw);
-    if (value === null) return {};
-    return isPlainObject(value) ? value : INVALID;
+    return decodeURIComponent((separator < 0 ? pair : pair.slice(0, separator)).replaceAll('+', ' '));
   } catch {
-    return INVALID;
+    return undefined;
   }
 }

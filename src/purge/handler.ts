@@ -15,7 +15,7 @@ import { CACHE_STATUS_HEADER, type HttpResponse } from '../http/responses.js';
 import { headerValue, type HeaderList } from '../http/headers.js';
 import type { Logger } from '../observability/log.js';
 import type { CacheStore } from '../store/types.js';
-import type { GraphQLResponseMediaType } from './mediaType.js';
+import type { GraphQLResponseMediaType } from '../http/accept.js';
 import { derivePurgeApi, type PurgeApi } from './schema.js';
 import { PurgeTargets } from './targets.js';
 import { isPurgeToken } from './token.js';
@@ -50,7 +50,7 @@ export interface PurgeRequest {
   variables: Record<string, unknown>;
   /** Lower-case names. */
   headers: HeaderList;
-  /** See `negotiateResponseMediaType`. */
+  /** See `ownAnswerMediaType` (src/http/accept.ts). */
   responseMediaType: GraphQLResponseMediaType;
 }
 

@@ -5,7 +5,6 @@ export {
   type PurgeRequest,
   type PurgeSummary,
 } from './handler.js';
-export { negotiateResponseMediaType, type GraphQLResponseMediaType } from './mediaType.js';
 export {
   buildPurgeSchema,
   derivePurgeApi,

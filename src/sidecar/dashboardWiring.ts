@@ -46,9 +46,12 @@ async function inspect(engine: DecisionEngine, config: Config, input: InspectInp
     JSON.stringify({ query: input.query, variables: input.variables, operationName: input.operationName }),
   );
   const token = config.purge.tokens[0] ?? '';
-  // Clients of the page's kind ask for JSON; the accept header is part of the cache key.
-  const given = Object.fromEntries(Object.entries(input.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]));
+  // Clients of the page's kind ask for JSON; a given `host` names the site, part of the cache key
+  // (README, Cache key), and is sent as `:authority` as Envoy sends it.
+  const { host, ...given } = Object.fromEntries(Object.entries(input.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]));
   const headers: HeaderList = [
+    [':authority', host ?? ''],
+    [':scheme', 'http'],
     ...Object.entries({ accept: 'application/json', ...given }).map(([name, value]): [string, string] => [name, value]),
     ['svc-debug', '1'],
     [config.purge.header, token],

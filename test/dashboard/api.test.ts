@@ -139,7 +139,7 @@ describe('dashboard API', () => {
 
   it('inspects a query: cached now or not, its bucket and matched rules; mutations are refused', async () => {
     await postGraphQL(stack.url, { query: PRODUCTS });
-    const cached = await post('/api/inspect', { query: PRODUCTS }, TOKEN);
+    const cached = await post('/api/inspect', { query: PRODUCTS, headers: { host: new URL(stack.url).host } }, TOKEN);
     expect(cached.status).toBe(200);
     expect(JSON.parse(cached.text)).toMatchObject({
       decision: 'HIT',

@@ -107,6 +107,8 @@ describe.skipIf(!CHROMIUM)('dashboard page in Chromium', () => {
 
   it('inspects a query with the token, and writes a screenshot', async () => {
     await page.type('#inspect-query', PRODUCTS);
+    // The key holds the host the clients named (README, Cache key).
+    await page.type('#inspect-headers', JSON.stringify({ host: new URL(stack.url).host }));
     await page.click('#inspect-submit');
     await page.waitForFunction(() => document.getElementById('inspect-result')!.textContent!.includes('cachedNow'));
     const result = await page.$eval('#inspect-result', (node) => node.textContent ?? '');

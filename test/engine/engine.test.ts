@@ -178,7 +178,7 @@ describe('DecisionEngine', () => {
     const head = post({}).head;
     for (const [raw, reason] of [
       ['{oops', 'uninterpretable-body'],
-      ['[{"query":"{ todos { id } }"}]', 'uninterpretable-body'],
+      ['[{"query":"{ todos { id } }"}]', 'batch'],
       ['{"query":1}', 'uninterpretable-body'],
       ['{"query":"{ todos { id } }","variables":"x"}', 'uninterpretable-body'],
       ['{"query":"{ todos { id } }","operationName":7}', 'uninterpretable-body'],
@@ -191,6 +191,68 @@ describe('DecisionEngine', () => {
       Buffer.from('{"query":"{ todos { id } }"}'),
     );
     expect(textPlain.kind === 'forward' && textPlain.plan).toEqual({ kind: 'pass', reason: 'uninterpretable-body' });
+    const notUtf8 = await decide(head, Buffer.concat([Buffer.from('{"query":"{ todos { id } }","variables":{"a":"'), Buffer.from([0xff]), Buffer.from('"}}')]));
+    expect(notUtf8.kind === 'forward' && notUtf8.plan).toEqual({ kind: 'pass', reason: 'invalid-utf8' });
+  });
+
+  it('answers AMBIGUOUS_REQUEST itself, in the negotiated media type, and never forwards', async () => {
+    const request = post({ query: '{ todos { id } }' }, [['accept', 'application/graphql-response+json']]);
+    const decision = await decide({ ...request.head, path: '/graphql?query=%7B%20users%20%7B%20id%20%7D%20%7D' }, request.body);
+    expect(decision.kind === 'respond' && [decision.status, decision.response.status, decision.response.headers]).toEqual([
+      'ERROR',
+      400,
+      [['content-type', 'application/graphql-response+json; charset=utf-8']],
+    ]);
+  });
+
+  it('passes other paths and upgrades at the request headers, unread', async () => {
+    const { head } = post({ query: '{ todos { id } }' });
+    expect(await decideHead({ ...head, path: '/echo?msg=x' })).toMatchObject({ kind: 'forward', plan: { kind: 'pass', reason: 'not-an-endpoint' } });
+    expect(await decideHead({ ...head, path: '/graphql/' })).toMatchObject({ kind: 'forward', plan: { kind: 'pass', reason: 'not-an-endpoint' } });
+    expect(await decideHead({ ...head, headers: [...head.headers, ['upgrade', 'websocket']] })).toMatchObject({
+      kind: 'forward',
+      plan: { kind: 'pass', reason: 'upgrade-request' },
+    });
+    build({ endpoints: ['/t/acme/graphql'] });
+    expect(await decideHead({ ...head, path: '/graphql' })).toMatchObject({ plan: { reason: 'not-an-endpoint' } });
+    expect(await decideHead({ ...head, path: '/t/acme/graphql?x=1' })).toEqual({ kind: 'need-body' });
+  });
+
+  it('answers a HIT in the GraphQL JSON type the client prefers, whatever type stored it', async () => {
+    const withAccept = (accept: string) => post({ query: '{ todos { id } }' }, [['accept', accept]]);
+    expect((await roundTrip(withAccept('application/json'))).status).toBe('MISS');
+    const contentTypeOf = async (accept: string) => {
+      const decision = await decide(withAccept(accept).head, withAccept(accept).body);
+      return decision.kind === 'respond' ? Object.fromEntries(decision.response.headers)['content-type'] : decision.kind === 'forward' && decision.plan;
+    };
+    expect(await contentTypeOf('application/json')).toBe('application/json; charset=utf-8');
+    expect(await contentTypeOf('application/graphql-response+json')).toBe('application/graphql-response+json; charset=utf-8');
+    expect(await contentTypeOf('application/graphql-response+json, application/json, text/event-stream, multipart/mixed')).toBe(
+      'application/graphql-response+json; charset=utf-8',
+    );
+    expect(await contentTypeOf('*/*')).toBe('application/json; charset=utf-8');
+    expect(await contentTypeOf('application/json;q=0.5, application/graphql-response+json')).toBe('application/graphql-response+json; charset=utf-8');
+    // A client that accepts no JSON type at all streams: decided before the lookup.
+    expect(await contentTypeOf('text/event-stream, application/json;q=0')).toEqual({ kind: 'pass', reason: 'streaming-request' });
+    expect(await contentTypeOf('application/json')).toBe('application/json; charset=utf-8');
+  });
+
+  it('keys the host and endpoint: another host misses, a default port does not', async () => {
+    const at = (authority: string) => {
+      const request = post({ query: '{ todos { id } }' }, [[':authority', authority], [':scheme', 'http']]);
+      return request;
+    };
+    expect((await roundTrip(at('a.test'))).status).toBe('MISS');
+    expect((await decide(at('A.test:80').head, at('A.test:80').body)).kind).toBe('respond');
+    expect((await decide(at('b.test').head, at('b.test').body)).kind).toBe('forward');
+  });
+
+  it("sends the origin every body member it does not change with the client's exact text", async () => {
+    const raw = '{"variables": {"n": 1.0, "big": 9007199254740993}, "query": "{ todos { title } }", "extensions": {"x": 1}, "z": "\\u0061"}';
+    const decision = await decide(post({}).head, Buffer.from(raw));
+    expect(decision.kind === 'forward' && decision.requestBody?.toString()).toBe(
+      '{"extensions":{"x": 1},"query":"{\\n  todos {\\n    title\\n    _svc_id: id\\n  }\\n}","variables":{"n": 1.0, "big": 9007199254740993},"z":"\\u0061"}',
+    );
   });
 
   it('passes a query no rule matches, and one whose matched rule has maxAge 0', async () => {

@@ -9,11 +9,12 @@ import {
   lookupOrCoalesce,
   readParameters,
   scopeAndKey,
+  usesIncrementalDelivery,
   type CheckedOperation,
   type DocumentAnalysis,
   type ResolvedQuery,
 } from '../../src/engine/requestStages.js';
-import { cachePolicyFor } from '../../src/engine/rules.js';
+import { cachePolicyFor, selectsUnnamedIntrospection } from '../../src/engine/rules.js';
 import { selectionOf } from '../../src/graphql/selection.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { demoSchemaSDL } from '../support/origin.js';
@@ -41,6 +42,8 @@ function analyse(current: Config) {
     schema,
     violation: undefined,
     policy: cachePolicyFor(current.rules, selectionOf(schema, document)),
+    streams: usesIncrementalDelivery(document),
+    unnamedIntrospection: selectsUnnamedIntrospection(current.rules, selectionOf(schema, document)),
   });
 }
 
@@ -51,18 +54,26 @@ function checked(query: string, current = config()): CheckedOperation {
 }
 
 describe('readParameters', () => {
-  it('reads a GET from its path and a POST from its body', () => {
+  it('reads a GET from its path and a POST from its body, variables in their canonical text', () => {
     expect(readParameters(head('GET', '/graphql?query=%7Ba%7D&operationName=A'), Buffer.alloc(0))).toEqual({
       kind: 'graphql',
-      method: 'GET',
       params: { query: '{a}', operationName: 'A', variables: {}, extensions: {} },
+      canonicalVariables: '{}',
     });
-    expect(readParameters(head('POST'), Buffer.from('{"query":"{a}","variables":{"x":1}}'))).toMatchObject({
+    expect(readParameters(head('POST'), Buffer.from('{"query":"{a}","variables":{"y":1.0, "x":1}}'))).toMatchObject({
       kind: 'graphql',
-      method: 'POST',
-      params: { query: '{a}', operationName: undefined, variables: { x: 1 }, extensions: {} },
+      params: { query: '{a}', operationName: undefined, variables: { x: 1, y: 1 }, extensions: {} },
+      canonicalVariables: '{"x":1,"y":1.0}',
     });
-    expect(readParameters(head('POST'), Buffer.from('[1]'))).toEqual({ kind: 'uninterpretable', reason: 'body is not a JSON object' });
+    expect(readParameters(head('POST'), Buffer.from('[1]'))).toEqual({ kind: 'uninterpretable', reason: 'body-not-object' });
+  });
+
+  it('finds ambiguity in a POST URL, batches and bytes that are not UTF-8', () => {
+    const body = Buffer.from('{"query":"{a}"}');
+    expect(readParameters(head('POST', '/graphql?query=%7Bb%7D'), body)).toEqual({ kind: 'ambiguous', reason: 'url-parameter' });
+    expect(readParameters(head('GET', '/graphql?query=%7Ba%7D&query=%7Bb%7D'), Buffer.alloc(0))).toEqual({ kind: 'ambiguous', reason: 'repeated-parameter' });
+    expect(readParameters(head('POST'), Buffer.from('[{"query":"{a}"}]'))).toMatchObject({ kind: 'batch' });
+    expect(readParameters(head('POST'), Buffer.from([0x7b, 0xff, 0x7d]))).toEqual({ kind: 'uninterpretable', reason: 'invalid-utf8' });
   });
 });
 
@@ -127,6 +138,12 @@ describe('classify', () => {
 
   it.each([
     ['a subscription', 'subscription { x }', {}, [], 'subscription'],
+    ['@defer', '{ todos { id ... @defer { title } } }', {}, [], 'streaming-document'],
+    ['@stream in a fragment', '{ ...F } fragment F on Query { todos @stream { id } }', {}, [], 'streaming-document'],
+    ['a client accepting no JSON type', '{ todos { id } }', {}, [['accept', 'text/event-stream']], 'streaming-request'],
+    ['a client accepting JSON only at q=0', '{ todos { id } }', {}, [['accept', 'application/json;q=0, multipart/mixed']], 'streaming-request'],
+    ['introspection under a type rule', '{ __schema { queryType { name } } }', {}, [], 'introspection'],
+    ['__type under a type rule', '{ __type(name: "Todo") { name } }', {}, [], 'introspection'],
     ['a bypass header', '{ todos { id } }', { cache: { bypassCacheHeaders: ['X-Bypass'] } }, [['x-bypass', '1']], 'bypass-header'],
     ['no matching rule', '{ todos { id } }', { rules: [{ types: ['User'], maxAge: 60 }] }, [], 'no-rule'],
     ['a rule with maxAge 0', '{ todos { id } }', { rules: [{ types: ['Query'], maxAge: 0 }] }, [], 'max-age-zero'],
@@ -139,6 +156,19 @@ describe('classify', () => {
   it('classifies a cacheable query with its policy', () => {
     expect(classify(checked('{ todos { id } }'), post, config(), schema)).toMatchObject({ kind: 'query', policy: { maxAge: 60, swr: 0, scopes: [] } });
   });
+
+  it("caches urql's default Accept, __typename, and introspection a rule names", () => {
+    const urql = [['accept', 'application/graphql-response+json, application/json, text/event-stream, multipart/mixed']] as Array<[string, string]>;
+    expect(classify(checked('{ todos { id } }'), { method: 'POST', headers: urql }, config(), schema)).toMatchObject({ kind: 'query' });
+    expect(classify(checked('{ __typename todos { id } }'), post, config(), schema)).toMatchObject({ kind: 'query' });
+    const named = config({ rules: [{ types: { Query: ['__schema'] }, maxAge: 60 }] });
+    expect(classify(checked('{ __schema { queryType { name } } }', named), post, named, schema)).toMatchObject({ kind: 'query' });
+  });
+
+  it("applies the GET-mutation 405 before a client's streaming Accept", () => {
+    const verdict = classify(checked('mutation { addTodo(title: "x") { id } }'), { method: 'GET', headers: [['accept', 'text/event-stream']] }, config(), schema);
+    expect(verdict).toMatchObject({ errorCode: 'METHOD_NOT_ALLOWED' });
+  });
 });
 
 describe('scopeAndKey', () => {
@@ -149,10 +179,11 @@ describe('scopeAndKey', () => {
   const selected = checked('{ me { id } }', scoped).selected;
   const policy = cachePolicyFor(scoped.rules, selectionOf(schema, selected.document))!;
   const secret = Buffer.from('k');
+  const target = { host: 'a.test', endpoint: '/graphql' };
 
   it('keys per scope value and names the bucket without the raw value', () => {
-    const alice = scopeAndKey(policy, selected, {}, [['authorization', 'Bearer alice']], scoped, secret);
-    const bob = scopeAndKey(policy, selected, {}, [['authorization', 'Bearer bob']], scoped, secret);
+    const alice = scopeAndKey(policy, selected, '{}', target, [['authorization', 'Bearer alice']], scoped, secret);
+    const bob = scopeAndKey(policy, selected, '{}', target, [['authorization', 'Bearer bob']], scoped, secret);
     expect(alice.key).not.toBe(bob.key);
     expect(alice.bucket).toMatch(/^AUTHENTICATED:[A-Za-z0-9_-]{43}$/);
     expect(alice.key.startsWith(`${alice.bucket}/`)).toBe(true);
@@ -164,10 +195,14 @@ describe('scopeAndKey', () => {
     ]);
   });
 
-  it('keys variables canonically: member order does not matter, values do', () => {
-    const key = (variables: Record<string, unknown>) => scopeAndKey(policy, selected, variables, [], scoped, secret).key;
-    expect(key({ a: 1, b: 2 })).toBe(key({ b: 2, a: 1 }));
-    expect(key({ a: 1 })).not.toBe(key({ a: 2 }));
+  it('keys the canonical variables text, host and endpoint, but not Accept', () => {
+    const key = (variables: string, at = target, headers: Array<[string, string]> = [['authorization', 'a']]) =>
+      scopeAndKey(policy, selected, variables, at, headers, scoped, secret).key;
+    expect(key('{"a":1}')).not.toBe(key('{"a":1.0}'));
+    expect(key('{"a":1}')).not.toBe(key('{"a":2}'));
+    expect(key('{}', { host: 'b.test', endpoint: '/graphql' })).not.toBe(key('{}'));
+    expect(key('{}', { host: 'a.test', endpoint: '/t/acme/graphql' })).not.toBe(key('{}'));
+    expect(key('{}', target, [['authorization', 'a'], ['accept', 'application/json']])).toBe(key('{}'));
   });
 });
 

@@ -89,7 +89,7 @@ describe('acceptsNoJson', () => {
 });
 
 describe('ownAnswerMediaType', () => {
-  // The same table as negotiateResponseMediaType in test/purge/handler.test.ts: this module replaces it.
+  // It replaced the purge handler's own negotiation, whose table this includes.
   it.each([
     [undefined, JSON_TYPE],
     ['', JSON_TYPE],

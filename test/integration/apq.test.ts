@@ -9,6 +9,12 @@ import {
 } from '../support/origin.js';
 import { startReplicasSharingRedis, type Replicas } from '../support/replicas.js';
 import { startStack, type Stack } from '../support/stack.js';
+import { postGraphQLRaw } from '../support/rawHttp.js';
+
+/** Replicas serve one site: their requests name the same host, whichever replica's port they reach. */
+function throughSite(url: string, params: GraphQLRequestParams, headers: Record<string, string> = {}) {
+  return postGraphQLRaw(url, params, [['host', 'app.test'], ...Object.entries(headers)]);
+}
 
 /** Automatic persisted queries through the gateway and the real ext_proc protocol. */
 
@@ -239,9 +245,9 @@ describe('automatic persisted queries across replicas sharing Redis', () => {
 
   it('serves through one replica a hash registered through the other', async () => {
     const query = '{ users { id name } }';
-    const registered = await postGraphQL(replicaA.url, { query, extensions: persistedQueryExtensions(query) });
+    const registered = await throughSite(replicaA.url, { query, extensions: persistedQueryExtensions(query) });
     expect(registered.headers['svc-cache']).toBe('MISS');
-    const elsewhere = await postGraphQL(replicaB.url, { extensions: persistedQueryExtensions(query) });
+    const elsewhere = await throughSite(replicaB.url, { extensions: persistedQueryExtensions(query) });
     expect(elsewhere.headers['svc-cache']).toBe('HIT');
     expect(elsewhere.text).toBe(registered.text);
     expect(origin.requestCount()).toBe(1);
@@ -250,13 +256,13 @@ describe('automatic persisted queries across replicas sharing Redis', () => {
   it('answers PersistedQueryNotFound while the registry is down, then serves the full query', async () => {
     const query = '{ products { sku name } }';
     const hash = createHash('sha256').update(query).digest('hex');
-    await postGraphQL(replicaA.url, { query, extensions: persistedQueryExtensions(query) });
+    await throughSite(replicaA.url, { query, extensions: persistedQueryExtensions(query) });
     await redis.kill();
     try {
-      const hashOnly = await postGraphQL(replicaA.url, { extensions: { persistedQuery: { version: 1, sha256Hash: hash } } });
+      const hashOnly = await throughSite(replicaA.url, { extensions: { persistedQuery: { version: 1, sha256Hash: hash } } });
       expect(hashOnly.status).toBe(200);
       expect(hashOnly.json).toEqual(NOT_FOUND);
-      const retried = await postGraphQL(replicaA.url, { query, extensions: persistedQueryExtensions(query) });
+      const retried = await throughSite(replicaA.url, { query, extensions: persistedQueryExtensions(query) });
       expect(retried.status).toBe(200);
       expect(retried.headers['svc-cache']).toBe('PASS');
       expect(retried.json?.data).toEqual({ products: expect.any(Array) });

@@ -4,6 +4,13 @@ import { scanKeys } from '../store/redis-inspection.js';
 import { postGraphQL, startDemoOrigin, type DemoOrigin, type GraphQLHttpResult } from '../support/origin.js';
 import { startRedisServer, TEST_REDIS_COMMAND_TIMEOUT_MS, type RedisServer } from '../support/redis.js';
 import { startStack, type ConfigInput, type Stack } from '../support/stack.js';
+import type { GraphQLRequestParams } from '../support/origin.js';
+import { postGraphQLRaw } from '../support/rawHttp.js';
+
+/** Replicas serve one site: their requests name the same host, whichever replica's port they reach. */
+function throughSite(url: string, params: GraphQLRequestParams, headers: Record<string, string> = {}) {
+  return postGraphQLRaw(url, params, [['host', 'app.test'], ...Object.entries(headers)]);
+}
 
 /**
  * The stack on a real, private Redis: what reaches the store, replicas sharing it, and Redis going
@@ -135,13 +142,13 @@ describe('the Redis store behind the gateway', () => {
       try {
         const alice = { authorization: 'Bearer alice' };
         const session = { cookie: 'session=s1' };
-        const publicMiss = await postGraphQL(first.url, { query: TODOS });
-        const publicHit = await postGraphQL(second.url, { query: TODOS });
-        const scopedMiss = await postGraphQL(second.url, { query: ME }, alice);
-        const scopedHit = await postGraphQL(first.url, { query: ME }, alice);
-        const otherUser = await postGraphQL(first.url, { query: ME }, { authorization: 'Bearer bob' });
-        const sessionMiss = await postGraphQL(first.url, { query: TIME }, session);
-        const sessionHit = await postGraphQL(second.url, { query: TIME }, session);
+        const publicMiss = await throughSite(first.url, { query: TODOS });
+        const publicHit = await throughSite(second.url, { query: TODOS });
+        const scopedMiss = await throughSite(second.url, { query: ME }, alice);
+        const scopedHit = await throughSite(first.url, { query: ME }, alice);
+        const otherUser = await throughSite(first.url, { query: ME }, { authorization: 'Bearer bob' });
+        const sessionMiss = await throughSite(first.url, { query: TIME }, session);
+        const sessionHit = await throughSite(second.url, { query: TIME }, session);
         expect(statuses([publicMiss, publicHit, scopedMiss, scopedHit, otherUser, sessionMiss, sessionHit])).toEqual([
           'MISS',
           'HIT',
@@ -167,12 +174,12 @@ describe('the Redis store behind the gateway', () => {
       try {
         const alice = { authorization: 'Bearer alice' };
         const results = [
-          await postGraphQL(first.url, { query: TODOS }),
-          await postGraphQL(second.url, { query: TODOS }),
-          await postGraphQL(first.url, { query: ME }, alice),
-          await postGraphQL(second.url, { query: ME }, alice),
-          await postGraphQL(first.url, { query: ME }, alice),
-          await postGraphQL(second.url, { query: ME }, alice),
+          await throughSite(first.url, { query: TODOS }),
+          await throughSite(second.url, { query: TODOS }),
+          await throughSite(first.url, { query: ME }, alice),
+          await throughSite(second.url, { query: ME }, alice),
+          await throughSite(first.url, { query: ME }, alice),
+          await throughSite(second.url, { query: ME }, alice),
         ];
         expect(statuses(results)).toEqual(['MISS', 'HIT', 'MISS', 'MISS', 'HIT', 'HIT']);
         expect(results.slice(2).map((result) => result.text)).toEqual([ALICE, ALICE, ALICE, ALICE]);

@@ -4,11 +4,10 @@ import { pino } from 'pino';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { configSchema, type Config } from '../../src/config/schema.js';
 import { parseDocument, selectOperation } from '../../src/graphql/document.js';
+import type { GraphQLResponseMediaType } from '../../src/http/accept.js';
 import { silentLogger, type Logger } from '../../src/observability/log.js';
 import {
   handlePurgeRequest,
-  negotiateResponseMediaType,
-  type GraphQLResponseMediaType,
   type PurgeEvent,
   type PurgeRequest,
 } from '../../src/purge/index.js';
@@ -428,22 +427,5 @@ describe('handlePurgeRequest', () => {
     it('leaves a query for origin fields to the origin even with the token', async () => {
       expect(await purge('{ __schema { queryType { name } } todos { id } }')).toBeUndefined();
     });
-  });
-});
-
-describe('negotiateResponseMediaType', () => {
-  it.each([
-    [undefined, 'application/json'],
-    ['', 'application/json'],
-    ['*/*', 'application/json'],
-    ['application/json', 'application/json'],
-    ['text/html', 'application/json'],
-    ['application/graphql-response+json', GRAPHQL_RESPONSE],
-    ['application/graphql-response+json, application/json;q=0.9', GRAPHQL_RESPONSE],
-    ['application/json, application/graphql-response+json', GRAPHQL_RESPONSE],
-    ['application/graphql-response+json;q=0.5, application/json', 'application/json'],
-    ['application/graphql-response+json;q=0, */*', 'application/json'],
-  ])('answers %j in %s', (accept, expected) => {
-    expect(negotiateResponseMediaType(accept)).toBe(expected);
   });
 });

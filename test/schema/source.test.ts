@@ -276,6 +276,8 @@ describe('configuration checked against the schema', () => {
         rules: [
           { types: ['Query', 'Todos'], maxAge: 60 },
           { types: { User: ['email', 'emial'], Result: ['id'], Todo: [] }, maxAge: 60 },
+          // Introspection named to cache it is no mismatch; on another type it is.
+          { types: { Query: ['__schema', '__type'], Todo: ['__schema'] }, maxAge: 60 },
         ],
         keyFields: { types: { Todo: ['sku'], Product: ['sku'] } },
       }),
@@ -286,6 +288,7 @@ describe('configuration checked against the schema', () => {
       'configuration does not match the origin schema: rules[0].types: the origin schema has no type Todos',
       'configuration does not match the origin schema: rules[1].types.User: type User has no field emial',
       'configuration does not match the origin schema: rules[1].types.Result: Result has no fields (it is not an object or interface type)',
+      'configuration does not match the origin schema: rules[2].types.Todo: type Todo has no field __schema',
       'configuration does not match the origin schema: keyFields.types.Todo: type Todo has no field sku',
       'configuration does not match the origin schema: keyFields.types.Product: the origin schema has no type Product',
     ]);

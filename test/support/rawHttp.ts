@@ -8,8 +8,8 @@ import type { GraphQLHttpResult, GraphQLRequestParams, GraphQLResponseJson } fro
 export type RawHeaderLine = readonly [name: string, value: string];
 
 /**
- * POSTs a GraphQL request with exactly these header lines besides `host`, `content-type:
- * application/json`, `accept: application/json` and `content-length`. Empty values are sent as empty
+ * POSTs a GraphQL request with exactly these header lines besides `host` (unless a line gives it),
+ * `content-type: application/json`, `accept: application/json` and `content-length`. Empty values are sent as empty
  * lines.
  */
 export function postGraphQLRaw<TData = Record<string, unknown>>(
@@ -19,8 +19,9 @@ export function postGraphQLRaw<TData = Record<string, unknown>>(
 ): Promise<GraphQLHttpResult<TData>> {
   const payload = Buffer.from(JSON.stringify(body));
   // Given as an array, headers replace all of node:http's defaults, Host included.
+  const hostGiven = lines.some(([name]) => name.toLowerCase() === 'host');
   const headers = [
-    ['host', new URL(url).host],
+    ...(hostGiven ? [] : [['host', new URL(url).host]]),
     ['content-type', 'application/json'],
     ['accept', 'application/json'],
     ['content-length', String(payload.length)],
