@@ -9,6 +9,7 @@ import { selectionOf } from '../graphql/selection.js';
 import { headerValue, type HeaderList } from '../http/headers.js';
 import { prepareOperation, type PreparedOperation } from '../invalidation/entityFields.js';
 import { mutationInvalidationTags } from '../invalidation/responseTags.js';
+import { rootFieldTypeTags } from '../invalidation/rootFieldTypes.js';
 import type { Logger } from '../observability/log.js';
 import {
   carriesPurgeToken,
@@ -48,6 +49,7 @@ import {
   withBody,
 } from './responseStages.js';
 import { cachePolicyFor, type CachePolicy } from './rules.js';
+import { scopeKeyedHeaders } from './scopes.js';
 import { cacheStatusHeader, explanationHeaders, hitResponse, mergeScopeHeaders, type HeaderChanges } from './responses.js';
 import type { HttpResponse } from '../http/responses.js';
 import { stripAddedFields } from '../invalidation/entityFields.js';
@@ -78,8 +80,13 @@ export interface RuntimeState {
 export interface EngineEvents {
   persistedQuery(event: 'registered' | PersistedQueryRefusal): void;
   purge(event: PurgeEvent): void;
-  invalidation(event: { policy: MutationPolicy; tags: number; removedEntries: number } | { policy: MutationPolicy; failed: string }): void;
+  invalidation(
+    event: { policy: MutationPolicy; from: InvalidationSource; tags: number; removedEntries: number } | { policy: MutationPolicy; from: InvalidationSource; failed: string },
+  ): void;
 }
+
+/** What an invalidation after a mutation was worked out from: its answer, or its root fields' types when the answer could not be read. */
+export type InvalidationSource = 'answer' | 'root-field-types';
 
 export interface EngineDependencies {
   state: () => RuntimeState;
@@ -159,9 +166,9 @@ export class DecisionEngine {
     });
   }
 
-  responseHead(exchange: Exchange, status: number, headers: HeaderList, endOfStream: boolean): ResponseHeadDecision {
+  async responseHead(exchange: Exchange, status: number, headers: HeaderList, endOfStream: boolean): Promise<ResponseHeadDecision> {
     try {
-      return this.decideResponseHead(exchange, status, headers, endOfStream);
+      return await this.decideResponseHead(exchange, status, headers, endOfStream);
     } catch (error) {
       this.deps.logger.error({ err: errorMessage(error) }, 'decision engine failed on response headers; passing through');
       exchange.responseArrived(headers, { kind: 'pass', reason: 'engine-error' });
@@ -273,7 +280,13 @@ export class DecisionEngine {
 
   private forwardMutation(context: RequestContext, checked: CheckedOperation, schema: GraphQLSchema): RequestDecision {
     const prepared = prepareOperation(schema, checked.selected.document, context.config.keyFields);
-    const plan: MutationPlan = { kind: 'mutation', schema, prepared, policy: context.config.mutationPolicy };
+    const plan: MutationPlan = {
+      kind: 'mutation',
+      schema,
+      prepared,
+      policy: context.config.mutationPolicy,
+      maxResponseBodyBytes: context.config.limits.maxResponseBodyBytes,
+    };
     return this.forward(context, plan, originQueryOf(prepared));
   }
 
@@ -305,7 +318,7 @@ export class DecisionEngine {
       schema,
       prepared,
       scopeHeaders: scoped.scopeHeaders,
-      keyedRequestHeaders: new Set(['accept', 'accept-encoding', 'content-type', 'content-length', ...scoped.varyNames]),
+      keyedRequestHeaders: keyedRequestHeaders(policy, config),
       limits: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes, ignoreOriginCacheControl: config.cache.ignoreOriginCacheControl },
     };
     return this.forward(context, plan, originQueryOf(prepared));
@@ -379,14 +392,17 @@ export class DecisionEngine {
     return { kind: 'forward', requestHeaders: { set: [], remove: exchange.tokenHeader === undefined ? [] : [exchange.tokenHeader] } };
   }
 
-  private decideResponseHead(exchange: Exchange, status: number, headers: HeaderList, endOfStream: boolean): ResponseHeadDecision {
+  private async decideResponseHead(exchange: Exchange, status: number, headers: HeaderList, endOfStream: boolean): Promise<ResponseHeadDecision> {
     if (exchange.plan === undefined) {
       // An Envoy local reply made before the request phase reached us, or instead of the body it
       // was buffering (docs/ext-proc.md, Local replies).
       exchange.explanation = undefined;
     }
-    const plan = planAfterResponseHead(exchange.plan ?? { kind: 'pass', reason: 'envoy-local-reply' }, status, headers, endOfStream);
+    const forwarded = exchange.plan ?? { kind: 'pass', reason: 'envoy-local-reply' };
+    const plan = planAfterResponseHead(forwarded, status, headers, endOfStream, this.now());
     exchange.responseArrived(headers, plan);
+    // A mutation whose answer will not be read (streamed, not GraphQL JSON, encoded, bodiless).
+    if (forwarded.kind === 'mutation' && plan.kind !== 'mutation') await this.invalidateByRootFieldTypes(forwarded);
     const wantsBody = wantsResponseBody(plan, headers, endOfStream);
     if (plan.kind === 'store') return { headers: { set: [], remove: [] }, wantsBody };
     const reason = plan.kind === 'pass' ? plan.reason : 'mutation';
@@ -437,17 +453,26 @@ export class DecisionEngine {
    * the origin's answer, since the mutation itself went through (docs/graphql-caching.md, Invalidation).
    */
   private async invalidateAfterMutation(plan: MutationPlan, body: Buffer): Promise<void> {
-    const result = parseGraphQLResult(body);
-    if (!result) return;
-    const tags = mutationInvalidationTags(plan.schema, plan.prepared, result, plan.policy);
+    const result = body.length > plan.maxResponseBodyBytes ? undefined : parseGraphQLResult(body);
+    if (!result) return this.invalidateByRootFieldTypes(plan);
+    await this.invalidate(plan.policy, mutationInvalidationTags(plan.schema, plan.prepared, result, plan.policy), 'answer');
+  }
+
+  /** An answer svc-cache cannot read still names no less than its root fields' types (`Type`). */
+  private async invalidateByRootFieldTypes(plan: MutationPlan): Promise<void> {
+    if (plan.policy === 'None') return;
+    await this.invalidate(plan.policy, rootFieldTypeTags(plan.schema, plan.prepared), 'root-field-types');
+  }
+
+  private async invalidate(policy: MutationPolicy, tags: string[], from: InvalidationSource): Promise<void> {
     if (tags.length === 0) return;
     try {
       const removedEntries = await this.deps.store.invalidate(tags);
-      this.deps.logger.info({ policy: plan.policy, tags: tags.length, removedEntries }, 'invalidated after mutation');
-      this.report((events) => events.invalidation({ policy: plan.policy, tags: tags.length, removedEntries }));
+      this.deps.logger.info({ policy, from, tags: tags.length, removedEntries }, 'invalidated after mutation');
+      this.report((events) => events.invalidation({ policy, from, tags: tags.length, removedEntries }));
     } catch (error) {
-      this.deps.logger.error({ policy: plan.policy, tags: tags.length, err: errorMessage(error) }, 'invalidation after mutation failed');
-      this.report((events) => events.invalidation({ policy: plan.policy, failed: errorMessage(error) }));
+      this.deps.logger.error({ policy, from, tags: tags.length, err: errorMessage(error) }, 'invalidation after mutation failed');
+      this.report((events) => events.invalidation({ policy, from, failed: errorMessage(error) }));
     }
   }
 
@@ -475,6 +500,15 @@ function originQueryOf(prepared: PreparedOperation): string | undefined {
 /** The purge token is for svc-cache alone and never reaches the origin. */
 function tokenRemoval(head: RequestHead, config: Config): string[] {
   return carriesPurgeToken(head.headers, config.purge) ? [purgeTokenHeader(config.purge)] : [];
+}
+
+/**
+ * Request headers an origin's `Vary` may name for its answer to be stored: those whose whole value
+ * the key holds (the scopes' `header:` sources), `accept` (a HIT is negotiated against the
+ * client's Accept) and `accept-encoding` (svc-cache removes it from what the origin gets).
+ */
+function keyedRequestHeaders(policy: CachePolicy, config: Config): ReadonlySet<string> {
+  return new Set(['accept', 'accept-encoding', 'content-type', 'content-length', ...scopeKeyedHeaders(policy.scopes, config.scopes)]);
 }
 
 function bodyTooLarge(config: Config): Verdict {

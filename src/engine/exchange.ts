@@ -173,6 +173,8 @@ export interface StorePlan {
   /** Request headers the cache key already covers; an origin `vary` on anything else is not cacheable. */
   keyedRequestHeaders: ReadonlySet<string>;
   limits: { maxResponseBodyBytes: number; ignoreOriginCacheControl: boolean };
+  /** Seconds the entry stays fresh: set once the origin's response headers allowed storing it. */
+  maxAge?: number;
 }
 
 /** A mutation whose answer names what it changed. */
@@ -181,4 +183,6 @@ export interface MutationPlan {
   schema: GraphQLSchema;
   prepared: PreparedOperation;
   policy: MutationPolicy;
+  /** Past this an answer is not read: the root fields' types are invalidated instead. */
+  maxResponseBodyBytes: number;
 }

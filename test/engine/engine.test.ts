@@ -84,7 +84,7 @@ describe('DecisionEngine', () => {
       return { decision, status: exchange.summary().outcome, headers: Object.fromEntries(decision.response.headers) };
     }
     const responseHeaders = [[':status', String(origin.status ?? 200)] as [string, string], ...(origin.headers ?? JSON_HEADERS)];
-    const head = engine.responseHead(exchange, origin.status ?? 200, responseHeaders, false);
+    const head = await engine.responseHead(exchange, origin.status ?? 200, responseHeaders, false);
     if (!head.wantsBody) return { decision, status: 'PASS', headers: Object.fromEntries(head.headers.set) };
     const body = await engine.responseBody(exchange, origin.body ?? ORIGIN_BODY);
     return { decision, status: exchange.summary().outcome, headers: Object.fromEntries(body.headers.set) };
@@ -245,7 +245,7 @@ describe('DecisionEngine', () => {
       ['a content-length over the limit', 200, [...JSON_HEADERS, ['content-length', String(20 * 1000 * 1000)]]],
     ] as const)('is not stored with %s, and the body is skipped', async (_name, status, headers) => {
       const exchange = await storePlan();
-      const decision = engine.responseHead(exchange, status, headers as Array<[string, string]>, false);
+      const decision = await engine.responseHead(exchange, status, headers as Array<[string, string]>, false);
       expect(decision.wantsBody).toBe(false);
       expect(decision.headers).toEqual({ set: [['svc-cache', 'PASS']], remove: [] });
       expect(exchange.plan?.kind).toBe('pass');
@@ -257,7 +257,7 @@ describe('DecisionEngine', () => {
       ['a body that is not JSON', 'oops'],
     ])('is not stored with %s', async (_name, body) => {
       const exchange = await storePlan();
-      expect(engine.responseHead(exchange, 200, JSON_HEADERS, false).wantsBody).toBe(true);
+      expect((await engine.responseHead(exchange, 200, JSON_HEADERS, false)).wantsBody).toBe(true);
       const decision = await engine.responseBody(exchange, Buffer.from(body));
       expect({ ...decision, status: exchange.summary().outcome }).toEqual({ headers: { set: [['svc-cache', 'PASS']], remove: [] }, status: 'PASS' });
     });
