@@ -1,5 +1,5 @@
 import type { DocumentNode, GraphQLSchema } from 'graphql';
-import { persistedQueryNotFound, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/persistedQuery.js';
+import { persistedQueryNotFound, registerPersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/persistedQuery.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import type { Config, MutationPolicy } from '../config/schema.js';
 import { MAX_REWRITTEN_PATH_BYTES } from '../extproc/envoyLimits.js';
@@ -20,7 +20,7 @@ import {
   type PurgeEvent,
 } from '../purge/index.js';
 import type { CacheStore, CachedResponse } from '../store/types.js';
-import { errorMessage } from '../util/index.js';
+import { errorMessage, isPlainObject } from '../util/index.js';
 import { MissCoalescer } from './coalescing.js';
 import { Exchange, type MutationPlan, type RequestHead, type ResponsePlan, type StorePlan } from './exchange.js';
 import type { PassReason } from './passReason.js';
@@ -42,6 +42,7 @@ import {
 } from './requestStages.js';
 import {
   entryToStore,
+  isReadable,
   parseGraphQLResult,
   passedBody,
   planAfterResponseHead,
@@ -228,10 +229,11 @@ export class DecisionEngine {
       this.report((events) => events.persistedQuery(resolved.refusal));
       return this.conclude(exchange, resolved.verdict);
     }
-    if (resolved.registered) this.report((events) => events.persistedQuery('registered'));
     const context: RequestContext = { exchange, head: requestHeadOf(exchange), config, request, resolved };
     const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
     if (isVerdict(checked)) return this.conclude(exchange, checked, context);
+    // It parses and passes the limits: registered once an answer with data shows the origin runs it.
+    exchange.registration = resolved.registration;
     exchange.describeOperation(checked.selected.name, checked.selected.normalised);
     const classified = classify(checked, { method: request.method, headers: context.head.headers }, config, schema);
     let next: Verdict | OriginBound;
@@ -305,7 +307,11 @@ export class DecisionEngine {
       return this.passOn(exchange, 'store-unavailable', undefined, context);
     }
     if (exchange.explanation) exchange.explanation = scoped.explanation;
-    if (found.kind === 'hit') return this.answerFromCache(exchange, found.entry, scoped.scopeHeaders);
+    if (found.kind === 'hit') {
+      // The entry is the origin's answer with data to this very query.
+      await this.registerPersistedQuery(exchange);
+      return this.answerFromCache(exchange, found.entry, scoped.scopeHeaders);
+    }
     exchange.lead(found.leadership);
     const prepared = prepareOperation(schema, checked.selected.document, config.keyFields);
     const plan: StorePlan = {
@@ -403,7 +409,8 @@ export class DecisionEngine {
     exchange.responseArrived(headers, plan);
     // A mutation whose answer will not be read (streamed, not GraphQL JSON, encoded, bodiless).
     if (forwarded.kind === 'mutation' && plan.kind !== 'mutation') await this.invalidateByRootFieldTypes(forwarded);
-    const wantsBody = wantsResponseBody(plan, headers, endOfStream);
+    if (status !== 200 || endOfStream || !isReadable(headers)) exchange.registration = undefined;
+    const wantsBody = wantsResponseBody(plan, headers, endOfStream) || exchange.registration !== undefined;
     if (plan.kind === 'store') return { headers: { set: [], remove: [] }, wantsBody };
     const reason = plan.kind === 'pass' ? plan.reason : 'mutation';
     if (!wantsBody) exchange.settle('PASS', { passReason: reason });
@@ -411,6 +418,7 @@ export class DecisionEngine {
   }
 
   private async decideResponseBody(exchange: Exchange, plan: ResponsePlan, body: Buffer): Promise<ResponseBodyDecision> {
+    if (exchange.registration && isPlainObject(parseGraphQLResult(body)?.data)) await this.registerPersistedQuery(exchange);
     switch (plan.kind) {
       case 'pass':
         return this.passedResponse(exchange, plan.reason, passedBody(plan, body), body);
@@ -474,6 +482,15 @@ export class DecisionEngine {
       this.deps.logger.error({ policy, from, tags: tags.length, err: errorMessage(error) }, 'invalidation after mutation failed');
       this.report((events) => events.invalidation({ policy, from, failed: errorMessage(error) }));
     }
+  }
+
+  private async registerPersistedQuery(exchange: Exchange): Promise<void> {
+    const { registration } = exchange;
+    exchange.registration = undefined;
+    if (!registration) return;
+    const { config } = this.deps.state();
+    const registered = await registerPersistedQuery(registration, { apq: config.apq, registry: this.deps.persistedQueries, logger: this.deps.logger });
+    if (registered) this.report((events) => events.persistedQuery('registered'));
   }
 
   /** Metrics must never cost a client its answer. */

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { GraphQLSchema } from 'graphql';
+import type { PersistedQueryRegistration } from '../apq/persistedQuery.js';
 import type { MutationPolicy } from '../config/schema.js';
 import type { HeaderList } from '../http/headers.js';
 import type { OwnErrorCode } from '../http/responses.js';
@@ -22,6 +23,11 @@ export class Exchange {
   explanation: Explanation | undefined;
   /** The purge token header this request carries, to strip before the origin (set by the engine). */
   tokenHeader: string | undefined;
+  /**
+   * A persisted query to register once the origin answers it with 200 and `data`, or a HIT shows
+   * it did (README, Automatic persisted queries); cleared once done or ruled out.
+   */
+  registration: PersistedQueryRegistration | undefined;
   private originHeaders: HeaderList = [];
   private leadership: Leadership | undefined;
   private disposed = false;
@@ -52,7 +58,7 @@ export class Exchange {
 
   /** True once the request goes on to the origin as a pass: neither body needs reading. */
   get passing(): boolean {
-    return this.currentPlan?.kind === 'pass';
+    return this.currentPlan?.kind === 'pass' && this.registration === undefined;
   }
 
   /** The operation being decided, for the summary. */

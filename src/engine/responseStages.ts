@@ -47,7 +47,8 @@ export function wantsResponseBody(plan: ResponsePlan, headers: HeaderList, endOf
   return plan.added !== undefined && !endOfStream && isReadable(headers);
 }
 
-function isReadable(headers: HeaderList): boolean {
+/** A body svc-cache can read: GraphQL JSON, not encoded. */
+export function isReadable(headers: HeaderList): boolean {
   return isGraphQLJson(headers) && !isEncoded(headers);
 }
 
