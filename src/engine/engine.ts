@@ -1,10 +1,11 @@
-import type { DocumentNode, GraphQLSchema } from 'graphql';
+import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { persistedQueryNotFound, registerPersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/persistedQuery.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import type { Config, MutationPolicy } from '../config/schema.js';
 import { MAX_REWRITTEN_PATH_BYTES } from '../extproc/envoyLimits.js';
 import { parsePostRequest, rewrittenForOrigin, type ParsedHttpRequest } from '../graphql/httpRequest.js';
 import { operationViolation } from '../graphql/limits.js';
+import { readPostRequest, type GraphQLOperation } from '../graphql/requestParameters.js';
 import { selectionOf } from '../graphql/selection.js';
 import { headerValue, type HeaderList } from '../http/headers.js';
 import { prepareOperation, type PreparedOperation } from '../invalidation/entityFields.js';
@@ -22,7 +23,7 @@ import {
 import type { CacheStore, CachedResponse } from '../store/types.js';
 import { errorMessage, isPlainObject } from '../util/index.js';
 import { MissCoalescer } from './coalescing.js';
-import { Exchange, type MutationPlan, type RequestHead, type ResponsePlan, type StorePlan } from './exchange.js';
+import { Exchange, type BatchPlan, type MutationPlan, type RequestHead, type ResponsePlan, type StorePlan } from './exchange.js';
 import type { PassReason } from './passReason.js';
 import {
   checkLimits,
@@ -43,6 +44,7 @@ import {
 import {
   entryToStore,
   isReadable,
+  parseBatchResults,
   parseGraphQLResult,
   passedBody,
   planAfterResponseHead,
@@ -163,6 +165,8 @@ export class DecisionEngine {
       const head = requestHeadOf(exchange);
       if (head.method === 'GET' && body.length > 0) return this.passOn(exchange, 'get-with-body');
       if (body.length > config.limits.maxRequestBodyBytes) return this.conclude(exchange, bodyTooLarge(config));
+      const batch = batchOf(head, body);
+      if (batch) return this.decideBatch(exchange, batch);
       return this.decideGraphQL(exchange, readParameters(head, body));
     });
   }
@@ -247,6 +251,37 @@ export class DecisionEngine {
     if (isVerdict(next)) return this.conclude(exchange, next, context);
     if (next.kind === 'mutation') return this.forwardMutation(context, checked, next.schema);
     return this.decideQuery(context, checked, next.schema, next.policy);
+  }
+
+  /**
+   * A batch (a JSON array, as Apollo's BatchHttpLink sends) goes to the origin as sent and is never
+   * stored: each operation is read, under the limits, so that its mutations invalidate from the
+   * array of answers (docs/graphql-caching.md, Invalidation). A hash-only element is looked up to
+   * know what it runs, but not expanded: that would mean rewriting the batch body.
+   */
+  private async decideBatch(exchange: Exchange, operations: readonly GraphQLOperation[]): Promise<RequestDecision> {
+    const { config, schema } = this.deps.state();
+    const mutations: Array<MutationPlan | undefined> = [];
+    for (const { params } of operations) {
+      const sentTooLarge = checkSentQueryText(params, config.limits);
+      if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
+      const resolved = await resolveApq(params, { apq: config.apq, registry: this.deps.persistedQueries, logger: this.deps.logger });
+      const checked = 'kind' in resolved ? undefined : checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
+      if (checked && isVerdict(checked) && checked.kind === 'respond') return this.conclude(exchange, checked);
+      mutations.push(checked && !isVerdict(checked) ? this.batchedMutation(checked, config, schema) : undefined);
+    }
+    if (mutations.every((mutation) => mutation === undefined)) return this.passOn(exchange, 'batch');
+    exchange.forward({ kind: 'batch', mutations, maxResponseBodyBytes: config.limits.maxResponseBodyBytes });
+    // Identity bodies are what svc-cache reads.
+    return { kind: 'forward', requestHeaders: { set: [], remove: [...tokenRemoval(requestHeadOf(exchange), config), 'accept-encoding'] } };
+  }
+
+  private batchedMutation(checked: CheckedOperation, config: Config, schema: GraphQLSchema | undefined): MutationPlan | undefined {
+    if (checked.selected.operation.operation !== OperationTypeNode.MUTATION || !schema || config.mutationPolicy === 'None') return undefined;
+    // The origin gets the batch as sent: answers lack any key field svc-cache would add, and
+    // entities without their key invalidate their whole type (broader, never narrower).
+    const prepared = prepareOperation(schema, checked.selected.document, config.keyFields);
+    return { kind: 'mutation', schema, prepared, policy: config.mutationPolicy, maxResponseBodyBytes: config.limits.maxResponseBodyBytes };
   }
 
   /** A popular query's limits and rules are worked out once per config and schema, not per HIT. */
@@ -409,10 +444,11 @@ export class DecisionEngine {
     exchange.responseArrived(headers, plan);
     // A mutation whose answer will not be read (streamed, not GraphQL JSON, encoded, bodiless).
     if (forwarded.kind === 'mutation' && plan.kind !== 'mutation') await this.invalidateByRootFieldTypes(forwarded);
+    if (forwarded.kind === 'batch' && plan.kind !== 'batch') await this.invalidateAfterBatch(forwarded, undefined);
     if (status !== 200 || endOfStream || !isReadable(headers)) exchange.registration = undefined;
     const wantsBody = wantsResponseBody(plan, headers, endOfStream) || exchange.registration !== undefined;
     if (plan.kind === 'store') return { headers: { set: [], remove: [] }, wantsBody };
-    const reason = plan.kind === 'pass' ? plan.reason : 'mutation';
+    const reason = plan.kind === 'pass' ? plan.reason : plan.kind;
     if (!wantsBody) exchange.settle('PASS', { passReason: reason });
     return { headers: cacheStatusHeader('PASS', explanationHeaders(exchange.explanation, reason)), wantsBody };
   }
@@ -425,6 +461,9 @@ export class DecisionEngine {
       case 'mutation':
         await this.invalidateAfterMutation(plan, body);
         return this.passedResponse(exchange, 'mutation', stripAddedFields(plan.prepared, body), body);
+      case 'batch':
+        await this.invalidateAfterBatch(plan, body);
+        return this.passedResponse(exchange, 'batch', body, body);
       case 'store':
         return this.storeResponse(exchange, plan, body);
     }
@@ -470,6 +509,29 @@ export class DecisionEngine {
   private async invalidateByRootFieldTypes(plan: MutationPlan): Promise<void> {
     if (plan.policy === 'None') return;
     await this.invalidate(plan.policy, rootFieldTypeTags(plan.schema, plan.prepared), 'root-field-types');
+  }
+
+  /**
+   * Each mutation of a batch invalidates from its own answer, read against its own operation; one
+   * whose answer cannot be read (no body, not an array of as many answers, over the size limit)
+   * invalidates its root fields' types.
+   */
+  private async invalidateAfterBatch(plan: BatchPlan, body: Buffer | undefined): Promise<void> {
+    const readable = body !== undefined && body.length <= plan.maxResponseBodyBytes;
+    const answers = readable ? parseBatchResults(body, plan.mutations.length) : undefined;
+    const fromAnswers = new Set<string>();
+    const fromRootFields = new Set<string>();
+    let policy: MutationPolicy | undefined;
+    plan.mutations.forEach((mutation, index) => {
+      if (!mutation) return;
+      policy = mutation.policy;
+      const answer = answers?.[index];
+      if (isPlainObject(answer)) for (const tag of mutationInvalidationTags(mutation.schema, mutation.prepared, answer, mutation.policy)) fromAnswers.add(tag);
+      else for (const tag of rootFieldTypeTags(mutation.schema, mutation.prepared)) fromRootFields.add(tag);
+    });
+    if (policy === undefined) return;
+    await this.invalidate(policy, [...fromAnswers], 'answer');
+    await this.invalidate(policy, [...fromRootFields], 'root-field-types');
   }
 
   private async invalidate(policy: MutationPolicy, tags: string[], from: InvalidationSource): Promise<void> {
@@ -526,6 +588,25 @@ function tokenRemoval(head: RequestHead, config: Config): string[] {
  */
 function keyedRequestHeaders(policy: CachePolicy, config: Config): ReadonlySet<string> {
   return new Set(['accept', 'accept-encoding', 'content-type', 'content-length', ...scopeKeyedHeaders(policy.scopes, config.scopes)]);
+}
+
+/**
+ * The operations of a POST whose JSON body is an array, else undefined. Read here, apart from the
+ * single-request path, until requestParameters.ts's readParameters hands batches over itself.
+ */
+function batchOf(head: RequestHead, body: Buffer): GraphQLOperation[] | undefined {
+  if (head.method !== 'POST' || !startsWithBracket(body)) return undefined;
+  const read = readPostRequest(head.path, head.headers, body);
+  return read.kind === 'batch' ? read.operations : undefined;
+}
+
+function startsWithBracket(body: Buffer): boolean {
+  for (const byte of body) {
+    if (byte === 0x5b) return true;
+    // JSON whitespace: space, tab, line feed, carriage return.
+    if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0d) return false;
+  }
+  return false;
 }
 
 function bodyTooLarge(config: Config): Verdict {

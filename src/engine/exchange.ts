@@ -148,7 +148,7 @@ export interface RequestHead {
 export type CacheStatus = Exclude<RequestOutcome, 'ERROR'>;
 
 /** What the engine remembers between a forwarded request and the origin's response. */
-export type ResponsePlan = PassPlan | StorePlan | MutationPlan;
+export type ResponsePlan = PassPlan | StorePlan | MutationPlan | BatchPlan;
 
 /** Not stored. The body is needed only to remove fields svc-cache added to the query. */
 export interface PassPlan {
@@ -190,5 +190,14 @@ export interface MutationPlan {
   prepared: PreparedOperation;
   policy: MutationPolicy;
   /** Past this an answer is not read: the root fields' types are invalidated instead. */
+  maxResponseBodyBytes: number;
+}
+
+/** A batch (a JSON array of operations) holding mutations: never stored, its answers invalidate. */
+export interface BatchPlan {
+  kind: 'batch';
+  /** Per element of the batch, in order: its mutation plan, or undefined for an element that is none. */
+  mutations: Array<MutationPlan | undefined>;
+  /** Past this the answers are not read: each mutation invalidates its root fields' types. */
   maxResponseBodyBytes: number;
 }

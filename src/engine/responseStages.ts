@@ -26,6 +26,8 @@ export function planAfterResponseHead(plan: ResponsePlan, status: number, header
       return plan;
     case 'mutation':
       return endOfStream || !isReadable(headers) ? { kind: 'pass', reason: 'mutation' } : plan;
+    case 'batch':
+      return endOfStream || !isReadable(headers) ? { kind: 'pass', reason: 'batch' } : plan;
     case 'store': {
       const verdict = storeVerdict(status, headers, {
         keyedRequestHeaders: plan.keyedRequestHeaders,
@@ -82,6 +84,16 @@ export function entryToStore(
     swr: plan.policy.swr,
   };
   return { entry, tags: [invalidationTag.bucket(plan.bucket), ...tags], ttlSeconds: maxAge + plan.policy.swr };
+}
+
+/** The answers of a batch, one per operation, or undefined when the body is not such an array. */
+export function parseBatchResults(body: Buffer, operations: number): unknown[] | undefined {
+  try {
+    const results: unknown = JSON.parse(body.toString('utf8'));
+    return Array.isArray(results) && results.length === operations ? results : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export function parseGraphQLResult(body: Buffer): Record<string, unknown> | undefined {

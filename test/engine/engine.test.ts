@@ -178,7 +178,7 @@ describe('DecisionEngine', () => {
     const head = post({}).head;
     for (const [raw, reason] of [
       ['{oops', 'uninterpretable-body'],
-      ['[{"query":"{ todos { id } }"}]', 'uninterpretable-body'],
+      ['[{"query":"{ todos { id } }"}]', 'batch'],
       ['{"query":1}', 'uninterpretable-body'],
       ['{"query":"{ todos { id } }","variables":"x"}', 'uninterpretable-body'],
       ['{"query":"{ todos { id } }","operationName":7}', 'uninterpretable-body'],
