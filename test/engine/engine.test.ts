@@ -162,6 +162,27 @@ describe('DecisionEngine', () => {
     expect(decision).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason } });
   });
 
+  it.each([
+    ['an encoded answer, decided at its headers', [...JSON_HEADERS, ['content-encoding', 'gzip']], false],
+    ['an event stream, decided at its headers', [['content-type', 'text/event-stream']], false],
+    ['a JSON body that does not parse', JSON_HEADERS, true],
+  ] as Array<[string, Array<[string, string]>, boolean]>)(
+    "invalidates a mutation's root field types when its answer is %s",
+    async (_name, headers, readsBody) => {
+      build({ mutationPolicy: 'Entity' });
+      const query = post({ query: '{ todos { id } }' });
+      expect((await roundTrip(query)).status).toBe('MISS');
+      const mutation = post({ query: 'mutation { updateUser(id: "u1", name: "x") { id } search: addTodo(title: "y") { id } }' });
+      const exchange = engine.begin(mutation.head);
+      await engine.requestBody(exchange, mutation.body);
+      const head = await engine.responseHead(exchange, 200, headers, false);
+      expect(head.wantsBody).toBe(readsBody);
+      if (readsBody) await engine.responseBody(exchange, Buffer.from('{"data":'));
+      expect(exchange.summary()).toMatchObject({ outcome: 'PASS', passReason: 'mutation' });
+      expect((await roundTrip(query)).status).toBe('MISS');
+    },
+  );
+
   it('forwards a mutation to read its answer, or passes it untouched under mutationPolicy None', async () => {
     const request = post({ query: 'mutation { addTodo(title: "x") { id } }' });
     const decision = await decide(request.head, request.body);
