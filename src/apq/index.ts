@@ -1,8 +1,10 @@
 export {
   persistedQueryNotFound,
+  registerPersistedQuery,
   resolvePersistedQuery,
   withoutPersistedQuery,
   type PersistedQueryDependencies,
+  type PersistedQueryRegistration,
   type PersistedQueryRefusal,
   type PersistedQueryResolution,
 } from './persistedQuery.js';

@@ -15,9 +15,18 @@ import type { PersistedQueryRegistry } from './registry.js';
 export type PersistedQueryResolution =
   /** The request carries no persisted query. */
   | { kind: 'none' }
-  /** The query text to run; `registered` when this request taught the registry its hash. */
-  | { kind: 'resolved'; query: string; registered: boolean }
+  /**
+   * The query text to run; `registration` when the request sent the text with its hash, to register
+   * once the query is known good (`registerPersistedQuery`).
+   */
+  | { kind: 'resolved'; query: string; registration?: PersistedQueryRegistration }
   | { kind: 'refused'; response: HttpResponse; reason: PersistedQueryRefusal };
+
+/** A hash and the query text it names, checked to match. */
+export interface PersistedQueryRegistration {
+  hash: string;
+  query: string;
+}
 
 export type PersistedQueryRefusal = 'not-found' | 'not-supported' | 'bad-version' | 'bad-hash' | 'hash-mismatch' | 'bad-shape';
 
@@ -49,17 +58,27 @@ export async function resolvePersistedQuery(
       // Not-found makes the client resend the full query, which is then served: better than a 500.
       deps.logger.warn({ err: errorMessage(error) }, 'persisted query registry unavailable');
     }
-    return registered === undefined ? refused('not-found') : { kind: 'resolved', query: registered, registered: false };
+    return registered === undefined ? refused('not-found') : { kind: 'resolved', query: registered };
   }
 
   if (createHash('sha256').update(query).digest('hex') !== normalisedHash) return refused('hash-mismatch');
+  return { kind: 'resolved', query, registration: { hash: normalisedHash, query } };
+}
+
+/**
+ * Registers a query only once it is known good: it parsed, passed the limits and the origin
+ * answered it with 200 and `data`, as Apollo Server registers only valid documents (README,
+ * Automatic persisted queries). Resolves to whether the registry took it; a registry failure is
+ * logged, never the client's problem.
+ */
+export async function registerPersistedQuery(registration: PersistedQueryRegistration, deps: PersistedQueryDependencies): Promise<boolean> {
   try {
-    await deps.registry.register(normalisedHash, query, deps.apq.ttl);
+    await deps.registry.register(registration.hash, registration.query, deps.apq.ttl);
+    return true;
   } catch (error) {
     deps.logger.warn({ err: errorMessage(error) }, 'persisted query not registered');
-    return { kind: 'resolved', query, registered: false };
+    return false;
   }
-  return { kind: 'resolved', query, registered: true };
 }
 
 /** `extensions` as the origin gets them: the persisted query reference is svc-cache's business. */

@@ -1,5 +1,5 @@
-import type { DocumentNode, GraphQLSchema } from 'graphql';
-import { persistedQueryNotFound, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/persistedQuery.js';
+import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphql';
+import { persistedQueryNotFound, registerPersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/persistedQuery.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import type { Config, MutationPolicy } from '../config/schema.js';
 import { MAX_REWRITTEN_PATH_BYTES } from '../extproc/envoyLimits.js';
@@ -12,6 +12,7 @@ import { headerValue, type HeaderList } from '../http/headers.js';
 import { endpointOf, hostKey } from '../http/requestTarget.js';
 import { prepareOperation, type PreparedOperation } from '../invalidation/entityFields.js';
 import { mutationInvalidationTags } from '../invalidation/responseTags.js';
+import { rootFieldTypeTags } from '../invalidation/rootFieldTypes.js';
 import type { Logger } from '../observability/log.js';
 import {
   carriesPurgeToken,
@@ -21,9 +22,9 @@ import {
   type PurgeEvent,
 } from '../purge/index.js';
 import type { CacheStore, CachedResponse } from '../store/types.js';
-import { errorMessage } from '../util/index.js';
+import { errorMessage, isPlainObject } from '../util/index.js';
 import { MissCoalescer } from './coalescing.js';
-import { Exchange, type MutationPlan, type RequestHead, type ResponsePlan, type StorePlan } from './exchange.js';
+import { Exchange, type BatchPlan, type MutationPlan, type RequestHead, type ResponsePlan, type StorePlan } from './exchange.js';
 import type { PassReason } from './passReason.js';
 import {
   checkLimits,
@@ -44,6 +45,8 @@ import {
 } from './requestStages.js';
 import {
   entryToStore,
+  isReadable,
+  parseBatchResults,
   parseGraphQLResult,
   passedBody,
   planAfterResponseHead,
@@ -52,6 +55,7 @@ import {
 } from './responseStages.js';
 import type { KeyedTarget } from './cacheKey.js';
 import { cachePolicyFor, selectsUnnamedIntrospection, type CachePolicy } from './rules.js';
+import { scopeKeyedHeaders } from './scopes.js';
 import { cacheStatusHeader, explanationHeaders, hitResponse, mergeScopeHeaders, type HeaderChanges } from './responses.js';
 import type { HttpResponse } from '../http/responses.js';
 import { stripAddedFields } from '../invalidation/entityFields.js';
@@ -82,10 +86,15 @@ export interface RuntimeState {
 export interface EngineEvents {
   persistedQuery(event: 'registered' | PersistedQueryRefusal): void;
   purge(event: PurgeEvent): void;
-  invalidation(event: { policy: MutationPolicy; tags: number; removedEntries: number } | { policy: MutationPolicy; failed: string }): void;
+  invalidation(
+    event: { policy: MutationPolicy; from: InvalidationSource; tags: number; removedEntries: number } | { policy: MutationPolicy; from: InvalidationSource; failed: string },
+  ): void;
   /** A request was answered from the entry another request's fetch stored, after waiting for it. */
   coalesced(): void;
 }
+
+/** What an invalidation after a mutation was worked out from: its answer, or its root fields' types when the answer could not be read. */
+export type InvalidationSource = 'answer' | 'root-field-types';
 
 export interface EngineDependencies {
   state: () => RuntimeState;
@@ -173,9 +182,9 @@ export class DecisionEngine {
     });
   }
 
-  responseHead(exchange: Exchange, status: number, headers: HeaderList, endOfStream: boolean): ResponseHeadDecision {
+  async responseHead(exchange: Exchange, status: number, headers: HeaderList, endOfStream: boolean): Promise<ResponseHeadDecision> {
     try {
-      return this.decideResponseHead(exchange, status, headers, endOfStream);
+      return await this.decideResponseHead(exchange, status, headers, endOfStream);
     } catch (error) {
       this.deps.logger.error({ err: errorMessage(error) }, 'decision engine failed on response headers; passing through');
       exchange.responseArrived(headers, { kind: 'pass', reason: 'engine-error' });
@@ -237,7 +246,7 @@ export class DecisionEngine {
       case 'uninterpretable':
         return this.passOn(exchange, parameters.reason === 'invalid-utf8' ? 'invalid-utf8' : 'uninterpretable-body', parameters.reason);
       case 'batch':
-        return this.passOn(exchange, 'batch');
+        return this.decideBatch(exchange, parameters.operations);
       case 'graphql':
         break;
     }
@@ -250,10 +259,11 @@ export class DecisionEngine {
       this.report((events) => events.persistedQuery(resolved.refusal));
       return this.conclude(exchange, resolved.verdict);
     }
-    if (resolved.registered) this.report((events) => events.persistedQuery('registered'));
     const context: RequestContext = { exchange, head, config, request, resolved };
     const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
     if (isVerdict(checked)) return this.conclude(exchange, checked, context);
+    // It parses and passes the limits: registered once an answer with data shows the origin runs it.
+    exchange.registration = resolved.registration;
     exchange.describeOperation(checked.selected.name, checked.selected.normalised);
     const classified = classify(checked, { method: request.method, headers: context.head.headers }, config, schema);
     let next: Verdict | OriginBound;
@@ -267,6 +277,37 @@ export class DecisionEngine {
     if (isVerdict(next)) return this.conclude(exchange, next, context);
     if (next.kind === 'mutation') return this.forwardMutation(context, checked, next.schema);
     return this.decideQuery(context, checked, next.schema, next.policy);
+  }
+
+  /**
+   * A batch (a JSON array, as Apollo's BatchHttpLink sends) goes to the origin as sent and is never
+   * stored: each operation is read, under the limits, so that its mutations invalidate from the
+   * array of answers (docs/graphql-caching.md, Invalidation). A hash-only element is looked up to
+   * know what it runs, but not expanded: that would mean rewriting the batch body.
+   */
+  private async decideBatch(exchange: Exchange, operations: readonly GraphQLOperation[]): Promise<RequestDecision> {
+    const { config, schema } = this.deps.state();
+    const mutations: Array<MutationPlan | undefined> = [];
+    for (const { params } of operations) {
+      const sentTooLarge = checkSentQueryText(params, config.limits);
+      if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
+      const resolved = await resolveApq(params, { apq: config.apq, registry: this.deps.persistedQueries, logger: this.deps.logger });
+      const checked = 'kind' in resolved ? undefined : checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
+      if (checked && isVerdict(checked) && checked.kind === 'respond') return this.conclude(exchange, checked);
+      mutations.push(checked && !isVerdict(checked) ? this.batchedMutation(checked, config, schema) : undefined);
+    }
+    if (mutations.every((mutation) => mutation === undefined)) return this.passOn(exchange, 'batch');
+    exchange.forward({ kind: 'batch', mutations, maxResponseBodyBytes: config.limits.maxResponseBodyBytes });
+    // Identity bodies are what svc-cache reads.
+    return { kind: 'forward', requestHeaders: { set: [], remove: [...tokenRemoval(requestHeadOf(exchange), config), 'accept-encoding'] } };
+  }
+
+  private batchedMutation(checked: CheckedOperation, config: Config, schema: GraphQLSchema | undefined): MutationPlan | undefined {
+    if (checked.selected.operation.operation !== OperationTypeNode.MUTATION || !schema || config.mutationPolicy === 'None') return undefined;
+    // The origin gets the batch as sent: answers lack any key field svc-cache would add, and
+    // entities without their key invalidate their whole type (broader, never narrower).
+    const prepared = prepareOperation(schema, checked.selected.document, config.keyFields);
+    return { kind: 'mutation', schema, prepared, policy: config.mutationPolicy, maxResponseBodyBytes: config.limits.maxResponseBodyBytes };
   }
 
   /** A popular query's limits and rules are worked out once per config and schema, not per HIT. */
@@ -305,7 +346,13 @@ export class DecisionEngine {
 
   private forwardMutation(context: RequestContext, checked: CheckedOperation, schema: GraphQLSchema): RequestDecision {
     const prepared = prepareOperation(schema, checked.selected.document, context.config.keyFields);
-    const plan: MutationPlan = { kind: 'mutation', schema, prepared, policy: context.config.mutationPolicy };
+    const plan: MutationPlan = {
+      kind: 'mutation',
+      schema,
+      prepared,
+      policy: context.config.mutationPolicy,
+      maxResponseBodyBytes: context.config.limits.maxResponseBodyBytes,
+    };
     return this.forward(context, plan, originQueryOf(prepared));
   }
 
@@ -325,7 +372,11 @@ export class DecisionEngine {
       return this.passOn(exchange, 'store-unavailable', undefined, context);
     }
     if (exchange.explanation) exchange.explanation = scoped.explanation;
-    if (found.kind === 'hit') return this.answerFromCache(context, found.entry, scoped.scopeHeaders);
+    if (found.kind === 'hit') {
+      // The entry is the origin's answer with data to this very query.
+      await this.registerPersistedQuery(exchange);
+      return this.answerFromCache(context, found.entry, scoped.scopeHeaders);
+    }
     exchange.lead(found.leadership);
     const prepared = prepareOperation(schema, checked.selected.document, config.keyFields);
     const plan: StorePlan = {
@@ -338,7 +389,7 @@ export class DecisionEngine {
       schema,
       prepared,
       scopeHeaders: scoped.scopeHeaders,
-      keyedRequestHeaders: new Set(['accept', 'accept-encoding', 'content-type', 'content-length', ...scoped.varyNames]),
+      keyedRequestHeaders: keyedRequestHeaders(policy, config),
       limits: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes, ignoreOriginCacheControl: config.cache.ignoreOriginCacheControl },
     };
     return this.forward(context, plan, originQueryOf(prepared));
@@ -420,28 +471,37 @@ export class DecisionEngine {
     return { kind: 'forward', requestHeaders: { set: [], remove: exchange.tokenHeader === undefined ? [] : [exchange.tokenHeader] } };
   }
 
-  private decideResponseHead(exchange: Exchange, status: number, headers: HeaderList, endOfStream: boolean): ResponseHeadDecision {
+  private async decideResponseHead(exchange: Exchange, status: number, headers: HeaderList, endOfStream: boolean): Promise<ResponseHeadDecision> {
     if (exchange.plan === undefined) {
       // An Envoy local reply made before the request phase reached us, or instead of the body it
       // was buffering (docs/ext-proc.md, Local replies).
       exchange.explanation = undefined;
     }
-    const plan = planAfterResponseHead(exchange.plan ?? { kind: 'pass', reason: 'envoy-local-reply' }, status, headers, endOfStream);
+    const forwarded = exchange.plan ?? { kind: 'pass', reason: 'envoy-local-reply' };
+    const plan = planAfterResponseHead(forwarded, status, headers, endOfStream, this.now());
     exchange.responseArrived(headers, plan);
-    const wantsBody = wantsResponseBody(plan, headers, endOfStream);
+    // A mutation whose answer will not be read (streamed, not GraphQL JSON, encoded, bodiless).
+    if (forwarded.kind === 'mutation' && plan.kind !== 'mutation') await this.invalidateByRootFieldTypes(forwarded);
+    if (forwarded.kind === 'batch' && plan.kind !== 'batch') await this.invalidateAfterBatch(forwarded, undefined);
+    if (status !== 200 || endOfStream || !isReadable(headers)) exchange.registration = undefined;
+    const wantsBody = wantsResponseBody(plan, headers, endOfStream) || exchange.registration !== undefined;
     if (plan.kind === 'store') return { headers: { set: [], remove: [] }, wantsBody };
-    const reason = plan.kind === 'pass' ? plan.reason : 'mutation';
+    const reason = plan.kind === 'pass' ? plan.reason : plan.kind;
     if (!wantsBody) exchange.settle('PASS', { passReason: reason });
     return { headers: cacheStatusHeader('PASS', explanationHeaders(exchange.explanation, reason)), wantsBody };
   }
 
   private async decideResponseBody(exchange: Exchange, plan: ResponsePlan, body: Buffer): Promise<ResponseBodyDecision> {
+    if (exchange.registration && isPlainObject(parseGraphQLResult(body)?.data)) await this.registerPersistedQuery(exchange);
     switch (plan.kind) {
       case 'pass':
         return this.passedResponse(exchange, plan.reason, passedBody(plan, body), body);
       case 'mutation':
         await this.invalidateAfterMutation(plan, body);
         return this.passedResponse(exchange, 'mutation', stripAddedFields(plan.prepared, body), body);
+      case 'batch':
+        await this.invalidateAfterBatch(plan, body);
+        return this.passedResponse(exchange, 'batch', body, body);
       case 'store':
         return this.storeResponse(exchange, plan, body);
     }
@@ -478,18 +538,59 @@ export class DecisionEngine {
    * the origin's answer, since the mutation itself went through (docs/graphql-caching.md, Invalidation).
    */
   private async invalidateAfterMutation(plan: MutationPlan, body: Buffer): Promise<void> {
-    const result = parseGraphQLResult(body);
-    if (!result) return;
-    const tags = mutationInvalidationTags(plan.schema, plan.prepared, result, plan.policy);
+    const result = body.length > plan.maxResponseBodyBytes ? undefined : parseGraphQLResult(body);
+    if (!result) return this.invalidateByRootFieldTypes(plan);
+    await this.invalidate(plan.policy, mutationInvalidationTags(plan.schema, plan.prepared, result, plan.policy), 'answer');
+  }
+
+  /** An answer svc-cache cannot read still names no less than its root fields' types (`Type`). */
+  private async invalidateByRootFieldTypes(plan: MutationPlan): Promise<void> {
+    if (plan.policy === 'None') return;
+    await this.invalidate(plan.policy, rootFieldTypeTags(plan.schema, plan.prepared), 'root-field-types');
+  }
+
+  /**
+   * Each mutation of a batch invalidates from its own answer, read against its own operation; one
+   * whose answer cannot be read (no body, not an array of as many answers, over the size limit)
+   * invalidates its root fields' types.
+   */
+  private async invalidateAfterBatch(plan: BatchPlan, body: Buffer | undefined): Promise<void> {
+    const readable = body !== undefined && body.length <= plan.maxResponseBodyBytes;
+    const answers = readable ? parseBatchResults(body, plan.mutations.length) : undefined;
+    const fromAnswers = new Set<string>();
+    const fromRootFields = new Set<string>();
+    let policy: MutationPolicy | undefined;
+    plan.mutations.forEach((mutation, index) => {
+      if (!mutation) return;
+      policy = mutation.policy;
+      const answer = answers?.[index];
+      if (isPlainObject(answer)) for (const tag of mutationInvalidationTags(mutation.schema, mutation.prepared, answer, mutation.policy)) fromAnswers.add(tag);
+      else for (const tag of rootFieldTypeTags(mutation.schema, mutation.prepared)) fromRootFields.add(tag);
+    });
+    if (policy === undefined) return;
+    await this.invalidate(policy, [...fromAnswers], 'answer');
+    await this.invalidate(policy, [...fromRootFields], 'root-field-types');
+  }
+
+  private async invalidate(policy: MutationPolicy, tags: string[], from: InvalidationSource): Promise<void> {
     if (tags.length === 0) return;
     try {
       const removedEntries = await this.deps.store.invalidate(tags);
-      this.deps.logger.info({ policy: plan.policy, tags: tags.length, removedEntries }, 'invalidated after mutation');
-      this.report((events) => events.invalidation({ policy: plan.policy, tags: tags.length, removedEntries }));
+      this.deps.logger.info({ policy, from, tags: tags.length, removedEntries }, 'invalidated after mutation');
+      this.report((events) => events.invalidation({ policy, from, tags: tags.length, removedEntries }));
     } catch (error) {
-      this.deps.logger.error({ policy: plan.policy, tags: tags.length, err: errorMessage(error) }, 'invalidation after mutation failed');
-      this.report((events) => events.invalidation({ policy: plan.policy, failed: errorMessage(error) }));
+      this.deps.logger.error({ policy, from, tags: tags.length, err: errorMessage(error) }, 'invalidation after mutation failed');
+      this.report((events) => events.invalidation({ policy, from, failed: errorMessage(error) }));
     }
+  }
+
+  private async registerPersistedQuery(exchange: Exchange): Promise<void> {
+    const { registration } = exchange;
+    exchange.registration = undefined;
+    if (!registration) return;
+    const { config } = this.deps.state();
+    const registered = await registerPersistedQuery(registration, { apq: config.apq, registry: this.deps.persistedQueries, logger: this.deps.logger });
+    if (registered) this.report((events) => events.persistedQuery('registered'));
   }
 
   /** Metrics must never cost a client its answer. */
@@ -521,6 +622,15 @@ function tokenRemoval(head: RequestHead, config: Config): string[] {
 function ambiguousRequest(head: RequestHead): Verdict {
   const response = ambiguousRequestResponse(ownAnswerMediaType(headerValue(head.headers, 'accept')));
   return { kind: 'respond', outcome: 'ERROR', errorCode: 'AMBIGUOUS_REQUEST', response };
+}
+
+/**
+ * Request headers an origin's `Vary` may name for its answer to be stored: those whose whole value
+ * the key holds (the scopes' `header:` sources), `accept` (a HIT is negotiated against the
+ * client's Accept) and `accept-encoding` (svc-cache removes it from what the origin gets).
+ */
+function keyedRequestHeaders(policy: CachePolicy, config: Config): ReadonlySet<string> {
+  return new Set(['accept', 'accept-encoding', 'content-type', 'content-length', ...scopeKeyedHeaders(policy.scopes, config.scopes)]);
 }
 
 function bodyTooLarge(config: Config): Verdict {

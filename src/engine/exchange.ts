@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { GraphQLSchema } from 'graphql';
+import type { PersistedQueryRegistration } from '../apq/persistedQuery.js';
 import type { MutationPolicy } from '../config/schema.js';
 import type { HeaderList } from '../http/headers.js';
 import type { OwnErrorCode } from '../http/responses.js';
@@ -22,6 +23,11 @@ export class Exchange {
   explanation: Explanation | undefined;
   /** The purge token header this request carries, to strip before the origin (set by the engine). */
   tokenHeader: string | undefined;
+  /**
+   * A persisted query to register once the origin answers it with 200 and `data`, or a HIT shows
+   * it did (README, Automatic persisted queries); cleared once done or ruled out.
+   */
+  registration: PersistedQueryRegistration | undefined;
   private originHeaders: HeaderList = [];
   private leadership: Leadership | undefined;
   private disposed = false;
@@ -52,7 +58,7 @@ export class Exchange {
 
   /** True once the request goes on to the origin as a pass: neither body needs reading. */
   get passing(): boolean {
-    return this.currentPlan?.kind === 'pass';
+    return this.currentPlan?.kind === 'pass' && this.registration === undefined;
   }
 
   /** The operation being decided, for the summary. */
@@ -151,7 +157,7 @@ export interface RequestHead {
 export type CacheStatus = Exclude<RequestOutcome, 'ERROR'>;
 
 /** What the engine remembers between a forwarded request and the origin's response. */
-export type ResponsePlan = PassPlan | StorePlan | MutationPlan;
+export type ResponsePlan = PassPlan | StorePlan | MutationPlan | BatchPlan;
 
 /** Not stored. The body is needed only to remove fields svc-cache added to the query. */
 export interface PassPlan {
@@ -182,6 +188,8 @@ export interface StorePlan {
   /** Request headers the cache key already covers; an origin `vary` on anything else is not cacheable. */
   keyedRequestHeaders: ReadonlySet<string>;
   limits: { maxResponseBodyBytes: number; ignoreOriginCacheControl: boolean };
+  /** Seconds the entry stays fresh: set once the origin's response headers allowed storing it. */
+  maxAge?: number;
 }
 
 /** A mutation whose answer names what it changed. */
@@ -190,4 +198,15 @@ export interface MutationPlan {
   schema: GraphQLSchema;
   prepared: PreparedOperation;
   policy: MutationPolicy;
+  /** Past this an answer is not read: the root fields' types are invalidated instead. */
+  maxResponseBodyBytes: number;
+}
+
+/** A batch (a JSON array of operations) holding mutations: never stored, its answers invalidate. */
+export interface BatchPlan {
+  kind: 'batch';
+  /** Per element of the batch, in order: its mutation plan, or undefined for an element that is none. */
+  mutations: Array<MutationPlan | undefined>;
+  /** Past this the answers are not read: each mutation invalidates its root fields' types. */
+  maxResponseBodyBytes: number;
 }

@@ -1,10 +1,32 @@
+import { storability } from '../http/cacheControl.js';
 import { headerValue, mediaType, type HeaderList } from '../http/headers.js';
 import type { PassReason } from './passReason.js';
 
 /**
  * Whether the origin's response headers allow storing it, and for how long (docs/graphql-caching.md,
- * Cacheability).
+ * Cacheability): RFC 9111 decides what a shared cache may store (src/http/cacheControl.ts), the
+ * rules cap the lifetime, and svc-cache's own needs (a complete GraphQL JSON result it can read
+ * and replay to anyone in the scope) come on top.
  */
+
+export interface StoreContext {
+  /** Lower-case names of the request headers whose whole value the key covers or the HIT negotiates. */
+  keyedRequestHeaders: ReadonlySet<string>;
+  maxResponseBodyBytes: number;
+  /** The matched rules' maxAge: the longest an entry may live. */
+  ruleMaxAge: number;
+  /** README, Every key: the origin's freshness then no longer shortens or refuses the lifetime. */
+  ignoreOriginCacheControl: boolean;
+  /** Epoch milliseconds, for `Expires` without a valid `Date`. */
+  now: number;
+}
+
+/** Content types of answers that stream (subscriptions, `@defer`, `@stream`): never read, never stored. */
+const STREAMING_TYPES = new Set(['text/event-stream', 'multipart/mixed']);
+
+export function isStreaming(headers: HeaderList): boolean {
+  return STREAMING_TYPES.has(mediaType(headerValue(headers, 'content-type')));
+}
 
 export function isGraphQLJson(headers: HeaderList): boolean {
   const type = mediaType(headerValue(headers, 'content-type'));
@@ -17,50 +39,24 @@ export function isEncoded(headers: HeaderList): boolean {
   return encoding !== undefined && encoding.trim().toLowerCase() !== 'identity';
 }
 
-/** Why a response with these headers must not be stored, or undefined when it may be. */
-export function uncacheableReason(
-  status: number,
-  headers: HeaderList,
-  keyedRequestHeaders: ReadonlySet<string>,
-  maxResponseBodyBytes: number,
-): PassReason | undefined {
-  if (status !== 200) return 'origin-status';
-  if (!isGraphQLJson(headers)) return 'origin-content-type';
-  const cacheControl = parseCacheControl(headerValue(headers, 'cache-control'));
-  if (cacheControl.has('no-store')) return 'origin-no-store';
-  // svc-cache does not revalidate, and a no-cache answer must not be reused without it (RFC 9111 section 5.2.2.4).
-  if (cacheControl.has('no-cache')) return 'origin-no-cache';
-  if (cacheControl.has('private')) return 'origin-private';
-  if (headerValue(headers, 'set-cookie') !== undefined) return 'origin-set-cookie';
-  if (isEncoded(headers)) return 'origin-encoded';
-  if (varyOutsideKey(headerValue(headers, 'vary'), keyedRequestHeaders)) return 'origin-vary';
-  if (Number(headerValue(headers, 'content-length')) > maxResponseBodyBytes) return 'response-too-large';
-  return undefined;
+/** Why a response with these headers must not be stored, or how many seconds it may be stored for. */
+export function storeVerdict(status: number, headers: HeaderList, context: StoreContext): { reason: PassReason } | { maxAge: number } {
+  if (status !== 200) return { reason: 'origin-status' };
+  if (isStreaming(headers)) return { reason: 'origin-streaming' };
+  if (!isGraphQLJson(headers)) return { reason: 'origin-content-type' };
+  const storable = storability(status, headers, context);
+  let originSeconds: number | undefined;
+  if (storable.storable) originSeconds = storable.freshSeconds;
+  else if (!(context.ignoreOriginCacheControl && LIFETIME_REASONS.has(storable.reason))) return { reason: storable.reason };
+  if (headerValue(headers, 'set-cookie') !== undefined) return { reason: 'origin-set-cookie' };
+  if (isEncoded(headers)) return { reason: 'origin-encoded' };
+  if (Number(headerValue(headers, 'content-length')) > context.maxResponseBodyBytes) return { reason: 'response-too-large' };
+  if (context.ignoreOriginCacheControl || originSeconds === undefined) return { maxAge: context.ruleMaxAge };
+  return { maxAge: Math.min(context.ruleMaxAge, originSeconds) };
 }
 
-/** The rule's maxAge, shortened by a shorter origin `s-maxage` or `max-age` unless told to ignore them. */
-export function freshLifetime(ruleMaxAge: number, headers: HeaderList, ignoreOriginCacheControl: boolean): number {
-  if (ignoreOriginCacheControl) return ruleMaxAge;
-  const directives = parseCacheControl(headerValue(headers, 'cache-control'));
-  const origin = directives.get('s-maxage') ?? directives.get('max-age');
-  const originSeconds = origin === undefined ? NaN : Number.parseInt(origin, 10);
-  return Number.isFinite(originSeconds) ? Math.min(ruleMaxAge, originSeconds) : ruleMaxAge;
-}
-
-function parseCacheControl(value: string | undefined): Map<string, string | undefined> {
-  const directives = new Map<string, string | undefined>();
-  for (const part of (value ?? '').split(',')) {
-    const [name, argument] = part.split('=', 2);
-    const directive = name?.trim().toLowerCase();
-    if (directive) directives.set(directive, argument?.trim().replace(/^"|"$/g, ''));
-  }
-  return directives;
-}
-
-function varyOutsideKey(vary: string | undefined, keyed: ReadonlySet<string>): string | undefined {
-  for (const name of (vary ?? '').split(',')) {
-    const header = name.trim().toLowerCase();
-    if (header && !keyed.has(header)) return header;
-  }
-  return undefined;
-}
+/**
+ * What `cache.ignoreOriginCacheControl` sets aside: the origin's say on how long (README, Every key),
+ * never its say on whether (`no-store`, `private`, `no-cache`, `Pragma`, `Vary`).
+ */
+const LIFETIME_REASONS: ReadonlySet<PassReason> = new Set(['origin-max-age-zero', 'origin-max-age-invalid', 'origin-expired']);

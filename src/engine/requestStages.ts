@@ -1,5 +1,5 @@
 import { BREAK, OperationTypeNode, visit, type DocumentNode, type GraphQLSchema } from 'graphql';
-import { resolvePersistedQuery, type PersistedQueryRefusal } from '../apq/persistedQuery.js';
+import { resolvePersistedQuery, type PersistedQueryRefusal, type PersistedQueryRegistration } from '../apq/persistedQuery.js';
 import type { Config } from '../config/schema.js';
 import { parseDocument, selectOperation } from '../graphql/document.js';
 import type { GraphQLParams } from '../graphql/httpRequest.js';
@@ -69,7 +69,8 @@ export interface ResolvedQuery {
   persisted: boolean;
   /** The hash came alone and the text from the registry. */
   fromRegistry: boolean;
-  registered: boolean;
+  /** The hash and text to register once the origin answered the query with data (README, Automatic persisted queries). */
+  registration: PersistedQueryRegistration | undefined;
 }
 
 export type ApqResult = ResolvedQuery | { kind: 'refused'; verdict: Verdict; refusal: PersistedQueryRefusal };
@@ -83,8 +84,8 @@ export async function resolveApq(
     const errorCode = PERSISTED_QUERY_CODES[persisted.reason] ?? 'BAD_REQUEST';
     return { kind: 'refused', refusal: persisted.reason, verdict: { kind: 'respond', outcome: 'ERROR', errorCode, response: persisted.response } };
   }
-  if (persisted.kind === 'none') return { query: params.query, persisted: false, fromRegistry: false, registered: false };
-  return { query: persisted.query, persisted: true, fromRegistry: params.query === undefined, registered: persisted.registered };
+  if (persisted.kind === 'none') return { query: params.query, persisted: false, fromRegistry: false, registration: undefined };
+  return { query: persisted.query, persisted: true, fromRegistry: params.query === undefined, registration: persisted.registration };
 }
 
 const PERSISTED_QUERY_CODES: Partial<Record<PersistedQueryRefusal, OwnErrorCode>> = {

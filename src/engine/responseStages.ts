@@ -6,7 +6,7 @@ import { responseTags } from '../invalidation/responseTags.js';
 import { invalidationTag } from '../invalidation/tags.js';
 import type { CachedResponse } from '../store/types.js';
 import type { PassPlan, ResponsePlan, StorePlan } from './exchange.js';
-import { freshLifetime, isEncoded, isGraphQLJson, uncacheableReason } from './originResponse.js';
+import { isEncoded, isGraphQLJson, storeVerdict } from './originResponse.js';
 import type { PassReason } from './passReason.js';
 import { replayableHeaders } from './responses.js';
 
@@ -15,18 +15,30 @@ import { replayableHeaders } from './responses.js';
  * needed at all), then by its body (docs/graphql-caching.md, Cacheability).
  */
 
-/** The plan for the body once the response headers are known: a pass when they rule storing out. */
-export function planAfterResponseHead(plan: ResponsePlan, status: number, headers: HeaderList, endOfStream: boolean): ResponsePlan {
+/**
+ * The plan for the body once the response headers are known: a pass when they rule storing out, a
+ * store plan knowing its entry's lifetime, or, for a mutation whose answer cannot be read (streamed,
+ * not GraphQL JSON, encoded, bodiless), a pass that invalidates by its root fields' types.
+ */
+export function planAfterResponseHead(plan: ResponsePlan, status: number, headers: HeaderList, endOfStream: boolean, now: number): ResponsePlan {
   switch (plan.kind) {
     case 'pass':
       return plan;
     case 'mutation':
       return endOfStream || !isReadable(headers) ? { kind: 'pass', reason: 'mutation' } : plan;
+    case 'batch':
+      return endOfStream || !isReadable(headers) ? { kind: 'pass', reason: 'batch' } : plan;
     case 'store': {
-      const reason =
-        uncacheableReason(status, headers, plan.keyedRequestHeaders, plan.limits.maxResponseBodyBytes) ??
-        (endOfStream ? 'origin-no-body' : undefined);
-      return reason === undefined ? plan : { kind: 'pass', reason, ...addedFields(plan.prepared) };
+      const verdict = storeVerdict(status, headers, {
+        keyedRequestHeaders: plan.keyedRequestHeaders,
+        maxResponseBodyBytes: plan.limits.maxResponseBodyBytes,
+        ruleMaxAge: plan.policy.maxAge,
+        ignoreOriginCacheControl: plan.limits.ignoreOriginCacheControl,
+        now,
+      });
+      if ('reason' in verdict) return { kind: 'pass', reason: verdict.reason, ...addedFields(plan.prepared) };
+      if (endOfStream) return { kind: 'pass', reason: 'origin-no-body', ...addedFields(plan.prepared) };
+      return { ...plan, maxAge: verdict.maxAge };
     }
   }
 }
@@ -37,7 +49,8 @@ export function wantsResponseBody(plan: ResponsePlan, headers: HeaderList, endOf
   return plan.added !== undefined && !endOfStream && isReadable(headers);
 }
 
-function isReadable(headers: HeaderList): boolean {
+/** A body svc-cache can read: GraphQL JSON, not encoded. */
+export function isReadable(headers: HeaderList): boolean {
   return isGraphQLJson(headers) && !isEncoded(headers);
 }
 
@@ -60,7 +73,7 @@ export function entryToStore(
   if (!isPlainObject(result.data)) return { reason: 'response-not-graphql' };
   const tags = responseTags(plan.schema, plan.prepared, result, plan.operationName);
   if (!tags) return { reason: 'untaggable-response' };
-  const maxAge = freshLifetime(plan.policy.maxAge, responseHeaders, plan.limits.ignoreOriginCacheControl);
+  const maxAge = plan.maxAge ?? plan.policy.maxAge;
   if (maxAge <= 0) return { reason: 'origin-max-age-zero' };
   const entry: CachedResponse = {
     body: stripAddedFields(plan.prepared, body),
@@ -71,6 +84,16 @@ export function entryToStore(
     swr: plan.policy.swr,
   };
   return { entry, tags: [invalidationTag.bucket(plan.bucket), ...tags], ttlSeconds: maxAge + plan.policy.swr };
+}
+
+/** The answers of a batch, one per operation, or undefined when the body is not such an array. */
+export function parseBatchResults(body: Buffer, operations: number): unknown[] | undefined {
+  try {
+    const results: unknown = JSON.parse(body.toString('utf8'));
+    return Array.isArray(results) && results.length === operations ? results : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export function parseGraphQLResult(body: Buffer): Record<string, unknown> | undefined {

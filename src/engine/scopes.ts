@@ -54,6 +54,19 @@ export function scopeVaryHeaders(scopes: readonly string[], definitions: Readonl
   return [...names].sort();
 }
 
+/**
+ * Names of the request headers whose whole value the scopes put in the key: header-sourced ones.
+ * A cookie-sourced scope keys one cookie, not the `cookie` header, so it does not satisfy an
+ * origin's `Vary: Cookie` (docs/graphql-caching.md, Cacheability).
+ */
+export function scopeKeyedHeaders(scopes: readonly string[], definitions: Readonly<Record<string, string>>): string[] {
+  const names = new Set<string>();
+  for (const scope of scopes) {
+    for (const source of scopeSources(definitions[scope] ?? '')) if (source.kind === 'header') names.add(source.name);
+  }
+  return [...names];
+}
+
 function sourceValue(source: ScopeSource, headers: HeaderList): string | undefined {
   if (source.kind === 'cookie') return cookieValue(headers, source.name);
   const values = headerValues(headers, source.name);

@@ -112,7 +112,7 @@ export class ProcessingStream {
     return { request_body: { response: commonResponse(decision.requestHeaders, decision.requestBody) } };
   }
 
-  private onResponseHeaders(message: ProcessingRequest): ProcessingResponse {
+  private async onResponseHeaders(message: ProcessingRequest): Promise<ProcessingResponse> {
     if (this.phase === 'start') {
       // An Envoy local reply made before the request phase reached us (docs/ext-proc.md, Local replies).
       this.exchange = this.engine.begin();
@@ -123,7 +123,7 @@ export class ProcessingStream {
     const headers = headerList(message.response_headers?.headers);
     const endOfStream = message.response_headers?.end_of_stream === true;
     const status = Number(firstValue(headers, ':status'));
-    const decision = this.engine.responseHead(this.exchange!, status, headers, endOfStream);
+    const decision = await this.engine.responseHead(this.exchange!, status, headers, endOfStream);
     this.phase = decision.wantsBody && !endOfStream ? 'awaiting-response-body' : 'done';
     const answer: ProcessingResponse = { response_headers: { response: commonResponse(decision.headers) } };
     if (!endOfStream && !decision.wantsBody) answer.mode_override = { response_body_mode: BodySendMode.NONE };

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { resolvePersistedQuery, withoutPersistedQuery } from '../../src/apq/persistedQuery.js';
+import { registerPersistedQuery, resolvePersistedQuery, withoutPersistedQuery } from '../../src/apq/persistedQuery.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { MemoryPersistedQueryRegistry, type PersistedQueryRegistry } from '../../src/apq/index.js';
 
@@ -22,22 +22,25 @@ describe('resolvePersistedQuery', () => {
     expect(await resolvePersistedQuery(QUERY, { persistedQuery: null }, deps())).toEqual({ kind: 'none' });
   });
 
-  it('registers with the query, resolves the hash alone afterwards, an upper-case hash too', async () => {
+  it('asks for registration with the query, registers nothing itself, and resolves the hash alone once registered, an upper-case hash too', async () => {
     const d = deps();
     const reference = { persistedQuery: { version: 1, sha256Hash: HASH } };
     expect(await resolvePersistedQuery(undefined, reference, d)).toMatchObject({ kind: 'refused', reason: 'not-found' });
-    expect(await resolvePersistedQuery(QUERY, reference, d)).toEqual({ kind: 'resolved', query: QUERY, registered: true });
-    expect(await resolvePersistedQuery(undefined, reference, d)).toEqual({ kind: 'resolved', query: QUERY, registered: false });
+    const upperWithQuery = { persistedQuery: { version: 1, sha256Hash: HASH.toUpperCase() } };
+    expect(await resolvePersistedQuery(QUERY, upperWithQuery, d)).toEqual({ kind: 'resolved', query: QUERY, registration: { hash: HASH, query: QUERY } });
+    expect(await resolvePersistedQuery(undefined, reference, d)).toMatchObject({ kind: 'refused', reason: 'not-found' });
+    expect(await registerPersistedQuery({ hash: HASH, query: QUERY }, d)).toBe(true);
+    expect(await resolvePersistedQuery(undefined, reference, d)).toEqual({ kind: 'resolved', query: QUERY });
     const upper = { persistedQuery: { version: 1, sha256Hash: HASH.toUpperCase() } };
-    expect(await resolvePersistedQuery(undefined, upper, d)).toEqual({ kind: 'resolved', query: QUERY, registered: false });
+    expect(await resolvePersistedQuery(undefined, upper, d)).toEqual({ kind: 'resolved', query: QUERY });
   });
 
-  it('answers not-found when the registry cannot be read, and serves the query when it cannot be written', async () => {
+  it('answers not-found when the registry cannot be read, and reports a registration it cannot write', async () => {
     const d = deps(unreachableRegistry);
     const reference = { persistedQuery: { version: 1, sha256Hash: HASH } };
     const notFound = await resolvePersistedQuery(undefined, reference, d);
     expect(notFound.kind === 'refused' && [notFound.reason, notFound.response.status]).toEqual(['not-found', 200]);
-    expect(await resolvePersistedQuery(QUERY, reference, d)).toEqual({ kind: 'resolved', query: QUERY, registered: false });
+    expect(await registerPersistedQuery({ hash: HASH, query: QUERY }, d)).toBe(false);
   });
 
   it('checks support, version, hash form and hash match in Apollo Server\'s order', async () => {

@@ -84,7 +84,7 @@ describe('DecisionEngine', () => {
       return { decision, status: exchange.summary().outcome, headers: Object.fromEntries(decision.response.headers) };
     }
     const responseHeaders = [[':status', String(origin.status ?? 200)] as [string, string], ...(origin.headers ?? JSON_HEADERS)];
-    const head = engine.responseHead(exchange, origin.status ?? 200, responseHeaders, false);
+    const head = await engine.responseHead(exchange, origin.status ?? 200, responseHeaders, false);
     if (!head.wantsBody) return { decision, status: 'PASS', headers: Object.fromEntries(head.headers.set) };
     const body = await engine.responseBody(exchange, origin.body ?? ORIGIN_BODY);
     return { decision, status: exchange.summary().outcome, headers: Object.fromEntries(body.headers.set) };
@@ -161,6 +161,27 @@ describe('DecisionEngine', () => {
     const decision = await decide(request.head, request.body);
     expect(decision).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason } });
   });
+
+  it.each([
+    ['an encoded answer, decided at its headers', [...JSON_HEADERS, ['content-encoding', 'gzip']], false],
+    ['an event stream, decided at its headers', [['content-type', 'text/event-stream']], false],
+    ['a JSON body that does not parse', JSON_HEADERS, true],
+  ] as Array<[string, Array<[string, string]>, boolean]>)(
+    "invalidates a mutation's root field types when its answer is %s",
+    async (_name, headers, readsBody) => {
+      build({ mutationPolicy: 'Entity' });
+      const query = post({ query: '{ todos { id } }' });
+      expect((await roundTrip(query)).status).toBe('MISS');
+      const mutation = post({ query: 'mutation { updateUser(id: "u1", name: "x") { id } search: addTodo(title: "y") { id } }' });
+      const exchange = engine.begin(mutation.head);
+      await engine.requestBody(exchange, mutation.body);
+      const head = await engine.responseHead(exchange, 200, headers, false);
+      expect(head.wantsBody).toBe(readsBody);
+      if (readsBody) await engine.responseBody(exchange, Buffer.from('{"data":'));
+      expect(exchange.summary()).toMatchObject({ outcome: 'PASS', passReason: 'mutation' });
+      expect((await roundTrip(query)).status).toBe('MISS');
+    },
+  );
 
   it('forwards a mutation to read its answer, or passes it untouched under mutationPolicy None', async () => {
     const request = post({ query: 'mutation { addTodo(title: "x") { id } }' });
@@ -307,7 +328,7 @@ describe('DecisionEngine', () => {
       ['a content-length over the limit', 200, [...JSON_HEADERS, ['content-length', String(20 * 1000 * 1000)]]],
     ] as const)('is not stored with %s, and the body is skipped', async (_name, status, headers) => {
       const exchange = await storePlan();
-      const decision = engine.responseHead(exchange, status, headers as Array<[string, string]>, false);
+      const decision = await engine.responseHead(exchange, status, headers as Array<[string, string]>, false);
       expect(decision.wantsBody).toBe(false);
       expect(decision.headers).toEqual({ set: [['svc-cache', 'PASS']], remove: [] });
       expect(exchange.plan?.kind).toBe('pass');
@@ -319,7 +340,7 @@ describe('DecisionEngine', () => {
       ['a body that is not JSON', 'oops'],
     ])('is not stored with %s', async (_name, body) => {
       const exchange = await storePlan();
-      expect(engine.responseHead(exchange, 200, JSON_HEADERS, false).wantsBody).toBe(true);
+      expect((await engine.responseHead(exchange, 200, JSON_HEADERS, false)).wantsBody).toBe(true);
       const decision = await engine.responseBody(exchange, Buffer.from(body));
       expect({ ...decision, status: exchange.summary().outcome }).toEqual({ headers: { set: [['svc-cache', 'PASS']], remove: [] }, status: 'PASS' });
     });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Exchange } from '../../src/engine/exchange.js';
-import { freshLifetime, isEncoded, isGraphQLJson, uncacheableReason } from '../../src/engine/originResponse.js';
+import { isEncoded, isGraphQLJson, isStreaming, storeVerdict } from '../../src/engine/originResponse.js';
 import { cachePolicyFor } from '../../src/engine/rules.js';
 import { explanationHeaders } from '../../src/engine/responses.js';
 
@@ -9,37 +9,54 @@ import { explanationHeaders } from '../../src/engine/responses.js';
 const JSON_TYPE: [string, string] = ['content-type', 'application/json'];
 const keyed = new Set(['accept', 'authorization']);
 
-describe('uncacheableReason', () => {
+const NOW = Date.UTC(2026, 10, 23, 12, 0, 0);
+const context = { keyedRequestHeaders: keyed, maxResponseBodyBytes: 1000, ruleMaxAge: 60, ignoreOriginCacheControl: false, now: NOW };
+
+describe('storeVerdict', () => {
   it.each([
-    ['a 200 GraphQL JSON answer', 200, [JSON_TYPE], undefined],
-    ['graphql-response+json', 200, [['content-type', 'application/graphql-response+json; charset=utf-8']], undefined],
-    ['a non-200 status', 404, [JSON_TYPE], 'origin-status'],
-    ['text/html', 200, [['content-type', 'text/html']], 'origin-content-type'],
-    ['no-store', 200, [JSON_TYPE, ['cache-control', 'max-age=5, No-Store']], 'origin-no-store'],
-    ['no-cache', 200, [JSON_TYPE, ['cache-control', 'no-cache']], 'origin-no-cache'],
-    ['private', 200, [JSON_TYPE, ['cache-control', 'private']], 'origin-private'],
-    ['set-cookie', 200, [JSON_TYPE, ['set-cookie', 'a=b']], 'origin-set-cookie'],
-    ['gzip', 200, [JSON_TYPE, ['content-encoding', 'gzip']], 'origin-encoded'],
-    ['identity encoding', 200, [JSON_TYPE, ['content-encoding', 'identity']], undefined],
-    ['vary on a keyed header', 200, [JSON_TYPE, ['vary', 'Accept, Authorization']], undefined],
-    ['vary on an unkeyed header', 200, [JSON_TYPE, ['vary', 'X-Tenant']], 'origin-vary'],
-    ['content-length over the limit', 200, [JSON_TYPE, ['content-length', '1001']], 'response-too-large'],
-  ] as Array<[string, number, Array<[string, string]>, string | undefined]>)('%s: %s', (_name, status, headers, reason) => {
-    expect(uncacheableReason(status, headers, keyed, 1000)).toBe(reason);
+    ['a 200 GraphQL JSON answer', 200, [JSON_TYPE], { maxAge: 60 }],
+    ['graphql-response+json', 200, [['content-type', 'application/graphql-response+json; charset=utf-8']], { maxAge: 60 }],
+    ['a non-200 status', 404, [JSON_TYPE], { reason: 'origin-status' }],
+    ['text/html', 200, [['content-type', 'text/html']], { reason: 'origin-content-type' }],
+    ['an event stream', 200, [['content-type', 'text/event-stream']], { reason: 'origin-streaming' }],
+    ['multipart/mixed', 200, [['content-type', 'multipart/mixed; boundary="-"']], { reason: 'origin-streaming' }],
+    ['no-store', 200, [JSON_TYPE, ['cache-control', 'max-age=5, No-Store']], { reason: 'origin-no-store' }],
+    ['no-cache', 200, [JSON_TYPE, ['cache-control', 'no-cache']], { reason: 'origin-no-cache' }],
+    ['Pragma: no-cache without Cache-Control', 200, [JSON_TYPE, ['pragma', 'no-cache']], { reason: 'origin-pragma-no-cache' }],
+    ['Pragma: no-cache beside Cache-Control', 200, [JSON_TYPE, ['pragma', 'no-cache'], ['cache-control', 'max-age=5']], { maxAge: 5 }],
+    ['private', 200, [JSON_TYPE, ['cache-control', 'private']], { reason: 'origin-private' }],
+    ['Expires: 0', 200, [JSON_TYPE, ['expires', '0']], { reason: 'origin-expired' }],
+    ['Expires in the past', 200, [JSON_TYPE, ['expires', 'Mon, 23 Nov 2026 11:00:00 GMT']], { reason: 'origin-expired' }],
+    ['Expires minus Date', 200, [JSON_TYPE, ['date', 'Mon, 23 Nov 2026 10:00:00 GMT'], ['expires', 'Mon, 23 Nov 2026 10:00:30 GMT']], { maxAge: 30 }],
+    ['max-age over Expires', 200, [JSON_TYPE, ['cache-control', 'max-age=7'], ['expires', '0']], { maxAge: 7 }],
+    ['s-maxage over max-age', 200, [JSON_TYPE, ['cache-control', 's-maxage=7, max-age=5']], { maxAge: 7 }],
+    ['a max-age over the rule', 200, [JSON_TYPE, ['cache-control', 'max-age=600']], { maxAge: 60 }],
+    ['max-age=0', 200, [JSON_TYPE, ['cache-control', 'max-age=0']], { reason: 'origin-max-age-zero' }],
+    ['an invalid max-age', 200, [JSON_TYPE, ['cache-control', 'max-age=soon']], { reason: 'origin-max-age-invalid' }],
+    ['set-cookie', 200, [JSON_TYPE, ['set-cookie', 'a=b']], { reason: 'origin-set-cookie' }],
+    ['gzip', 200, [JSON_TYPE, ['content-encoding', 'gzip']], { reason: 'origin-encoded' }],
+    ['identity encoding', 200, [JSON_TYPE, ['content-encoding', 'identity']], { maxAge: 60 }],
+    ['vary on a keyed header', 200, [JSON_TYPE, ['vary', 'Accept, Authorization']], { maxAge: 60 }],
+    ['vary on an unkeyed header', 200, [JSON_TYPE, ['vary', 'X-Tenant']], { reason: 'origin-vary' }],
+    ['vary *', 200, [JSON_TYPE, ['vary', 'Accept, *']], { reason: 'origin-vary-star' }],
+    ['content-length over the limit', 200, [JSON_TYPE, ['content-length', '1001']], { reason: 'response-too-large' }],
+  ] as Array<[string, number, Array<[string, string]>, object]>)('%s', (_name, status, headers, verdict) => {
+    expect(storeVerdict(status, headers, context)).toEqual(verdict);
   });
 
-  it('tells GraphQL JSON and encoded bodies', () => {
+  it("under ignoreOriginCacheControl takes the rule's lifetime, but still refuses what the origin forbids storing", () => {
+    const ignoring = { ...context, ignoreOriginCacheControl: true };
+    expect(storeVerdict(200, [JSON_TYPE, ['cache-control', 'max-age=5']], ignoring)).toEqual({ maxAge: 60 });
+    expect(storeVerdict(200, [JSON_TYPE, ['cache-control', 'max-age=0']], ignoring)).toEqual({ maxAge: 60 });
+    expect(storeVerdict(200, [JSON_TYPE, ['expires', '0']], ignoring)).toEqual({ maxAge: 60 });
+    expect(storeVerdict(200, [JSON_TYPE, ['cache-control', 'no-store']], ignoring)).toEqual({ reason: 'origin-no-store' });
+    expect(storeVerdict(200, [JSON_TYPE, ['cache-control', 'private']], ignoring)).toEqual({ reason: 'origin-private' });
+    expect(storeVerdict(200, [JSON_TYPE, ['vary', 'cookie']], ignoring)).toEqual({ reason: 'origin-vary' });
+  });
+
+  it('tells GraphQL JSON, streamed and encoded bodies', () => {
     expect([isGraphQLJson([JSON_TYPE]), isGraphQLJson([]), isEncoded([['content-encoding', 'br']]), isEncoded([])]).toEqual([true, false, true, false]);
-  });
-});
-
-describe('freshLifetime', () => {
-  it('takes the shorter of the rule and the origin s-maxage or max-age, unless told to ignore the origin', () => {
-    expect(freshLifetime(60, [['cache-control', 'max-age=5']], false)).toBe(5);
-    expect(freshLifetime(60, [['cache-control', 's-maxage=7, max-age=5']], false)).toBe(7);
-    expect(freshLifetime(60, [['cache-control', 'max-age=600']], false)).toBe(60);
-    expect(freshLifetime(60, [['cache-control', 'max-age=5']], true)).toBe(60);
-    expect(freshLifetime(60, [], false)).toBe(60);
+    expect([isStreaming([['content-type', 'Text/Event-Stream; charset=utf-8']]), isStreaming([JSON_TYPE])]).toEqual([true, false]);
   });
 });
 

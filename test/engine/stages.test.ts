@@ -34,7 +34,7 @@ const head = (method: string, path = '/graphql', headers: Array<[string, string]
   hasBody: method === 'POST',
 });
 
-const resolved = (query: string | undefined, fromRegistry = false): ResolvedQuery => ({ query, persisted: fromRegistry, fromRegistry, registered: false });
+const resolved = (query: string | undefined, fromRegistry = false): ResolvedQuery => ({ query, persisted: fromRegistry, fromRegistry, registration: undefined });
 
 function analyse(current: Config) {
   return (document: DocumentNode): DocumentAnalysis => ({

@@ -52,7 +52,7 @@ class ScriptedEngine implements PhaseEngine {
     return this.script.requestBody?.(exchange, body) ?? { kind: 'forward', requestHeaders: { set: [], remove: [] } };
   }
 
-  responseHead(exchange: Exchange, status: number, headers: HeaderList, endOfStream: boolean): ResponseHeadDecision {
+  async responseHead(exchange: Exchange, status: number, headers: HeaderList, endOfStream: boolean): Promise<ResponseHeadDecision> {
     this.calls.push(`responseHead ${status} endOfStream=${endOfStream} headers=${headers.length}`);
     return this.script.responseHead?.(exchange) ?? { headers: { set: [], remove: [] }, wantsBody: true };
   }

@@ -207,6 +207,58 @@ describe('automatic persisted queries', () => {
     expect(second[0]!.text).toBe(first[1]!.text);
     expect(stack.origin.requestCount()).toBe(1);
   });
+
+  describe('registers a query only once the origin answered it with data', () => {
+    const hashOnly = (query: string) => postGraphQL(stack.url, { extensions: persistedQueryExtensions(query) });
+
+    it('never registers text that does not parse', async () => {
+      const text = 'this is not graphql at all';
+      const sent = await postGraphQL(stack.url, { query: text, extensions: persistedQueryExtensions(text) });
+      expect(sent.json?.data).toBeUndefined();
+      expect((await hashOnly(text)).json).toEqual(NOT_FOUND);
+    });
+
+    it('never registers a query over the limits', async () => {
+      const deep = `{ ${'todos { author { '.repeat(13)}id${' } }'.repeat(13)} }`;
+      const sent = await postGraphQL(stack.url, { query: deep, extensions: persistedQueryExtensions(deep) });
+      expect(sent.status).toBe(400);
+      expect((await hashOnly(deep)).json).toEqual(NOT_FOUND);
+    });
+
+    it('does not register a query the origin answers with errors only, nor one it refuses', async () => {
+      const query = '{ todos { id done } }';
+      stack.origin.setBehaviour({
+        forcedResponse: { status: 200, headers: { 'content-type': 'application/json' }, body: '{"errors":[{"message":"backend down"}]}' },
+      });
+      expect((await postGraphQL(stack.url, { query, extensions: persistedQueryExtensions(query) })).text).toBe('{"errors":[{"message":"backend down"}]}');
+      stack.origin.setBehaviour({ forcedResponse: null });
+      expect((await hashOnly(query)).json).toEqual(NOT_FOUND);
+      const invalid = '{ todos { nope } }';
+      await postGraphQL(stack.url, { query: invalid, extensions: persistedQueryExtensions(invalid) });
+      expect((await hashOnly(invalid)).json).toEqual(NOT_FOUND);
+    });
+
+    it('registers a valid query after the origin answered it with data, whether or not the answer was stored', async () => {
+      const query = '{ todos { id done } }';
+      const withHash = await postGraphQL(stack.url, { query, extensions: persistedQueryExtensions(query) });
+      expect(withHash.headers['svc-cache']).toBe('MISS');
+      const alone = await hashOnly(query);
+      expect([alone.headers['svc-cache'], alone.text]).toEqual(['HIT', withHash.text]);
+      const uncached = '{ time }';
+      stack.origin.setBehaviour({ headers: { 'cache-control': 'no-store' } });
+      const passed = await postGraphQL(stack.url, { query: uncached, extensions: persistedQueryExtensions(uncached) });
+      expect(passed.headers['svc-cache']).toBe('PASS');
+      expect((await hashOnly(uncached)).json?.data).toHaveProperty('time');
+    });
+
+    it('registers on a HIT: the entry is the origin answering that query with data', async () => {
+      const query = '{ users { id } }';
+      expect((await postGraphQL(stack.url, { query })).headers['svc-cache']).toBe('MISS');
+      expect((await postGraphQL(stack.url, { query, extensions: persistedQueryExtensions(query) })).headers['svc-cache']).toBe('HIT');
+      expect((await hashOnly(query)).headers['svc-cache']).toBe('HIT');
+      expect(stack.origin.requestCount()).toBe(1);
+    });
+  });
 });
 
 describe('automatic persisted queries turned off', () => {

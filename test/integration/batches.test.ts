@@ -1,0 +1,90 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { postGraphQL, startDemoOrigin, type DemoOrigin } from '../support/origin.js';
+import { startStack, type Stack } from '../support/stack.js';
+
+/**
+ * Batches (a JSON array of operations, as Apollo's BatchHttpLink sends) through the gateway: never
+ * stored, and their mutations invalidate from the array of answers (docs/graphql-caching.md,
+ * Invalidation). The demo origin takes one operation per request, so a small batching origin in
+ * front of it runs each element in turn and answers the array.
+ */
+
+const TODO_1 = '{ todo(id: "1") { id title } }';
+const RENAME = 'mutation { updateTodo(id: "1", title: "Renamed") { id title } }';
+
+describe.each(['Entity', 'Type'] as const)('batches, mutationPolicy %s', (policy) => {
+  let demo: DemoOrigin;
+  let batching: Server;
+  let stack: Stack;
+
+  beforeAll(async () => {
+    demo = await startDemoOrigin({ port: 0 });
+    batching = await startBatchingOrigin(demo.url);
+    stack = await startStack({ mutationPolicy: policy }, { origin: { ...demo, url: `http://127.0.0.1:${(batching.address() as AddressInfo).port}/graphql` } });
+  });
+  afterAll(async () => {
+    await stack.close();
+    await new Promise((resolve) => batching.close(resolve));
+    await demo.close();
+  });
+  beforeEach(async () => {
+    demo.reset();
+    await stack.sidecar.store.invalidateAll();
+  });
+
+  const batch = (operations: Array<{ query: string }>) => postGraphQL(stack.url, JSON.stringify(operations));
+
+  it('a batch holding a mutation then a query invalidates: the next single query is a MISS with fresh data', async () => {
+    expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('HIT');
+    const answered = await batch([{ query: RENAME }, { query: TODO_1 }]);
+    expect([answered.headers['svc-cache'], answered.text]).toEqual([
+      'PASS',
+      '[{"data":{"updateTodo":{"id":"1","title":"Renamed"}}},{"data":{"todo":{"id":"1","title":"Renamed"}}}]',
+    ]);
+    const after = await postGraphQL(stack.url, { query: TODO_1 });
+    expect([after.headers['svc-cache'], after.text]).toEqual(['MISS', '{"data":{"todo":{"id":"1","title":"Renamed"}}}']);
+  });
+
+  it('never stores a batch of queries', async () => {
+    const first = await batch([{ query: TODO_1 }, { query: '{ users { id } }' }]);
+    const second = await batch([{ query: TODO_1 }, { query: '{ users { id } }' }]);
+    expect([first.headers['svc-cache'], second.headers['svc-cache'], second.text]).toEqual(['PASS', 'PASS', first.text]);
+    expect(demo.requestCount()).toBe(4);
+  });
+
+  it('refuses a batch one of whose operations is over the limits, never forwarded', async () => {
+    const deep = `{ ${'todos { author { '.repeat(13)}id${' } }'.repeat(13)} }`;
+    const refused = await batch([{ query: RENAME }, { query: deep }]);
+    expect(refused.status).toBe(400);
+    expect(demo.requestCount()).toBe(0);
+  });
+});
+
+/** Answers a JSON array body by sending each element to `originUrl` in turn; anything else is proxied as is. */
+async function startBatchingOrigin(originUrl: string): Promise<Server> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      void (async () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        const headers = { 'content-type': 'application/json', accept: 'application/json' };
+        if (req.method === 'POST' && body.trimStart().startsWith('[')) {
+          const answers: string[] = [];
+          for (const element of JSON.parse(body) as unknown[]) {
+            answers.push(await (await fetch(originUrl, { method: 'POST', headers, body: JSON.stringify(element) })).text());
+          }
+          res.writeHead(200, { 'content-type': 'application/json' }).end(`[${answers.join(',')}]`);
+          return;
+        }
+        const answer = await fetch(`${new URL(originUrl).origin}${req.url}`, { method: req.method, headers, ...(req.method === 'POST' ? { body } : {}) });
+        res.writeHead(answer.status, Object.fromEntries(answer.headers)).end(Buffer.from(await answer.arrayBuffer()));
+      })();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return server;
+}

@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { rootFieldTypeTags } from '../../src/invalidation/rootFieldTypes.js';
+import { invalidationTag as tag } from '../../src/invalidation/tags.js';
+import { prepare, schema } from './fixtures.js';
+
+/** What a mutation whose answer cannot be read invalidates: every type its root fields can return. */
+describe('rootFieldTypeTags', () => {
+  it("names each root field's named return type, under aliases, inline fragments and fragment spreads", () => {
+    const prepared = prepare(
+      'mutation { renamed: updateTodo(id: "1", title: "x") { id } ... on Mutation { updateUser(id: "u1", name: "y") { id } } ...More } fragment More on Mutation { addTodo(title: "z") { id } __typename }',
+    );
+    expect(rootFieldTypeTags(schema, prepared).sort()).toEqual([tag.type('Todo'), tag.type('User')]);
+  });
+
+  it('expands interfaces and unions to their possible types', () => {
+    expect(rootFieldTypeTags(schema, prepare('{ search(text: "") { __typename } }')).sort()).toEqual(
+      [tag.type('Product'), tag.type('Todo'), tag.type('User')],
+    );
+  });
+
+  it('names nothing for scalar root fields and fields the schema does not know', () => {
+    expect(rootFieldTypeTags(schema, prepare('{ time ghost { id } }'))).toEqual([]);
+  });
+});
