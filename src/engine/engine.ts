@@ -2,7 +2,6 @@ import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphq
 import { persistedQueryNotFound, registerPersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/persistedQuery.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import type { Config, MutationPolicy } from '../config/schema.js';
-import { MAX_REWRITTEN_PATH_BYTES } from '../extproc/envoyLimits.js';
 import { rewrittenForOrigin } from '../graphql/httpRequest.js';
 import { ambiguousRequestResponse, type GraphQLOperation, type RequestParameters } from '../graphql/requestParameters.js';
 import { operationViolation } from '../graphql/limits.js';
@@ -101,6 +100,11 @@ export interface EngineDependencies {
   store: CacheStore;
   /** The registry of automatic persisted queries (hash to query text). */
   persistedQueries: PersistedQueryRegistry;
+  /**
+   * The longest `:path` a GET rewritten for the origin may have: Envoy answers 500 when a mutation
+   * leaves the request headers over its limit (src/extproc/envoyLimits.ts, which the sidecar passes).
+   */
+  maxRewrittenPathBytes: number;
   events?: EngineEvents;
   /** Key of the hash that names scope buckets; replicas sharing a store must share it. */
   scopeKeySecret: Buffer;
@@ -422,7 +426,7 @@ export class DecisionEngine {
             extensions: 'persistedQuery' in request.params.extensions ? withoutPersistedQuery(request.params.extensions) : undefined,
           })
         : {};
-    if (origin.path !== undefined && Buffer.byteLength(origin.path) > MAX_REWRITTEN_PATH_BYTES) {
+    if (origin.path !== undefined && Buffer.byteLength(origin.path) > this.deps.maxRewrittenPathBytes) {
       return this.refuseLongPath(context);
     }
     exchange.forward(plan);

@@ -6,6 +6,7 @@ import { watchConfig } from '../config/index.js';
 import { Dashboard, dashboardRoutes, type StoreHealth } from '../dashboard/index.js';
 import { DecisionEngine, type RequestSummary, type RuntimeState } from '../engine/engine.js';
 import { scopeSources } from '../engine/scopes.js';
+import { MAX_REWRITTEN_PATH_BYTES } from '../extproc/envoyLimits.js';
 import { startExtProcServer } from '../extproc/server.js';
 import { withSecretHeaders, type Logger } from '../observability/log.js';
 import { MeasuredStore } from './measuredStore.js';
@@ -78,6 +79,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     state,
     store,
     persistedQueries: stores.persistedQueries,
+    maxRewrittenPathBytes: MAX_REWRITTEN_PATH_BYTES,
     events: {
       ...recorded,
       purge: (event) => {
