@@ -3,7 +3,7 @@ import type { Config } from '../config/schema.js';
 import type { Logger } from '../observability/log.js';
 import { MemoryStore } from './memory.js';
 import { RedisStore } from './redis.js';
-import { hasRedisConnection } from './redis-connection.js';
+import { hasRedisConnection } from './redisConnection.js';
 import type { CacheStore } from './types.js';
 
 export type { CacheStore, CachedResponse, InvalidationMark, Lookup, StoreOptions } from './types.js';

@@ -1,7 +1,7 @@
 import type { PersistedQueryRegistry } from '../apq/index.js';
-import { withinTimeout } from './redis-connection.js';
-import type { RedisKeyLayout } from './redis-layout.js';
-import { REGISTER_PERSISTED_QUERY, type RedisClient } from './redis-scripts.js';
+import { withinTimeout } from './redisConnection.js';
+import type { RedisKeyLayout } from './redisLayout.js';
+import { REGISTER_PERSISTED_QUERY, type RedisClient } from './redisScripts.js';
 
 /**
  * The persisted-query registry shared by every replica, on the Redis connection of the store. Its
