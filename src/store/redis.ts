@@ -15,7 +15,7 @@ export interface RedisStoreOptions {
 }
 
 /**
- * The store shared by every replica (data model in redis-layout.ts). A HIT is one MGET of the entry
+ * The store shared by every replica (data model in redisLayout.ts). A HIT is one MGET of the entry
  * and its shard's invalidation sequence and epoch. Every call is bounded by `commandTimeoutMs` and fails at
  * once while Redis is unreachable, so the engine answers PASS instead of waiting.
  *
