@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
-import { silentLogger, type Logger } from '../observability/log.js';
+import { silentLogger, type Logger } from '../observability/index.js';
 import { decodeEntry, encodeEntry } from './entryCodec.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import { connectRedis, withinTimeout, type RedisConfig } from './redisConnection.js';
