@@ -44,7 +44,7 @@ const RESET_CLOSE_STREAMS = 3000;
  * and 16 shards times 128 is 2048.
  */
 const STORAGE_ENTRIES = 4096;
-/** Keys as src/store/redis-layout.ts names them under the default prefix: entries are {prefix}{shard}:e:{entryId}. */
+/** Keys as src/store/redisLayout.ts names them under the default prefix: entries are {prefix}{shard}:e:{entryId}. */
 const ALL_KEYS = 'svc-cache:*';
 const ENTRY_KEYS = 'svc-cache:{*}:e:*';
 

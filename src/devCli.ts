@@ -14,10 +14,10 @@ import {
   type Program,
 } from './commandLine/index.js';
 import { configSchema, demoConfigInput, loadConfig, type Config } from './config/index.js';
-import { startDemoOrigin } from './demo/origin.js';
+import { startDemoOrigin } from './demo/index.js';
 import { startGateway } from './gateway/index.js';
-import { createLogger } from './observability/log.js';
-import { startSidecar } from './sidecar/sidecar.js';
+import { createLogger } from './observability/index.js';
+import { startSidecar } from './sidecar/index.js';
 
 /**
  * The development command line, built into dist-dev/ (tsconfig.dev.json) and never shipped in the

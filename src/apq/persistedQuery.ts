@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Config } from '../config/schema.js';
-import { graphQLErrorResponse, type HttpResponse } from '../http/responses.js';
-import type { Logger } from '../observability/log.js';
+import type { Config } from '../config/index.js';
+import { graphQLErrorResponse, type HttpResponse } from '../http/index.js';
+import type { Logger } from '../observability/index.js';
 import { errorMessage, isPlainObject } from '../util/index.js';
 import type { PersistedQueryRegistry } from './registry.js';
 

@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from '../config/index.js';
-import { createLogger } from '../observability/log.js';
-import { startSidecar } from '../sidecar/sidecar.js';
+import { createLogger } from '../observability/index.js';
+import { startSidecar } from '../sidecar/index.js';
 import { checkConfigFile } from './check.js';
 import type { Command } from './program.js';
 import { handleShutdownSignals } from './signals.js';

@@ -1,4 +1,4 @@
-import type { Logger } from '../observability/log.js';
+import type { Logger } from '../observability/index.js';
 
 /**
  * Shutdown on SIGTERM (Kubernetes, `npm start` stopped by a process manager) and SIGINT (a

@@ -1,7 +1,7 @@
 import { isMap, isScalar, isSeq, Scalar } from 'yaml';
 import type { Problem } from './error.js';
-import { formatKeyPath, type KeyPath } from './key-path.js';
-import { keyText, type YamlFile } from './yaml-file.js';
+import { formatKeyPath, type KeyPath } from './keyPath.js';
+import { keyText, type YamlFile } from './yamlFile.js';
 
 /**
  * `${NAME}` in string values is replaced by the environment variable NAME, `${NAME:-fallback}` uses

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Problem } from './error.js';
-import { formatKeyPath, valueAt, type KeyPath } from './key-path.js';
+import { formatKeyPath, valueAt, type KeyPath } from './keyPath.js';
 
 /**
  * Zod error map for parsing configuration: every problem with a value reads "expected <what the

@@ -6,8 +6,8 @@ import { substituteEnvironment } from './env.js';
 import { ConfigError, configErrorFrom, type Problem } from './error.js';
 import { describeWrittenValue, expectationMessage, validationProblems } from './issues.js';
 import { configSchema, type Config } from './schema.js';
-import { scopeReferenceIssues } from './scope-references.js';
-import { parseYamlFile } from './yaml-file.js';
+import { scopeReferenceIssues } from './scopeReferences.js';
+import { parseYamlFile } from './yamlFile.js';
 import { errorMessage } from '../util/index.js';
 
 export interface ParseConfigOptions {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { scopeReferenceIssues } from './scope-references.js';
+import { scopeReferenceIssues } from './scopeReferences.js';
 
 /**
  * The configuration file (README "Configuration", "Every key"). `.strict()` everywhere: an unknown key is a typo the operator

@@ -1,4 +1,4 @@
-import type { Config } from '../config/schema.js';
+import type { Config } from '../config/index.js';
 
 export const REDACTED = '[redacted]';
 

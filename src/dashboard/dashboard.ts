@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../config/index.js';
 import { redactedConfig, type ConfigView, type ReloadStatus } from './configView.js';
 import { RecentChanges, type CacheChange, type CacheChangeInput } from './recentChanges.js';
 import type { RequestSummary } from './summary.js';

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../config/index.js';
 import { isPurgeToken } from '../purge/index.js';
 import type { Dashboard } from './dashboard.js';
 import { pageAsset } from './page.js';

@@ -1,19 +1,18 @@
 import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphql';
-import { persistedQueryNotFound, registerPersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/persistedQuery.js';
+import { persistedQueryNotFound, registerPersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/index.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
-import type { Config, MutationPolicy } from '../config/schema.js';
-import { MAX_REWRITTEN_PATH_BYTES } from '../extproc/envoyLimits.js';
-import { rewrittenForOrigin } from '../graphql/httpRequest.js';
-import { ambiguousRequestResponse, type GraphQLOperation, type RequestParameters } from '../graphql/requestParameters.js';
-import { operationViolation } from '../graphql/limits.js';
-import { selectionOf } from '../graphql/selection.js';
-import { acceptedGraphQLResponseType, ownAnswerMediaType } from '../http/accept.js';
-import { headerValue, type HeaderList } from '../http/headers.js';
-import { endpointOf, hostKey } from '../http/requestTarget.js';
-import { prepareOperation, type PreparedOperation } from '../invalidation/entityFields.js';
-import { mutationInvalidationTags } from '../invalidation/responseTags.js';
-import { rootFieldTypeTags } from '../invalidation/rootFieldTypes.js';
-import type { Logger } from '../observability/log.js';
+import type { Config, MutationPolicy } from '../config/index.js';
+import { rewrittenForOrigin } from '../graphql/index.js';
+import { ambiguousRequestResponse, type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
+import { operationViolation } from '../graphql/index.js';
+import { selectionOf } from '../graphql/index.js';
+import { acceptedGraphQLResponseType, ownAnswerMediaType } from '../http/index.js';
+import { headerValue, type HeaderList } from '../http/index.js';
+import { endpointOf, hostKey } from '../http/index.js';
+import { prepareOperation, type PreparedOperation } from '../invalidation/index.js';
+import { mutationInvalidationTags } from '../invalidation/index.js';
+import { rootFieldTypeTags } from '../invalidation/index.js';
+import type { Logger } from '../observability/index.js';
 import {
   carriesPurgeToken,
   handlePurgeRequest,
@@ -21,7 +20,7 @@ import {
   purgeTokenHeader,
   type PurgeEvent,
 } from '../purge/index.js';
-import type { CacheStore, CachedResponse } from '../store/types.js';
+import type { CacheStore, CachedResponse } from '../store/index.js';
 import { errorMessage, isPlainObject } from '../util/index.js';
 import { MissCoalescer } from './coalescing.js';
 import { Exchange, type BatchPlan, type MutationPlan, type RequestHead, type ResponsePlan, type StorePlan } from './exchange.js';
@@ -57,8 +56,8 @@ import type { KeyedTarget } from './cacheKey.js';
 import { cachePolicyFor, selectsUnnamedIntrospection, type CachePolicy } from './rules.js';
 import { scopeKeyedHeaders } from './scopes.js';
 import { cacheStatusHeader, explanationHeaders, hitResponse, mergeScopeHeaders, type HeaderChanges } from './responses.js';
-import type { HttpResponse } from '../http/responses.js';
-import { stripAddedFields } from '../invalidation/entityFields.js';
+import type { HttpResponse } from '../http/index.js';
+import { stripAddedFields } from '../invalidation/index.js';
 
 export { Exchange } from './exchange.js';
 export type { CacheStatus, Explanation, RequestHead, RequestSummary, ResponsePlan } from './exchange.js';
@@ -101,6 +100,11 @@ export interface EngineDependencies {
   store: CacheStore;
   /** The registry of automatic persisted queries (hash to query text). */
   persistedQueries: PersistedQueryRegistry;
+  /**
+   * The longest `:path` a GET rewritten for the origin may have: Envoy answers 500 when a mutation
+   * leaves the request headers over its limit (src/extproc/envoyLimits.ts, which the sidecar passes).
+   */
+  maxRewrittenPathBytes: number;
   events?: EngineEvents;
   /** Key of the hash that names scope buckets; replicas sharing a store must share it. */
   scopeKeySecret: Buffer;
@@ -422,7 +426,7 @@ export class DecisionEngine {
             extensions: 'persistedQuery' in request.params.extensions ? withoutPersistedQuery(request.params.extensions) : undefined,
           })
         : {};
-    if (origin.path !== undefined && Buffer.byteLength(origin.path) > MAX_REWRITTEN_PATH_BYTES) {
+    if (origin.path !== undefined && Buffer.byteLength(origin.path) > this.deps.maxRewrittenPathBytes) {
       return this.refuseLongPath(context);
     }
     exchange.forward(plan);

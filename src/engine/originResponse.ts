@@ -1,5 +1,5 @@
-import { storability } from '../http/cacheControl.js';
-import { headerValue, mediaType, type HeaderList } from '../http/headers.js';
+import { storability } from '../http/index.js';
+import { headerValue, mediaType, type HeaderList } from '../http/index.js';
 import type { PassReason } from './passReason.js';
 
 /**

@@ -1,10 +1,10 @@
-import type { HeaderList } from '../http/headers.js';
-import { headerValue } from '../http/headers.js';
+import type { HeaderList } from '../http/index.js';
+import { headerValue } from '../http/index.js';
 import { isPlainObject } from '../util/index.js';
-import { stripAddedFields, type PreparedOperation } from '../invalidation/entityFields.js';
-import { responseTags } from '../invalidation/responseTags.js';
-import { invalidationTag } from '../invalidation/tags.js';
-import type { CachedResponse } from '../store/types.js';
+import { stripAddedFields, type PreparedOperation } from '../invalidation/index.js';
+import { responseTags } from '../invalidation/index.js';
+import { invalidationTag } from '../invalidation/index.js';
+import type { CachedResponse } from '../store/index.js';
 import type { PassPlan, ResponsePlan, StorePlan } from './exchange.js';
 import { isEncoded, isGraphQLJson, storeVerdict } from './originResponse.js';
 import type { PassReason } from './passReason.js';

@@ -1,8 +1,8 @@
-import type { CachedResponse } from '../store/types.js';
-import { headerValue, type HeaderList } from '../http/headers.js';
+import type { CachedResponse } from '../store/index.js';
+import { headerValue, type HeaderList } from '../http/index.js';
 import type { Explanation } from './exchange.js';
 import type { PassReason } from './passReason.js';
-import { CACHE_STATUS_HEADER, type HttpResponse } from '../http/responses.js';
+import { CACHE_STATUS_HEADER, type HttpResponse } from '../http/index.js';
 
 /**
  * A stored answer replayed: the stored bytes, their content type, `age` since it was stored, and

@@ -1,5 +1,5 @@
-import type { CacheRule } from '../config/schema.js';
-import type { Selection } from '../graphql/selection.js';
+import type { CacheRule } from '../config/index.js';
+import type { Selection } from '../graphql/index.js';
 
 /** How a query may be cached, from every rule its selection matches (docs/graphql-caching.md, Rules). */
 export interface CachePolicy {

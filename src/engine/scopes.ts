@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { cookieValue, headerValues, type HeaderList } from '../http/headers.js';
+import { cookieValue, headerValues, type HeaderList } from '../http/index.js';
 
 /**
  * Scope buckets (docs/graphql-caching.md, Scopes). Each distinct key value is its own bucket. The bucket

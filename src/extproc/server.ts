@@ -1,8 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
-import type { DecisionEngine, RequestSummary } from '../engine/engine.js';
-import type { Logger } from '../observability/log.js';
-import type { Metrics } from '../observability/metrics.js';
+import type { DecisionEngine, RequestSummary } from '../engine/index.js';
+import type { Logger } from '../observability/index.js';
+import type { Metrics } from '../observability/index.js';
 import type { ProcessingRequest, ProcessingResponse } from './messages.js';
 import { EXT_PROC_SERVICE, MAX_GRPC_MESSAGE_BYTES, externalProcessorService } from './protocol.js';
 import { ProcessingStream, ProtocolViolation } from './stream.js';

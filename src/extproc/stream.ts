@@ -1,6 +1,6 @@
-import type { HeaderList } from '../http/headers.js';
-import type { DecisionEngine, Exchange, HeaderChanges, RequestSummary } from '../engine/engine.js';
-import type { HttpResponse } from '../http/responses.js';
+import type { HeaderList } from '../http/index.js';
+import type { DecisionEngine, Exchange, HeaderChanges, RequestSummary } from '../engine/index.js';
+import type { HttpResponse } from '../http/index.js';
 import {
   BodySendMode,
   type CommonResponse,

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
-import type { Logger } from '../observability/log.js';
+import type { Logger } from '../observability/index.js';
 import { mutateRequestHeaders, type ConnectionAddresses, type ConnectionManagerConfig } from './connectionManager.js';
 import { ExtProcFilter, type FilterCallbacks } from './extProcFilter.js';
 import type { FilterConfig } from './filterConfig.js';

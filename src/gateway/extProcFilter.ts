@@ -12,8 +12,8 @@ import {
   type ProcessingMode,
   type ProcessingRequest,
   type ProcessingResponse,
-} from '../extproc/messages.js';
-import type { Logger } from '../observability/log.js';
+} from '../extproc/index.js';
+import type { Logger } from '../observability/index.js';
 import { bodyModeName, type FilterConfig } from './filterConfig.js';
 import { headerMapToMessage, type HeaderMap } from './headerMap.js';
 import { responseCodeDetails, type LocalReply } from './localReply.js';

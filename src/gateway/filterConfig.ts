@@ -1,4 +1,4 @@
-import { BodySendMode, HeaderSendMode, type ProcessingMode } from '../extproc/messages.js';
+import { BodySendMode, HeaderSendMode, type ProcessingMode } from '../extproc/index.js';
 
 /** Envoy's HeaderMutationRules (docs/ext-proc.md, Header mutations); every field absent means the default. */
 export interface MutationRules {

@@ -1,4 +1,4 @@
-import { silentLogger, type Logger } from '../observability/log.js';
+import { silentLogger, type Logger } from '../observability/index.js';
 import { ActiveStream, type StreamContext } from './activeStream.js';
 import { PRODUCTION_CONNECTION_MANAGER } from './connectionManager.js';
 import { resolveFilterConfig, type FilterConfig } from './filterConfig.js';

@@ -1,4 +1,4 @@
-import type { HeaderMap as HeaderMapMessage, HeaderValue } from '../extproc/messages.js';
+import type { HeaderMap as HeaderMapMessage, HeaderValue } from '../extproc/index.js';
 import type { EnvoyProfile } from './filterConfig.js';
 
 export type HeaderEntry = readonly [name: string, value: string];

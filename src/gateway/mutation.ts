@@ -1,4 +1,4 @@
-import type { BodyMutation, HeaderMutation } from '../extproc/messages.js';
+import type { BodyMutation, HeaderMutation } from '../extproc/index.js';
 import type { EnvoyProfile, MutationRules } from './filterConfig.js';
 import { headerValueFromMessage, type HeaderMap } from './headerMap.js';
 

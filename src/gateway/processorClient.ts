@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
-import type { ProcessingRequest, ProcessingResponse } from '../extproc/messages.js';
-import { externalProcessorClient, externalProcessorService } from '../extproc/protocol.js';
+import type { ProcessingRequest, ProcessingResponse } from '../extproc/index.js';
+import { externalProcessorClient, externalProcessorService } from '../extproc/index.js';
 
 export interface ProcessorStreamHandlers {
   message(response: ProcessingResponse): void;

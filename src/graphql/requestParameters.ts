@@ -1,6 +1,6 @@
-import type { GraphQLResponseMediaType } from '../http/accept.js';
-import { headerValues, mediaType, type HeaderList } from '../http/headers.js';
-import { graphQLErrorResponse, type HttpResponse } from '../http/responses.js';
+import type { GraphQLResponseMediaType } from '../http/index.js';
+import { headerValues, mediaType, type HeaderList } from '../http/index.js';
+import { graphQLErrorResponse, type HttpResponse } from '../http/index.js';
 import { readJson, readJsonBytes, type JsonValue } from './canonicalVariables.js';
 import type { GraphQLParams } from './httpRequest.js';
 

@@ -23,7 +23,7 @@ import {
   type SelectionNode,
   type SelectionSetNode,
 } from 'graphql';
-import { FragmentMemo, fragmentsOf } from '../graphql/fragments.js';
+import { FragmentMemo, fragmentsOf } from '../graphql/index.js';
 import type { KeyFields } from './keyFields.js';
 import { removeMembers, type MemberPlan } from './jsonMembers.js';
 import { entityKeyField } from './keyFields.js';

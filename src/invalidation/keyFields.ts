@@ -1,5 +1,5 @@
 import { getNullableType, isEnumType, isRequiredArgument, isScalarType, type GraphQLObjectType } from 'graphql';
-import { canonicalJson } from '../graphql/canonicalJson.js';
+import { canonicalJson } from '../graphql/index.js';
 
 /** `keyFields` of the configuration: entity key field candidates, by default and per type. */
 export interface KeyFields {

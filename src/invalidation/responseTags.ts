@@ -25,7 +25,7 @@ import { isPlainObject } from '../util/index.js';
  */
 export const MAX_RESPONSE_TAGS = 10_000;
 
-import type { MutationPolicy } from '../config/schema.js';
+import type { MutationPolicy } from '../config/index.js';
 
 export type { MutationPolicy };
 

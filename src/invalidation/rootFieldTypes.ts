@@ -1,5 +1,5 @@
 import { getNamedType, isAbstractType, isObjectType, Kind, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
-import { collectFields, fragmentsOf } from '../graphql/fragments.js';
+import { collectFields, fragmentsOf } from '../graphql/index.js';
 import type { PreparedOperation } from './entityFields.js';
 import { invalidationTag } from './tags.js';
 

@@ -9,7 +9,7 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
-import { collectFields, fragmentsOf } from '../graphql/fragments.js';
+import { collectFields, fragmentsOf } from '../graphql/index.js';
 import type { PreparedOperation } from './preparedOperation.js';
 
 /**

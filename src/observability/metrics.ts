@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { MutationPolicy } from '../config/schema.js';
+import type { MutationPolicy } from '../config/index.js';
 
 /**
  * svc-cache's Prometheus metrics, served on the admin port's `/metrics`. Every metric lives on a

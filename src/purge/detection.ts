@@ -1,7 +1,7 @@
 import type { OperationDefinitionNode } from 'graphql';
 import { Kind } from 'graphql';
-import type { Config } from '../config/schema.js';
-import { headerValue, type HeaderList } from '../http/headers.js';
+import type { Config } from '../config/index.js';
+import { headerValue, type HeaderList } from '../http/index.js';
 import { isPurgeToken } from './token.js';
 
 /** Telling a purge apart before the purge schema exists (docs/graphql-caching.md, Purge API). */

@@ -9,13 +9,13 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
-import type { Config } from '../config/schema.js';
-import { collectFields, fragmentsOf } from '../graphql/fragments.js';
-import { CACHE_STATUS_HEADER, type HttpResponse } from '../http/responses.js';
-import { headerValue, type HeaderList } from '../http/headers.js';
-import type { Logger } from '../observability/log.js';
-import type { CacheStore } from '../store/types.js';
-import type { GraphQLResponseMediaType } from '../http/accept.js';
+import type { Config } from '../config/index.js';
+import { collectFields, fragmentsOf } from '../graphql/index.js';
+import { CACHE_STATUS_HEADER, type HttpResponse } from '../http/index.js';
+import { headerValue, type HeaderList } from '../http/index.js';
+import type { Logger } from '../observability/index.js';
+import type { CacheStore } from '../store/index.js';
+import type { GraphQLResponseMediaType } from '../http/index.js';
 import { derivePurgeApi, type PurgeApi } from './schema.js';
 import { PurgeTargets } from './targets.js';
 import { isPurgeToken } from './token.js';

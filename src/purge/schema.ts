@@ -18,10 +18,10 @@ import {
   type GraphQLFieldConfigMap,
   type GraphQLInputType,
 } from 'graphql';
-import type { Logger } from '../observability/log.js';
-import { canonicalJson } from '../graphql/canonicalJson.js';
-import { entityKeyField, entityKeyText, type KeyFields } from '../invalidation/keyFields.js';
-import { invalidationTag } from '../invalidation/tags.js';
+import type { Logger } from '../observability/index.js';
+import { canonicalJson } from '../graphql/index.js';
+import { entityKeyField, entityKeyText, type KeyFields } from '../invalidation/index.js';
+import { invalidationTag } from '../invalidation/index.js';
 import type { PurgeTargets } from './targets.js';
 
 /**

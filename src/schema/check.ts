@@ -1,5 +1,5 @@
 import { isInterfaceType, isObjectType, type GraphQLSchema } from 'graphql';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../config/index.js';
 
 /**
  * Names in the configuration that the origin schema does not have. A misspelt type in a rule is not

@@ -1,6 +1,6 @@
 import type { GraphQLSchema } from 'graphql';
-import type { Config } from '../config/schema.js';
-import type { Logger } from '../observability/log.js';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../observability/index.js';
 import { configSchemaMismatches } from './check.js';
 import { formatDuration } from './duration.js';
 import { SchemaLoadError } from './error.js';

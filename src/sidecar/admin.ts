@@ -1,6 +1,6 @@
 import { createServer, type ServerResponse } from 'node:http';
 import type { AdminRoutes } from '../dashboard/index.js';
-import type { Metrics } from '../observability/metrics.js';
+import type { Metrics } from '../observability/index.js';
 
 export interface Readiness {
   ready: boolean;

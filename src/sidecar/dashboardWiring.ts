@@ -1,9 +1,9 @@
 import { OperationTypeNode } from 'graphql';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../config/index.js';
 import type { DashboardActions, InspectInput, PurgeAnswer } from '../dashboard/index.js';
-import type { DecisionEngine, Exchange, RequestDecision, RequestHead } from '../engine/engine.js';
-import { parseDocument, selectOperation } from '../graphql/document.js';
-import type { HeaderList } from '../http/headers.js';
+import type { DecisionEngine, Exchange, RequestDecision, RequestHead } from '../engine/index.js';
+import { parseDocument, selectOperation } from '../graphql/index.js';
+import type { HeaderList } from '../http/index.js';
 
 /**
  * The adapters between the sidecar's request path and the dashboard, kept together so a change to

@@ -1,5 +1,5 @@
-import type { EngineEvents } from '../engine/engine.js';
-import type { Metrics } from '../observability/metrics.js';
+import type { EngineEvents } from '../engine/index.js';
+import type { Metrics } from '../observability/index.js';
 
 /** What the decision engine reports (persisted queries, purges, invalidations), recorded as metrics. */
 export function engineEventsRecordedIn(metrics: Metrics): EngineEvents {

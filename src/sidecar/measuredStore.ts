@@ -1,5 +1,5 @@
-import type { CacheStore, CachedResponse, Lookup, StoreOptions } from '../store/types.js';
-import type { Metrics, StoreOperation } from '../observability/metrics.js';
+import type { CacheStore, CachedResponse, Lookup, StoreOptions } from '../store/index.js';
+import type { Metrics, StoreOperation } from '../observability/index.js';
 
 /**
  * A cache store that times every operation and counts the failed ones, then behaves exactly as the

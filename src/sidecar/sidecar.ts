@@ -1,15 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../config/index.js';
 import { watchConfig } from '../config/index.js';
 import { Dashboard, dashboardRoutes, type StoreHealth } from '../dashboard/index.js';
-import { DecisionEngine, type RequestSummary, type RuntimeState } from '../engine/engine.js';
-import { scopeSources } from '../engine/scopes.js';
-import { startExtProcServer } from '../extproc/server.js';
-import { withSecretHeaders, type Logger } from '../observability/log.js';
+import { DecisionEngine, type RequestSummary, type RuntimeState } from '../engine/index.js';
+import { scopeSources } from '../engine/index.js';
+import { MAX_REWRITTEN_PATH_BYTES } from '../extproc/index.js';
+import { startExtProcServer } from '../extproc/index.js';
+import { withSecretHeaders, type Logger } from '../observability/index.js';
 import { MeasuredStore } from './measuredStore.js';
-import { Metrics } from '../observability/metrics.js';
+import { Metrics } from '../observability/index.js';
 import { warnOmittedPurgeFields } from '../purge/index.js';
 import { createSchemaSource } from '../schema/index.js';
 import { createStores, type CacheStore } from '../store/index.js';
@@ -78,6 +79,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     state,
     store,
     persistedQueries: stores.persistedQueries,
+    maxRewrittenPathBytes: MAX_REWRITTEN_PATH_BYTES,
     events: {
       ...recorded,
       purge: (event) => {

@@ -1,9 +1,9 @@
 import { MemoryPersistedQueryRegistry, type PersistedQueryRegistry } from '../apq/index.js';
-import type { Config } from '../config/schema.js';
-import type { Logger } from '../observability/log.js';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../observability/index.js';
 import { MemoryStore } from './memory.js';
 import { RedisStore } from './redis.js';
-import { hasRedisConnection } from './redis-connection.js';
+import { hasRedisConnection } from './redisConnection.js';
 import type { CacheStore } from './types.js';
 
 export type { CacheStore, CachedResponse, InvalidationMark, Lookup, StoreOptions } from './types.js';

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
-import { silentLogger, type Logger } from '../observability/log.js';
-import { decodeEntry, encodeEntry } from './entry-codec.js';
+import { silentLogger, type Logger } from '../observability/index.js';
+import { decodeEntry, encodeEntry } from './entryCodec.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
-import { connectRedis, withinTimeout, type RedisConfig } from './redis-connection.js';
-import { RedisKeyLayout, SHARD_COUNT } from './redis-layout.js';
-import { INVALIDATE_SHARD, INVALIDATE_TAGS, STORE_ENTRY, type LuaScript, type RedisClient } from './redis-scripts.js';
+import { connectRedis, withinTimeout, type RedisConfig } from './redisConnection.js';
+import { RedisKeyLayout, SHARD_COUNT } from './redisLayout.js';
+import { INVALIDATE_SHARD, INVALIDATE_TAGS, STORE_ENTRY, type LuaScript, type RedisClient } from './redisScripts.js';
 import { RedisPersistedQueryRegistry } from './redisPersistedQueries.js';
 import type { CacheStore, CachedResponse, InvalidationMark, Lookup, StoreOptions } from './types.js';
 
@@ -15,7 +15,7 @@ export interface RedisStoreOptions {
 }
 
 /**
- * The store shared by every replica (data model in redis-layout.ts). A HIT is one MGET of the entry
+ * The store shared by every replica (data model in redisLayout.ts). A HIT is one MGET of the entry
  * and its shard's invalidation sequence and epoch. Every call is bounded by `commandTimeoutMs` and fails at
  * once while Redis is unreachable, so the engine answers PASS instead of waiting.
  *

@@ -1,12 +1,12 @@
 import type { PersistedQueryRegistry } from '../apq/index.js';
-import { withinTimeout } from './redis-connection.js';
-import type { RedisKeyLayout } from './redis-layout.js';
-import { REGISTER_PERSISTED_QUERY, type RedisClient } from './redis-scripts.js';
+import { withinTimeout } from './redisConnection.js';
+import type { RedisKeyLayout } from './redisLayout.js';
+import { REGISTER_PERSISTED_QUERY, type RedisClient } from './redisScripts.js';
 
 /**
  * The persisted-query registry shared by every replica, on the Redis connection of the store. Its
- * total size stays under `maxBytes`, the oldest registrations going first (redis-layout.ts has the
- * keys, redis-scripts.ts the registration script).
+ * total size stays under `maxBytes`, the oldest registrations going first (redisLayout.ts has the
+ * keys, redisScripts.ts the registration script).
  */
 export class RedisPersistedQueryRegistry implements PersistedQueryRegistry {
   constructor(

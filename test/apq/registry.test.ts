@@ -5,7 +5,7 @@ import { MemoryPersistedQueryRegistry, type PersistedQueryRegistry } from '../..
 import { createStores, type CacheStore } from '../../src/store/index.js';
 import { startRedisServer, type RedisServer } from '../support/redis.js';
 import { sleep, untilReady } from '../store/contract.js';
-import { scanKeys } from '../store/redis-inspection.js';
+import { scanKeys } from '../store/redisInspection.js';
 
 /**
  * What every persisted-query registry does, in memory and on a real Redis: answer what was

@@ -1,4 +1,5 @@
 import { buildSchema } from 'graphql';
+import { MAX_REWRITTEN_PATH_BYTES } from '../../src/extproc/envoyLimits.js';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { configSchema, type Config } from '../../src/config/schema.js';
 import { DecisionEngine, type Exchange, type RequestDecision, type RequestHead } from '../../src/engine/engine.js';
@@ -47,6 +48,7 @@ describe('DecisionEngine', () => {
       state: () => ({ config: current, schema }),
       store,
       persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 }),
+      maxRewrittenPathBytes: MAX_REWRITTEN_PATH_BYTES,
       scopeKeySecret: Buffer.from('test-secret'),
       logger: silentLogger(),
       now: () => now,
@@ -465,6 +467,7 @@ describe('DecisionEngine', () => {
       state: () => ({ config: current, schema: undefined }),
       store,
       persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 }),
+      maxRewrittenPathBytes: MAX_REWRITTEN_PATH_BYTES,
       scopeKeySecret: Buffer.from('k'),
       logger: silentLogger(),
     });
@@ -509,6 +512,7 @@ describe('DecisionEngine', () => {
       },
       store,
       persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 }),
+      maxRewrittenPathBytes: MAX_REWRITTEN_PATH_BYTES,
       scopeKeySecret: Buffer.from('k'),
       logger: silentLogger(),
     });
@@ -536,6 +540,7 @@ describe('DecisionEngine', () => {
       state: () => ({ config: current, schema }),
       store: new UnreachableStore({ maxBytes: 1024 }),
       persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 }),
+      maxRewrittenPathBytes: MAX_REWRITTEN_PATH_BYTES,
       scopeKeySecret: Buffer.from('k'),
       logger: silentLogger(),
     });

@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createStore, type CacheStore } from '../../src/store/index.js';
-import { RedisKeyLayout, SHARD_COUNT } from '../../src/store/redis-layout.js';
+import { RedisKeyLayout, SHARD_COUNT } from '../../src/store/redisLayout.js';
 import { startRedisSentinel, startRedisServer, type RedisServer } from '../support/redis.js';
 import { bodyText, describeStoreContract, jsonResponse, sleep, untilReady } from './contract.js';
-import { keysInSameShard, scanKeys } from './redis-inspection.js';
+import { keysInSameShard, scanKeys } from './redisInspection.js';
 
 let server: RedisServer;
 let inspector: Redis;

@@ -2,10 +2,10 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { createStore, createStores, type CacheStore } from '../../src/store/index.js';
-import { RedisKeyLayout, SHARD_COUNT } from '../../src/store/redis-layout.js';
+import { RedisKeyLayout, SHARD_COUNT } from '../../src/store/redisLayout.js';
 import { startRedisCluster, type RedisCluster } from '../support/redis.js';
 import { describeStoreContract, jsonResponse, untilReady } from './contract.js';
-import { scanKeys } from './redis-inspection.js';
+import { scanKeys } from './redisInspection.js';
 
 let cluster: RedisCluster;
 let masters: Redis[];

@@ -15,7 +15,7 @@ const TODOS_BODY = '{"data":{"todos":[{"id":"1"},{"id":"2"},{"id":"3"}]}}';
 const USERS_BODY = '{"data":{"users":[{"id":"u1"},{"id":"u2"}]}}';
 
 function configFile(rules: string, scopes = ''): string {
-  return `# written by config-reload.test.ts
+  return `# written by configReload.test.ts
 origin:
   url: {{ORIGIN_URL}}
 schema:

@@ -1,7 +1,7 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import type { Config } from '../config/schema.js';
-import type { Logger } from '../observability/log.js';
-import type { RedisClient } from './redis-scripts.js';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../observability/index.js';
+import type { RedisClient } from './redisScripts.js';
 
 export type RedisConfig = NonNullable<Config['redis']>;
 

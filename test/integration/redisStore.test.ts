@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { scanKeys } from '../store/redis-inspection.js';
+import { scanKeys } from '../store/redisInspection.js';
 import { postGraphQL, startDemoOrigin, type DemoOrigin, type GraphQLHttpResult } from '../support/origin.js';
 import { startRedisServer, TEST_REDIS_COMMAND_TIMEOUT_MS, type RedisServer } from '../support/redis.js';
 import { startStack, type ConfigInput, type Stack } from '../support/stack.js';

@@ -1,6 +1,6 @@
 import { isAlias, isMap, isNode, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type YAMLError } from 'yaml';
 import { ConfigError } from './error.js';
-import type { KeyPath } from './key-path.js';
+import type { KeyPath } from './keyPath.js';
 
 /** A parsed YAML file that can still say on which line each value was written. */
 export interface YamlFile {

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { RedisKeyLayout } from '../../src/store/redis-layout.js';
+import type { RedisKeyLayout } from '../../src/store/redisLayout.js';
 
 /** SCAN of a test's own server, to prove what the store left behind (the store itself never scans). */
 export async function scanKeys(client: Redis, pattern: string): Promise<string[]> {

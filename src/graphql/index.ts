@@ -1,0 +1,8 @@
+/** The folder's one door: what other folders of src/ may use. */
+export { canonicalJson } from './canonicalJson.js';
+export { parseDocument, selectOperation } from './document.js';
+export { FragmentMemo, collectFields, fragmentsOf } from './fragments.js';
+export { rewrittenForOrigin, type GraphQLParams } from './httpRequest.js';
+export { operationViolation, queryTextViolation, type LimitViolation } from './limits.js';
+export { ambiguousRequestResponse, readGetRequest, readPostRequest, type GraphQLOperation, type RequestParameters } from './requestParameters.js';
+export { selectionOf, type Selection } from './selection.js';

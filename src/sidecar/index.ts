@@ -1,0 +1,2 @@
+/** The folder's one door: what other folders of src/ may use. */
+export { startSidecar } from './sidecar.js';
