@@ -23,7 +23,7 @@ import {
 import type { CacheStore, CachedResponse } from '../store/index.js';
 import { errorMessage, isPlainObject } from '../util/index.js';
 import { MissCoalescer } from './coalescing.js';
-import { Exchange, type BatchPlan, type MutationPlan, type RequestHead, type ResponsePlan, type StorePlan } from './exchange.js';
+import { documentHashOf, Exchange, type BatchPlan, type MutationPlan, type RequestHead, type ResponsePlan, type StorePlan } from './exchange.js';
 import type { PassReason } from './passReason.js';
 import {
   checkLimits,
@@ -268,7 +268,7 @@ export class DecisionEngine {
     if (isVerdict(checked)) return this.conclude(exchange, checked, context);
     // It parses and passes the limits: registered once an answer with data shows the origin runs it.
     exchange.registration = resolved.registration;
-    exchange.describeOperation(checked.selected.name, checked.selected.normalised);
+    exchange.describeOperation(checked.selected.name, documentHashOf(checked.selected));
     const classified = classify(checked, { method: request.method, headers: context.head.headers }, config, schema);
     let next: Verdict | OriginBound;
     if (classified.kind === 'purge') {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { GraphQLSchema } from 'graphql';
+import type { DocumentNode, GraphQLSchema } from 'graphql';
 import type { PersistedQueryRegistration } from '../apq/index.js';
 import type { MutationPolicy } from '../config/index.js';
 import type { HeaderList } from '../http/index.js';
@@ -61,10 +61,10 @@ export class Exchange {
     return this.currentPlan?.kind === 'pass' && this.registration === undefined;
   }
 
-  /** The operation being decided, for the summary. */
-  describeOperation(name: string, normalisedDocument: string): void {
+  /** The operation being decided, for the summary (`documentHash` from `documentHashOf`). */
+  describeOperation(name: string, documentHash: string): void {
     this.operationName = name;
-    this.documentHash = createHash('sha256').update(normalisedDocument).digest('hex').slice(0, 12);
+    this.documentHash = documentHash;
   }
 
   /** This request leads the fetch that identical requests wait for, until `releaseLeadership`. */
@@ -129,6 +129,22 @@ export class Exchange {
 }
 
 /** What one request came to, emitted once its ext_proc stream ends. */
+/**
+ * The first 12 hex digits of the SHA-256 of a normalised document, worked out once per parsed
+ * document (documents are remembered by query text) rather than once per request: a HIT repeats a
+ * popular document again and again.
+ */
+export function documentHashOf(selected: { document: DocumentNode; normalised: string }): string {
+  let hash = hashesByDocument.get(selected.document);
+  if (hash === undefined) {
+    hash = createHash('sha256').update(selected.normalised).digest('hex').slice(0, 12);
+    hashesByDocument.set(selected.document, hash);
+  }
+  return hash;
+}
+
+const hashesByDocument = new WeakMap<DocumentNode, string>();
+
 export interface RequestSummary {
   /** Undefined: the stream ended undecided. */
   outcome: RequestOutcome | undefined;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Exchange } from '../../src/engine/exchange.js';
+import { parse } from 'graphql';
+import { documentHashOf, Exchange } from '../../src/engine/exchange.js';
 import { isEncoded, isGraphQLJson, isStreaming, storeVerdict } from '../../src/engine/originResponse.js';
 import { cachePolicyFor } from '../../src/engine/rules.js';
 import { explanationHeaders } from '../../src/engine/responses.js';
@@ -82,7 +83,7 @@ describe('Exchange', () => {
   it('summarises an operation: name, a 12-hex document hash, origin latency from forward to response headers', () => {
     let clock = 100;
     const exchange = new Exchange({ method: 'POST', path: '/graphql', headers: [], hasBody: true }, () => clock);
-    exchange.describeOperation('', '{ todos { id } }');
+    exchange.describeOperation('', documentHashOf({ document: parse('{ todos { id } }'), normalised: '{ todos { id } }' }));
     exchange.forward({ kind: 'pass', reason: 'no-rule' });
     clock = 142;
     exchange.responseArrived([], { kind: 'pass', reason: 'no-rule' });
