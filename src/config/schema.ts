@@ -41,6 +41,22 @@ const rule = z
   })
   .strict();
 
+const COMPRESSION_DEFAULTS = { encoding: 'gzip', minBytes: 256 } as const;
+
+/** gzip levels are 1-9 (0 stores uncompressed inside gzip framing), brotli qualities 0-11. */
+const compressionSchema = z
+  .object({
+    encoding: z.enum(['gzip', 'br', 'identity']).default(COMPRESSION_DEFAULTS.encoding),
+    level: z.number().int().min(0).max(11).optional(),
+    minBytes: z.number().int().min(0).default(COMPRESSION_DEFAULTS.minBytes),
+  })
+  .strict()
+  .refine((compression) => compression.encoding !== 'gzip' || compression.level === undefined || (compression.level >= 1 && compression.level <= 9), {
+    path: ['level'],
+    message: 'gzip levels are 1 to 9',
+  })
+  .default(COMPRESSION_DEFAULTS);
+
 export const configSchema = z
   .object({
     origin: z.object({ url: z.url({ protocol: /^https?$/ }).describe('an http:// or https:// URL') }).strict(),
@@ -151,6 +167,8 @@ export const configSchema = z
          * Kept under Envoy's ext_proc message_timeout (1 s in deploy/sidecar/envoy.yaml); 0 turns coalescing off.
          */
         coalesceWaitMs: z.number().int().min(0).default(800),
+        /** How stored bodies are compressed (README, "Every key"; src/store/bodyEncoding.ts). */
+        compression: compressionSchema,
       })
       .strict()
       .default({
@@ -159,6 +177,7 @@ export const configSchema = z
         ignoreOriginCacheControl: false,
         bypassCacheHeaders: [],
         coalesceWaitMs: 800,
+        compression: COMPRESSION_DEFAULTS,
       }),
     dashboard: z.object({ enabled: z.boolean().default(true) }).strict().default({ enabled: true }),
     logging: z

@@ -6,7 +6,7 @@ import { rewrittenForOrigin } from '../graphql/index.js';
 import { ambiguousRequestResponse, type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { operationViolation } from '../graphql/index.js';
 import { selectionOf } from '../graphql/index.js';
-import { acceptedGraphQLResponseType, ownAnswerMediaType } from '../http/index.js';
+import { acceptedEncoding, acceptedGraphQLResponseType, ownAnswerMediaType } from '../http/index.js';
 import { headerValue, type HeaderList } from '../http/index.js';
 import { endpointOf, hostKey } from '../http/index.js';
 import { prepareOperation, type PreparedOperation } from '../invalidation/index.js';
@@ -20,7 +20,7 @@ import {
   purgeTokenHeader,
   type PurgeEvent,
 } from '../purge/index.js';
-import type { CacheStore, CachedResponse } from '../store/index.js';
+import { compressBody, decompressBody, type CacheStore, type CachedResponse } from '../store/index.js';
 import { errorMessage, isPlainObject } from '../util/index.js';
 import { MissCoalescer } from './coalescing.js';
 import { documentHashOf, Exchange, type BatchPlan, type MutationPlan, type RequestHead, type ResponsePlan, type StorePlan } from './exchange.js';
@@ -399,13 +399,19 @@ export class DecisionEngine {
     return this.forward(context, plan, originQueryOf(prepared));
   }
 
-  /** A HIT in a type the client accepts, else the origin negotiates (README, HIT, MISS, PASS). */
+  /**
+   * A HIT in a type and content coding the client accepts, else the origin negotiates (README, HIT,
+   * MISS, PASS): the stored bytes as they are when the client accepts their coding, else decompressed.
+   */
   private answerFromCache(context: RequestContext, entry: CachedResponse, scopeHeaders: Array<[string, string]>): RequestDecision {
     const { exchange, head } = context;
     const contentType = hitContentType(headerValue(head.headers, 'accept'), entry.contentType);
     if (contentType === undefined) return this.passOn(exchange, 'not-acceptable', entry.contentType, context);
+    const encoding = acceptedEncoding(headerValue(head.headers, 'accept-encoding'), entry.encoding);
+    if (encoding === undefined) return this.passOn(exchange, 'not-acceptable', entry.encoding, context);
+    const served = encoding === entry.encoding ? entry : { body: decompressBody(entry.body, entry.encoding), encoding: 'identity' as const };
     const overrides = [...mergeScopeHeaders(entry.headers, scopeHeaders), ...explanationHeaders(exchange.explanation)];
-    const response = hitResponse({ ...entry, contentType }, this.now(), overrides);
+    const response = hitResponse({ ...entry, contentType }, this.now(), overrides, served);
     exchange.settle('HIT', { servedBytes: response.body.length });
     return { kind: 'respond', response };
   }
@@ -524,8 +530,11 @@ export class DecisionEngine {
     };
     const storable = entryToStore(plan, headers, body, this.now());
     if ('reason' in storable) return notStored(storable.reason);
+    const clientBody = storable.entry.body;
+    // Compressed once, here, so that a HIT replays the stored bytes (README, Performance).
+    const entry = { ...storable.entry, ...(await compressBody(clientBody, this.deps.state().config.cache.compression)) };
     try {
-      const stored = await this.deps.store.store(plan.key, storable.entry, { tags: storable.tags, ttlSeconds: storable.ttlSeconds, mark: plan.mark });
+      const stored = await this.deps.store.store(plan.key, entry, { tags: storable.tags, ttlSeconds: storable.ttlSeconds, mark: plan.mark });
       if (!stored) return notStored('invalidated-meanwhile');
     } catch (error) {
       this.deps.logger.warn({ err: errorMessage(error) }, 'cache store unavailable; response not stored');
@@ -533,7 +542,7 @@ export class DecisionEngine {
     }
     exchange.settle('MISS');
     const added = [...mergeScopeHeaders(headers, plan.scopeHeaders), ...explanationHeaders(exchange.explanation)];
-    return { ...withBody(storable.entry.body, body), headers: cacheStatusHeader('MISS', added) };
+    return { ...withBody(clientBody, body), headers: cacheStatusHeader('MISS', added) };
   }
 
   /**

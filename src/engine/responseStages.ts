@@ -75,8 +75,11 @@ export function entryToStore(
   if (!tags) return { reason: 'untaggable-response' };
   const maxAge = plan.maxAge ?? plan.policy.maxAge;
   if (maxAge <= 0) return { reason: 'origin-max-age-zero' };
+  const clientBody = stripAddedFields(plan.prepared, body);
   const entry: CachedResponse = {
-    body: stripAddedFields(plan.prepared, body),
+    body: clientBody,
+    encoding: 'identity',
+    identityLength: clientBody.length,
     contentType: headerValue(responseHeaders, 'content-type') ?? 'application/json',
     headers: replayableHeaders(responseHeaders),
     storedAt: now,

@@ -1,27 +1,37 @@
-import type { CachedResponse } from '../store/index.js';
+import type { BodyEncoding, CachedResponse } from '../store/index.js';
 import { headerValue, type HeaderList } from '../http/index.js';
 import type { Explanation } from './exchange.js';
 import type { PassReason } from './passReason.js';
 import { CACHE_STATUS_HEADER, type HttpResponse } from '../http/index.js';
 
 /**
- * A stored answer replayed: the stored bytes, their content type, `age` since it was stored, and
- * the stored headers with `overrides` replacing those of the same name.
+ * A stored answer replayed: `served` (the stored bytes, or them decompressed for a client that does
+ * not accept their coding) with `content-encoding` when encoded, the content type, `age` since it was
+ * stored, and the stored headers with `overrides` replacing those of the same name. An entry stored
+ * compressed is answered according to `accept-encoding`, which `vary` then says.
  */
-export function hitResponse(entry: CachedResponse, now: number, overrides: HeaderList): HttpResponse {
+export function hitResponse(entry: CachedResponse, now: number, overrides: HeaderList, served: { body: Buffer; encoding: BodyEncoding }): HttpResponse {
   const age = Math.max(0, Math.floor((now - entry.storedAt) / 1000));
   const overridden = new Set(overrides.map(([name]) => name));
-  return {
-    status: 200,
-    headers: [
-      ['content-type', entry.contentType],
-      ...entry.headers.filter(([name]) => !overridden.has(name)),
-      ...overrides.map(([name, value]): [string, string] => [name, value]),
-      [CACHE_STATUS_HEADER, 'HIT'],
-      ['age', String(age)],
-    ],
-    body: entry.body,
-  };
+  const headers: Array<[string, string]> = [
+    ['content-type', entry.contentType],
+    ...entry.headers.filter(([name]) => !overridden.has(name)),
+    ...overrides.map(([name, value]): [string, string] => [name, value]),
+  ];
+  if (served.encoding !== 'identity') headers.push(['content-encoding', served.encoding]);
+  if (entry.encoding !== 'identity') varyOnAcceptEncoding(headers);
+  headers.push([CACHE_STATUS_HEADER, 'HIT'], ['age', String(age)]);
+  return { status: 200, headers, body: served.body };
+}
+
+/** Adds `accept-encoding` to the last `vary` (or a `vary` of its own) unless it is listed already or `vary` is `*`. */
+function varyOnAcceptEncoding(headers: Array<[string, string]>): void {
+  const listed = headers.flatMap(([name, value]) => (name === 'vary' ? value.split(',').map((token) => token.trim().toLowerCase()) : []));
+  if (listed.includes('*') || listed.includes('accept-encoding')) return;
+  const last = headers.findLastIndex(([name]) => name === 'vary');
+  // A new pair: the others may be the stored entry's own.
+  if (last < 0) headers.push(['vary', 'accept-encoding']);
+  else headers[last] = ['vary', headers[last]![1].trim() === '' ? 'accept-encoding' : `${headers[last]![1]}, accept-encoding`];
 }
 
 /**

@@ -32,6 +32,19 @@ export function acceptedGraphQLResponseType(accept: string | undefined, stored: 
 }
 
 /**
+ * The content coding a HIT is answered in, per `Accept-Encoding` (RFC 9110 section 12.5.3, read by
+ * `negotiator`): the stored coding whenever the client accepts it at all (q > 0; serving it costs
+ * nothing), else `identity` when the client accepts that, else undefined. No `Accept-Encoding`
+ * means identity only: a client that names no coding may not be able to decode one.
+ */
+export function acceptedEncoding(acceptEncoding: string | undefined, stored: string): string | undefined {
+  if (stored === 'identity') return stored;
+  const acceptable = new Negotiator({ headers: { 'accept-encoding': acceptEncoding } }).encodings([stored, 'identity']);
+  if (acceptable.includes(stored)) return stored;
+  return acceptable.includes('identity') ? 'identity' : undefined;
+}
+
+/**
  * The client accepts no JSON answer at all (only `text/event-stream`, `multipart/mixed`, ...): the
  * request streams. Listing a streaming type beside a JSON one does not make a request streaming.
  */

@@ -1,5 +1,5 @@
 /** The folder's one door: what other folders of src/ may use. */
-export { acceptedGraphQLResponseType, acceptsNoJson, ownAnswerMediaType, type GraphQLResponseMediaType } from './accept.js';
+export { acceptedEncoding, acceptedGraphQLResponseType, acceptsNoJson, ownAnswerMediaType, type GraphQLResponseMediaType } from './accept.js';
 export { storability } from './cacheControl.js';
 export { cookieValue, headerValue, headerValues, mediaType, type HeaderList } from './headers.js';
 export { endpointOf, hostKey } from './requestTarget.js';

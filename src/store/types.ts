@@ -3,10 +3,16 @@
  * one replica; the Redis store is shared by every replica, so a purge through one holds for all.
  */
 
+import type { BodyEncoding } from './bodyEncoding.js';
+
 /** A response as svc-cache replays it on a HIT. */
 export interface CachedResponse {
-  /** Bytes exactly as the client receives them. */
+  /** Bytes as a client that accepts `encoding` receives them; decompressed, exactly the origin's answer. */
   body: Buffer;
+  /** How `body` is compressed (src/store/bodyEncoding.ts); `identity` when it is not. */
+  encoding: BodyEncoding;
+  /** Length of the body decompressed. */
+  identityLength: number;
   contentType: string;
   /** Origin response headers that are safe to replay (never hop-by-hop or per-user ones). */
   headers: Array<[string, string]>;

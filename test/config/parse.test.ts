@@ -84,6 +84,7 @@ apq:
         ignoreOriginCacheControl: false,
         bypassCacheHeaders: [],
         coalesceWaitMs: 800,
+        compression: { encoding: 'gzip', minBytes: 256 },
       },
       dashboard: { enabled: true },
       logging: { level: 'info' },
@@ -253,6 +254,15 @@ logging: verbose
       'config.yaml: keyFields.types.Product: expected a non-empty list of field names, got an empty list (line 16)',
       'config.yaml: limits.maxDepth: expected a positive whole number, got a list (line 18)',
       'config.yaml: logging: expected a mapping with the key level, got "verbose" (line 19)',
+    ]);
+  });
+
+  it('refuses a gzip level past 9, and an unknown compression', () => {
+    expect(problems(`${ORIGIN}cache:\n  compression: { encoding: gzip, level: 11 }\n`)).toEqual([
+      'config.yaml: cache.compression.level: gzip levels are 1 to 9 (line 4)',
+    ]);
+    expect(problems(`${ORIGIN}cache:\n  compression: { encoding: zstd }\n`)).toEqual([
+      'config.yaml: cache.compression.encoding: expected one of gzip, br, identity, got "zstd" (line 4)',
     ]);
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { acceptedGraphQLResponseType, acceptsNoJson, ownAnswerMediaType } from '../../src/http/accept.js';
+import { acceptedEncoding, acceptedGraphQLResponseType, acceptsNoJson, ownAnswerMediaType } from '../../src/http/accept.js';
 
 const GR = 'application/graphql-response+json';
 const JSON_TYPE = 'application/json';
@@ -119,5 +119,23 @@ describe('ownAnswerMediaType', () => {
     ['text/event-stream', JSON_TYPE],
   ])('answers %j in %s', (accept, expected) => {
     expect(ownAnswerMediaType(accept)).toBe(expected);
+  });
+});
+
+describe('acceptedEncoding: the coding a HIT is answered in', () => {
+  it.each([
+    [undefined, 'gzip', 'identity'],
+    ['', 'gzip', 'identity'],
+    ['gzip, deflate', 'gzip', 'gzip'],
+    ['gzip, deflate, br, zstd', 'br', 'br'],
+    ['gzip, deflate', 'br', 'identity'],
+    ['GZIP;q=0.1, identity', 'gzip', 'gzip'],
+    ['gzip;q=0', 'gzip', 'identity'],
+    ['*', 'gzip', 'gzip'],
+    ['br, identity;q=0', 'gzip', undefined],
+    ['*;q=0', 'gzip', undefined],
+    ['identity;q=0', 'identity', 'identity'],
+  ])('answers accept-encoding %j with %s stored in %s', (acceptEncoding, stored, expected) => {
+    expect(acceptedEncoding(acceptEncoding, stored)).toBe(expected);
   });
 });

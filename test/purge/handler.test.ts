@@ -83,7 +83,7 @@ describe('handlePurgeRequest', () => {
       const body = Buffer.from(`{"data":{"key":"${key}"}}`);
       const stored = await store.store(
         key,
-        { body, contentType: 'application/json', headers: [], storedAt: 0, maxAge: 60, swr: 0 },
+        { body, encoding: 'identity', identityLength: body.length, contentType: 'application/json', headers: [], storedAt: 0, maxAge: 60, swr: 0 },
         { tags, ttlSeconds: 60, mark },
       );
       expect(stored).toBe(true);

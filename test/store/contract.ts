@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { CacheStore, CachedResponse, Lookup } from '../../src/store/index.js';
+import { compressBody, decompressBody, type CacheStore, type CachedResponse, type Lookup } from '../../src/store/index.js';
 
 /**
  * What every CacheStore must do, registered against a factory so the in-memory store, a standalone
@@ -33,6 +33,8 @@ export function describeStoreContract(name: string, createStore: () => Promise<C
     it('misses an unknown key and hits it once stored, returning the response exactly', async () => {
       const response: CachedResponse = {
         body: Buffer.from('{"data":{"product":{"sku":"a-1"}}}'),
+        encoding: 'identity',
+        identityLength: 34,
         contentType: 'application/graphql-response+json; charset=utf-8',
         headers: [
           ['x-origin', 'one'],
@@ -47,6 +49,17 @@ export function describeStoreContract(name: string, createStore: () => Promise<C
       const { entry } = await store.lookup('query-1');
       expect(entry).toEqual(response);
       expect(await isCached('query-2')).toBe(false);
+    });
+
+    it('returns an entry stored compressed exactly: its bytes, encoding and identity length', async () => {
+      const identity = Buffer.from(JSON.stringify({ data: { items: Array.from({ length: 200 }, (_, id) => ({ id, name: `item ${id}` })) } }));
+      const compressed = await compressBody(identity, { encoding: 'gzip', minBytes: 0 });
+      const response: CachedResponse = { ...jsonResponse('x'), ...compressed, identityLength: identity.length };
+      expect(compressed.encoding).toBe('gzip');
+      expect(await storeAfterMiss('compressed', ['T:1'], response)).toBe(true);
+      const { entry } = await store.lookup('compressed');
+      expect(entry).toEqual(response);
+      expect(decompressBody(entry!.body, entry!.encoding).equals(identity)).toBe(true);
     });
 
     it('replaces an entry stored again under the same key', async () => {
@@ -167,7 +180,7 @@ export function describeStoreContract(name: string, createStore: () => Promise<C
     describe('payloads', () => {
       it('round-trips an entry of several megabytes', async () => {
         const body = randomBytes(6 * 1024 * 1024);
-        expect(await storeAfterMiss('large', ['Report:1'], { ...jsonResponse('large'), body })).toBe(true);
+        expect(await storeAfterMiss('large', ['Report:1'], { ...jsonResponse('large'), body, identityLength: body.length })).toBe(true);
         const { entry } = await store.lookup('large');
         expect(entry?.body.equals(body)).toBe(true);
       });
@@ -177,10 +190,11 @@ export function describeStoreContract(name: string, createStore: () => Promise<C
         const unicode: CachedResponse = {
           ...jsonResponse('unicode'),
           body: Buffer.from('{"data":{"name":"Zoë ✓ 日本 🚀"}}'),
+          identityLength: Buffer.byteLength('{"data":{"name":"Zoë ✓ 日本 🚀"}}'),
           headers: [['content-disposition', 'inline; filename*=UTF-8\'\'r%C3%A9sum%C3%A9']],
         };
-        await storeAfterMiss('binary', ['A'], { ...jsonResponse('binary'), body: binary, contentType: 'application/octet-stream' });
-        await storeAfterMiss('empty', ['A'], { ...jsonResponse('empty'), body: Buffer.alloc(0), headers: [] });
+        await storeAfterMiss('binary', ['A'], { ...jsonResponse('binary'), body: binary, identityLength: binary.length, contentType: 'application/octet-stream' });
+        await storeAfterMiss('empty', ['A'], { ...jsonResponse('empty'), body: Buffer.alloc(0), identityLength: 0, headers: [] });
         await storeAfterMiss('unicode', ['A'], unicode);
         expect((await store.lookup('binary')).entry?.body.equals(binary)).toBe(true);
         expect((await store.lookup('empty')).entry?.body.length).toBe(0);
@@ -217,6 +231,8 @@ export function describeStoreContract(name: string, createStore: () => Promise<C
 export function jsonResponse(text: string): CachedResponse {
   return {
     body: Buffer.from(text),
+    encoding: 'identity',
+    identityLength: Buffer.byteLength(text),
     contentType: 'application/json',
     headers: [['x-served-by', 'origin']],
     storedAt: Date.now(),

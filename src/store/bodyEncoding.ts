@@ -1,0 +1,72 @@
+import { promisify } from 'node:util';
+import { brotliCompress, brotliDecompressSync, constants, gunzipSync, gzip } from 'node:zlib';
+
+/**
+ * Stored bodies are compressed once, when a MISS stores them, so that a HIT answers a client that
+ * accepts the encoding with the stored bytes as they are (README, Performance: gzip was chosen by
+ * ratio and decompression cost). Bodies under `minBytes`, and bodies the encoding would not make
+ * smaller, are stored as they are (`identity`).
+ */
+
+/** `identity`: the body as the origin sent it; `gzip` and `br` as in HTTP `content-encoding`. */
+export type BodyEncoding = 'gzip' | 'br' | 'identity';
+
+export interface CompressionSettings {
+  encoding: BodyEncoding;
+  /** zlib level (gzip 1-9) or brotli quality (0-11); undefined: gzip 6, brotli 4. */
+  level?: number | undefined;
+  /** Bodies shorter than this are stored identity: the saving would not pay for decompressing them. */
+  minBytes: number;
+}
+
+/** The body to store and its encoding. Off the event loop (zlib's thread pool): a large body does not hold up HITs. */
+export async function compressBody(body: Buffer, settings: CompressionSettings): Promise<{ body: Buffer; encoding: BodyEncoding }> {
+  if (settings.encoding === 'identity' || body.length < settings.minBytes) return { body, encoding: 'identity' };
+  const compressed =
+    settings.encoding === 'gzip'
+      ? await gzipAsync(body, { level: settings.level ?? DEFAULT_GZIP_LEVEL })
+      : await brotliAsync(body, {
+          params: {
+            [constants.BROTLI_PARAM_QUALITY]: settings.level ?? DEFAULT_BROTLI_QUALITY,
+            [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+            [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+          },
+        });
+  return compressed.length < body.length ? { body: compressed, encoding: settings.encoding } : { body, encoding: 'identity' };
+}
+
+/** The body as the origin sent it, for a client that does not accept `encoding`. Throws on a corrupted body. */
+export function decompressBody(body: Buffer, encoding: BodyEncoding): Buffer {
+  switch (encoding) {
+    case 'identity':
+      return body;
+    case 'gzip':
+      return gunzipSync(body);
+    case 'br':
+      return brotliDecompressSync(body);
+  }
+}
+
+/**
+ * A cheap check that `body` can be what svc-cache stored under `encoding` for an identity body of
+ * `identityLength` bytes: gzip's magic bytes and its trailer's length (RFC 1952 section 2.3), a
+ * brotli body no longer than the identity one. A truncated or foreign value reads as absent (a MISS).
+ */
+export function isPlausibleBody(body: Buffer, encoding: BodyEncoding, identityLength: number): boolean {
+  switch (encoding) {
+    case 'identity':
+      return body.length === identityLength;
+    case 'gzip':
+      return body.length >= GZIP_FRAMING_BYTES && body[0] === 0x1f && body[1] === 0x8b && body.readUInt32LE(body.length - 4) === identityLength % 2 ** 32;
+    case 'br':
+      return body.length > 0 && body.length < identityLength;
+  }
+}
+
+const DEFAULT_GZIP_LEVEL = 6;
+const DEFAULT_BROTLI_QUALITY = 4;
+/** Header (10 bytes) and trailer (CRC-32 and length, 8 bytes) of a gzip member. */
+const GZIP_FRAMING_BYTES = 18;
+
+const gzipAsync = promisify(gzip);
+const brotliAsync = promisify(brotliCompress);

@@ -1,0 +1,173 @@
+import { request } from 'node:http';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startStack, type ConfigInput, type Stack } from '../support/stack.js';
+
+/**
+ * Stored bodies are compressed (README, Response headers stored and replayed): through the gateway,
+ * a HIT answers a client that accepts the stored coding with the stored bytes, and any other client
+ * with the origin's bytes, from one entry.
+ */
+
+const USERS = '{ users { id name email todos { id title done } } }';
+const TODO = '{ todo(id: "1") { id title } }';
+const TOKEN = 'compression-purge-token-0123456789';
+
+interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/** A POST whose answer is read as bytes, never decoded: what the client gets on the wire. */
+function post(url: string, query: string, headers: Record<string, string> = {}): Promise<RawAnswer> {
+  const payload = Buffer.from(JSON.stringify({ query }));
+  return new Promise((resolve, reject) => {
+    const outgoing = request(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', ...headers } }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('error', reject);
+      response.on('end', () => {
+        const joined: Record<string, string> = {};
+        for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) joined[name] = Array.isArray(value) ? value.join(', ') : value;
+        resolve({ status: response.statusCode ?? 0, headers: joined, body: Buffer.concat(chunks) });
+      });
+    });
+    outgoing.on('error', reject);
+    outgoing.end(payload);
+  });
+}
+
+/** The headers a test asserts exactly: framing, coding, vary and the cache status. */
+function framing(answer: RawAnswer): Record<string, string | undefined> {
+  const { headers } = answer;
+  return {
+    'content-type': headers['content-type'],
+    'content-length': headers['content-length'],
+    'content-encoding': headers['content-encoding'],
+    vary: headers['vary'],
+    'svc-cache': headers['svc-cache'],
+  };
+}
+
+describe('compressed storage, gzip (the default)', () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await startStack({ purge: { tokens: [TOKEN] } });
+  });
+  afterAll(async () => {
+    await stack.close();
+  });
+  beforeEach(async () => {
+    stack.origin.reset();
+    await stack.sidecar.store.invalidateAll();
+  });
+
+  it('answers a client accepting gzip with the stored gzip bytes, and one accepting none with the origin bytes, from one entry', async () => {
+    const miss = await post(stack.url, USERS, { 'accept-encoding': 'gzip, br' });
+    const encoded = await post(stack.url, USERS, { 'accept-encoding': 'gzip, br' });
+    const identity = await post(stack.url, USERS);
+    const originBytes = miss.body;
+    expect(originBytes.length).toBeGreaterThanOrEqual(256);
+    expect(framing(miss)).toEqual({
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': String(originBytes.length),
+      'content-encoding': undefined,
+      vary: undefined,
+      'svc-cache': 'MISS',
+    });
+    expect(framing(encoded)).toEqual({
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': String(encoded.body.length),
+      'content-encoding': 'gzip',
+      vary: 'accept-encoding',
+      'svc-cache': 'HIT',
+    });
+    expect(encoded.body.length).toBeLessThan(originBytes.length);
+    expect(gunzipSync(encoded.body).equals(originBytes)).toBe(true);
+    expect(framing(identity)).toEqual({
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': String(originBytes.length),
+      'content-encoding': undefined,
+      vary: 'accept-encoding',
+      'svc-cache': 'HIT',
+    });
+    expect(identity.body.equals(originBytes)).toBe(true);
+    // One origin request, and the origin was asked for identity bytes: svc-cache reads what it stores.
+    expect(stack.origin.requests.map((seen) => seen.headers['accept-encoding'])).toEqual([undefined]);
+  });
+
+  it('negotiates with q-values: gzip;q=0 gets identity, identity;q=0 without gzip goes to the origin', async () => {
+    await post(stack.url, USERS);
+    const refused = await post(stack.url, USERS, { 'accept-encoding': 'br, gzip;q=0' });
+    expect([refused.headers['svc-cache'], refused.headers['content-encoding']]).toEqual(['HIT', undefined]);
+    const nothing = await post(stack.url, USERS, { 'accept-encoding': 'br, identity;q=0', 'svc-debug': '1', 'svc-purge-token': TOKEN });
+    expect([nothing.headers['svc-cache'], nothing.headers['svc-debug-pass-reason']]).toEqual(['PASS', 'not-acceptable']);
+    const anything = await post(stack.url, USERS, { 'accept-encoding': '*' });
+    expect([anything.headers['svc-cache'], anything.headers['content-encoding']]).toEqual(['HIT', 'gzip']);
+  });
+
+  it('keeps a body under cache.compression.minBytes identity: no coding, no vary', async () => {
+    const miss = await post(stack.url, TODO);
+    const hit = await post(stack.url, TODO, { 'accept-encoding': 'gzip' });
+    expect(miss.body.length).toBeLessThan(256);
+    expect(framing(hit)).toEqual({
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': String(miss.body.length),
+      'content-encoding': undefined,
+      vary: undefined,
+      'svc-cache': 'HIT',
+    });
+    expect(hit.body.equals(miss.body)).toBe(true);
+  });
+
+  it("adds accept-encoding to the origin's vary, once", async () => {
+    stack.origin.setBehaviour({ headers: { vary: 'Accept' } });
+    await post(stack.url, USERS);
+    expect((await post(stack.url, USERS, { 'accept-encoding': 'gzip' })).headers['vary']).toBe('Accept, accept-encoding');
+    await stack.sidecar.store.invalidateAll();
+    stack.origin.setBehaviour({ headers: { vary: 'Accept-Encoding' } });
+    await post(stack.url, USERS);
+    expect((await post(stack.url, USERS, { 'accept-encoding': 'gzip' })).headers['vary']).toBe('Accept-Encoding');
+  });
+
+  it("passes an origin answer that comes encoded anyway, bytes and headers untouched, and stores nothing", async () => {
+    const body = '{"data":{"users":[]}}';
+    stack.origin.setBehaviour({
+      forcedResponse: { status: 200, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body },
+    });
+    const answers = [
+      await post(stack.url, USERS, { 'accept-encoding': 'gzip', 'svc-debug': '1', 'svc-purge-token': TOKEN }),
+      await post(stack.url, USERS, { 'accept-encoding': 'gzip' }),
+    ];
+    expect(answers.map((answer) => [answer.headers['svc-cache'], answer.headers['content-encoding'], answer.body.toString()])).toEqual([
+      ['PASS', 'gzip', body],
+      ['PASS', 'gzip', body],
+    ]);
+    expect(answers[0]!.headers['svc-debug-pass-reason']).toBe('origin-encoded');
+    expect(stack.origin.requestCount()).toBe(2);
+  });
+});
+
+describe('compressed storage, brotli', () => {
+  let stack: Stack;
+  const config: ConfigInput = { cache: { compression: { encoding: 'br', level: 5 } } };
+
+  beforeAll(async () => {
+    stack = await startStack(config);
+  });
+  afterAll(async () => {
+    await stack.close();
+  });
+
+  it('answers a client accepting br with the stored bytes and a gzip-only client with identity bytes', async () => {
+    const miss = await post(stack.url, USERS, { 'accept-encoding': 'gzip' });
+    const brotli = await post(stack.url, USERS, { 'accept-encoding': 'gzip, deflate, br' });
+    const gzipOnly = await post(stack.url, USERS, { 'accept-encoding': 'gzip' });
+    expect([brotli.headers['svc-cache'], brotli.headers['content-encoding'], brotli.headers['content-length']]).toEqual(['HIT', 'br', String(brotli.body.length)]);
+    expect(brotliDecompressSync(brotli.body).equals(miss.body)).toBe(true);
+    expect([gzipOnly.headers['svc-cache'], gzipOnly.headers['content-encoding'], gzipOnly.headers['vary']]).toEqual(['HIT', undefined, 'accept-encoding']);
+    expect(gzipOnly.body.equals(miss.body)).toBe(true);
+  });
+});

@@ -1,0 +1,88 @@
+import { randomBytes } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { compressBody, decompressBody, type CachedResponse, type CompressionSettings } from '../../src/store/index.js';
+import { decodeEntry, encodeEntry } from '../../src/store/entryCodec.js';
+
+const BODY = Buffer.from(JSON.stringify({ data: { todos: Array.from({ length: 40 }, (_, id) => ({ id: String(id), title: `todo ${id}`, done: id % 2 === 0 })) } }));
+const GZIP: CompressionSettings = { encoding: 'gzip', minBytes: 256 };
+
+async function storedEntry(body: Buffer, settings: CompressionSettings): Promise<CachedResponse> {
+  return {
+    ...(await compressBody(body, settings)),
+    identityLength: body.length,
+    contentType: 'application/json; charset=utf-8',
+    headers: [['x-origin', 'one']],
+    storedAt: 1_700_000_000_123,
+    maxAge: 60,
+    swr: 30,
+  };
+}
+
+describe('compressBody and decompressBody', () => {
+  it.each(['gzip', 'br'] as const)('compresses a body of at least minBytes with %s, and decompresses it to the same bytes', async (encoding) => {
+    const stored = await compressBody(BODY, { encoding, minBytes: 256 });
+    expect(stored.encoding).toBe(encoding);
+    expect(stored.body.length).toBeLessThan(BODY.length / 3);
+    expect(decompressBody(stored.body, encoding).equals(BODY)).toBe(true);
+  });
+
+  it('keeps a body under minBytes as it is, and compresses one of exactly minBytes', async () => {
+    const small = BODY.subarray(0, 255);
+    expect(await compressBody(small, GZIP)).toEqual({ body: small, encoding: 'identity' });
+    expect((await compressBody(BODY.subarray(0, 256), GZIP)).encoding).toBe('gzip');
+  });
+
+  it('keeps a body the encoding would not make smaller as it is', async () => {
+    const noise = randomBytes(4096);
+    expect(await compressBody(noise, GZIP)).toEqual({ body: noise, encoding: 'identity' });
+  });
+
+  it('stores identity when compression is off', async () => {
+    expect(await compressBody(BODY, { encoding: 'identity', minBytes: 0 })).toEqual({ body: BODY, encoding: 'identity' });
+  });
+
+  it('throws on a corrupted compressed body rather than returning other bytes', () => {
+    const gzipped = gzipSync(BODY);
+    gzipped[20] = gzipped[20]! ^ 0xff;
+    expect(() => decompressBody(gzipped, 'gzip')).toThrow();
+  });
+});
+
+describe('entry codec', () => {
+  it.each(['gzip', 'br', 'identity'] as const)('round-trips an entry stored %s', async (encoding) => {
+    const entry = await storedEntry(BODY, { encoding, minBytes: 0 });
+    expect(decodeEntry(encodeEntry(entry))).toEqual(entry);
+  });
+
+  it('reads a value of the previous format (version 1) as absent', async () => {
+    const bytes = encodeEntry(await storedEntry(BODY, GZIP));
+    bytes[0] = 1;
+    expect(decodeEntry(bytes)).toBeUndefined();
+  });
+
+  it('reads truncated values as absent, at every length', async () => {
+    const bytes = encodeEntry(await storedEntry(BODY, GZIP));
+    for (let length = 0; length < bytes.length; length += 1) {
+      expect(decodeEntry(bytes.subarray(0, length)), `truncated to ${length} bytes`).toBeUndefined();
+    }
+  });
+
+  it('reads a gzip body whose trailer does not match the stored length, or that is not gzip, as absent', async () => {
+    const entry = await storedEntry(BODY, GZIP);
+    expect(decodeEntry(encodeEntry({ ...entry, identityLength: BODY.length + 1 }))).toBeUndefined();
+    expect(decodeEntry(encodeEntry({ ...entry, body: Buffer.from(BODY.subarray(0, entry.body.length)) }))).toBeUndefined();
+  });
+
+  it('reads an unknown encoding, an identity body of the wrong length and random bytes as absent', async () => {
+    const bytes = encodeEntry(await storedEntry(BODY, GZIP));
+    bytes[25] = 7;
+    expect(decodeEntry(bytes)).toBeUndefined();
+    expect(decodeEntry(encodeEntry({ ...(await storedEntry(BODY, { encoding: 'identity', minBytes: 0 })), identityLength: 3 }))).toBeUndefined();
+    for (let attempt = 0; attempt < 200; attempt += 1) {
+      const noise = randomBytes(64 + attempt);
+      noise[0] = 2;
+      expect(() => decodeEntry(noise)).not.toThrow();
+    }
+  });
+});
