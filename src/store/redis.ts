@@ -5,7 +5,7 @@ import { silentLogger, type Logger } from '../observability/index.js';
 import { decodeEntry, encodeEntry } from './entryCodec.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import { connectRedis, withinTimeout, type RedisConfig } from './redisConnection.js';
-import { RedisKeyLayout, SHARD_COUNT } from './redisLayout.js';
+import { KEY_CHECK_BYTES, RedisKeyLayout, SHARD_COUNT } from './redisLayout.js';
 import { INVALIDATE_SHARD, INVALIDATE_TAGS, STORE_ENTRY, type LuaScript, type RedisClient } from './redisScripts.js';
 import { RedisPersistedQueryRegistry } from './redisPersistedQueries.js';
 import type { CacheStore, CachedResponse, InvalidationMark, Lookup, StoreOptions } from './types.js';
@@ -63,7 +63,7 @@ export class RedisStore implements CacheStore {
       'lookup',
     );
     return {
-      entry: entryBytes ? decodeEntry(entryBytes) : undefined,
+      entry: entryBytes ? decodeCheckedEntry(entryBytes, location.keyCheck) : undefined,
       mark: encodeMark({
         shard: location.shard,
         sequence: Number(sequence ?? 0),
@@ -96,7 +96,14 @@ export class RedisStore implements CacheStore {
       ...tags.map((tag) => this.layout.tagIndexKey(shard, tag)),
     ];
     const stored = await this.withinTimeout(
-      STORE_ENTRY.run(this.client, keys, [encodeEntry(response), ttlMs, mark.sequence, location.entryId, mark.epoch]),
+      STORE_ENTRY.run(this.client, keys, [
+        Buffer.concat([encodeEntry(response), location.keyCheck]),
+        ttlMs,
+        mark.sequence,
+        location.entryId,
+        mark.epoch,
+        this.layout.entryKeyPrefix(shard),
+      ]),
       'store',
     );
     return stored === 1;
@@ -220,6 +227,13 @@ function decodeMark(mark: InvalidationMark): DecodedMark | undefined {
   const [shard, sequence, takenAt] = parts.slice(0, 3).map(Number) as [number, number, number];
   if (!Number.isInteger(shard) || !Number.isSafeInteger(sequence) || !Number.isFinite(takenAt)) return undefined;
   return { shard, sequence, takenAt, epoch: parts[3]! };
+}
+
+/** The entry in a value, unless its key check (its last bytes, redisLayout.ts) names another cache key. */
+function decodeCheckedEntry(bytes: Buffer, keyCheck: Buffer): CachedResponse | undefined {
+  const checkAt = bytes.length - KEY_CHECK_BYTES;
+  if (checkAt < 0 || !bytes.subarray(checkAt).equals(keyCheck)) return undefined;
+  return decodeEntry(bytes.subarray(0, checkAt));
 }
 
 function parseDrainReply(reply: unknown): [deleted: number, remaining: number] {

@@ -6,9 +6,9 @@ import { createHash } from 'node:crypto';
  * comes from hashing its cache key. Invalidation runs on every shard. On a standalone server the
  * layout is the same, so one code path serves both.
  *
- *   {prefix}{shard}:e:{entryId}   string, the encoded response, expires at maxAge + swr
- *   {prefix}{shard}:t:{tag}       sorted set of entry ids holding the tag, scored by entry expiry
- *   {prefix}{shard}:all           sorted set of every entry id of the shard, scored the same way
+ *   {prefix}{shard}:e:{entryId}   string, the encoded response and the key check, expires at maxAge + swr
+ *   {prefix}{shard}:ti:{tag}      set of the entry ids holding the tag, expires with its longest-lived entry
+ *   {prefix}{shard}:ids           set of every entry id of the shard, the same way
  *   {prefix}{shard}:i:{tag}       sequence number of the tag's last invalidation, short-lived
  *   {prefix}{shard}:seq           the shard's invalidation sequence (kept forever)
  *   {prefix}{shard}:floor         marks below it are refused, set by invalidateAll (kept forever)
@@ -18,17 +18,27 @@ import { createHash } from 'node:crypto';
  *   {prefix}{apq}:sizes           hash of registered hash to its bytes
  *   {prefix}{apq}:bytes           the registry's total bytes, kept under `apq.maxBytes`
  *
- * Indexes are trimmed lazily: an entry deleted through one tag, or stored again with other tags,
- * stays listed under its old tags until the listing's expiry. Invalidating through such a listing
- * removes whatever entry is at that key now: at worst an extra MISS, never a stale HIT.
+ * Entry ids are signed 64-bit integers in decimal, so that Redis keeps an index of up to 512 ids
+ * (`set-max-intset-entries`) as an intset of 8 bytes per id: what an entry costs in the indexes is
+ * about 10 bytes per tag (a sorted set of 22-byte ids cost about 120 once past 128 members). 64 bits
+ * can collide where a cache key cannot: the entry's value ends with 8 more bytes of the key's hash
+ * (the key check), and a value whose check differs reads as absent. Tags longer than
+ * MAX_PLAIN_TAG_BYTES are named by their hash, which bounds the length of every key.
+ *
+ * Indexes are trimmed lazily: an entry deleted through one tag, expired, or stored again with other
+ * tags stays listed until a store into the index samples it and finds its entry gone (see
+ * STORE_ENTRY), or the index expires. Invalidating through such a listing removes whatever entry is
+ * at that key now: at worst an extra MISS, never a stale HIT.
  */
 
 export const SHARD_COUNT = 16;
 
 export interface EntryLocation {
   shard: number;
-  /** 128 bits of SHA-256 of the cache key: fixed size however long the key, in every index. */
+  /** 64 bits of SHA-256 of the cache key as a signed decimal integer: fixed size however long the key, in every index. */
   entryId: string;
+  /** The next 64 bits, stored at the end of the entry's value: together, 128 bits name the key. */
+  keyCheck: Buffer;
 }
 
 export class RedisKeyLayout {
@@ -43,7 +53,7 @@ export class RedisKeyLayout {
 
   locate(cacheKey: string): EntryLocation {
     const digest = createHash('sha256').update(cacheKey).digest();
-    return { shard: digest.readUInt8(0) % SHARD_COUNT, entryId: digest.subarray(0, 16).toString('base64url') };
+    return { shard: digest.readUInt8(0) % SHARD_COUNT, entryId: digest.readBigInt64BE(1).toString(), keyCheck: digest.subarray(9, 9 + KEY_CHECK_BYTES) };
   }
 
   /** Entry keys are this plus the entry id; scripts that delete entries by id need it. */
@@ -56,15 +66,15 @@ export class RedisKeyLayout {
   }
 
   tagIndexKey(shard: number, tag: string): string {
-    return `${this.shardPrefix(shard)}t:${tag}`;
+    return `${this.shardPrefix(shard)}ti:${tagName(tag)}`;
   }
 
   allEntriesKey(shard: number): string {
-    return `${this.shardPrefix(shard)}all`;
+    return `${this.shardPrefix(shard)}ids`;
   }
 
   tagInvalidationKey(shard: number, tag: string): string {
-    return `${this.shardPrefix(shard)}i:${tag}`;
+    return `${this.shardPrefix(shard)}i:${tagName(tag)}`;
   }
 
   sequenceKey(shard: number): string {
@@ -103,6 +113,17 @@ export class RedisKeyLayout {
     if (prefix === undefined) throw new RangeError(`no shard ${shard}`);
     return prefix;
   }
+}
+
+export const KEY_CHECK_BYTES = 8;
+
+/** Longer tags (entity keys with long ids, long operation names) are named by their hash in keys. */
+const MAX_PLAIN_TAG_BYTES = 64;
+
+/** The tag as is, or `#` and 128 bits of its SHA-256 when long (or when it starts with `#`, so no plain tag reads as a hash). */
+function tagName(tag: string): string {
+  if (Buffer.byteLength(tag) <= MAX_PLAIN_TAG_BYTES && !tag.startsWith('#')) return tag;
+  return `#${createHash('sha256').update(tag).digest().subarray(0, 16).toString('base64url')}`;
 }
 
 const CLUSTER_SLOTS = 16384;

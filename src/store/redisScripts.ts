@@ -32,28 +32,22 @@ export class LuaScript {
 }
 
 /**
- * Deletes up to `budget` entries listed in the sorted sets KEYS[first..last] and removes them from
- * those sets. Members whose score (entry expiry) has passed are trimmed first: their entries are
- * gone already. Returns the number of entries deleted and the number of members still listed.
+ * Takes up to `budget` entry ids out of the sets KEYS[first..last] and deletes their entries (an id
+ * whose entry is gone already costs a DEL that finds nothing). Returns the number of entries deleted
+ * and the number of ids still listed.
  */
 const DRAIN_INDEXES = `
 local function drain(first, last, entryKeyPrefix, budget)
-  local now = redis.call('TIME')
-  local nowMs = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
   local removed, remaining = 0, 0
   for i = first, last do
-    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', '(' .. nowMs)
     if budget > 0 then
-      local ids = redis.call('ZRANGE', KEYS[i], 0, budget - 1)
+      local ids = redis.call('SPOP', KEYS[i], budget)
       for _, id in ipairs(ids) do
         removed = removed + redis.call('DEL', entryKeyPrefix .. id)
       end
-      if #ids > 0 then
-        redis.call('ZREM', KEYS[i], unpack(ids))
-      end
       budget = budget - #ids
     end
-    remaining = remaining + redis.call('ZCARD', KEYS[i])
+    remaining = remaining + redis.call('SCARD', KEYS[i])
   end
   return { removed, remaining }
 end
@@ -72,10 +66,17 @@ local function ensureEpoch(key)
 end
 `;
 
+/** Ids a store checks in each index it joins (README, Performance: Redis memory). */
+const TRIM_SAMPLES = 3;
+
 /**
  * Stores an entry unless the mark is stale. KEYS: entry, floor, all-entries index, epoch, then the
  * tags' invalidation records, then the tags' indexes (same order). ARGV: encoded entry, ttl ms,
- * mark sequence, entry id, mark epoch. Returns 1 when stored, 0 when refused.
+ * mark sequence, entry id, mark epoch, entry key prefix. Returns 1 when stored, 0 when refused.
+ *
+ * Each index the entry joins is trimmed of up to TRIM_SAMPLES random ids whose entries are gone. An
+ * index gains one id per store and loses each dead id it samples, so on average at most about half
+ * its ids are dead ones: it stays within about twice its live entries, and expires with the last.
  */
 export const STORE_ENTRY = new LuaScript(`${ENSURE_EPOCH}
 local tagCount = (#KEYS - 4) / 2
@@ -101,11 +102,13 @@ for i = 5, 4 + tagCount do
 end
 local ttlMs = tonumber(ARGV[2])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttlMs)
-local now = redis.call('TIME')
-local nowMs = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local function index(key)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. nowMs)
-  redis.call('ZADD', key, nowMs + ttlMs, ARGV[4])
+  for _, id in ipairs(redis.call('SRANDMEMBER', key, ${TRIM_SAMPLES})) do
+    if redis.call('EXISTS', ARGV[6] .. id) == 0 then
+      redis.call('SREM', key, id)
+    end
+  end
+  redis.call('SADD', key, ARGV[4])
   if redis.call('PTTL', key) < ttlMs then
     redis.call('PEXPIRE', key, ttlMs)
   end

@@ -86,7 +86,7 @@ describe('Redis data model', () => {
     await storeAfterMiss(store, shortLived, ['Product:1', 'Product'], 1);
     await storeAfterMiss(store, longLived, ['Product'], 30);
     expect(await inspector.pttl(layout.entryKey(layout.locate(shortLived)))).toBeLessThanOrEqual(1000);
-    expect(await inspector.zcard(layout.tagIndexKey(shard, 'Product'))).toBe(2);
+    expect(await inspector.scard(layout.tagIndexKey(shard, 'Product'))).toBe(2);
     expect(await inspector.pttl(layout.tagIndexKey(shard, 'Product'))).toBeGreaterThan(29_000);
     expect(await inspector.pttl(layout.tagIndexKey(shard, 'Product:1'))).toBeLessThanOrEqual(1000);
 
@@ -99,13 +99,13 @@ describe('Redis data model', () => {
 
     await sleep(1100);
     expect(await inspector.exists(layout.tagIndexKey(shard, 'Product:1'))).toBe(0);
-    expect(await inspector.zcard(layout.tagIndexKey(shard, 'Product'))).toBe(2);
+    expect(await inspector.scard(layout.tagIndexKey(shard, 'Product'))).toBe(2);
     await storeAfterMiss(store, later, ['Product'], 30);
-    expect(await inspector.zrange(layout.tagIndexKey(shard, 'Product'), 0, -1)).toEqual(
+    expect(await inspector.smembers(layout.tagIndexKey(shard, 'Product'))).toEqual(
       expect.arrayContaining([layout.locate(longLived).entryId, layout.locate(later).entryId]),
     );
-    expect(await inspector.zcard(layout.tagIndexKey(shard, 'Product'))).toBe(2);
-    expect(await inspector.zcard(layout.allEntriesKey(shard))).toBe(2);
+    expect(await inspector.scard(layout.tagIndexKey(shard, 'Product'))).toBe(2);
+    expect(await inspector.scard(layout.allEntriesKey(shard))).toBe(2);
 
     const keys = await scanKeys(inspector, `${keyPrefix}*`);
     const ttls = await Promise.all(keys.map((key) => inspector.pttl(key)));
@@ -121,12 +121,40 @@ describe('Redis data model', () => {
     const keys = Array.from({ length: 2500 }, (_, index) => `list-${index}`);
     await Promise.all(keys.map((key) => storeAfterMiss(store, key, ['Product'])));
     expect(await store.invalidate(['Product'])).toBe(keys.length);
-    expect(await scanKeys(inspector, `${keyPrefix}*:t:Product`)).toEqual([]);
+    expect(await scanKeys(inspector, `${keyPrefix}*:ti:Product`)).toEqual([]);
     expect(await scanKeys(inspector, `${keyPrefix}*:e:*`)).toEqual([]);
     expect(await store.invalidateAll()).toBe(0);
-    expect(await scanKeys(inspector, `${keyPrefix}*:all`)).toEqual([]);
+    expect(await scanKeys(inspector, `${keyPrefix}*:ids`)).toEqual([]);
     for (const key of keys.slice(0, 3)) expect((await store.lookup(key)).entry).toBeUndefined();
     expect(layout.entryKeyPrefix(0).startsWith(keyPrefix)).toBe(true);
+  });
+
+  it('keeps tag indexes as intsets of 64-bit ids, and names a long tag by its hash', async () => {
+    const keyPrefix = uniquePrefix('compact');
+    const layout = new RedisKeyLayout(keyPrefix);
+    const store = await openStore(keyPrefix);
+    const longTag = `Report:${'x'.repeat(200)}`;
+    const keys = keysInSameShard(layout, 300);
+    for (const key of keys) await storeAfterMiss(store, key, ['Product', longTag]);
+    const { shard } = layout.locate(keys[0]!);
+    expect(await inspector.object('ENCODING', layout.tagIndexKey(shard, 'Product'))).toBe('intset');
+    expect(await inspector.object('ENCODING', layout.allEntriesKey(shard))).toBe('intset');
+    expect(await inspector.scard(layout.tagIndexKey(shard, 'Product'))).toBe(300);
+    const indexKeys = await scanKeys(inspector, `${keyPrefix}*:ti:*`);
+    expect(indexKeys.every((key) => !key.includes('xxxx') && key.length < keyPrefix.length + 60)).toBe(true);
+    expect(await store.invalidate([longTag])).toBe(300);
+  });
+
+  it('reads an entry stored under the same 64-bit id for another cache key as absent (the key check)', async () => {
+    const keyPrefix = uniquePrefix('check');
+    const layout = new RedisKeyLayout(keyPrefix);
+    const store = await openStore(keyPrefix);
+    const [stored, other] = keysInSameShard(layout, 2) as [string, string];
+    await storeAfterMiss(store, stored, ['A']);
+    // What a collision of the 64-bit ids would leave: other's entry key holding stored's value.
+    await inspector.copy(layout.entryKey(layout.locate(stored)), layout.entryKey(layout.locate(other)));
+    expect((await store.lookup(stored)).entry).toBeDefined();
+    expect((await store.lookup(other)).entry).toBeUndefined();
   });
 
   it('answers a lookup with one command and never lists or scans the keyspace', async () => {
@@ -155,7 +183,7 @@ describe('Redis data model', () => {
     for (const bodyBytes of [1000, 10_000, 100_000, 1_000_000]) {
       const key = `size-${bodyBytes}`;
       const { mark } = await store.lookup(key);
-      const response = { ...jsonResponse(key), body: Buffer.alloc(bodyBytes, 'x') };
+      const response = { ...jsonResponse(key), body: Buffer.alloc(bodyBytes, 'x'), identityLength: bodyBytes };
       await store.store(key, response, { tags: ['Product', 'Product:1', 'Query.products'], ttlSeconds: 60, mark });
       const entryBytes = await inspector.strlen(layout.entryKey(layout.locate(key)));
       expect(entryBytes - bodyBytes).toBeLessThan(100);
