@@ -12,9 +12,11 @@ export interface BenchOptions {
   envoyClose: EnvoyStreamClose;
   /** Profile the sidecar during the HIT and MISS scenarios and summarise where its CPU time went. */
   cpuProfile: boolean;
+  /** Run one part alone: `storage` fills the store and reads Redis memory, skipping the load scenarios. */
+  only: 'storage' | undefined;
 }
 
-export const USAGE = `usage: npm run bench -- [--json] [--duration S] [--warmup S] [--concurrency N] [--envoy-close C] [--cpu-prof]
+export const USAGE = `usage: npm run bench -- [--json] [--duration S] [--warmup S] [--concurrency N] [--envoy-close C] [--cpu-prof] [--only storage]
 
   --json            print one JSON object on stdout instead of the table
   --duration S      measured seconds per scenario (default 5)
@@ -25,6 +27,7 @@ export const USAGE = `usage: npm run bench -- [--json] [--duration S] [--warmup 
                     RST_STREAM, Envoy's default)
   --cpu-prof        CPU-profile the sidecar during the HIT and MISS scenarios and summarise where its
                     time went (slows those scenarios; the .cpuprofile files stay in the temp directory)
+  --only storage    only fill the store and print the Redis memory figures (a few seconds)
 `;
 
 /** Throws with the usage text on anything it does not understand. */
@@ -42,6 +45,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
         concurrency: { type: 'string', default: '32' },
         'envoy-close': { type: 'string', default: 'graceful' },
         'cpu-prof': { type: 'boolean', default: false },
+        only: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -54,6 +58,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
   if (envoyClose !== 'graceful' && envoyClose !== 'reset') {
     throw new Error(`--envoy-close must be graceful or reset (got "${envoyClose}")\n${USAGE}`);
   }
+  if (values.only !== undefined && values.only !== 'storage') throw new Error(`--only must be storage (got "${values.only}")\n${USAGE}`);
   return {
     json: values.json,
     durationSeconds: numberIn('--duration', values.duration, 0.5, 60),
@@ -61,6 +66,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
     concurrency: Math.round(numberIn('--concurrency', values.concurrency, 1, 1024)),
     envoyClose,
     cpuProfile: values['cpu-prof'],
+    only: values.only,
   };
 }
 

@@ -3,7 +3,7 @@ import type { EnvoyStreamClose } from './extprocStreams.js';
 import type { ProfileSummary } from './profileSummary.js';
 import type { StampedeFigures } from './stampede.js';
 
-export type ScenarioName = 'sidecarHit' | 'sidecarHitDashboardOff' | 'floorHit' | 'yogaHit' | 'sidecarMiss' | 'floorPassThrough';
+export type ScenarioName = 'sidecarHit' | 'sidecarHitIdentityClient' | 'sidecarHitDashboardOff' | 'floorHit' | 'yogaHit' | 'sidecarMiss' | 'floorPassThrough';
 
 export interface BenchReport {
   /** The one-minute load average as the run began: work of other processes shows in every figure. */
@@ -22,6 +22,8 @@ export interface BenchReport {
   cpuPerHitRatio: number;
   /** Sidecar CPU time per HIT over the floor server's. */
   hitCpuRatioToFloor: number;
+  /** Sidecar CPU µs per HIT for a client without `accept-encoding`, which gets the stored body decompressed. */
+  hitCpuIdentityClientMicros: number;
   /** Sidecar CPU time per HIT with the dashboard on (the default) over the same with it off. */
   dashboardOnHitCpuRatio: number;
   redisRoundTripsPerHit: number;
@@ -89,6 +91,7 @@ export function formatTable(report: BenchReport): string {
 
 const SCENARIO_ROWS: ReadonlyArray<readonly [ScenarioName, string]> = [
   ['sidecarHit', 'HIT   svc-cache sidecar + Redis, ext_proc'],
+  ['sidecarHitIdentityClient', 'HIT   same, client without accept-encoding'],
   ['sidecarHitDashboardOff', 'HIT   same, dashboard off'],
   ['floorHit', 'HIT   floor: constant answer, ext_proc'],
   ['yogaHit', 'HIT   Yoga + response-cache, HTTP/1.1'],
@@ -100,6 +103,7 @@ type FigureKey =
   | 'hitThroughputRatio'
   | 'cpuPerHitRatio'
   | 'hitCpuRatioToFloor'
+  | 'hitCpuIdentityClientMicros'
   | 'dashboardOnHitCpuRatio'
   | 'redisRoundTripsPerHit'
   | 'missAddedLatencyMs'
@@ -112,6 +116,7 @@ const FIGURE_ROWS: ReadonlyArray<readonly [FigureKey, (report: BenchReport) => s
   ['hitThroughputRatio', () => 'sidecar HIT streams/s ÷ floor HIT streams/s'],
   ['cpuPerHitRatio', () => 'sidecar CPU per HIT ÷ Yoga CPU per HIT'],
   ['hitCpuRatioToFloor', () => 'sidecar CPU per HIT ÷ floor CPU per HIT'],
+  ['hitCpuIdentityClientMicros', () => 'sidecar CPU µs per HIT for a client without accept-encoding (body decompressed)'],
   ['dashboardOnHitCpuRatio', () => 'sidecar CPU per HIT, dashboard on ÷ dashboard off'],
   ['redisRoundTripsPerHit', () => 'Redis commands per HIT (INFO commandstats)'],
   ['missAddedLatencyMs', () => 'MISS p50 − pass-through p50, ms'],

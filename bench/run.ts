@@ -23,6 +23,7 @@ import {
   originResponseHeaders,
   postRequestHeaders,
   requestBodyMessage,
+  type BenchClient,
 } from './workload.js';
 
 /**
@@ -44,6 +45,7 @@ const RESET_CLOSE_STREAMS = 3000;
  * and 16 shards times 128 is 2048.
  */
 const STORAGE_ENTRIES = 4096;
+const FILL_BATCH = 256;
 /** Keys as src/store/redisLayout.ts names them under the default prefix: entries are {prefix}{shard}:e:{entryId}. */
 const ALL_KEYS = 'svc-cache:*';
 const ENTRY_KEYS = 'svc-cache:{*}:e:*';
@@ -74,6 +76,10 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   try {
+    if (options.only === 'storage') {
+      process.stdout.write(`${JSON.stringify(await runStorageOnly(options), null, 2)}\n`);
+      return 0;
+    }
     const report = await runBenchmark(options);
     process.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : formatTable(report));
     return 0;
@@ -126,6 +132,8 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
   const profiled = (file: string) =>
     options.cpuProfile ? { window: { opened: () => sidecar.startProfile(), closing: () => sidecar.stopProfile(file) } } : {};
   const sidecarHit = await runClosedLoop({ ...loadPlan(sidecar, sidecarHitRequest), ...profiled(profileFiles.hit) });
+  progress('HIT: sidecar, a client that does not accept gzip');
+  const sidecarHitIdentityClient = await runClosedLoop(loadPlan(sidecar, () => expectHit(sidecarStreams, hitBody, 'identity')));
   progress('HIT: sidecar, dashboard off');
   const sidecarHitDashboardOff = await runClosedLoop(loadPlan(sidecarDashboardOff, () => expectHit(dashboardOffStreams, hitBody)));
   progress('HIT: floor');
@@ -145,12 +153,7 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
   const floorPassThrough = await runClosedLoop(
     loadPlan(floorContinue, () => expectPassThrough(floorContinueStreams, fullStreamMessages(hitBody)), MISS_CONCURRENCY),
   );
-  progress(`bytes stored per entry, at ${STORAGE_ENTRIES} entries`);
-  const missesToFill = STORAGE_ENTRIES - (await probe.keySizes(ENTRY_KEYS, 'string')).keys;
-  const fill = await runBatch(missesToFill, options.concurrency, () => expectMiss(sidecarStreams, (missSequence += 1)), interruption.signal);
-  if (fill.failed > 0) throw new Error(`${fill.failed} of ${missesToFill} MISSes failed: ${fill.firstError}`);
-  const entries = await probe.keySizes(ENTRY_KEYS, 'string');
-  const everything = await probe.keySizes(ALL_KEYS);
+  const { entries, everything } = await fillStore(probe, options.concurrency, () => expectMiss(sidecarStreams, (missSequence += 1)));
   progress('HIT: Yoga');
   await primeYoga(yogaPoster, hitBody);
   const yogaHit = await runClosedLoop(loadPlan(yoga, () => expectOk(yogaPoster, hitBody)));
@@ -163,7 +166,7 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
     : {};
 
   return buildReport(options, {
-    scenarios: { sidecarHit, sidecarHitDashboardOff, floorHit: floorHitFigures, yogaHit, sidecarMiss, floorPassThrough },
+    scenarios: { sidecarHit, sidecarHitIdentityClient, sidecarHitDashboardOff, floorHit: floorHitFigures, yogaHit, sidecarMiss, floorPassThrough },
     redisRoundTripsPerHit: round(hitCommands / ROUND_TRIP_BATCH, 3),
     entries,
     everything,
@@ -172,6 +175,52 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
     profiles,
     loadAverageAtStart,
   });
+}
+
+/** `--only storage`: the store filled by MISSes through one sidecar, and the Redis memory figures alone. */
+async function runStorageOnly(options: BenchOptions): Promise<Pick<BenchReport, 'storedBytesPerBodyByte' | 'redisMemoryPerBodyByte' | 'storage'> & { loadAverageAtStart: number }> {
+  const [loadAverageAtStart = NaN] = loadavg();
+  const redis = await startRedisServer();
+  teardown.add('Redis', () => redis.stop());
+  const origin = await startDemoOrigin({ port: 0 });
+  teardown.add('demo origin', () => origin.close());
+  const [sidecar] = await startChildren([['sidecar', 'sidecar.ts', [redis.url, origin.url, 'off']]]);
+  const probe = new RedisProbe(redis.url);
+  teardown.add('Redis probe', () => probe.close());
+  const streams = streamsTo(sidecar, options.envoyClose);
+  let missSequence = 0;
+  const { entries, everything } = await fillStore(probe, options.concurrency, () => expectMiss(streams, (missSequence += 1)));
+  return { loadAverageAtStart: round(loadAverageAtStart, 2), ...storageFigures(entries, everything) };
+}
+
+/** MISSes until STORAGE_ENTRIES entries are stored, then the sizes of the entry keys and of every key. */
+async function fillStore(probe: RedisProbe, concurrency: number, miss: () => Promise<void>) {
+  progress(`bytes stored per entry, at ${STORAGE_ENTRIES} entries`);
+  // In batches, each within the batch timeout even on a busy machine.
+  for (let missesToFill = STORAGE_ENTRIES - (await probe.keySizes(ENTRY_KEYS, 'string')).keys; missesToFill > 0; missesToFill -= FILL_BATCH) {
+    const fill = await runBatch(Math.min(FILL_BATCH, missesToFill), concurrency, miss, interruption.signal);
+    if (fill.failed > 0) throw new Error(`${fill.failed} MISSes failed while filling the store: ${fill.firstError}`);
+  }
+  return { entries: await probe.keySizes(ENTRY_KEYS, 'string'), everything: await probe.keySizes(ALL_KEYS) };
+}
+
+function storageFigures(
+  entries: { keys: number; memoryBytes: number; valueBytes: number },
+  everything: { keys: number; memoryBytes: number },
+): Pick<BenchReport, 'storedBytesPerBodyByte' | 'redisMemoryPerBodyByte' | 'storage'> {
+  const perEntry = (bytes: number): number => Math.round(bytes / entries.keys);
+  return {
+    storedBytesPerBodyByte: round(entries.memoryBytes / entries.keys / ORIGIN_RESPONSE_BODY.length, 3),
+    redisMemoryPerBodyByte: round(everything.memoryBytes / entries.keys / ORIGIN_RESPONSE_BODY.length, 3),
+    storage: {
+      entries: entries.keys,
+      keys: everything.keys,
+      entryKeyMemoryPerEntry: perEntry(entries.memoryBytes),
+      entryValuePerEntry: perEntry(entries.valueBytes),
+      allKeysMemoryPerEntry: perEntry(everything.memoryBytes),
+      bodyBytes: ORIGIN_RESPONSE_BODY.length,
+    },
+  };
 }
 
 function buildReport(
@@ -184,7 +233,6 @@ function buildReport(
   },
 ): BenchReport {
   const { scenarios, entries, everything } = measured;
-  const perEntry = (bytes: number): number => Math.round(bytes / entries.keys);
   const ratio = (numerator: number, denominator: number): number => round(numerator / denominator, 3);
   return {
     machine: {
@@ -205,21 +253,13 @@ function buildReport(
     hitThroughputRatio: ratio(scenarios.sidecarHit.streamsPerSecond, scenarios.floorHit.streamsPerSecond),
     cpuPerHitRatio: ratio(scenarios.sidecarHit.cpuMicrosPerRequest, scenarios.yogaHit.cpuMicrosPerRequest),
     hitCpuRatioToFloor: ratio(scenarios.sidecarHit.cpuMicrosPerRequest, scenarios.floorHit.cpuMicrosPerRequest),
+    hitCpuIdentityClientMicros: round(scenarios.sidecarHitIdentityClient.cpuMicrosPerRequest, 1),
     dashboardOnHitCpuRatio: ratio(scenarios.sidecarHit.cpuMicrosPerRequest, scenarios.sidecarHitDashboardOff.cpuMicrosPerRequest),
     redisRoundTripsPerHit: measured.redisRoundTripsPerHit,
     stampedeOriginRequests: measured.stampede.originRequests,
     missAddedLatencyMs: round(scenarios.sidecarMiss.p50Ms - scenarios.floorPassThrough.p50Ms, 3),
-    storedBytesPerBodyByte: ratio(entries.memoryBytes / entries.keys, ORIGIN_RESPONSE_BODY.length),
-    redisMemoryPerBodyByte: ratio(everything.memoryBytes / entries.keys, ORIGIN_RESPONSE_BODY.length),
+    ...storageFigures(entries, everything),
     scenarios,
-    storage: {
-      entries: entries.keys,
-      keys: everything.keys,
-      entryKeyMemoryPerEntry: perEntry(entries.memoryBytes),
-      entryValuePerEntry: perEntry(entries.valueBytes),
-      allKeysMemoryPerEntry: perEntry(everything.memoryBytes),
-      bodyBytes: ORIGIN_RESPONSE_BODY.length,
-    },
     resetCloseFailedStreams: measured.resetClose.failedStreams,
     stampede: measured.stampede,
     resetClose: measured.resetClose,
@@ -269,13 +309,18 @@ async function measureResetClose(sidecar: ChildServer, hitBody: Buffer, concurre
   }
 }
 
-/** Stores the HIT query's answer through one MISS, then checks that it is served from the cache. */
+/** Stores the HIT query's answer through one MISS, then checks that it is served from the cache: gzip to a decoding client, identity to the other. */
 async function primeSidecar(streams: EnvoyStreams, hitBody: Buffer): Promise<void> {
   const miss = await streams.play(fullStreamMessages(hitBody));
   if (headerSet(miss, 'svc-cache') !== 'MISS') {
     throw new Error(`the sidecar did not store the HIT query's answer: ${JSON.stringify(miss)}`);
   }
-  await expectHit(streams, hitBody);
+  for (const [client, encoding] of [['decoding', 'gzip'], ['identity', undefined]] as const) {
+    const hit = await streams.play([postRequestHeaders(hitBody, client), requestBodyMessage(hitBody)]);
+    if (headerSet(hit, 'svc-cache') !== 'HIT' || headerSet(hit, 'content-encoding') !== encoding) {
+      throw new Error(`expected a HIT with content-encoding ${encoding ?? 'none'} for a ${client} client: ${JSON.stringify(hit)}`);
+    }
+  }
 }
 
 async function primeYoga(poster: HttpPoster, hitBody: Buffer): Promise<void> {
@@ -286,8 +331,8 @@ async function primeYoga(poster: HttpPoster, hitBody: Buffer): Promise<void> {
 }
 
 /** Envoy's POST flow on a HIT: request headers, then the body, answered with an immediate response. */
-async function expectHit(streams: EnvoyStreams, hitBody: Buffer): Promise<void> {
-  const answer = await streams.play([postRequestHeaders(hitBody), requestBodyMessage(hitBody)]);
+async function expectHit(streams: EnvoyStreams, hitBody: Buffer, client: BenchClient = 'decoding'): Promise<void> {
+  const answer = await streams.play([postRequestHeaders(hitBody, client), requestBodyMessage(hitBody)]);
   const status = headerSet(answer, 'svc-cache');
   if (answer.response !== 'immediate_response' || status !== 'HIT') {
     throw new Error(`expected an immediate response with svc-cache: HIT, got ${answer.response} (${status ?? 'no svc-cache'})`);

@@ -21,7 +21,12 @@ export interface BenchTodo {
 /** Todos enough for an answer of about 2 KB, the size of a typical list query's result. */
 export const BENCH_TODOS: readonly BenchTodo[] = todosFillingBytes(2048);
 
-export const ORIGIN_RESPONSE_BODY: Buffer = Buffer.from(JSON.stringify({ data: { todos: BENCH_TODOS } }));
+export const ORIGIN_RESPONSE_BODY: Buffer = responseBodyOfBytes(2048);
+
+/** An answer of the same shape as ORIGIN_RESPONSE_BODY of about `targetBytes` (bench/compression.ts). */
+export function responseBodyOfBytes(targetBytes: number): Buffer {
+  return Buffer.from(JSON.stringify({ data: { todos: todosFillingBytes(targetBytes) } }));
+}
 
 export const ORIGIN_CONTENT_TYPE = 'application/json; charset=utf-8';
 
@@ -39,11 +44,18 @@ export function missQuery(sequence: number): { query: string; operationName: str
 }
 
 /**
+ * `decoding`: a client that accepts compressed answers, as browsers and most HTTP clients do (the
+ * sidecar answers a HIT with the stored gzip bytes); `identity`: one that sends no `accept-encoding`
+ * (the sidecar decompresses for it).
+ */
+export type BenchClient = 'decoding' | 'identity';
+
+/**
  * Envoy's first message of a POST: headers as the HTTP connection manager hands them on (lower-case,
  * pseudo-headers, its own x-request-id and x-forwarded-proto), values in raw_value only, with the
  * empty metadata context and the protocol configuration current Envoy puts on a stream's first message.
  */
-export function postRequestHeaders(body: Buffer): ProcessingRequest {
+export function postRequestHeaders(body: Buffer, client: BenchClient = 'decoding'): ProcessingRequest {
   return {
     request_headers: {
       headers: headerMap([
@@ -53,6 +65,7 @@ export function postRequestHeaders(body: Buffer): ProcessingRequest {
         [':scheme', 'http'],
         ['content-type', 'application/json'],
         ['accept', 'application/json'],
+        ...(client === 'decoding' ? [['accept-encoding', 'gzip, deflate, br'] as const] : []),
         ['user-agent', 'svc-cache-bench'],
         ['content-length', String(body.length)],
         ['x-forwarded-proto', 'http'],
@@ -101,7 +114,7 @@ function headerMap(headers: ReadonlyArray<readonly [string, string]>): { headers
 function todosFillingBytes(targetBytes: number): BenchTodo[] {
   const todos: BenchTodo[] = [];
   const encodedLength = (): number => Buffer.byteLength(JSON.stringify({ data: { todos } }));
-  for (let index = 1; index <= 1000 && encodedLength() < targetBytes; index += 1) {
+  for (let index = 1; index <= 10_000 && encodedLength() < targetBytes; index += 1) {
     todos.push({ id: String(index), title: `Benchmark todo ${index}: water the plants`, done: index % 3 === 0 });
   }
   return todos;
