@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { readResponse, type RawAnswer } from '../support/rawHttp.js';
 import { startStack, type ConfigInput, type Stack } from '../support/stack.js';
 
 /**
@@ -13,25 +14,12 @@ const USERS = '{ users { id name email todos { id title done } } }';
 const TODO = '{ todo(id: "1") { id title } }';
 const TOKEN = 'compression-purge-token-0123456789';
 
-interface RawAnswer {
-  status: number;
-  headers: Record<string, string>;
-  body: Buffer;
-}
-
 /** A POST whose answer is read as bytes, never decoded: what the client gets on the wire. */
 function post(url: string, query: string, headers: Record<string, string> = {}): Promise<RawAnswer> {
   const payload = Buffer.from(JSON.stringify({ query }));
   return new Promise((resolve, reject) => {
     const outgoing = request(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', ...headers } }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('error', reject);
-      response.on('end', () => {
-        const joined: Record<string, string> = {};
-        for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) joined[name] = Array.isArray(value) ? value.join(', ') : value;
-        resolve({ status: response.statusCode ?? 0, headers: joined, body: Buffer.concat(chunks) });
-      });
+      readResponse(response).then(resolve, reject);
     });
     outgoing.on('error', reject);
     outgoing.end(payload);

@@ -7,6 +7,7 @@ import { startGateway, type Gateway } from '../../src/gateway/index.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { startSidecar, type Sidecar } from '../../src/sidecar/sidecar.js';
 import { ECHO_GRAPHQL_PATHS, echoAnswer, REFLECTING_PATH, RESPONSE_VARIABLE, startEchoOrigin, type EchoOrigin, type EchoRequest } from '../support/echoOrigin.js';
+import { readResponse } from '../support/rawHttp.js';
 import { startRedisServer, type RedisServer } from '../support/redis.js';
 import { testConfig, type ConfigInput } from '../support/stack.js';
 
@@ -299,16 +300,7 @@ function send(gatewayUrl: string, wire: WireRequest): Promise<Answer> {
   const headers = [['host', wire.host], ...wire.lines, ['content-length', String(wire.body.length)]].flat();
   return new Promise((resolve, reject) => {
     const outgoing = httpRequest(`${gatewayUrl}${wire.target}`, { method: wire.method, headers }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('error', reject);
-      response.on('end', () => {
-        const joined: Record<string, string> = {};
-        for (const [name, value] of Object.entries(response.headers)) {
-          if (value !== undefined) joined[name] = Array.isArray(value) ? value.join(', ') : value;
-        }
-        resolve({ status: response.statusCode ?? 0, headers: joined, text: Buffer.concat(chunks).toString('utf8') });
-      });
+      readResponse(response).then(({ status, headers: joined, body }) => resolve({ status, headers: joined, text: body.toString('utf8') }), reject);
     });
     outgoing.on('error', reject);
     outgoing.end(wire.body);

@@ -1,4 +1,4 @@
-import { request } from 'node:http';
+import { request, type IncomingMessage } from 'node:http';
 import type { GraphQLHttpResult, GraphQLRequestParams, GraphQLResponseJson } from './origin.js';
 
 /**
@@ -29,20 +29,35 @@ export function postGraphQLRaw<TData = Record<string, unknown>>(
   ].flat();
   return new Promise((resolve, reject) => {
     const outgoing = request(url, { method: 'POST', headers }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('error', reject);
-      response.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const joined: Record<string, string> = {};
-        for (const [name, value] of Object.entries(response.headers)) {
-          if (value !== undefined) joined[name] = Array.isArray(value) ? value.join(', ') : value;
-        }
-        resolve({ status: response.statusCode ?? 0, headers: joined, text, json: parseJson<TData>(text) });
-      });
+      readResponse(response).then(({ status, headers: joined, body: bytes }) => {
+        const text = bytes.toString('utf8');
+        resolve({ status, headers: joined, text, json: parseJson<TData>(text) });
+      }, reject);
     });
     outgoing.on('error', reject);
     outgoing.end(payload);
+  });
+}
+
+/** An answer as it came on the wire: the body's bytes never decoded, repeated headers joined as fetch joins them. */
+export interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export function readResponse(response: IncomingMessage): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    response.on('data', (chunk: Buffer) => chunks.push(chunk));
+    response.on('error', reject);
+    response.on('end', () => {
+      const joined: Record<string, string> = {};
+      for (const [name, value] of Object.entries(response.headers)) {
+        if (value !== undefined) joined[name] = Array.isArray(value) ? value.join(', ') : value;
+      }
+      resolve({ status: response.statusCode ?? 0, headers: joined, body: Buffer.concat(chunks) });
+    });
   });
 }
 
