@@ -1,14 +1,12 @@
 import { buildSchema } from 'graphql';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { MemoryPersistedQueryRegistry } from '../../src/apq/index.js';
 import { configSchema } from '../../src/config/schema.js';
 import { DecisionEngine, type OriginFailure } from '../../src/engine/engine.js';
-import { MAX_REWRITTEN_PATH_BYTES } from '../../src/extproc/envoyLimits.js';
 import { retentionSeconds } from '../../src/engine/responseStages.js';
 import { failureByHead, isGraphQLResult } from '../../src/engine/staleIfError.js';
-import { silentLogger } from '../../src/observability/log.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { StoreOptions } from '../../src/store/index.js';
+import { unitEngineDependencies } from '../support/engineDependencies.js';
 import { demoSchemaSDL } from '../support/origin.js';
 
 /**
@@ -38,27 +36,14 @@ describe('stale-if-error in the engine', () => {
   function build(rules: unknown[]): void {
     const config = configSchema.parse({ origin: { url: 'http://origin.test/graphql' }, rules });
     const store = new MemoryStore({ maxBytes: 1024 * 1024 });
-    const store_ = store.store.bind(store);
+    const storeEntry = store.store.bind(store);
     store.store = (key, response, options: StoreOptions) => {
       ttls.push(options.ttlSeconds);
-      return store_(key, response, options);
+      return storeEntry(key, response, options);
     };
-    engine = new DecisionEngine({
-      state: () => ({ config, schema }),
-      store,
-      persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 }),
-      maxRewrittenPathBytes: MAX_REWRITTEN_PATH_BYTES,
-      scopeKeySecret: Buffer.from('test-secret'),
-      logger: silentLogger(),
-      now: () => now,
-      events: {
-        persistedQuery: () => undefined,
-        purge: () => undefined,
-        invalidation: () => undefined,
-        coalesced: () => undefined,
-        staleIfError: (failure) => reported.push(failure),
-      },
-    });
+    const events = { persistedQuery: () => undefined, purge: () => undefined, invalidation: () => undefined, coalesced: () => undefined };
+    const staleIfError = (failure: OriginFailure) => void reported.push(failure);
+    engine = new DecisionEngine(unitEngineDependencies(() => ({ config, schema }), store, () => now, { events: { ...events, staleIfError } }));
   }
 
   /** One request through the engine's four phases, the origin answering `origin` if asked; `beforeOrigin` runs while it is away. */
