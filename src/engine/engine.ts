@@ -520,14 +520,14 @@ export class DecisionEngine {
       exchange.explanation = undefined;
     }
     const forwarded = exchange.plan ?? { kind: 'pass', reason: 'envoy-local-reply' };
+    const plan = planAfterResponseHead(forwarded, status, headers, endOfStream, this.now());
+    exchange.responseArrived(headers, plan);
+    // A failure shown by the head is never stored, so the plan is a pass and leadership is released.
     const replacement = this.replaceFailureByHead(exchange, status, headers, endOfStream);
     if (replacement) {
-      exchange.responseArrived(headers, { kind: 'pass', reason: 'origin-status' });
       exchange.registration = undefined;
       return { headers: { set: [], remove: [] }, wantsBody: false, replacement };
     }
-    const plan = planAfterResponseHead(forwarded, status, headers, endOfStream, this.now());
-    exchange.responseArrived(headers, plan);
     // A mutation whose answer will not be read (streamed, not GraphQL JSON, encoded, bodiless).
     if (forwarded.kind === 'mutation' && plan.kind !== 'mutation') await this.invalidateByRootFieldTypes(forwarded);
     if (forwarded.kind === 'batch' && plan.kind !== 'batch') await this.invalidateAfterBatch(forwarded, undefined);
