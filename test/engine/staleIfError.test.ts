@@ -1,4 +1,5 @@
 import { buildSchema } from 'graphql';
+import { pino } from 'pino';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.js';
 import { DecisionEngine, type OriginFailure } from '../../src/engine/engine.js';
@@ -32,6 +33,7 @@ describe('stale-if-error in the engine', () => {
   let engine: DecisionEngine;
   let ttls: number[];
   let reported: OriginFailure[];
+  let logged: Array<Record<string, unknown>>;
 
   function build(rules: unknown[]): void {
     const config = configSchema.parse({ origin: { url: 'http://origin.test/graphql' }, rules });
@@ -43,7 +45,8 @@ describe('stale-if-error in the engine', () => {
     };
     const events = { persistedQuery: () => undefined, purge: () => undefined, invalidation: () => undefined, coalesced: () => undefined };
     const staleIfError = (failure: OriginFailure) => void reported.push(failure);
-    engine = new DecisionEngine(unitEngineDependencies(() => ({ config, schema }), store, () => now, { events: { ...events, staleIfError } }));
+    const logger = pino({ level: 'info', base: undefined, timestamp: false }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
+    engine = new DecisionEngine(unitEngineDependencies(() => ({ config, schema }), store, () => now, { events: { ...events, staleIfError }, logger }));
   }
 
   /** One request through the engine's four phases, the origin answering `origin` if asked; `beforeOrigin` runs while it is away. */
@@ -73,6 +76,7 @@ describe('stale-if-error in the engine', () => {
     now = T0;
     ttls = [];
     reported = [];
+    logged = [];
     build([{ types: ['Query'], maxAge: 10, swr: 5, staleIfError: 30 }]);
   });
 
@@ -93,6 +97,10 @@ describe('stale-if-error in the engine', () => {
     // A 500 without a body is as much a failure.
     expect((await exchange({ status: 500 })).answeredBy).toBe('response-headers');
     expect(reported).toEqual(['origin-status', 'origin-status']);
+    expect(logged.filter((line) => 'staleIfError' in line)).toEqual([
+      { level: 30, staleIfError: 'origin-status', originStatus: 503, ageSeconds: 25, msg: 'origin failed; answered with the stale entry' },
+      { level: 30, staleIfError: 'origin-status', originStatus: 500, ageSeconds: 25, msg: 'origin failed; answered with the stale entry' },
+    ]);
   });
 
   it('answers a 200 that is no GraphQL result: other content types at the headers, unreadable JSON at the body', async () => {
