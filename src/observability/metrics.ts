@@ -160,6 +160,13 @@ export class Metrics {
   });
   private coalescedCount = 0;
 
+  private readonly staleIfErrorAnswers = new Counter({
+    name: 'svc_cache_stale_if_error_total',
+    help: 'Requests answered with an expired entry because the origin failed (stale-if-error), by failure: origin-status (a 5xx) or origin-not-graphql (a 200 that is no GraphQL result). Also counted as HIT in svc_cache_requests_total.',
+    labelNames: ['failure'] as const,
+    registers: [this.registry],
+  });
+
   private readonly configReloads = new Counter({
     name: 'svc_cache_config_reloads_total',
     help: 'Changes of the configuration file, by result: ok (applied) or refused (invalid; the previous configuration stays).',
@@ -249,6 +256,10 @@ export class Metrics {
   recordCoalesced(): void {
     this.coalescedRequests.inc();
     this.coalescedCount += 1;
+  }
+
+  recordStaleIfError(failure: 'origin-status' | 'origin-not-graphql'): void {
+    this.staleIfErrorAnswers.inc({ failure });
   }
 
   /** Requests answered by coalescing so far (the dashboard shows it). */

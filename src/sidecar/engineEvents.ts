@@ -1,7 +1,7 @@
 import type { EngineEvents } from '../engine/index.js';
 import type { Metrics } from '../observability/index.js';
 
-/** What the decision engine reports (persisted queries, purges, invalidations), recorded as metrics. */
+/** What the decision engine reports (persisted queries, purges, invalidations, stale-if-error), recorded as metrics. */
 export function engineEventsRecordedIn(metrics: Metrics): EngineEvents {
   return {
     persistedQuery: (event) => metrics.recordPersistedQuery(event),
@@ -11,5 +11,6 @@ export function engineEventsRecordedIn(metrics: Metrics): EngineEvents {
       else metrics.recordInvalidation(event.policy, event.removedEntries);
     },
     coalesced: () => metrics.recordCoalesced(),
+    staleIfError: (failure) => metrics.recordStaleIfError(failure),
   };
 }

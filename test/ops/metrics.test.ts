@@ -129,6 +129,7 @@ describe('metrics with real traffic', () => {
       svc_cache_invalidated_entries_total: 'counter',
       svc_cache_persisted_queries_total: 'counter',
       svc_cache_coalesced_requests_total: 'counter',
+      svc_cache_stale_if_error_total: 'counter',
       svc_cache_config_reloads_total: 'counter',
       svc_cache_config_last_reload_successful: 'gauge',
     });

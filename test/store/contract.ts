@@ -75,6 +75,12 @@ export function describeStoreContract(name: string, createStore: () => Promise<C
       expect(await store.invalidate(['Product:1'])).toBe(1);
     });
 
+    it('returns an entry past its maxAge until its lifetime ends: the engine judges freshness (swr, staleIfError)', async () => {
+      const expired: CachedResponse = { ...jsonResponse('expired'), storedAt: Date.now() - 5_000, maxAge: 1 };
+      expect(await storeAfterMiss('expired', ['Product:1'], expired, 60)).toBe(true);
+      expect((await store.lookup('expired')).entry).toEqual(expired);
+    });
+
     it('invalidates exactly the entries holding a tag and counts each entry once', async () => {
       await storeAfterMiss('products', ['Product', 'Product:1', 'Product:2', 'Query.products']);
       await storeAfterMiss('product-1', ['Product', 'Product:1', 'Query.product']);
