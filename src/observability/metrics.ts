@@ -27,6 +27,8 @@ export type StoreOperation =
   | 'store'
   | 'invalidate'
   | 'invalidateAll'
+  | 'markStale'
+  | 'markAllStale'
   | 'ping';
 
 /** How a purge request ended: applied, the store failed, refused for its token, or invalid GraphQL. */

@@ -2,11 +2,20 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { silentLogger, type Logger } from '../observability/index.js';
-import { decodeEntry, encodeEntry } from './entryCodec.js';
+import { decodeEntry, encodeEntry, FORMAT_VERSION as ENTRY_FORMAT_VERSION } from './entryCodec.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import { connectRedis, withinTimeout, type RedisConfig } from './redisConnection.js';
 import { RedisKeyLayout, SHARD_COUNT } from './redisLayout.js';
-import { INVALIDATE_SHARD, INVALIDATE_TAGS, STORE_ENTRY, type LuaScript, type RedisClient } from './redisScripts.js';
+import {
+  INVALIDATE_SHARD,
+  INVALIDATE_TAGS,
+  MARK_STALE_SHARD,
+  MARK_STALE_TAGS,
+  STORE_ENTRY,
+  type LuaScript,
+  type RedisClient,
+} from './redisScripts.js';
+import { STALE_MARGIN_MS } from './softPurge.js';
 import { RedisPersistedQueryRegistry } from './redisPersistedQueries.js';
 import type { CacheStore, CachedResponse, InvalidationMark, Lookup, StoreOptions } from './types.js';
 
@@ -134,6 +143,44 @@ export class RedisStore implements CacheStore {
     );
   }
 
+  async markStale(tags: readonly string[]): Promise<number> {
+    const uniqueTags = [...new Set(tags)];
+    if (uniqueTags.length === 0) return 0;
+    const purge = randomUUID();
+    const nowMs = Date.now();
+    return this.onEveryShard((shard) =>
+      this.drainShard(
+        MARK_STALE_TAGS,
+        [
+          this.layout.sequenceKey(shard),
+          this.layout.epochKey(shard),
+          this.layout.softPurgeKey(shard, purge),
+          ...uniqueTags.map((tag) => this.layout.tagInvalidationKey(shard, tag)),
+          ...uniqueTags.map((tag) => this.layout.tagIndexKey(shard, tag)),
+        ],
+        (firstCall) => this.softPurgeArguments(shard, firstCall, nowMs),
+      ),
+    );
+  }
+
+  async markAllStale(): Promise<number> {
+    const purge = randomUUID();
+    const nowMs = Date.now();
+    return this.onEveryShard((shard) =>
+      this.drainShard(
+        MARK_STALE_SHARD,
+        [
+          this.layout.sequenceKey(shard),
+          this.layout.floorKey(shard),
+          this.layout.allEntriesKey(shard),
+          this.layout.epochKey(shard),
+          this.layout.softPurgeKey(shard, purge),
+        ],
+        (firstCall) => this.softPurgeArguments(shard, firstCall, nowMs),
+      ),
+    );
+  }
+
   /** The persisted-query registry on this store's connection, bounded to `maxBytes`. */
   persistedQueries(maxBytes: number): PersistedQueryRegistry {
     return new RedisPersistedQueryRegistry(this.client, this.layout, this.timeoutMs, maxBytes);
@@ -184,6 +231,11 @@ export class RedisStore implements CacheStore {
       removed += deleted;
       if (remaining === 0) return removed;
     }
+  }
+
+  /** ARGV of MARK_STALE_TAGS and MARK_STALE_SHARD (redisScripts.ts). */
+  private softPurgeArguments(shard: number, firstCall: boolean, nowMs: number): Array<string | number> {
+    return [this.layout.entryKeyPrefix(shard), INVALIDATION_RECORD_TTL_MS, DRAIN_BUDGET, firstCall ? '1' : '0', nowMs, STALE_MARGIN_MS, ENTRY_FORMAT_VERSION];
   }
 
   private withinTimeout<T>(operation: Promise<T>, what: string): Promise<T> {
