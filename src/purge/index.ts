@@ -1,5 +1,6 @@
 export {
   handlePurgeRequest,
+  purgeMode,
   type PurgeDependencies,
   type PurgeEvent,
   type PurgeRequest,
