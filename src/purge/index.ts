@@ -15,3 +15,4 @@ export {
 } from './schema.js';
 export { isPurgeToken } from './token.js';
 export { carriesPurgeToken, hasValidPurgeToken, looksLikePurge, purgeTokenHeader } from './detection.js';
+export { withoutEmptyPurgeParentheses } from './emptyParentheses.js';
