@@ -117,12 +117,7 @@ export class RedisStore implements CacheStore {
     return this.onEveryShard((shard) =>
       this.drainShard(
         INVALIDATE_TAGS,
-        [
-          this.layout.sequenceKey(shard),
-          this.layout.epochKey(shard),
-          ...uniqueTags.map((tag) => this.layout.tagInvalidationKey(shard, tag)),
-          ...uniqueTags.map((tag) => this.layout.tagIndexKey(shard, tag)),
-        ],
+        [this.layout.sequenceKey(shard), this.layout.epochKey(shard), ...this.recordsAndIndexes(shard, uniqueTags)],
         (firstCall) => [this.layout.entryKeyPrefix(shard), INVALIDATION_RECORD_TTL_MS, DRAIN_BUDGET, firstCall ? '1' : '0'],
       ),
     );
@@ -146,39 +141,22 @@ export class RedisStore implements CacheStore {
   async markStale(tags: readonly string[]): Promise<number> {
     const uniqueTags = [...new Set(tags)];
     if (uniqueTags.length === 0) return 0;
-    const purge = randomUUID();
-    const nowMs = Date.now();
-    return this.onEveryShard((shard) =>
-      this.drainShard(
-        MARK_STALE_TAGS,
-        [
-          this.layout.sequenceKey(shard),
-          this.layout.epochKey(shard),
-          this.layout.softPurgeKey(shard, purge),
-          ...uniqueTags.map((tag) => this.layout.tagInvalidationKey(shard, tag)),
-          ...uniqueTags.map((tag) => this.layout.tagIndexKey(shard, tag)),
-        ],
-        (firstCall) => this.softPurgeArguments(shard, firstCall, nowMs),
-      ),
-    );
+    return this.softPurge(MARK_STALE_TAGS, (shard, pending) => [
+      this.layout.sequenceKey(shard),
+      this.layout.epochKey(shard),
+      pending,
+      ...this.recordsAndIndexes(shard, uniqueTags),
+    ]);
   }
 
   async markAllStale(): Promise<number> {
-    const purge = randomUUID();
-    const nowMs = Date.now();
-    return this.onEveryShard((shard) =>
-      this.drainShard(
-        MARK_STALE_SHARD,
-        [
-          this.layout.sequenceKey(shard),
-          this.layout.floorKey(shard),
-          this.layout.allEntriesKey(shard),
-          this.layout.epochKey(shard),
-          this.layout.softPurgeKey(shard, purge),
-        ],
-        (firstCall) => this.softPurgeArguments(shard, firstCall, nowMs),
-      ),
-    );
+    return this.softPurge(MARK_STALE_SHARD, (shard, pending) => [
+      this.layout.sequenceKey(shard),
+      this.layout.floorKey(shard),
+      this.layout.allEntriesKey(shard),
+      this.layout.epochKey(shard),
+      pending,
+    ]);
   }
 
   /** The persisted-query registry on this store's connection, bounded to `maxBytes`. */
@@ -233,9 +211,29 @@ export class RedisStore implements CacheStore {
     }
   }
 
-  /** ARGV of MARK_STALE_TAGS and MARK_STALE_SHARD (redisScripts.ts). */
-  private softPurgeArguments(shard: number, firstCall: boolean, nowMs: number): Array<string | number> {
-    return [this.layout.entryKeyPrefix(shard), INVALIDATION_RECORD_TTL_MS, DRAIN_BUDGET, firstCall ? '1' : '0', nowMs, STALE_MARGIN_MS, ENTRY_FORMAT_VERSION];
+  /** The tags' invalidation records, then their indexes, in the same order (KEYS of the tag scripts). */
+  private recordsAndIndexes(shard: number, tags: readonly string[]): string[] {
+    return [...tags.map((tag) => this.layout.tagInvalidationKey(shard, tag)), ...tags.map((tag) => this.layout.tagIndexKey(shard, tag))];
+  }
+
+  /**
+   * Runs a soft-purge script (MARK_STALE_TAGS, MARK_STALE_SHARD) on every shard, each with a pending
+   * list of this purge's own, and `now` taken once for all.
+   */
+  private softPurge(script: LuaScript, keysOf: (shard: number, pending: string) => string[]): Promise<number> {
+    const purge = randomUUID();
+    const nowMs = Date.now();
+    return this.onEveryShard((shard) =>
+      this.drainShard(script, keysOf(shard, this.layout.softPurgeKey(shard, purge)), (firstCall) => [
+        this.layout.entryKeyPrefix(shard),
+        INVALIDATION_RECORD_TTL_MS,
+        DRAIN_BUDGET,
+        firstCall ? '1' : '0',
+        nowMs,
+        STALE_MARGIN_MS,
+        ENTRY_FORMAT_VERSION,
+      ]),
+    );
   }
 
   private withinTimeout<T>(operation: Promise<T>, what: string): Promise<T> {

@@ -73,6 +73,20 @@ end
 `;
 
 /**
+ * Records an invalidation of the tags whose records are KEYS[first..last]: the shard's sequence is
+ * raised and each record set to it, so marks taken before are refused for those tags.
+ */
+const RECORD_INVALIDATION = `
+local function recordInvalidation(sequenceKey, epochKey, first, last, recordTtlMs)
+  ensureEpoch(epochKey)
+  local sequence = redis.call('INCR', sequenceKey)
+  for i = first, last do
+    redis.call('SET', KEYS[i], sequence, 'PX', recordTtlMs)
+  end
+end
+`;
+
+/**
  * Stores an entry unless the mark is stale. KEYS: entry, floor, all-entries index, epoch, then the
  * tags' invalidation records, then the tags' indexes (same order). ARGV: encoded entry, ttl ms,
  * mark sequence, entry id, mark epoch. Returns 1 when stored, 0 when refused.
@@ -123,14 +137,10 @@ return 1
  * (which records the invalidation) or '0' on the calls that only drain what the budget left.
  * Returns { entries deleted, members still listed }.
  */
-export const INVALIDATE_TAGS = new LuaScript(`${DRAIN_INDEXES}${ENSURE_EPOCH}
+export const INVALIDATE_TAGS = new LuaScript(`${DRAIN_INDEXES}${ENSURE_EPOCH}${RECORD_INVALIDATION}
 local tagCount = (#KEYS - 2) / 2
 if ARGV[4] == '1' then
-  ensureEpoch(KEYS[2])
-  local sequence = redis.call('INCR', KEYS[1])
-  for i = 3, 2 + tagCount do
-    redis.call('SET', KEYS[i], sequence, 'PX', tonumber(ARGV[2]))
-  end
+  recordInvalidation(KEYS[1], KEYS[2], 3, 2 + tagCount, tonumber(ARGV[2]))
 end
 return drain(3 + tagCount, 2 + 2 * tagCount, ARGV[1], tonumber(ARGV[3]))
 `);
@@ -197,14 +207,10 @@ end
  * entries in pending (expiring after the record ttl, should the purger go away); each call ages
  * what the budget allows. Returns { entries aged or deleted, ids still listed }.
  */
-export const MARK_STALE_TAGS = new LuaScript(`${AGE_OUT_PENDING}${ENSURE_EPOCH}
+export const MARK_STALE_TAGS = new LuaScript(`${AGE_OUT_PENDING}${ENSURE_EPOCH}${RECORD_INVALIDATION}
 local tagCount = (#KEYS - 3) / 2
 if ARGV[4] == '1' then
-  ensureEpoch(KEYS[2])
-  local sequence = redis.call('INCR', KEYS[1])
-  for i = 4, 3 + tagCount do
-    redis.call('SET', KEYS[i], sequence, 'PX', tonumber(ARGV[2]))
-  end
+  recordInvalidation(KEYS[1], KEYS[2], 4, 3 + tagCount, tonumber(ARGV[2]))
   redis.call('ZUNIONSTORE', KEYS[3], tagCount, unpack(KEYS, 4 + tagCount, 3 + 2 * tagCount))
   redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[2]))
 end
