@@ -250,23 +250,33 @@ function schemalessPurgeField(origin: GraphQLSchema, keyFields: KeyFields): Purg
       'Invalidates every cached response that contains an object of this type, or with keyFields, those ' +
       'whose key field has one of these values.',
     args: { type: { type: new GraphQLNonNull(GraphQLString) }, keyFields: { type: new GraphQLList(new GraphQLNonNull(KEY_FIELD_INPUT)) } },
-    resolve: (_source, args: { type: string; keyFields?: Array<{ name: string; value: string }> | null }, targets, info) => {
-      const type = types.get(args.type);
-      const key = type && entityKeyField(type, keyFields);
-      const badField = args.keyFields?.find((field) => field.name !== key);
-      let problem: string | undefined;
-      if (type === undefined) problem = `_purgeType: "${args.type}" is not an object type of the origin schema`;
-      else if (badField) problem = `_purgeType: ${type.name} is identified by ${key === undefined ? 'no key field' : `"${key}"`}, not by "${badField.name}"`;
+    resolve: (_source, args: SchemalessArguments, targets, info) => {
+      const problem = schemalessProblem(args, types.get(args.type), keyFields);
       if (problem !== undefined) {
-        targets.reject(new GraphQLError(problem, { nodes: info.fieldNodes, extensions: { code: 'BAD_USER_INPUT' } }));
+        targets.reject(new GraphQLError(`_purgeType: ${problem}`, { nodes: info.fieldNodes, extensions: { code: 'BAD_USER_INPUT' } }));
       } else if (args.keyFields === null || args.keyFields === undefined) {
         targets.addTags(info.fieldName, [invalidationTag.type(args.type)], isSoft(args));
       } else {
-        targets.addTags(info.fieldName, args.keyFields.map((field) => invalidationTag.entity(args.type, entityKeyText(field.value))), isSoft(args));
+        const tags = args.keyFields.map((field) => invalidationTag.entity(args.type, entityKeyText(field.value)));
+        targets.addTags(info.fieldName, tags, isSoft(args));
       }
       return true;
     },
   };
+}
+
+interface SchemalessArguments {
+  type: string;
+  keyFields?: Array<{ name: string; value: string }> | null;
+}
+
+/** What the schema cannot check of `_purgeType`'s arguments: the type must exist, the fields be its key. */
+function schemalessProblem(args: SchemalessArguments, type: GraphQLObjectType | undefined, keyFields: KeyFields): string | undefined {
+  if (type === undefined) return `"${args.type}" is not an object type of the origin schema`;
+  const key = entityKeyField(type, keyFields);
+  const other = args.keyFields?.find((field) => field.name !== key);
+  if (other === undefined) return undefined;
+  return `${type.name} is identified by ${key === undefined ? 'no key field' : `"${key}"`}, not by "${other.name}"`;
 }
 
 /** The origin's object types that can appear in a response: not root types, not introspection types. */
