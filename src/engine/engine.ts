@@ -18,6 +18,7 @@ import {
   handlePurgeRequest,
   hasValidPurgeToken,
   purgeTokenHeader,
+  withoutEmptyPurgeParentheses,
   type PurgeEvent,
 } from '../purge/index.js';
 import type { CacheStore, CachedResponse } from '../store/index.js';
@@ -273,7 +274,7 @@ export class DecisionEngine {
     }
     const context: RequestContext = { exchange, head, config, request, resolved };
     const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
-    if (isVerdict(checked)) return this.conclude(exchange, checked, context);
+    if (isVerdict(checked)) return this.conclude(exchange, (await this.emptyParenthesesPurge(context, checked, schema)) ?? checked, context);
     // It parses and passes the limits: registered once an answer with data shows the origin runs it.
     exchange.registration = resolved.registration;
     exchange.describeOperation(checked.selected.name, documentHashOf(checked.selected));
@@ -337,6 +338,25 @@ export class DecisionEngine {
     };
     this.analyses.set(document, analysis);
     return analysis;
+  }
+
+  /**
+   * A purge written with empty argument parentheses (`_purgeTodo()`, as Stellate's docs write it) is
+   * a GraphQL syntax error. With a valid purge token, the text without them (withoutEmptyPurgeParentheses)
+   * is answered when it is a purge mutation; anything else keeps `syntaxError`, so no other
+   * document is read differently (docs/graphql-caching.md, Purge API).
+   */
+  private async emptyParenthesesPurge(context: RequestContext, syntaxError: Verdict, schema: GraphQLSchema | undefined): Promise<Verdict | undefined> {
+    const { config, head, resolved, request } = context;
+    if (syntaxError.kind !== 'pass' || syntaxError.reason !== 'syntax-error' || schema === undefined) return undefined;
+    if (resolved.query === undefined || !hasValidPurgeToken(head.headers, config.purge)) return undefined;
+    const query = withoutEmptyPurgeParentheses(resolved.query);
+    if (query === undefined) return undefined;
+    const checked = checkLimits({ ...resolved, query }, config.limits, request.params.operationName, (document) =>
+      this.analysisOf(document, config, schema),
+    );
+    if (isVerdict(checked) || checked.selected.operation.operation !== OperationTypeNode.MUTATION) return undefined;
+    return this.purge(context, checked, schema);
   }
 
   /** The purge API's answer when the request is a purge (docs/graphql-caching.md, Purge API). */

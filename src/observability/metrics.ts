@@ -27,6 +27,8 @@ export type StoreOperation =
   | 'store'
   | 'invalidate'
   | 'invalidateAll'
+  | 'markStale'
+  | 'markAllStale'
   | 'ping';
 
 /** How a purge request ended: applied, the store failed, refused for its token, or invalid GraphQL. */
@@ -128,7 +130,8 @@ export class Metrics {
 
   private readonly purgedEntries = new Counter({
     name: 'svc_cache_purged_entries_total',
-    help: 'Cache entries removed by purges.',
+    help: 'Cache entries purges removed (mode hard) or marked stale (mode soft; those without swr are removed).',
+    labelNames: ['mode'] as const,
     registers: [this.registry],
   });
 
@@ -235,9 +238,10 @@ export class Metrics {
     this.storeSeconds.observe({ operation }, seconds);
   }
 
-  recordPurge(result: PurgeResult, entries = 0): void {
+  recordPurge(result: PurgeResult, entries: { removed: number; stale: number } = { removed: 0, stale: 0 }): void {
     this.purges.inc({ result });
-    if (entries > 0) this.purgedEntries.inc(entries);
+    if (entries.removed > 0) this.purgedEntries.inc({ mode: 'hard' }, entries.removed);
+    if (entries.stale > 0) this.purgedEntries.inc({ mode: 'soft' }, entries.stale);
   }
 
   recordInvalidation(policy: MutationPolicy, entries: number): void {

@@ -5,7 +5,11 @@ import type { Metrics } from '../observability/index.js';
 export function engineEventsRecordedIn(metrics: Metrics): EngineEvents {
   return {
     persistedQuery: (event) => metrics.recordPersistedQuery(event),
-    purge: (event) => metrics.recordPurge(event.result, event.result === 'purged' ? event.removedEntries : 0),
+    purge: (event) =>
+      metrics.recordPurge(
+        event.result,
+        event.result === 'purged' ? { removed: event.removedEntries, stale: event.staleEntries } : undefined,
+      ),
     invalidation: (event) => {
       if ('failed' in event) metrics.recordInvalidationFailure(event.policy);
       else metrics.recordInvalidation(event.policy, event.removedEntries);

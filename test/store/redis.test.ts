@@ -130,6 +130,16 @@ describe('Redis data model', () => {
     expect(layout.entryKeyPrefix(0).startsWith(keyPrefix)).toBe(true);
   });
 
+  it('consumes the list a soft purge takes of its entries, leaving no key of its own behind', async () => {
+    const keyPrefix = uniquePrefix('soft');
+    const store = await openStore(keyPrefix);
+    const keys = Array.from({ length: 40 }, (_, index) => `list-${index}`);
+    await Promise.all(keys.map((key) => storeAfterMiss(store, key, ['Product'])));
+    expect(await store.markStale(['Product'])).toBe(keys.length);
+    expect(await store.markAllStale()).toBe(0);
+    expect(await scanKeys(inspector, `${keyPrefix}*:s:*`)).toEqual([]);
+  });
+
   it('answers a lookup with one command and never lists or scans the keyspace', async () => {
     const store = await openStore(uniquePrefix('round-trips'));
     await storeAfterMiss(store, 'cached', ['A']);
