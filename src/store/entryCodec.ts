@@ -16,7 +16,7 @@ import type { CachedResponse } from './types.js';
  * layout, or a damaged value, costs misses, not errors.
  */
 
-const FORMAT_VERSION = 2;
+export const FORMAT_VERSION = 2;
 const FIXED_HEADER_BYTES = 1 + 8 + 8 + 8;
 const ENCODINGS: readonly BodyEncoding[] = ['identity', 'gzip', 'br'];
 
