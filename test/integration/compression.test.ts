@@ -138,6 +138,33 @@ describe('compressed storage, gzip (the default)', () => {
   });
 });
 
+describe('compressed storage and stale-if-error', () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await startStack({ rules: [{ types: ['Query'], maxAge: 1, staleIfError: 5 }] });
+  });
+  afterAll(async () => {
+    await stack.close();
+  });
+
+  it('answers a failing origin with the stale entry in the coding the client accepts, as a HIT', async () => {
+    const miss = await post(stack.url, USERS);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    stack.origin.setBehaviour({ forcedResponse: { status: 500, headers: { 'content-type': 'text/plain' }, body: 'down' } });
+    const encoded = await post(stack.url, USERS, { 'accept-encoding': 'gzip' });
+    const identity = await post(stack.url, USERS);
+    expect([encoded.headers['svc-cache-stale'], encoded.headers['content-encoding'], encoded.headers['vary'], encoded.headers['content-length']]).toEqual([
+      'error',
+      'gzip',
+      'accept-encoding',
+      String(encoded.body.length),
+    ]);
+    expect(gunzipSync(encoded.body).equals(miss.body)).toBe(true);
+    expect([identity.headers['svc-cache-stale'], identity.headers['content-encoding'], identity.body.equals(miss.body)]).toEqual(['error', undefined, true]);
+  });
+});
+
 describe('compressed storage, brotli', () => {
   let stack: Stack;
   const config: ConfigInput = { cache: { compression: { encoding: 'br', level: 5 } } };
