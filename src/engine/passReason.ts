@@ -30,6 +30,16 @@ export type PassReason =
   | 'max-age-zero'
   | 'credentials-on-public'
   | 'rewritten-path-too-long'
+  // A JWT scope's token failed verification (README, Scopes).
+  | 'jwt-malformed'
+  | 'jwt-algorithm-not-allowed'
+  | 'jwt-invalid-signature'
+  | 'jwt-expired'
+  | 'jwt-not-yet-valid'
+  | 'jwt-wrong-issuer'
+  | 'jwt-wrong-audience'
+  | 'jwt-key-unavailable'
+  | 'jwt-claim-missing'
   // svc-cache itself, or Envoy.
   | 'store-unavailable'
   | 'engine-error'

@@ -1,0 +1,56 @@
+import { createPublicKey } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { createLocalJWKSet, createRemoteJWKSet, errors, type JSONWebKeySet, type JWTVerifyGetKey, type KeyObject } from 'jose';
+import type { JwtScopeSettings } from '../config/index.js';
+
+/**
+ * Where a JWT scope's verification key comes from: a shared secret, one public key, or a JWKS
+ * (a file or a URL) whose keys are cached and fetched again when a token names an unknown `kid`,
+ * at most once per cooldown (README, Scopes).
+ */
+
+export type VerificationKey = Uint8Array | KeyObject | JWTVerifyGetKey;
+
+export interface KeySetOptions {
+  /** No JWKS is fetched (or read) again sooner than this after the last time, whatever `kid` a token names. */
+  cooldownMs: number;
+  /** A JWKS URL slower than this fails the request's verification (it passes, uncached). */
+  timeoutMs: number;
+  now: () => number;
+}
+
+export function verificationKey(jwt: JwtScopeSettings, options: KeySetOptions): VerificationKey {
+  if (jwt.secret !== undefined) return new TextEncoder().encode(jwt.secret);
+  if (jwt.publicKey !== undefined) return createPublicKey(jwt.publicKey);
+  if (jwt.jwksUrl !== undefined) {
+    // jose's own cache: refetched on an unknown kid once the cooldown is over, and every cacheMaxAge.
+    return createRemoteJWKSet(new URL(jwt.jwksUrl), { cooldownDuration: options.cooldownMs, timeoutDuration: options.timeoutMs });
+  }
+  return jwksFileKeys(jwt.jwksFile!, options);
+}
+
+/** A JWKS file, read when first needed and read again on an unknown `kid` once the cooldown is over. */
+function jwksFileKeys(path: string, options: KeySetOptions): JWTVerifyGetKey {
+  let loaded: { keys: ReturnType<typeof createLocalJWKSet>; at: number } | undefined;
+  let loading: Promise<void> | undefined;
+  const load = (): Promise<void> => {
+    loading ??= readFile(path, 'utf8')
+      .then((text) => {
+        loaded = { keys: createLocalJWKSet(JSON.parse(text) as JSONWebKeySet), at: options.now() };
+      })
+      .finally(() => {
+        loading = undefined;
+      });
+    return loading;
+  };
+  return async (header, token) => {
+    if (!loaded) await load();
+    try {
+      return await loaded!.keys(header, token);
+    } catch (error) {
+      if (!(error instanceof errors.JWKSNoMatchingKey) || options.now() - loaded!.at < options.cooldownMs) throw error;
+      await load();
+      return loaded!.keys(header, token);
+    }
+  };
+}
