@@ -59,6 +59,19 @@ describe('JwtScopes', () => {
     expect(jwt.identify(['USER'], scopes, [['authorization', `Bearer ${token}`], ['authorization', `Bearer ${token}`]])).toEqual(refused);
     expect(jwt.identify(['USER'], scopes, [['authorization', 'Bearer ']])).toEqual(refused);
   });
+
+  it('starts over with a reloaded configuration: a new secret refuses the tokens the old one verified', async () => {
+    const jwt = new JwtScopes({ secret: Buffer.from('scope-key'), now: Date.now });
+    const headers: Array<[string, string]> = [['authorization', `Bearer ${await hsToken({ sub: 'alice' })}`]];
+    expect((await jwt.identify(['USER'], scopes, headers)).kind).toBe('identified');
+    const reloaded = configSchema.parse({
+      origin: { url: 'http://origin.test/graphql' },
+      scopes: { USER: { definition: 'header:authorization', jwt: { claim: 'sub', algorithms: ['HS256'], secret: 'the-rotated-secret' } } },
+    }).scopes;
+    const refused = jwt.identify(['USER'], reloaded, headers);
+    expect(refused).toBeInstanceOf(Promise);
+    expect(await refused).toEqual({ kind: 'refused', failure: 'jwt-invalid-signature', detail: 'USER: ERR_JWS_SIGNATURE_VERIFICATION_FAILED' });
+  });
 });
 
 describe('what a JWT scope varies on and keys', () => {
