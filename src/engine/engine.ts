@@ -54,7 +54,7 @@ import {
 } from './responseStages.js';
 import type { KeyedTarget } from './cacheKey.js';
 import { cachePolicyFor, selectsUnnamedIntrospection, type CachePolicy } from './rules.js';
-import { JwtScopes, type JWKS_TIMING } from './jwtScopes.js';
+import { JwtScopes } from './jwtScopes.js';
 import { scopeKeyedHeaders } from './scopes.js';
 import { cacheStatusHeader, explanationHeaders, hitResponse, mergeScopeHeaders, type HeaderChanges } from './responses.js';
 import type { HttpResponse } from '../http/index.js';
@@ -109,8 +109,6 @@ export interface EngineDependencies {
   events?: EngineEvents;
   /** Key of the hash that names scope buckets; replicas sharing a store must share it. */
   scopeKeySecret: Buffer;
-  /** How often a JWKS may be fetched again and how long a fetch may take (defaults: JWKS_TIMING). */
-  jwksTiming?: typeof JWKS_TIMING;
   logger: Logger;
   now?: () => number;
 }
@@ -164,7 +162,7 @@ export class DecisionEngine {
 
   constructor(private readonly deps: EngineDependencies) {
     this.now = deps.now ?? Date.now;
-    this.jwtScopes = new JwtScopes({ secret: deps.scopeKeySecret, now: this.now, ...(deps.jwksTiming ? { timing: deps.jwksTiming } : {}) });
+    this.jwtScopes = new JwtScopes({ secret: deps.scopeKeySecret, now: this.now });
   }
 
   /** The exchange of one HTTP request; without a head, a response whose request svc-cache never saw. */

@@ -19,10 +19,10 @@ export type JwtIdentification =
   | { kind: 'refused'; failure: JwtFailure; detail: string };
 
 /** How many verified tokens each JWT scope remembers; the least recently used go first. */
-export const VERIFIED_TOKENS_PER_SCOPE = 10_000;
+const VERIFIED_TOKENS_PER_SCOPE = 10_000;
 
 /** A JWKS is fetched again for an unknown `kid` at most this often, and a fetch may take this long. */
-export const JWKS_TIMING = { cooldownMs: 30_000, timeoutMs: 500 };
+const JWKS_TIMING = { cooldownMs: 30_000, timeoutMs: 500 };
 
 const NO_JWT_SCOPES: JwtIdentification = { kind: 'identified', identities: new Map() };
 
@@ -30,7 +30,7 @@ export class JwtScopes {
   /** Per scope as configured: a reload makes new settings objects, and so new verifiers. */
   private readonly verifiers = new WeakMap<JwtScopeSettings, RememberingVerifier>();
 
-  constructor(private readonly options: { secret: Buffer; now: () => number; timing?: typeof JWKS_TIMING }) {}
+  constructor(private readonly options: { secret: Buffer; now: () => number }) {}
 
   /** Synchronous when the request has no JWT scope or every token it sent is remembered. */
   identify(scopes: readonly string[], definitions: ScopeDefinitions, headers: HeaderList): JwtIdentification | Promise<JwtIdentification> {
@@ -58,7 +58,7 @@ export class JwtScopes {
   private verifierOf(jwt: JwtScopeSettings): RememberingVerifier {
     let verifier = this.verifiers.get(jwt);
     if (!verifier) {
-      const keyOptions: KeySetOptions = { ...(this.options.timing ?? JWKS_TIMING), now: this.options.now };
+      const keyOptions: KeySetOptions = { ...JWKS_TIMING, now: this.options.now };
       verifier = new RememberingVerifier(new TokenVerifier(jwt, keyOptions), this.options.secret, this.options.now);
       this.verifiers.set(jwt, verifier);
     }

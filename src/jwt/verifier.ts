@@ -41,7 +41,7 @@ export class TokenVerifier {
     const now = this.options.now();
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, this.key as Uint8Array, {
+      ({ payload } = await jwtVerify(token, this.key, {
         algorithms: this.jwt.algorithms,
         currentDate: new Date(now),
         clockTolerance: this.jwt.clockToleranceSeconds,
