@@ -21,8 +21,11 @@ export type JwtIdentification =
 /** How many verified tokens each JWT scope remembers; the least recently used go first. */
 const VERIFIED_TOKENS_PER_SCOPE = 10_000;
 
-/** A JWKS is fetched again for an unknown `kid` at most this often, and a fetch may take this long. */
-const JWKS_TIMING = { cooldownMs: 30_000, timeoutMs: 500 };
+/**
+ * A JWKS is fetched again for an unknown `kid` at most this often, a fetch may take this long, and
+ * after a failed one the next waits this long.
+ */
+const JWKS_TIMING = { cooldownMs: 30_000, timeoutMs: 500, failureBackoffMs: 5_000 };
 
 const NO_JWT_SCOPES: JwtIdentification = { kind: 'identified', identities: new Map() };
 

@@ -1,6 +1,6 @@
 import { createPublicKey } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { createLocalJWKSet, createRemoteJWKSet, errors, type JSONWebKeySet, type JWTVerifyGetKey, type KeyObject } from 'jose';
+import { createLocalJWKSet, createRemoteJWKSet, customFetch, errors, type JSONWebKeySet, type JWTVerifyGetKey, type KeyObject } from 'jose';
 import type { JwtScopeSettings } from '../config/index.js';
 
 /**
@@ -16,6 +16,8 @@ export interface KeySetOptions {
   cooldownMs: number;
   /** A JWKS URL slower than this fails the request's verification (it passes, uncached). */
   timeoutMs: number;
+  /** After a JWKS fetch failed, none is tried again sooner than this. */
+  failureBackoffMs: number;
   now: () => number;
 }
 
@@ -23,10 +25,34 @@ export function verificationKey(jwt: JwtScopeSettings, options: KeySetOptions): 
   if (jwt.secret !== undefined) return new TextEncoder().encode(jwt.secret);
   if (jwt.publicKey !== undefined) return createPublicKey(jwt.publicKey);
   if (jwt.jwksUrl !== undefined) {
-    // jose's own cache: refetched on an unknown kid once the cooldown is over, and every cacheMaxAge.
-    return createRemoteJWKSet(new URL(jwt.jwksUrl), { cooldownDuration: options.cooldownMs, timeoutDuration: options.timeoutMs });
+    // jose's own cache: refetched on an unknown kid once the cooldown after a successful fetch is
+    // over, and every cacheMaxAge; the cooldown after a failed one is ours.
+    return createRemoteJWKSet(new URL(jwt.jwksUrl), {
+      cooldownDuration: options.cooldownMs,
+      timeoutDuration: options.timeoutMs,
+      [customFetch]: fetchBackingOff(options),
+    });
   }
   return jwksFileKeys(jwt.jwksFile!, options);
+}
+
+/**
+ * `fetch`, refused at once for a while after a fetch failed: jose tries again on the next token
+ * otherwise, so an issuer that is down would get a request per request svc-cache sees.
+ */
+function fetchBackingOff(options: KeySetOptions): typeof fetch {
+  let failedAt = -Infinity;
+  return async (url, init) => {
+    if (options.now() - failedAt < options.failureBackoffMs) throw new Error('the last JWKS fetch failed moments ago');
+    try {
+      const response = await fetch(url, init);
+      if (!response.ok) failedAt = options.now();
+      return response;
+    } catch (error) {
+      failedAt = options.now();
+      throw error;
+    }
+  };
 }
 
 /** A JWKS file, read when first needed and read again on an unknown `kid` once the cooldown is over. */

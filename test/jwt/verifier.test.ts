@@ -15,7 +15,7 @@ function settings(jwt: Record<string, unknown>): JwtScopeSettings {
   return scope.jwt;
 }
 
-const TIMING = { cooldownMs: 30_000, timeoutMs: 500, now: Date.now };
+const TIMING = { cooldownMs: 30_000, timeoutMs: 500, failureBackoffMs: 5_000, now: Date.now };
 const hs = (extra: Record<string, unknown> = {}) => new TokenVerifier(settings({ claim: 'sub', algorithms: ['HS256'], secret: HS_SECRET, ...extra }), TIMING);
 
 describe('HS256 with a secret', () => {
@@ -152,6 +152,27 @@ describe('RS256', () => {
     await down.close();
     const verifier = new TokenVerifier(settings({ claim: 'sub', algorithms: ['RS256'], jwksUrl: down.url }), TIMING);
     expect(await verifier.verify(await rsToken(first, { sub: 'alice' }))).toMatchObject({ ok: false, failure: 'jwt-key-unavailable' });
+  });
+
+  it('after a failed JWKS fetch tries no other for the backoff, then fetches again', async () => {
+    const clock = { now: Date.now() };
+    const issuer = await startJwksServer([first]);
+    try {
+      issuer.failing(true);
+      const verifier = new TokenVerifier(settings({ claim: 'sub', algorithms: ['RS256'], jwksUrl: issuer.url }), { ...TIMING, now: () => clock.now });
+      const token = await rsToken(first, { sub: 'alice' });
+      for (let i = 0; i < 5; i += 1) expect(await verifier.verify(token)).toMatchObject({ ok: false, failure: 'jwt-key-unavailable' });
+      expect(issuer.fetches()).toBe(1);
+      issuer.failing(false);
+      clock.now += 4_000;
+      expect(await verifier.verify(token)).toMatchObject({ ok: false, failure: 'jwt-key-unavailable' });
+      expect(issuer.fetches()).toBe(1);
+      clock.now += 1_000;
+      expect(await verifier.verify(token)).toMatchObject({ ok: true, claim: 's:alice' });
+      expect(issuer.fetches()).toBe(2);
+    } finally {
+      await issuer.close();
+    }
   });
 
   it('reads a JWKS file, and reads it again for an unknown kid once the cooldown is over', async () => {

@@ -48,14 +48,21 @@ export interface JwksServer {
   fetches(): number;
   /** The keys served from now on. */
   serve(keys: readonly SigningKey[]): void;
+  /** From now on answer 503 (an issuer that is down), or the keys again. */
+  failing(down: boolean): void;
   close(): Promise<void>;
 }
 
 export async function startJwksServer(keys: readonly SigningKey[]): Promise<JwksServer> {
   let served = keys;
   let fetches = 0;
+  let down = false;
   const server: Server = createServer((_request, response) => {
     fetches += 1;
+    if (down) {
+      response.writeHead(503).end();
+      return;
+    }
     response.writeHead(200, { 'content-type': 'application/json' });
     response.end(JSON.stringify({ keys: served.map((key) => key.publicJwk) }));
   });
@@ -65,6 +72,9 @@ export async function startJwksServer(keys: readonly SigningKey[]): Promise<Jwks
     fetches: () => fetches,
     serve: (next) => {
       served = next;
+    },
+    failing: (next) => {
+      down = next;
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
