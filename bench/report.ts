@@ -3,7 +3,16 @@ import type { EnvoyStreamClose } from './extprocStreams.js';
 import type { ProfileSummary } from './profileSummary.js';
 import type { StampedeFigures } from './stampede.js';
 
-export type ScenarioName = 'sidecarHit' | 'sidecarHitIdentityClient' | 'sidecarHitDashboardOff' | 'floorHit' | 'yogaHit' | 'sidecarMiss' | 'floorPassThrough';
+export type ScenarioName =
+  | 'sidecarHit'
+  | 'sidecarHitIdentityClient'
+  | 'sidecarHitDashboardOff'
+  | 'sidecarHitHeaderScope'
+  | 'sidecarHitJwtScope'
+  | 'floorHit'
+  | 'yogaHit'
+  | 'sidecarMiss'
+  | 'floorPassThrough';
 
 export interface BenchReport {
   /** The one-minute load average as the run began: work of other processes shows in every figure. */
@@ -26,6 +35,11 @@ export interface BenchReport {
   hitCpuIdentityClientMicros: number;
   /** Sidecar CPU time per HIT with the dashboard on (the default) over the same with it off. */
   dashboardOnHitCpuRatio: number;
+  /** Sidecar CPU time per HIT of one user in a scope keyed on a header, and on a verified JWT's claim. */
+  hitCpuHeaderScopeMicros: number;
+  hitCpuJwtScopeMicros: number;
+  /** The JWT scope's CPU per HIT over the header scope's: what keying on a verified claim costs a HIT. */
+  jwtScopeHitCpuRatio: number;
   redisRoundTripsPerHit: number;
   stampedeOriginRequests: number;
   /** p50 of a full MISS stream minus p50 of a pass-through stream, one stream at a time. */
@@ -93,6 +107,8 @@ const SCENARIO_ROWS: ReadonlyArray<readonly [ScenarioName, string]> = [
   ['sidecarHit', 'HIT   svc-cache sidecar + Redis, ext_proc'],
   ['sidecarHitIdentityClient', 'HIT   same, client without accept-encoding'],
   ['sidecarHitDashboardOff', 'HIT   same, dashboard off'],
+  ['sidecarHitHeaderScope', 'HIT   same, scope on a header'],
+  ['sidecarHitJwtScope', 'HIT   same, scope on a JWT claim'],
   ['floorHit', 'HIT   floor: constant answer, ext_proc'],
   ['yogaHit', 'HIT   Yoga + response-cache, HTTP/1.1'],
   ['sidecarMiss', 'MISS  svc-cache sidecar + Redis, ext_proc'],
@@ -105,6 +121,9 @@ type FigureKey =
   | 'hitCpuRatioToFloor'
   | 'hitCpuIdentityClientMicros'
   | 'dashboardOnHitCpuRatio'
+  | 'hitCpuHeaderScopeMicros'
+  | 'hitCpuJwtScopeMicros'
+  | 'jwtScopeHitCpuRatio'
   | 'redisRoundTripsPerHit'
   | 'missAddedLatencyMs'
   | 'storedBytesPerBodyByte'
@@ -118,6 +137,9 @@ const FIGURE_ROWS: ReadonlyArray<readonly [FigureKey, (report: BenchReport) => s
   ['hitCpuRatioToFloor', () => 'sidecar CPU per HIT ÷ floor CPU per HIT'],
   ['hitCpuIdentityClientMicros', () => 'sidecar CPU µs per HIT for a client without accept-encoding (body decompressed)'],
   ['dashboardOnHitCpuRatio', () => 'sidecar CPU per HIT, dashboard on ÷ dashboard off'],
+  ['hitCpuHeaderScopeMicros', () => 'sidecar CPU µs per HIT, scope keyed on a header (x-team)'],
+  ['hitCpuJwtScopeMicros', () => 'sidecar CPU µs per HIT, scope keyed on a verified HS256 JWT sub (token remembered)'],
+  ['jwtScopeHitCpuRatio', () => 'sidecar CPU per HIT, JWT scope ÷ header scope'],
   ['redisRoundTripsPerHit', () => 'Redis commands per HIT (INFO commandstats)'],
   ['missAddedLatencyMs', () => 'MISS p50 − pass-through p50, ms'],
   [

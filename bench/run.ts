@@ -1,5 +1,6 @@
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SignJWT } from 'jose';
 import { startDemoOrigin } from '../src/demo/origin.js';
 import type { ProcessingRequest } from '../src/extproc/messages.js';
 import { startRedisServer } from '../test/support/redis.js';
@@ -14,6 +15,7 @@ import { formatTable, type BenchReport } from './report.js';
 import { measureStampede } from './stampede.js';
 import { Teardown } from './teardown.js';
 import {
+  BENCH_JWT_SECRET,
   GRAPHQL_PATH,
   HIT_QUERY,
   ORIGIN_RESPONSE_BODY,
@@ -106,10 +108,17 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
     ['floor (continue)', 'floor.ts', ['continue']],
     ['Yoga', 'yoga.ts', []],
   ]);
+  // Started after the others, so that seven children do not contend for the CPUs at once.
+  const [sidecarHeaderScope, sidecarJwtScope] = await startChildren([
+    ['sidecar (header scope)', 'sidecar.ts', [redis.url, origin.url, 'on', 'header']],
+    ['sidecar (JWT scope)', 'sidecar.ts', [redis.url, origin.url, 'on', 'jwt']],
+  ]);
   const probe = new RedisProbe(redis.url);
   teardown.add('Redis probe', () => probe.close());
   const sidecarStreams = streamsTo(sidecar, options.envoyClose);
   const dashboardOffStreams = streamsTo(sidecarDashboardOff, options.envoyClose);
+  const headerScopeStreams = streamsTo(sidecarHeaderScope, options.envoyClose);
+  const jwtScopeStreams = streamsTo(sidecarJwtScope, options.envoyClose);
   const floorHitStreams = streamsTo(floorHit, options.envoyClose);
   const floorContinueStreams = streamsTo(floorContinue, options.envoyClose);
   const yogaPoster = new HttpPoster(`http://127.0.0.1:${yoga.port}${GRAPHQL_PATH}`, options.concurrency);
@@ -119,6 +128,11 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
   await primeSidecar(sidecarStreams, hitBody);
   // Same Redis, same public key: the entry the first sidecar stored is this one's HIT too.
   await expectHit(dashboardOffStreams, hitBody);
+  // One user's HITs in a scope: keyed on a header's value, or on the sub of a JWT verified once.
+  const headerScope = [['x-team', 'team-1']] as const;
+  const jwtScope = [['authorization', `Bearer ${await benchToken()}`]] as const;
+  await primeSidecar(headerScopeStreams, hitBody, headerScope);
+  await primeSidecar(jwtScopeStreams, hitBody, jwtScope);
   const loadPlan = (server: ChildServer, request: () => Promise<void>, concurrency = options.concurrency) => ({
     concurrency,
     warmupMs: options.warmupSeconds * 1000,
@@ -135,19 +149,23 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
   const hits = await runInterleaved(
     {
       sidecar: { ...loadPlan(sidecar, sidecarHitRequest), ...profiled(profileFiles.hit) },
-      identityClient: loadPlan(sidecar, () => expectHit(sidecarStreams, hitBody, 'identity')),
+      identityClient: loadPlan(sidecar, () => expectHit(sidecarStreams, hitBody, [], 'identity')),
       dashboardOff: loadPlan(sidecarDashboardOff, () => expectHit(dashboardOffStreams, hitBody)),
+      headerScope: loadPlan(sidecarHeaderScope, () => expectHit(headerScopeStreams, hitBody, headerScope)),
+      jwtScope: loadPlan(sidecarJwtScope, () => expectHit(jwtScopeStreams, hitBody, jwtScope)),
       floor: loadPlan(floorHit, () => expectHit(floorHitStreams, hitBody)),
     },
     HIT_ROUNDS,
-    (round) =>
-      progress(
-        round === 0
-          ? 'HIT: sidecar, sidecar for a client without accept-encoding, sidecar with the dashboard off, floor (unmeasured round)'
-          : `HIT: round ${round} of ${HIT_ROUNDS}`,
-      ),
+    (round) => progress(round === 0 ? 'HIT: every HIT scenario once, unmeasured' : `HIT: round ${round} of ${HIT_ROUNDS}`),
   );
-  const { sidecar: sidecarHit, identityClient: sidecarHitIdentityClient, dashboardOff: sidecarHitDashboardOff, floor: floorHitFigures } = hits;
+  const {
+    sidecar: sidecarHit,
+    identityClient: sidecarHitIdentityClient,
+    dashboardOff: sidecarHitDashboardOff,
+    headerScope: sidecarHitHeaderScope,
+    jwtScope: sidecarHitJwtScope,
+    floor: floorHitFigures,
+  } = hits;
   progress('Redis commands per HIT');
   const hitCommands = await probe.commandsDuring(async () => {
     const batch = await runBatch(ROUND_TRIP_BATCH, options.concurrency, sidecarHitRequest, interruption.signal);
@@ -176,7 +194,17 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
     : {};
 
   return buildReport(options, {
-    scenarios: { sidecarHit, sidecarHitIdentityClient, sidecarHitDashboardOff, floorHit: floorHitFigures, yogaHit, sidecarMiss, floorPassThrough },
+    scenarios: {
+      sidecarHit,
+      sidecarHitIdentityClient,
+      sidecarHitDashboardOff,
+      sidecarHitHeaderScope,
+      sidecarHitJwtScope,
+      floorHit: floorHitFigures,
+      yogaHit,
+      sidecarMiss,
+      floorPassThrough,
+    },
     redisRoundTripsPerHit: round(hitCommands / ROUND_TRIP_BATCH, 3),
     entries,
     everything,
@@ -265,6 +293,9 @@ function buildReport(
     hitCpuRatioToFloor: ratio(scenarios.sidecarHit.cpuMicrosPerRequest, scenarios.floorHit.cpuMicrosPerRequest),
     hitCpuIdentityClientMicros: round(scenarios.sidecarHitIdentityClient.cpuMicrosPerRequest, 1),
     dashboardOnHitCpuRatio: ratio(scenarios.sidecarHit.cpuMicrosPerRequest, scenarios.sidecarHitDashboardOff.cpuMicrosPerRequest),
+    hitCpuHeaderScopeMicros: round(scenarios.sidecarHitHeaderScope.cpuMicrosPerRequest, 1),
+    hitCpuJwtScopeMicros: round(scenarios.sidecarHitJwtScope.cpuMicrosPerRequest, 1),
+    jwtScopeHitCpuRatio: ratio(scenarios.sidecarHitJwtScope.cpuMicrosPerRequest, scenarios.sidecarHitHeaderScope.cpuMicrosPerRequest),
     redisRoundTripsPerHit: measured.redisRoundTripsPerHit,
     stampedeOriginRequests: measured.stampede.originRequests,
     missAddedLatencyMs: round(scenarios.sidecarMiss.p50Ms - scenarios.floorPassThrough.p50Ms, 3),
@@ -319,18 +350,28 @@ async function measureResetClose(sidecar: ChildServer, hitBody: Buffer, concurre
   }
 }
 
-/** Stores the HIT query's answer through one MISS, then checks that it is served from the cache: gzip to a decoding client, identity to the other. */
-async function primeSidecar(streams: EnvoyStreams, hitBody: Buffer): Promise<void> {
-  const miss = await streams.play(fullStreamMessages(hitBody));
+/**
+ * Stores the HIT query's answer through one MISS, then checks that it is served from the cache:
+ * gzip to a decoding client, identity to the other.
+ */
+async function primeSidecar(streams: EnvoyStreams, hitBody: Buffer, headers: RequestHeaders = []): Promise<void> {
+  const miss = await streams.play(fullStreamMessages(hitBody, headers));
   if (headerSet(miss, 'svc-cache') !== 'MISS') {
     throw new Error(`the sidecar did not store the HIT query's answer: ${JSON.stringify(miss)}`);
   }
   for (const [client, encoding] of [['decoding', 'gzip'], ['identity', undefined]] as const) {
-    const hit = await streams.play([postRequestHeaders(hitBody, client), requestBodyMessage(hitBody)]);
+    const hit = await streams.play([postRequestHeaders(hitBody, headers, client), requestBodyMessage(hitBody)]);
     if (headerSet(hit, 'svc-cache') !== 'HIT' || headerSet(hit, 'content-encoding') !== encoding) {
       throw new Error(`expected a HIT with content-encoding ${encoding ?? 'none'} for a ${client} client: ${JSON.stringify(hit)}`);
     }
   }
+}
+
+type RequestHeaders = ReadonlyArray<readonly [string, string]>;
+
+/** A day-long HS256 token of one user, as an identity provider hands out. */
+function benchToken(): Promise<string> {
+  return new SignJWT({ sub: 'bench-user' }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('1d').sign(new TextEncoder().encode(BENCH_JWT_SECRET));
 }
 
 async function primeYoga(poster: HttpPoster, hitBody: Buffer): Promise<void> {
@@ -341,8 +382,8 @@ async function primeYoga(poster: HttpPoster, hitBody: Buffer): Promise<void> {
 }
 
 /** Envoy's POST flow on a HIT: request headers, then the body, answered with an immediate response. */
-async function expectHit(streams: EnvoyStreams, hitBody: Buffer, client: BenchClient = 'decoding'): Promise<void> {
-  const answer = await streams.play([postRequestHeaders(hitBody, client), requestBodyMessage(hitBody)]);
+async function expectHit(streams: EnvoyStreams, hitBody: Buffer, headers: RequestHeaders = [], client: BenchClient = 'decoding'): Promise<void> {
+  const answer = await streams.play([postRequestHeaders(hitBody, headers, client), requestBodyMessage(hitBody)]);
   const status = headerSet(answer, 'svc-cache');
   if (answer.response !== 'immediate_response' || status !== 'HIT') {
     throw new Error(`expected an immediate response with svc-cache: HIT, got ${answer.response} (${status ?? 'no svc-cache'})`);
@@ -370,9 +411,9 @@ async function expectOk(poster: HttpPoster, body: Buffer): Promise<void> {
 }
 
 /** Every message of a forwarded POST: request headers and body, then the origin's headers and body. */
-function fullStreamMessages(requestBody: Buffer): ProcessingRequest[] {
+function fullStreamMessages(requestBody: Buffer, headers: RequestHeaders = []): ProcessingRequest[] {
   return [
-    postRequestHeaders(requestBody),
+    postRequestHeaders(requestBody, headers),
     requestBodyMessage(requestBody),
     originResponseHeaders(ORIGIN_RESPONSE_BODY),
     originResponseBodyMessage(ORIGIN_RESPONSE_BODY),

@@ -12,6 +12,9 @@ export const GRAPHQL_PATH = '/graphql';
 /** The query every HIT scenario asks; its selection needs no key fields added, so it is forwarded untouched. */
 export const HIT_QUERY = '{ todos { id title done } }';
 
+/** The HMAC secret of the JWT scope's HIT scenario, and the one user's token its requests carry. */
+export const BENCH_JWT_SECRET = 'bench-jwt-secret-of-32-bytes-long!';
+
 export interface BenchTodo {
   id: string;
   title: string;
@@ -55,7 +58,7 @@ export type BenchClient = 'decoding' | 'identity';
  * pseudo-headers, its own x-request-id and x-forwarded-proto), values in raw_value only, with the
  * empty metadata context and the protocol configuration current Envoy puts on a stream's first message.
  */
-export function postRequestHeaders(body: Buffer, client: BenchClient = 'decoding'): ProcessingRequest {
+export function postRequestHeaders(body: Buffer, extraHeaders: ReadonlyArray<readonly [string, string]> = [], client: BenchClient = 'decoding'): ProcessingRequest {
   return {
     request_headers: {
       headers: headerMap([
@@ -70,6 +73,7 @@ export function postRequestHeaders(body: Buffer, client: BenchClient = 'decoding
         ['content-length', String(body.length)],
         ['x-forwarded-proto', 'http'],
         ['x-request-id', randomUUID()],
+        ...extraHeaders,
       ]),
       end_of_stream: false,
     },

@@ -1,3 +1,4 @@
+import { BENCH_JWT_SECRET } from '../workload.js';
 import { answerHarness } from './control.js';
 
 /**
@@ -9,17 +10,23 @@ const { configSchema } = (await import(new URL('../../dist/config/schema.js', im
 const { silentLogger } = (await import(new URL('../../dist/observability/log.js', import.meta.url).href)) as typeof import('../../src/observability/log.js');
 const { startSidecar } = (await import(new URL('../../dist/sidecar/sidecar.js', import.meta.url).href)) as typeof import('../../src/sidecar/sidecar.js');
 
-// `dashboard off` measures what the dashboard's per-request bookkeeping costs a HIT (README, Performance).
-const [redisUrl, originUrl, dashboard = 'on'] = process.argv.slice(2);
-if (redisUrl === undefined || originUrl === undefined || (dashboard !== 'on' && dashboard !== 'off')) {
-  throw new Error('usage: sidecar.ts REDIS_URL ORIGIN_URL [on|off]');
+// `dashboard off` measures what the dashboard's per-request bookkeeping costs a HIT (README, Performance);
+// `header` and `jwt` put every query in a scope keyed on a header, or on a verified JWT's `sub`.
+const [redisUrl, originUrl, dashboard = 'on', scope = 'public'] = process.argv.slice(2);
+if (redisUrl === undefined || originUrl === undefined || (dashboard !== 'on' && dashboard !== 'off') || !['public', 'header', 'jwt'].includes(scope)) {
+  throw new Error('usage: sidecar.ts REDIS_URL ORIGIN_URL [on|off] [public|header|jwt]');
 }
+const SCOPE_NAMES: Record<string, string> = { public: 'PUBLIC', header: 'TEAM', jwt: 'USER' };
 
 const sidecar = await startSidecar({
   config: configSchema.parse({
     origin: { url: originUrl },
     redis: { url: redisUrl },
-    rules: [{ description: 'every query for ten minutes', types: ['Query'], maxAge: 600 }],
+    scopes: {
+      TEAM: 'header:x-team',
+      USER: { definition: 'header:authorization', jwt: { claim: 'sub', algorithms: ['HS256'], secret: BENCH_JWT_SECRET } },
+    },
+    rules: [{ description: 'every query for ten minutes', types: ['Query'], maxAge: 600, scope: SCOPE_NAMES[scope] }],
     dashboard: { enabled: dashboard === 'on' },
   }),
   grpcPort: 0,

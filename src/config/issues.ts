@@ -127,6 +127,13 @@ function childSchema(schema: z.core.$ZodType, segment: PropertyKey): z.core.$Zod
       return def.element;
     case 'record':
       return def.valueType;
+    case 'union':
+      // A scope's string form or its JWT mapping: the branch that has the key.
+      for (const option of def.options) {
+        const child = childSchema(unwrap(option), segment);
+        if (child) return child;
+      }
+      return undefined;
     default:
       return undefined;
   }

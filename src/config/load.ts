@@ -55,7 +55,8 @@ export function parseConfig(text: string, options: ParseConfigOptions): Config {
     );
   }
   if (problems.length > 0 || !result.success) throw configErrorFrom(source, problems);
-  return withSchemaFileResolved(result.data, options.baseDir ?? dirname(resolve(source)));
+  const baseDir = options.baseDir ?? dirname(resolve(source));
+  return withJwksFilesResolved(withSchemaFileResolved(result.data, baseDir), baseDir);
 }
 
 /** Reads and parses a configuration file; a relative `schema.file` is taken from the file's directory and must be readable. */
@@ -150,6 +151,14 @@ function withSchemaFileResolved(config: Config, baseDir: string): Config {
   const file = config.schema?.file;
   if (file === undefined) return config;
   return { ...config, schema: { ...config.schema, file: resolve(baseDir, file) } };
+}
+
+/** A relative `jwksFile` is taken from the configuration file's directory, as `schema.file` is. */
+function withJwksFilesResolved(config: Config, baseDir: string): Config {
+  const scopes = Object.entries(config.scopes).map(([name, scope]) =>
+    typeof scope === 'string' || scope.jwt.jwksFile === undefined ? [name, scope] : [name, { ...scope, jwt: { ...scope.jwt, jwksFile: resolve(baseDir, scope.jwt.jwksFile) } }],
+  );
+  return { ...config, scopes: Object.fromEntries(scopes) as Config['scopes'] };
 }
 
 function describeFileError(error: unknown): string {

@@ -1,3 +1,4 @@
+import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
 import { scopeReferenceIssues } from './scopeReferences.js';
 
@@ -16,6 +17,69 @@ const scopeDefinition = z
   .string()
   .refine((value) => value.split('|').every((part) => SCOPE_SOURCE.test(part.trim())), `expected ${SCOPE_DEFINITION}`)
   .describe(SCOPE_DEFINITION);
+
+/** The signature algorithms a JWT scope may accept; `none` is not one of them. */
+export const JWT_ALGORITHMS = ['HS256', 'HS384', 'HS512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+
+const JWT_KEY_SOURCES = ['secret', 'publicKey', 'jwksFile', 'jwksUrl'] as const;
+
+/**
+ * A scope keyed on one claim of a verified JWT (README, Scopes): the token is read from the one
+ * source of `definition`, verified with exactly one key source, and only then its claim keys the bucket.
+ */
+const jwtSettings = z
+  .object({
+    claim: z.string().regex(/^[^.]+(\.[^.]+)*$/, 'expected a claim name or a dotted path, e.g. "sub" or "org.id"'),
+    algorithms: z
+      .array(z.enum(JWT_ALGORITHMS))
+      .min(1)
+      .describe(`a non-empty list of ${JWT_ALGORITHMS.join(', ')} ("none" is never accepted)`),
+    secret: z.string().min(1).meta({ secret: true }).optional(),
+    publicKey: z
+      .string()
+      .refine(isPublicKey, 'expected a PEM public key ("-----BEGIN PUBLIC KEY-----...")')
+      .meta({ secret: true })
+      .optional(),
+    jwksFile: z.string().min(1).optional(),
+    jwksUrl: z.url({ protocol: /^https?$/ }).describe('an http:// or https:// URL').optional(),
+    issuer: z.string().min(1).optional(),
+    audience: z.string().min(1).optional(),
+    clockToleranceSeconds: z.number().int().min(0).default(0),
+  })
+  .strict()
+  .superRefine((jwt, ctx) => {
+    const sources = JWT_KEY_SOURCES.filter((key) => jwt[key] !== undefined);
+    if (sources.length !== 1) {
+      ctx.addIssue({ code: 'custom', path: [], message: `expected exactly one of ${JWT_KEY_SOURCES.join(', ')} (found ${sources.length})` });
+      return;
+    }
+    // An HMAC secret with an asymmetric algorithm, or the reverse, is the classic algorithm confusion.
+    const hmac = jwt.algorithms.filter((algorithm) => algorithm.startsWith('HS'));
+    if (sources[0] === 'secret' && hmac.length !== jwt.algorithms.length) {
+      ctx.addIssue({ code: 'custom', path: ['algorithms'], message: 'a secret verifies only HS256, HS384 and HS512' });
+    }
+    if (sources[0] !== 'secret' && hmac.length > 0) {
+      ctx.addIssue({ code: 'custom', path: ['algorithms'], message: `HS256, HS384 and HS512 need a secret, not ${sources[0]}` });
+    }
+  });
+
+const jwtScope = z
+  .object({
+    definition: z
+      .string()
+      .refine((value) => SCOPE_SOURCE.test(value.trim()), 'expected one "header:NAME" or "cookie:NAME": where the token is')
+      .describe('one "header:NAME" or "cookie:NAME"'),
+    jwt: jwtSettings,
+  })
+  .strict();
+
+function isPublicKey(pem: string): boolean {
+  try {
+    return createPublicKey(pem).type === 'public';
+  } catch {
+    return false;
+  }
+}
 
 const scopeName = z
   .string()
@@ -99,8 +163,8 @@ export const configSchema = z
       .strict()
       .optional(),
     scopes: z
-      .record(scopeName, scopeDefinition)
-      .describe('a mapping of scope name to "header:NAME", "cookie:NAME" or several joined with "|"')
+      .record(scopeName, z.union([scopeDefinition, jwtScope]))
+      .describe('a mapping of scope name to "header:NAME", "cookie:NAME", several joined with "|", or { definition, jwt }')
       .default({}),
     rules: z.array(rule).default([]),
     keyFields: z
@@ -209,6 +273,10 @@ export const configSchema = z
 
 export type Config = z.infer<typeof configSchema>;
 export type CacheRule = Config['rules'][number];
+/** A scope as configured: the string form, or a source whose verified JWT's claim keys the bucket. */
+export type ScopeConfig = Config['scopes'][string];
+export type JwtScopeSettings = z.infer<typeof jwtSettings>;
+export type JwtAlgorithm = (typeof JWT_ALGORITHMS)[number];
 /** Invalidation policy after a mutation (docs/graphql-caching.md, Invalidation). */
 export type MutationPolicy = Config['mutationPolicy'];
 

@@ -2,8 +2,11 @@ import type { Config } from '../config/index.js';
 
 export const REDACTED = '[redacted]';
 
-/** A key whose value is a credential wherever it appears (purge tokens, scopeKeySecret, JWT secrets). */
-const SECRET_KEY = /secret|token|password|jwt|credential|private/i;
+/**
+ * A key whose value is a credential wherever it appears (purge tokens, scopeKeySecret, a JWT scope's
+ * secret and publicKey). A JWT scope's other settings (claim, algorithms, issuer...) stay readable.
+ */
+const SECRET_KEY = /secret|token|password|credential|private|publickey/i;
 
 export interface ReloadStatus {
   /** ISO 8601; undefined when the configuration was never reloaded. */
@@ -19,7 +22,7 @@ export interface ConfigView {
 
 /**
  * The configuration as the page shows it: everything an operator set, with every secret replaced
- * (purge tokens, the scope key secret, passwords inside Redis URLs), so the read-only API can serve
+ * (purge tokens, the scope key secret, JWT keys, passwords inside Redis URLs), so the read-only API can serve
  * it without the purge token.
  */
 export function redactedConfig(config: Config): unknown {

@@ -55,6 +55,7 @@ import {
 } from './responseStages.js';
 import type { KeyedTarget } from './cacheKey.js';
 import { cachePolicyFor, selectsUnnamedIntrospection, type CachePolicy } from './rules.js';
+import { JwtScopes } from './jwtScopes.js';
 import { scopeKeyedHeaders } from './scopes.js';
 import { cacheStatusHeader, explanationHeaders, hitResponse, mergeScopeHeaders, type HeaderChanges } from './responses.js';
 import { failureByHead, isGraphQLResult, staleIfErrorUntil, staleResponse, type OriginFailure, type StaleAnswer } from './staleIfError.js';
@@ -166,9 +167,11 @@ export class DecisionEngine {
   private readonly coalescer = new MissCoalescer();
   /** Per parsed document (documents are remembered by query text): what its text alone decides. */
   private readonly analyses = new WeakMap<DocumentNode, DocumentAnalysis>();
+  private readonly jwtScopes: JwtScopes;
 
   constructor(private readonly deps: EngineDependencies) {
     this.now = deps.now ?? Date.now;
+    this.jwtScopes = new JwtScopes({ secret: deps.scopeKeySecret, now: this.now });
   }
 
   /** The exchange of one HTTP request; without a head, a response whose request svc-cache never saw. */
@@ -391,7 +394,12 @@ export class DecisionEngine {
   /** Scope and key, then a HIT from the store or a fetch whose answer may be stored. */
   private async decideQuery(context: RequestContext, checked: CheckedOperation, schema: GraphQLSchema, policy: CachePolicy): Promise<RequestDecision> {
     const { exchange, head, config, request } = context;
-    const scoped = scopeAndKey(policy, checked.selected, request.canonicalVariables, request.target, head.headers, config, this.deps.scopeKeySecret);
+    // A JWT scope's token is verified before the key exists: a failed one never reaches a bucket.
+    const pending = this.jwtScopes.identify(policy.scopes, config.scopes, head.headers);
+    const identified = pending instanceof Promise ? await pending : pending;
+    if (identified.kind === 'refused') return this.passOn(exchange, identified.failure, identified.detail, context);
+    const { canonicalVariables, target } = request;
+    const scoped = scopeAndKey(policy, checked.selected, canonicalVariables, target, head.headers, config, this.deps.scopeKeySecret, identified.identities);
     const found = await lookupOrCoalesce(scoped.key, {
       store: this.deps.store,
       coalescer: this.coalescer,

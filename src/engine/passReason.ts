@@ -1,3 +1,5 @@
+import type { JwtFailure } from '../jwt/index.js';
+
 /**
  * Why a request went to the origin without being answered from or stored in the cache: a stable
  * code, counted on `/metrics` (`svc_cache_pass_total{reason}`), logged as the `passReason` field
@@ -30,6 +32,8 @@ export type PassReason =
   | 'max-age-zero'
   | 'credentials-on-public'
   | 'rewritten-path-too-long'
+  // A JWT scope's token failed verification: the `jwt-*` codes of src/jwt/verifier.ts (README, Scopes).
+  | JwtFailure
   // svc-cache itself, or Envoy.
   | 'store-unavailable'
   | 'engine-error'

@@ -233,8 +233,9 @@ export function scopeAndKey(
   headers: HeaderList,
   config: Config,
   scopeKeySecret: Buffer,
+  jwtIdentities: ReadonlyMap<string, string | undefined>,
 ): ScopedKey {
-  const bucket = scopeBucketKey(policy.scopes, config.scopes, headers, scopeKeySecret);
+  const bucket = scopeBucketKey(policy.scopes, config.scopes, headers, scopeKeySecret, jwtIdentities);
   const key = cacheKey(bucket, target, selected.name, selected.normalised, canonicalVariables);
   const varyNames = scopeVaryHeaders(policy.scopes, config.scopes);
   const scopeHeaders: Array<[string, string]> =

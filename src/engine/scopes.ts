@@ -1,13 +1,23 @@
 import { createHmac } from 'node:crypto';
+import type { ScopeConfig } from '../config/index.js';
 import { cookieValue, headerValues, type HeaderList } from '../http/index.js';
 
 /**
  * Scope buckets (docs/graphql-caching.md, Scopes). Each distinct key value is its own bucket. The bucket
  * is identified by a keyed hash of the values, so raw tokens and cookies never reach memory beyond
- * the request, the store or the logs.
+ * the request, the store or the logs. A JWT scope puts in the digest of its verified claim instead
+ * of the token (src/engine/jwtScopes.ts).
  */
 
 export const PUBLIC_SCOPE = 'PUBLIC';
+
+export type ScopeDefinitions = Readonly<Record<string, ScopeConfig>>;
+
+/** The source text of a scope: the string form itself, or where a JWT scope's token is. */
+export function definitionOf(scope: ScopeConfig | undefined): string {
+  if (scope === undefined) return '';
+  return typeof scope === 'string' ? scope : scope.definition;
+}
 
 export interface ScopeSource {
   kind: 'header' | 'cookie';
@@ -25,19 +35,26 @@ export function scopeSources(definition: string): ScopeSource[] {
 /**
  * The bucket a request falls in for the given scopes. An absent value and an empty one are told
  * apart; a header sent twice counts with both values in order; header names are case-insensitive
- * (Envoy lower-cases them), cookie names are not (RFC 6265).
+ * (Envoy lower-cases them), cookie names are not (RFC 6265). A JWT scope counts with its verified
+ * claim's digest from `jwtIdentities`, or as absent when the request sent no token.
  */
 export function scopeBucketKey(
   scopes: readonly string[],
-  definitions: Readonly<Record<string, string>>,
+  definitions: ScopeDefinitions,
   headers: HeaderList,
   secret: Buffer,
+  jwtIdentities: ReadonlyMap<string, string | undefined>,
 ): string {
   if (scopes.length === 0) return PUBLIC_SCOPE;
   const hmac = createHmac('sha256', secret);
   for (const scope of scopes) {
     hmac.update(`${scope}\u0000`);
-    for (const source of scopeSources(definitions[scope] ?? '')) {
+    if (jwtIdentities.has(scope)) {
+      const identity = jwtIdentities.get(scope);
+      hmac.update(identity === undefined ? '\u0001absent\u0000' : `\u0003jwt:${identity}\u0000`);
+      continue;
+    }
+    for (const source of scopeSources(definitionOf(definitions[scope]))) {
       const value = sourceValue(source, headers);
       hmac.update(value === undefined ? '\u0001absent\u0000' : `\u0002${value.length}:${value}\u0000`);
     }
@@ -46,10 +63,10 @@ export function scopeBucketKey(
 }
 
 /** Names of the request headers the scopes read, for `vary` on cached answers. */
-export function scopeVaryHeaders(scopes: readonly string[], definitions: Readonly<Record<string, string>>): string[] {
+export function scopeVaryHeaders(scopes: readonly string[], definitions: ScopeDefinitions): string[] {
   const names = new Set<string>();
   for (const scope of scopes) {
-    for (const source of scopeSources(definitions[scope] ?? '')) names.add(source.kind === 'header' ? source.name : 'cookie');
+    for (const source of scopeSources(definitionOf(definitions[scope]))) names.add(source.kind === 'header' ? source.name : 'cookie');
   }
   return [...names].sort();
 }
@@ -57,12 +74,14 @@ export function scopeVaryHeaders(scopes: readonly string[], definitions: Readonl
 /**
  * Names of the request headers whose whole value the scopes put in the key: header-sourced ones.
  * A cookie-sourced scope keys one cookie, not the `cookie` header, so it does not satisfy an
- * origin's `Vary: Cookie` (docs/graphql-caching.md, Cacheability).
+ * origin's `Vary: Cookie` (docs/graphql-caching.md, Cacheability). A JWT scope on a header counts
+ * as keying it: its verified claim names the principal the origin answers for, so two tokens of
+ * one principal are one answer (README, Scopes).
  */
-export function scopeKeyedHeaders(scopes: readonly string[], definitions: Readonly<Record<string, string>>): string[] {
+export function scopeKeyedHeaders(scopes: readonly string[], definitions: ScopeDefinitions): string[] {
   const names = new Set<string>();
   for (const scope of scopes) {
-    for (const source of scopeSources(definitions[scope] ?? '')) if (source.kind === 'header') names.add(source.name);
+    for (const source of scopeSources(definitionOf(definitions[scope]))) if (source.kind === 'header') names.add(source.name);
   }
   return [...names];
 }

@@ -5,7 +5,7 @@ import type { Config } from '../config/index.js';
 import { watchConfig } from '../config/index.js';
 import { Dashboard, dashboardRoutes, type StoreHealth } from '../dashboard/index.js';
 import { DecisionEngine, type RequestSummary, type RuntimeState } from '../engine/index.js';
-import { scopeSources } from '../engine/index.js';
+import { definitionOf, scopeSources } from '../engine/index.js';
 import { MAX_REWRITTEN_PATH_BYTES } from '../extproc/index.js';
 import { startExtProcServer } from '../extproc/index.js';
 import { withSecretHeaders, type Logger } from '../observability/index.js';
@@ -237,7 +237,7 @@ function scopeKeySecret(config: Config, logger: Logger): Buffer {
 /** Headers whose values must never reach a log line: the purge token's and those scopes are keyed on. */
 function secretHeaderNames(config: Config): string[] {
   const scopeHeaders = Object.values(config.scopes)
-    .flatMap(scopeSources)
+    .flatMap((scope) => scopeSources(definitionOf(scope)))
     .filter((source) => source.kind === 'header')
     .map((source) => source.name);
   return [config.purge.header, ...scopeHeaders];
@@ -254,7 +254,7 @@ function settingsReadAtStart(current: Config, next: Config): string[] {
     ['cache.scopeKeySecret', (config) => config.cache.scopeKeySecret],
     ['cache.memoryMaxBytes', (config) => config.cache.memoryMaxBytes],
     ['logging.level', (config) => config.logging.level],
-    ['scopes (header names kept out of logs)', (config) => Object.values(config.scopes)],
+    ['scopes (header names kept out of logs)', (config) => Object.values(config.scopes).map(definitionOf)],
     ['purge.header (kept out of logs)', (config) => config.purge.header],
   ];
   return readAtStart

@@ -10,14 +10,15 @@ import { loadConfig } from '../../src/config/index.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const EXAMPLE = join(ROOT, 'examples/config.yaml');
-const ENV = { SVC_PURGE_TOKEN: 'example-purge-token', REDIS_PASSWORD: 'example-password', SVC_SCOPE_KEY_SECRET: 'example-scope-key-secret' };
+const ENV = { SVC_PURGE_TOKEN: 'example-purge-token', REDIS_PASSWORD: 'example-password', SVC_SCOPE_KEY_SECRET: 'example-scope-key-secret', JWT_SECRET: 'example-jwt-secret' };
 
 describe('examples/config.yaml', () => {
   it('loads, with scopes, rules, keyFields, purge and APQ set', async () => {
     const config = await loadConfig(EXAMPLE, ENV);
     expect(config.schema?.file).toBe(join(ROOT, 'examples/schema.graphql'));
     expect(config.redis?.url).toBe('redis://:example-password@redis:6379/0');
-    expect(Object.keys(config.scopes)).toEqual(['AUTHENTICATED', 'SESSION']);
+    expect(Object.keys(config.scopes)).toEqual(['AUTHENTICATED', 'SESSION', 'USER']);
+    expect(config.scopes.USER).toMatchObject({ definition: 'header:authorization', jwt: { claim: 'sub', secret: ENV.JWT_SECRET } });
     expect(config.rules).toHaveLength(3);
     expect(config.keyFields.types).toEqual({ Product: ['sku'] });
     expect(config.purge.tokens).toEqual([ENV.SVC_PURGE_TOKEN]);

@@ -285,8 +285,35 @@ logging: verbose
       'config.yaml: scopes.PUBLIC: PUBLIC is built in and cannot be redefined (line 7)',
     ]);
     expect(problems(`${ORIGIN}scopes: [header:authorization]\n`)).toEqual([
-      'config.yaml: scopes: expected a mapping of scope name to "header:NAME", "cookie:NAME" or several joined with "|", got a list (line 3)',
+      'config.yaml: scopes: expected a mapping of scope name to "header:NAME", "cookie:NAME", several joined with "|", or { definition, jwt }, got a list (line 3)',
     ]);
+  });
+
+  it('reads a JWT scope, its secret from the environment and a relative jwksFile against baseDir', () => {
+    const jwt = (settings: string) => `${ORIGIN}scopes:\n  USER:\n    definition: header:authorization\n    jwt:\n${settings}`;
+    const config = parse(jwt('      claim: org.id\n      algorithms: [HS256, HS512]\n      secret: ${JWT_SECRET}\n      audience: api\n'), { JWT_SECRET: 'from-env' });
+    expect(config.scopes.USER).toEqual({
+      definition: 'header:authorization',
+      jwt: { claim: 'org.id', algorithms: ['HS256', 'HS512'], secret: 'from-env', audience: 'api', clockToleranceSeconds: 0 },
+    });
+    const fromFile = parse(jwt('      claim: sub\n      algorithms: [RS256]\n      jwksFile: keys/jwks.json\n'));
+    expect(fromFile.scopes.USER).toMatchObject({ jwt: { jwksFile: '/etc/svc-cache/keys/jwks.json' } });
+  });
+
+  it('refuses a JWT scope with alg none, no or two key sources, a secret for RS256, or two token sources', () => {
+    const jwt = (definition: string, settings: string) => `${ORIGIN}scopes:\n  USER:\n    definition: ${definition}\n    jwt:\n${settings}`;
+    const cases: Array<[string, string, string]> = [
+      ['header:authorization', 'algorithms: [none]\n      secret: s', 'jwt.algorithms[0]: expected one of HS256, HS384, HS512, RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA, got "none" (line 8)'],
+      ['header:authorization', 'algorithms: [HS256]', 'jwt: expected exactly one of secret, publicKey, jwksFile, jwksUrl (found 0), got a mapping (line 7)'],
+      ['header:authorization', 'algorithms: [RS256]\n      secret: a-secret\n      jwksUrl: https://auth.test/jwks', 'jwt: expected exactly one of secret, publicKey, jwksFile, jwksUrl (found 2), got a mapping (line 7)'],
+      ['header:authorization', 'algorithms: [RS256]\n      secret: a-secret', 'jwt.algorithms: a secret verifies only HS256, HS384 and HS512 (line 8)'],
+      ['header:authorization', 'algorithms: [HS256, RS256]\n      jwksUrl: https://auth.test/jwks', 'jwt.algorithms: HS256, HS384 and HS512 need a secret, not jwksUrl (line 8)'],
+      ['header:authorization', 'algorithms: [RS256]\n      publicKey: not-a-key', 'jwt.publicKey: expected a PEM public key ("-----BEGIN PUBLIC KEY-----..."), got a secret of 9 characters (not shown) (line 9)'],
+      ['header:authorization|cookie:session', 'algorithms: [HS256]\n      secret: s', 'definition: expected one "header:NAME" or "cookie:NAME": where the token is, got "header:authorization|cookie:session" (line 5)'],
+    ];
+    for (const [definition, settings, problem] of cases) {
+      expect(problems(jwt(definition, `      claim: sub\n      ${settings}\n`))).toEqual([`config.yaml: scopes.USER.${problem}`]);
+    }
   });
 
   it('refuses a rule naming an unknown scope, also when other values are invalid', () => {

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.js';
 import { Dashboard, REDACTED, redactedConfig, TOP_OPERATIONS, type RequestSummary } from '../../src/dashboard/index.js';
@@ -144,5 +145,23 @@ describe('configuration view', () => {
     expect(view.scopes).toEqual({ TEAM: 'header:x-team' });
     expect(view.rules).toEqual(config.rules);
     expect(JSON.stringify(view)).not.toMatch(/s3cret-pass|token-one|token-two|a-scope-key-secret/);
+  });
+
+  it("hides a JWT scope's secret and public key, and shows the rest of its settings", () => {
+    const publicKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ type: 'spki', format: 'pem' }).toString();
+    const config = configSchema.parse({
+      origin: { url: 'http://origin.test/graphql' },
+      scopes: {
+        USER: { definition: 'header:authorization', jwt: { claim: 'sub', algorithms: ['HS256'], secret: 'jwt-hmac-secret', issuer: 'https://auth.test' } },
+        ORG: { definition: 'cookie:session', jwt: { claim: 'org.id', algorithms: ['ES256'], publicKey } },
+      },
+    });
+    expect((redactedConfig(config) as typeof config).scopes).toEqual({
+      USER: {
+        definition: 'header:authorization',
+        jwt: { claim: 'sub', algorithms: ['HS256'], secret: REDACTED, issuer: 'https://auth.test', clockToleranceSeconds: 0 },
+      },
+      ORG: { definition: 'cookie:session', jwt: { claim: 'org.id', algorithms: ['ES256'], publicKey: REDACTED, clockToleranceSeconds: 0 } },
+    });
   });
 });

@@ -182,8 +182,8 @@ describe('scopeAndKey', () => {
   const target = { host: 'a.test', endpoint: '/graphql' };
 
   it('keys per scope value and names the bucket without the raw value', () => {
-    const alice = scopeAndKey(policy, selected, '{}', target, [['authorization', 'Bearer alice']], scoped, secret);
-    const bob = scopeAndKey(policy, selected, '{}', target, [['authorization', 'Bearer bob']], scoped, secret);
+    const alice = scopeAndKey(policy, selected, '{}', target, [['authorization', 'Bearer alice']], scoped, secret, new Map());
+    const bob = scopeAndKey(policy, selected, '{}', target, [['authorization', 'Bearer bob']], scoped, secret, new Map());
     expect(alice.key).not.toBe(bob.key);
     expect(alice.bucket).toMatch(/^AUTHENTICATED:[A-Za-z0-9_-]{43}$/);
     expect(alice.key.startsWith(`${alice.bucket}/`)).toBe(true);
@@ -197,7 +197,7 @@ describe('scopeAndKey', () => {
 
   it('keys the canonical variables text, host and endpoint, but not Accept', () => {
     const key = (variables: string, at = target, headers: Array<[string, string]> = [['authorization', 'a']]) =>
-      scopeAndKey(policy, selected, variables, at, headers, scoped, secret).key;
+      scopeAndKey(policy, selected, variables, at, headers, scoped, secret, new Map()).key;
     expect(key('{"a":1}')).not.toBe(key('{"a":1.0}'));
     expect(key('{"a":1}')).not.toBe(key('{"a":2}'));
     expect(key('{}', { host: 'b.test', endpoint: '/graphql' })).not.toBe(key('{}'));

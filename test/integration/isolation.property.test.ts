@@ -17,6 +17,7 @@ import {
   SKUS,
   TODO_IDS,
   USER_IDS,
+  USER_TOKENS,
   type AuthorizationName,
   type CookieName,
   type DemoState,
@@ -26,8 +27,10 @@ import {
   type Read,
   type ResolvedRead,
   type Scope,
+  type UserTokenName,
   type Write,
 } from '../support/cacheModel.js';
+import { HS_SECRET, hsToken, noneToken, withPayload } from '../support/jwt.js';
 import type { GraphQLHttpResult } from '../support/origin.js';
 import { postGraphQLRaw, type RawHeaderLine } from '../support/rawHttp.js';
 import { startRedisServer, type RedisServer } from '../support/redis.js';
@@ -55,12 +58,17 @@ import { startStack, type ConfigInput, type Stack } from '../support/stack.js';
 const PURGE_TOKEN = 'isolation-purge-token-0123456789';
 
 const BASE_CONFIG: ConfigInput = {
-  scopes: { AUTHENTICATED: 'header:authorization', SESSION: 'cookie:session' },
+  scopes: {
+    AUTHENTICATED: 'header:authorization',
+    SESSION: 'cookie:session',
+    USER: { definition: 'header:x-user-token', jwt: { claim: 'sub', algorithms: ['HS256'], secret: HS_SECRET } },
+  },
   // swr only matters to soft purges: nothing expires within a run, and hard invalidations remove.
   rules: [
     { description: 'every query, shared', types: ['Query'], maxAge: 60, swr: 30 },
     { description: 'per user', types: { Query: ['me'] }, maxAge: 60, swr: 30, scope: 'AUTHENTICATED' },
     { description: 'per session', types: { Query: ['time'] }, maxAge: 60, swr: 30, scope: 'SESSION' },
+    { description: 'and per verified user', types: { Query: ['time'] }, maxAge: 60, swr: 30, scope: 'USER' },
   ],
   keyFields: { defaults: ['id'], types: { Product: ['sku'] } },
   purge: { tokens: [PURGE_TOKEN] },
@@ -98,20 +106,52 @@ interface Step {
 
 const authorizationArbitrary = fc.constantFrom(...(Object.keys(AUTHORIZATIONS) as AuthorizationName[]));
 const cookieArbitrary = fc.constantFrom(...(Object.keys(COOKIES) as CookieName[]));
+const userTokenArbitrary = fc.constantFrom(...(Object.keys(USER_TOKENS) as UserTokenName[]));
+
+/** The signed `x-user-token` values (USER_TOKENS), made once: `alice refreshed` differs from `alice` in its exp. */
+const userTokens: Partial<Record<UserTokenName, string>> = {};
+
+beforeAll(async () => {
+  const now = Math.floor(Date.now() / 1000);
+  const bob = await hsToken({ sub: 'bob' }, { expiresIn: '2h' });
+  Object.assign(userTokens, {
+    alice: await hsToken({ sub: 'alice' }, { expiresIn: '2h' }),
+    'alice refreshed': await hsToken({ sub: 'alice' }, { expiresIn: '3h' }),
+    bob,
+    'alice forged with a wrong signature': withPayload(bob, { sub: 'alice', exp: now + 7200 }),
+    'alice with alg none': noneToken({ sub: 'alice' }),
+    'alice expired': await hsToken({ sub: 'alice', exp: now - 60 }),
+  });
+});
+
+const rarely = <T>(arbitrary: fc.Arbitrary<T>, absent: T) => fc.oneof({ weight: 4, arbitrary: fc.constant(absent) }, { weight: 1, arbitrary });
 
 /** Mostly without the credentials a query's scope does not read, or PUBLIC queries would never be cached. */
-function credentialsFor(scope: Scope): fc.Arbitrary<{ authorization: AuthorizationName; cookie: CookieName }> {
-  const rarely = <T>(arbitrary: fc.Arbitrary<T>, absent: T) =>
-    fc.oneof({ weight: 4, arbitrary: fc.constant(absent) }, { weight: 1, arbitrary });
+function credentialsFor(
+  scope: Scope,
+  userToken: boolean,
+): fc.Arbitrary<{ authorization: AuthorizationName; cookie: CookieName; userToken: UserTokenName }> {
   return fc.record({
     authorization: scope === 'AUTHENTICATED' ? authorizationArbitrary : rarely(authorizationArbitrary, 'absent'),
     cookie: scope === 'SESSION' ? cookieArbitrary : rarely(cookieArbitrary, 'absent'),
+    userToken: userToken ? userTokenArbitrary : rarely(userTokenArbitrary, 'absent'),
   });
 }
 
-const readArbitrary: fc.Arbitrary<Read> = fc
-  .constantFrom(...QUERY_NAMES)
-  .chain((query) => credentialsFor(QUERIES[query].scope).map((credentials) => ({ query, ...credentials })));
+const anyRead: fc.Arbitrary<Read> = fc.constantFrom(...QUERY_NAMES).chain((query) => {
+  const { scope, userToken } = QUERIES[query] as { scope: Scope; userToken?: true };
+  return credentialsFor(scope, userToken === true).map((credentials) => ({ query, ...credentials }));
+});
+
+/** `time` (SESSION and USER) mostly without a session, so that the users' JWT buckets meet often. */
+const userTokenRead: fc.Arbitrary<Read> = fc.record({
+  query: fc.constant('time' as const),
+  authorization: rarely(authorizationArbitrary, 'absent'),
+  cookie: rarely(cookieArbitrary, 'absent'),
+  userToken: userTokenArbitrary,
+});
+
+const readArbitrary: fc.Arbitrary<Read> = fc.oneof({ weight: 4, arbitrary: anyRead }, { weight: 1, arbitrary: userTokenRead });
 
 const writeArbitrary: fc.Arbitrary<Write> = fc.oneof(
   {
@@ -203,9 +243,11 @@ interface Tally {
 
 function headerLines(read: Read): RawHeaderLine[] {
   const cookie = COOKIES[read.cookie].header;
+  const userToken = userTokens[read.userToken];
   return [
     ...AUTHORIZATIONS[read.authorization].lines.map((value): RawHeaderLine => ['authorization', value]),
     ...(cookie === null ? [] : [['cookie', cookie] as const]),
+    ...(userToken === undefined ? [] : [['x-user-token', `Bearer ${userToken}`] as const]),
   ];
 }
 
@@ -239,8 +281,8 @@ function readProblem(
   const entry = model.entries.get(read.key);
   const fromOrigin = () => model.isOriginAnswer(read, response.text, step.before, step.after);
   if (response.status !== 200) return 'not 200';
-  if (read.credentialedPublic) {
-    if (status !== 'PASS') return 'a PUBLIC query with credentials was not PASS';
+  if (read.passes) {
+    if (status !== 'PASS') return 'a PUBLIC query with credentials, or one with a forged, unsigned or expired user token, was not PASS';
     return fromOrigin() ? undefined : 'PASS with another body than the origin answers';
   }
   switch (status) {
@@ -313,7 +355,7 @@ function bodiesWithStatus(
   const byKey = new Map<string, string[]>();
   reads.forEach((read, index) => {
     const response = responses[index]!;
-    if (read.credentialedPublic || response.headers['svc-cache'] !== status) return;
+    if (read.passes || response.headers['svc-cache'] !== status) return;
     byKey.set(read.key, [...(byKey.get(read.key) ?? []), response.text]);
   });
   return byKey;
@@ -492,7 +534,7 @@ describe.each(NAMED_VARIANTS)('isolation and freshness, %s', (name, variant) => 
           for (const step of steps) {
             await runStep(target, model, step, tally);
             for (const read of step.reads.map(resolveRead)) {
-              if (!read.credentialedPublic) readSoFar.set(read.key, read.read);
+              if (!read.passes) readSoFar.set(read.key, read.read);
             }
             if (!step.readBack) continue;
             for (const read of readSoFar.values()) {

@@ -57,6 +57,8 @@ export interface QueryCase {
   data?: (state: DemoState, viewer: UserId | null) => unknown;
   /** What an entry of this query holds, for the user the request signs in as. */
   tags: (viewer: UserId | null) => string[];
+  /** Also in the USER scope: keyed on the verified `sub` of the `x-user-token` JWT (README, Scopes). */
+  userToken?: true;
 }
 
 export const QUERIES = {
@@ -128,6 +130,7 @@ export const QUERIES = {
   time: {
     text: '{ time }',
     scope: 'SESSION',
+    userToken: true,
     tags: () => [tag.query('time')],
   },
 } satisfies Record<string, QueryCase>;
@@ -177,10 +180,26 @@ export const COOKIES = {
 } satisfies Record<string, { header: string | null; session: string | null }>;
 export type CookieName = keyof typeof COOKIES;
 
+/**
+ * `x-user-token` JWTs (the test signs them): a valid one keys the USER scope on its `sub`, so a
+ * refreshed token shares its user's bucket; one that fails verification makes the request PASS.
+ */
+export const USER_TOKENS = {
+  absent: { sub: null, valid: true },
+  alice: { sub: 'alice', valid: true },
+  'alice refreshed': { sub: 'alice', valid: true },
+  bob: { sub: 'bob', valid: true },
+  'alice forged with a wrong signature': { sub: 'alice', valid: false },
+  'alice with alg none': { sub: 'alice', valid: false },
+  'alice expired': { sub: 'alice', valid: false },
+} satisfies Record<string, { sub: string | null; valid: boolean }>;
+export type UserTokenName = keyof typeof USER_TOKENS;
+
 export interface Read {
   query: QueryName;
   authorization: AuthorizationName;
   cookie: CookieName;
+  userToken: UserTokenName;
 }
 
 export type Write =
@@ -377,8 +396,8 @@ export interface ResolvedRead {
   /** Query and scope bucket: the model's cache key. */
   key: string;
   tags: ReadonlySet<string>;
-  /** A PUBLIC query with credentials: never served from or stored in PUBLIC. */
-  credentialedPublic: boolean;
+  /** Passes uncached: a PUBLIC query with credentials, or a user token that fails verification. */
+  passes: boolean;
   /** The body the origin answers with this data; undefined for `time`. */
   answer: (state: DemoState) => string | undefined;
 }
@@ -387,17 +406,19 @@ export function resolveRead(read: Read): ResolvedRead {
   const query: QueryCase = QUERIES[read.query];
   const authorization = AUTHORIZATIONS[read.authorization];
   const cookie = COOKIES[read.cookie];
+  const userToken: { sub: string | null; valid: boolean } = USER_TOKENS[read.userToken];
   const bucket =
     query.scope === 'AUTHENTICATED'
       ? JSON.stringify(authorization.lines)
       : query.scope === 'SESSION'
-        ? JSON.stringify(cookie.session)
+        ? JSON.stringify(query.userToken ? [cookie.session, userToken.sub] : cookie.session)
         : '';
+  const credentialedPublic = query.scope === 'PUBLIC' && (authorization.lines.length > 0 || cookie.header !== null);
   return {
     read,
-    key: `${read.query} in ${query.scope} ${bucket}`.trim(),
+    key: `${read.query} in ${query.scope}${query.userToken ? '+USER' : ''} ${bucket}`.trim(),
     tags: new Set(query.tags(authorization.viewer)),
-    credentialedPublic: query.scope === 'PUBLIC' && (authorization.lines.length > 0 || cookie.header !== null),
+    passes: credentialedPublic || (query.userToken === true && !userToken.valid),
     answer: (state) => query.data && JSON.stringify({ data: query.data(state, authorization.viewer) }),
   };
 }
