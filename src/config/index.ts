@@ -1,5 +1,5 @@
 export { demoConfig, demoConfigInput } from './demo.js';
 export { ConfigError } from './error.js';
 export { loadConfig, parseConfig, type ParseConfigOptions } from './load.js';
-export { configSchema, type CacheRule, type Config, type ConfigInput, type MutationPolicy } from './schema.js';
+export { configSchema, type CacheRule, type Config, type ConfigInput, type ListArguments, type MutationPolicy } from './schema.js';
 export { watchConfig, type ConfigWatcher, type ConfigWatchHandlers, type ConfigWatchOptions } from './watch.js';
