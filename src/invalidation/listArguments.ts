@@ -96,8 +96,10 @@ export class ListArgumentIndex {
     settings: ListArguments,
   ) {
     this.matching = settings.mode === 'match';
+    // No answer that is stored holds a list under the Mutation or Subscription root.
+    const writeRoots = new Set([schema.getMutationType(), schema.getSubscriptionType()]);
     for (const parent of Object.values(schema.getTypeMap())) {
-      if (!isObjectType(parent) || parent.name.startsWith('__')) continue;
+      if (!isObjectType(parent) || parent.name.startsWith('__') || writeRoots.has(parent)) continue;
       for (const field of Object.values(parent.getFields())) this.addListField(parent, field, settings.fields);
     }
   }

@@ -47,6 +47,8 @@ type Query {
 
 type Mutation {
   addUser(name: String!, role: Role!, teamId: ID, location: LocationInput): User!
+  "A list no stored answer holds: it names no lists. Not served."
+  importUsers(role: Role): [User!]!
 }
 `;
 
