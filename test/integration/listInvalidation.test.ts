@@ -120,6 +120,17 @@ describe.each(['memory', 'redis'] as const)('argument-aware List invalidation, %
     expect(await statuses(unmapped, [TEAM_1, TEAM_2])).toEqual(['MISS', 'MISS']);
   });
 
+  it('addTodo on the demo origin empties the todo lists it fits: todos and todos(done: false), not todos(done: true)', async () => {
+    const redisConfig = redis && { redis: { url: redis.url, keyPrefix: 'lists-demo:', commandTimeoutMs: TEST_REDIS_COMMAND_TIMEOUT_MS } };
+    const stack = await startStack({ mutationPolicy: 'List', ...redisConfig });
+    stacks.push(stack);
+    const lists = ['{ todos { title } }', '{ todos(done: false) { title } }', '{ todos(done: true) { title } }', '{ users { name } }'];
+    await warm(stack, lists);
+    const add = await postGraphQL(stack.url, { query: 'mutation { addTodo(title: "New") { title } }' });
+    expect(add.text).toBe('{"data":{"addTodo":{"title":"New"}}}');
+    expect(await statuses(stack, lists)).toEqual(['MISS', 'MISS', 'HIT', 'HIT']);
+  });
+
   it('mode any keeps every list of the type', async () => {
     const stack = await stackWith({ listArguments: { mode: 'any' } });
     await warm(stack, [ADMINS, GUESTS, PARIS, BERLIN]);
