@@ -5,11 +5,14 @@ import {
   getNullableType,
   isAbstractType,
   isCompositeType,
+  isEnumType,
   isInputObjectType,
   isLeafType,
   isListType,
   isObjectType,
   isRequiredArgument,
+  isScalarType,
+  isSpecifiedScalarType,
   type FieldNode,
   type GraphQLArgument,
   type GraphQLField,
@@ -35,10 +38,11 @@ import { invalidationTag } from './tags.js';
  * schema and `listArguments.fields` by this one index, so they agree.
  *
  * An argument narrows a list of type T when it maps (by name, or through `listArguments.fields`)
- * to a field of T that takes no required arguments and either has the argument's own scalar or
- * enum type, neither being a list, or is an object whose fields match, by name and type, every
- * field of the argument's input object type (all of them scalars or enums). Everything else
- * (`first`, `after`, a list argument, a type mismatch) never narrows: such lists are invalidated
+ * to a field of T that takes no required arguments and either has the argument's own enum or
+ * built-in scalar type (String, ID, Int, Float, Boolean), neither being a list, or is an object
+ * whose fields match, by name and type, every field of the argument's input object type (all of
+ * them enums or built-in scalars). Everything else (`first`, `after`, a list argument, a custom
+ * scalar, a type mismatch) never narrows: such lists are invalidated
  * whatever their value. A list field with more than `MAX_NARROWING_ARGUMENTS` narrowing arguments
  * for a type counts as having none, which bounds a mutation's tags at 2^4 per list field.
  */
@@ -215,8 +219,14 @@ export function narrowingArgument(argument: GraphQLArgument, type: GraphQLObject
   return comparable && inputFields.length > 0 ? { argument, field: fieldName, subfields: inputFields.map((inputField) => inputField.name) } : undefined;
 }
 
+/**
+ * One enum, or one of GraphQL's own scalars, on both sides. A custom scalar may answer in another
+ * spelling than it is given in (a date with or without milliseconds), so it never compares equal
+ * safely, and never narrows.
+ */
 function sameLeafType(argumentType: GraphQLInputType, fieldType: GraphQLOutputType): boolean {
-  return isLeafType(argumentType) && isLeafType(fieldType) && argumentType.name === fieldType.name;
+  const comparable = isEnumType(argumentType) || (isScalarType(argumentType) && isSpecifiedScalarType(argumentType));
+  return comparable && isLeafType(fieldType) && argumentType.name === fieldType.name;
 }
 
 /**

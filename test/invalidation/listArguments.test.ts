@@ -62,6 +62,18 @@ describe('list field tags of a stored answer', () => {
     expect(tags.filter((name) => name.startsWith('l:User:'))).toEqual([expect.stringMatching(/^l:User:Query\.usersByRoleAndTeam:#[\w-]{43}$/)]);
   });
 
+  it('never narrows by a custom scalar, which may answer in another spelling than it is given in', () => {
+    const events = buildSchema('scalar DateTime type Event { id: ID! at: DateTime! day: String! } type Query { events(at: DateTime, day: String): [Event!]! }');
+    const eventIndex = listArgumentIndex(events, MATCH);
+    const Event = events.getType('Event') as GraphQLObjectType;
+    expect([...eventIndex.valueFields(Event).keys()]).toEqual(['day']);
+    const values: Record<string, unknown> = { at: '2026-01-01T00:00:00.000Z', day: 'Mon' };
+    expect(eventIndex.mutationTags(Event, (field) => values[field])).toEqual([
+      tag.listField('Event', 'Query.events', '{}'),
+      tag.listField('Event', 'Query.events', '{"day":"Mon"}'),
+    ]);
+  });
+
   it('adds no list field tags without an index', () => {
     const prepared = prepareOperation(schema, parse('{ users { id } }'), keyFields);
     expect(responseTags(schema, prepared, { data: { users: [] } }, '')).toEqual([tag.query('users'), tag.type('User'), tag.list('User')]);
