@@ -107,9 +107,13 @@ export const configSchema = z
         fields: z
           .record(
             z.string().regex(LIST_ARGUMENT, 'expected Type.field.argument, e.g. Query.usersByTeam.team'),
-            z.string().regex(OBJECT_FIELD, 'expected Type.field, e.g. User.teamId'),
+            z
+              .string()
+              .regex(OBJECT_FIELD, 'expected Type.field, e.g. User.teamId, or null')
+              .nullable()
+              .describe('Type.field, e.g. User.teamId, or null'),
           )
-          .describe('a mapping of Type.field.argument to Type.field')
+          .describe('a mapping of Type.field.argument to Type.field or null')
           .default({}),
       })
       .strict()

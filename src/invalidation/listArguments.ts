@@ -157,7 +157,7 @@ export class ListArgumentIndex {
     return tags;
   }
 
-  private addListField(parent: GraphQLObjectType, field: GraphQLField<unknown, unknown>, mappings: Readonly<Record<string, string>>): void {
+  private addListField(parent: GraphQLObjectType, field: GraphQLField<unknown, unknown>, mappings: ListArguments['fields']): void {
     const nullable = getNullableType(field.type);
     if (!isListType(nullable)) return;
     const named = getNamedType(nullable);
@@ -168,6 +168,8 @@ export class ListArgumentIndex {
     for (const type of possibleTypes) {
       const narrowing = field.args.flatMap((argument) => {
         const mapped = mappings[`${coordinate}.${argument.name}`];
+        // null: the argument filters by something else than equality (a search), so never narrows.
+        if (mapped === null) return [];
         const [mappedType, mappedField] = mapped?.split('.') ?? [];
         const fieldName = mapped !== undefined && mappedType === type.name ? mappedField! : argument.name;
         const found = narrowingArgument(argument, type, fieldName);

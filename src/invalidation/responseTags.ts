@@ -102,7 +102,7 @@ export function responseTags(
  * What a mutation's response invalidates under `policy`, from every object it returned:
  * `Entity` the returned entities; `List` those and every list of a returned type (with
  * `prepared.lists` matching, only the lists each object is compatible with, by its field values:
- * listArguments.ts); `Type` every
+ * listArguments.ts, unless the answer has errors); `Type` every
  * response holding an object of a returned type (its entities and lists included). An object the
  * mutation created touches no list under `Entity` (docs/graphql-caching.md, Invalidation).
  *
@@ -123,7 +123,9 @@ export function mutationInvalidationTags(
   const entityTypes = new Set<string>();
   /** Types invalidated whole because their objects could not be named precisely. */
   const unnamedTypes = new Set<string>();
-  const lists = policy === 'List' && prepared.lists?.matching ? new ReturnedLists(prepared.lists) : undefined;
+  // With errors, a value may be null because its field failed, not because the object has none.
+  const trusted = !isPlainObject(result) || result.errors === undefined;
+  const lists = policy === 'List' && prepared.lists?.matching && trusted ? new ReturnedLists(prepared.lists) : undefined;
   walkResponse(schema, prepared, result, {
     object(type, key, _inList, value) {
       returnedTypes.add(type.name);

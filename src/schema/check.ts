@@ -46,13 +46,13 @@ export function configSchemaMismatches(config: Config, schema: GraphQLSchema): s
 }
 
 /**
- * Why a `listArguments.fields` mapping (`Query.usersByTeam.team: User.teamId`) would narrow
- * nothing: the list field, its argument or the object field is missing, or the argument could
- * never equal the field's value (listArguments.ts says which pairs compare).
+ * Why a `listArguments.fields` mapping (`Query.usersByTeam.team: User.teamId`, or `null` for an
+ * argument that must never narrow) names what is not there: the list field, its argument or the
+ * object field is missing, or the argument could never equal the field's value (listArguments.ts
+ * says which pairs compare).
  */
-function listArgumentMismatch(schema: GraphQLSchema, argumentPath: string, fieldPath: string): string | undefined {
+function listArgumentMismatch(schema: GraphQLSchema, argumentPath: string, fieldPath: string | null): string | undefined {
   const [parentName, listName, argumentName] = argumentPath.split('.') as [string, string, string];
-  const [typeName, fieldName] = fieldPath.split('.') as [string, string];
   const parent = schema.getType(parentName);
   if (!isObjectType(parent)) return `the origin schema has no object type ${parentName}`;
   const list = parent.getFields()[listName];
@@ -60,6 +60,8 @@ function listArgumentMismatch(schema: GraphQLSchema, argumentPath: string, field
   if (!list || !isListType(listType)) return `type ${parentName} has no list field ${listName}`;
   const argument = list.args.find((candidate) => candidate.name === argumentName);
   if (!argument) return `field ${parentName}.${listName} has no argument ${argumentName}`;
+  if (fieldPath === null) return undefined;
+  const [typeName, fieldName] = fieldPath.split('.') as [string, string];
   const type = schema.getType(typeName);
   const held = getNamedType(listType);
   if (!isObjectType(type) || !(type === held || (isAbstractType(held) && schema.isSubType(held, type)))) {

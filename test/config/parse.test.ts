@@ -179,7 +179,7 @@ describe('parseConfig: ${ENV_VAR} substitution', () => {
     expect(problems(`${ORIGIN}listArguments:\n  mode: some\n  fields:\n    Query.usersByTeam: User.teamId\n    Query.usersByTeam.team: teamId\n`)).toEqual([
       'config.yaml: listArguments.mode: expected one of match, any, got "some" (line 4)',
       'config.yaml: listArguments.fields: invalid name "Query.usersByTeam": expected Type.field.argument, e.g. Query.usersByTeam.team (line 6)',
-      'config.yaml: listArguments.fields["Query.usersByTeam.team"]: expected Type.field, e.g. User.teamId, got "teamId" (line 7)',
+      'config.yaml: listArguments.fields["Query.usersByTeam.team"]: expected Type.field, e.g. User.teamId, or null, got "teamId" (line 7)',
     ]);
   });
 

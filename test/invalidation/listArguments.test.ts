@@ -133,8 +133,21 @@ describe('what a mutation names', () => {
     expect(prepareOperation(schema, parse('{ user(id: "u1") { id } }'), keyFields, index).rewritten).toBe(false);
   });
 
-  it('names every list of the type when the answer lacks the values (not rewritten, as in a batch)', () => {
+  it('names every list of the type when the answer lacks the values (not rewritten, as in a batch), or has errors', () => {
     const prepared = prepareOperation(schema, parse('mutation { addUser(name: "Cy", role: admin) { id } }'), keyFields, index);
     expect(mutationInvalidationTags(schema, prepared, { data: { addUser: { id: 'u3' } } }, 'List')).toEqual([tag.entity('User', 'u3'), tag.list('User')]);
+    // A failed field comes back null: the object may well have a team.
+    const addUser = { id: 'u3', _svc_id: 'u3', _svc_role: 'admin', _svc_teamId: null, _svc_location: null };
+    const errors = [{ message: 'team service down', path: ['addUser', '_svc_teamId'] }];
+    expect(mutationInvalidationTags(schema, prepared, { data: { addUser }, errors }, 'List')).toEqual([tag.entity('User', 'u3'), tag.list('User')]);
+    expect(mutationInvalidationTags(schema, prepared, { data: { addUser } }, 'List')).toContain(list('Query.usersByRole', { role: 'admin' }));
+  });
+
+  it('never narrows by an argument listArguments.fields maps to null (a search, not an equality)', () => {
+    const searching = listArgumentIndex(schema, { mode: 'match', fields: { 'Query.usersByRole.role': null } });
+    expect(searching.valueFields(User).has('role')).toBe(true);
+    const values: Record<string, unknown> = { role: 'admin', teamId: null, location: null };
+    const tags = searching.mutationTags(User, (field) => values[field])!;
+    expect(tags.filter((name) => name.includes('Query.usersByRole:'))).toEqual([list('Query.usersByRole')]);
   });
 });

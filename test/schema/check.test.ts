@@ -15,6 +15,8 @@ describe('configSchemaMismatches: listArguments.fields', () => {
       'Query.usersByRole.role': 'Team.id',
       'Query.users.first': 'User.rank',
       'Query.usersAt.location': 'User.name',
+      'Query.usersByRole.first': null,
+      'Query.users.last': null,
     };
     expect(configSchemaMismatches(testConfig('http://origin.test/graphql', { listArguments: { fields } }), schema)).toEqual([
       'listArguments.fields.Quer.usersByTeam.team: the origin schema has no object type Quer',
@@ -23,6 +25,7 @@ describe('configSchemaMismatches: listArguments.fields', () => {
       'listArguments.fields.Query.usersByRole.role: Query.usersByRole cannot hold objects of type Team',
       'listArguments.fields.Query.users.first: type User has no field rank',
       'listArguments.fields.Query.usersAt.location: argument location can never equal User.name (their types differ), so it narrows nothing',
+      'listArguments.fields.Query.users.last: field Query.users has no argument last',
     ]);
   });
 });
