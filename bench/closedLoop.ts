@@ -92,6 +92,35 @@ export async function runClosedLoop(plan: LoadPlan): Promise<LoadFigures> {
   };
 }
 
+/**
+ * Several closed-loop scenarios measured in turns: one unmeasured round of all of them, then
+ * `rounds` measured ones, each scenario reporting its median round by CPU per request. A server's
+ * first seconds of load cost it more than later ones (the JIT, the heap still growing) however long
+ * the warm-up of a single run, so scenarios compared with each other are measured alike: after the
+ * same amount of earlier load, interleaved so a change in the machine's load touches them all.
+ */
+export async function runInterleaved<Name extends string>(
+  plans: Readonly<Record<Name, LoadPlan>>,
+  rounds: number,
+  onRound?: (round: number) => void,
+): Promise<Record<Name, LoadFigures>> {
+  const names = Object.keys(plans) as Name[];
+  const measured = new Map<Name, LoadFigures[]>(names.map((name) => [name, []]));
+  for (let round = 0; round <= rounds; round += 1) {
+    onRound?.(round);
+    for (const name of names) {
+      const figures = await runClosedLoop(round === rounds ? plans[name] : { ...plans[name], window: undefined });
+      if (round > 0) measured.get(name)!.push(figures);
+    }
+  }
+  return Object.fromEntries(names.map((name) => [name, medianByCpu(measured.get(name)!)])) as Record<Name, LoadFigures>;
+}
+
+function medianByCpu(runs: readonly LoadFigures[]): LoadFigures {
+  const sorted = [...runs].sort((a, b) => a.cpuMicrosPerRequest - b.cpuMicrosPerRequest);
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
 export interface BatchOutcome {
   failed: number;
   firstError?: string;

@@ -35,7 +35,7 @@ async function readSchema(file: string): Promise<GraphQLSchema> {
 
 /**
  * The policy a query gets for each type and field the rules name: every matching rule applies, the
- * smallest maxAge and swr win and the scopes add up (README, "Rules"). A field is matched by the
+ * smallest maxAge, swr and staleIfError win and the scopes add up (README, "Rules"). A field is matched by the
  * rules naming it and by those naming its whole type.
  */
 function effectiveRules(config: Config): string[] {
@@ -56,8 +56,14 @@ function effectiveRules(config: Config): string[] {
       const maxAge = Math.min(...matched.map(({ rule }) => rule.maxAge));
       const swr = Math.min(...matched.map(({ rule }) => rule.swr));
       const label = target.field === undefined ? `${name} (every field)` : name;
-      return `${label}: maxAge ${maxAge}s, swr ${swr}s, scope ${scopes.length > 0 ? scopes.join('+') : 'PUBLIC'} (rules ${matched.map(({ index }) => index).join(', ')})`;
+      return `${label}: maxAge ${maxAge}s, swr ${swr}s, ${staleIfErrorText(matched.map(({ rule }) => rule))}scope ${scopes.length > 0 ? scopes.join('+') : 'PUBLIC'} (rules ${matched.map(({ index }) => index).join(', ')})`;
     });
+}
+
+/** Shown only where the matched rules all give one, as most configs have none (README, Stale-if-error). */
+function staleIfErrorText(matched: readonly CacheRule[]): string {
+  const seconds = Math.min(...matched.map((rule) => rule.staleIfError));
+  return seconds > 0 ? `staleIfError ${seconds}s, ` : '';
 }
 
 function ruleTargets(rule: CacheRule): Array<[string, readonly string[]]> {

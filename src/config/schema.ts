@@ -41,6 +41,7 @@ const rule = z
     types: typeSelection,
     maxAge: z.number().int().min(0),
     swr: z.number().int().min(0).default(0),
+    staleIfError: z.number().int().min(0).default(0),
     scope: z.string().min(1).optional(),
   })
   .strict();

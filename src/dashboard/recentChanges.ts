@@ -13,16 +13,21 @@ export interface CacheChange {
   /** Tags beyond those listed. */
   moreTags: number;
   removedEntries: number;
+  /** Entries a soft purge marked stale (served within swr while one request refreshes them). */
+  staleEntries: number;
   /** Whether the store applied it. */
   result: 'ok' | 'failed';
-  /** Every purge and invalidation removes entries at once today (soft purges are a later feature). */
-  mode: 'hard';
+  /** `hard` removes entries; `soft` marks them stale (`soft: true`); `mixed`, a purge with fields of both. */
+  mode: 'hard' | 'soft' | 'mixed';
   replica: string;
 }
 
-export type CacheChangeInput = Omit<CacheChange, 'at' | 'tags' | 'moreTags' | 'mode' | 'replica' | 'fields'> & {
+export type CacheChangeInput = Omit<CacheChange, 'at' | 'tags' | 'moreTags' | 'mode' | 'staleEntries' | 'replica' | 'fields'> & {
   fields: readonly string[];
   tags: readonly string[] | number;
+  /** `hard` when left out: mutation invalidations always are. */
+  mode?: CacheChange['mode'];
+  staleEntries?: number;
 };
 
 /** The last `RECENT_CHANGES` purges and invalidations, newest first, in a fixed-size ring. */
@@ -42,8 +47,9 @@ export class RecentChanges {
       tags,
       moreTags: tagCount - tags.length,
       removedEntries: change.removedEntries,
+      staleEntries: change.staleEntries ?? 0,
       result: change.result,
-      mode: 'hard',
+      mode: change.mode ?? 'hard',
       replica: this.replica,
     };
     this.next = (this.next + 1) % RECENT_CHANGES;

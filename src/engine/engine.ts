@@ -18,6 +18,7 @@ import {
   handlePurgeRequest,
   hasValidPurgeToken,
   purgeTokenHeader,
+  withoutEmptyPurgeParentheses,
   type PurgeEvent,
 } from '../purge/index.js';
 import type { CacheStore, CachedResponse } from '../store/index.js';
@@ -56,6 +57,7 @@ import type { KeyedTarget } from './cacheKey.js';
 import { cachePolicyFor, selectsUnnamedIntrospection, type CachePolicy } from './rules.js';
 import { scopeKeyedHeaders } from './scopes.js';
 import { cacheStatusHeader, explanationHeaders, hitResponse, mergeScopeHeaders, type HeaderChanges } from './responses.js';
+import { failureByHead, isGraphQLResult, staleIfErrorUntil, staleResponse, type OriginFailure, type StaleAnswer } from './staleIfError.js';
 import type { HttpResponse } from '../http/index.js';
 import { stripAddedFields } from '../invalidation/index.js';
 
@@ -63,6 +65,7 @@ export { Exchange } from './exchange.js';
 export type { CacheStatus, Explanation, RequestHead, RequestSummary, ResponsePlan } from './exchange.js';
 export type { PassReason } from './passReason.js';
 export type { HeaderChanges } from './responses.js';
+export type { OriginFailure } from './staleIfError.js';
 
 /**
  * The decision engine: what to do with one GraphQL request and, if it went to the origin, with the
@@ -90,6 +93,8 @@ export interface EngineEvents {
   ): void;
   /** A request was answered from the entry another request's fetch stored, after waiting for it. */
   coalesced(): void;
+  /** The origin failed and the client got the expired entry instead (README, Stale-if-error). */
+  staleIfError(failure: OriginFailure): void;
 }
 
 /** What an invalidation after a mutation was worked out from: its answer, or its root fields' types when the answer could not be read. */
@@ -127,12 +132,16 @@ export interface ResponseHeadDecision {
   headers: HeaderChanges;
   /** True when the engine needs the body (`responseBody` follows). */
   wantsBody: boolean;
+  /** Answer with this in place of the origin's whole response (a stale entry for a failing origin). */
+  replacement?: HttpResponse;
 }
 
 export interface ResponseBodyDecision {
   headers: HeaderChanges;
   /** Replaces the origin's body for the client when given. */
   body?: Buffer;
+  /** Answer with this in place of the origin's whole response (a stale entry for a failing origin). */
+  replacement?: HttpResponse;
 }
 
 /** A request whose GraphQL parameters svc-cache read, with the bytes it came with. */
@@ -265,7 +274,7 @@ export class DecisionEngine {
     }
     const context: RequestContext = { exchange, head, config, request, resolved };
     const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
-    if (isVerdict(checked)) return this.conclude(exchange, checked, context);
+    if (isVerdict(checked)) return this.conclude(exchange, (await this.emptyParenthesesPurge(context, checked, schema)) ?? checked, context);
     // It parses and passes the limits: registered once an answer with data shows the origin runs it.
     exchange.registration = resolved.registration;
     exchange.describeOperation(checked.selected.name, documentHashOf(checked.selected));
@@ -331,6 +340,25 @@ export class DecisionEngine {
     return analysis;
   }
 
+  /**
+   * A purge written with empty argument parentheses (`_purgeTodo()`, as Stellate's docs write it) is
+   * a GraphQL syntax error. With a valid purge token, the text without them (withoutEmptyPurgeParentheses)
+   * is answered when it is a purge mutation; anything else keeps `syntaxError`, so no other
+   * document is read differently (docs/graphql-caching.md, Purge API).
+   */
+  private async emptyParenthesesPurge(context: RequestContext, syntaxError: Verdict, schema: GraphQLSchema | undefined): Promise<Verdict | undefined> {
+    const { config, head, resolved, request } = context;
+    if (syntaxError.kind !== 'pass' || syntaxError.reason !== 'syntax-error' || schema === undefined) return undefined;
+    if (resolved.query === undefined || !hasValidPurgeToken(head.headers, config.purge)) return undefined;
+    const query = withoutEmptyPurgeParentheses(resolved.query);
+    if (query === undefined) return undefined;
+    const checked = checkLimits({ ...resolved, query }, config.limits, request.params.operationName, (document) =>
+      this.analysisOf(document, config, schema),
+    );
+    if (isVerdict(checked) || checked.selected.operation.operation !== OperationTypeNode.MUTATION) return undefined;
+    return this.purge(context, checked, schema);
+  }
+
   /** The purge API's answer when the request is a purge (docs/graphql-caching.md, Purge API). */
   private async purge(context: RequestContext, checked: CheckedOperation, schema: GraphQLSchema): Promise<Verdict | undefined> {
     const { head, config, request } = context;
@@ -382,6 +410,7 @@ export class DecisionEngine {
       return this.answerFromCache(context, found.entry, scoped.scopeHeaders);
     }
     exchange.lead(found.leadership);
+    exchange.staleAnswer = this.holdForOriginFailure(context, found.expired, policy.staleIfError, scoped.scopeHeaders);
     const prepared = prepareOperation(schema, checked.selected.document, config.keyFields, listArgumentIndex(schema, config.listArguments));
     const plan: StorePlan = {
       kind: 'store',
@@ -402,13 +431,42 @@ export class DecisionEngine {
 
   /** A HIT in a type the client accepts, else the origin negotiates (README, HIT, MISS, PASS). */
   private answerFromCache(context: RequestContext, entry: CachedResponse, scopeHeaders: Array<[string, string]>): RequestDecision {
-    const { exchange, head } = context;
-    const contentType = hitContentType(headerValue(head.headers, 'accept'), entry.contentType);
-    if (contentType === undefined) return this.passOn(exchange, 'not-acceptable', entry.contentType, context);
-    const overrides = [...mergeScopeHeaders(entry.headers, scopeHeaders), ...explanationHeaders(exchange.explanation)];
-    const response = hitResponse({ ...entry, contentType }, this.now(), overrides);
+    const { exchange } = context;
+    const replay = replayFor(context, entry, scopeHeaders);
+    if (replay === undefined) return this.passOn(exchange, 'not-acceptable', entry.contentType, context);
+    const response = hitResponse(replay.entry, this.now(), replay.overrides);
     exchange.settle('HIT', { servedBytes: response.body.length });
     return { kind: 'respond', response };
+  }
+
+  /**
+   * The expired entry a MISS found, kept on the exchange for an origin that fails, when the rules
+   * give it a staleIfError window it is still in and the client accepts its type (README, Stale-if-error).
+   */
+  private holdForOriginFailure(
+    context: RequestContext,
+    expired: CachedResponse | undefined,
+    staleIfError: number,
+    scopeHeaders: Array<[string, string]>,
+  ): StaleAnswer | undefined {
+    if (expired === undefined || staleIfError <= 0) return undefined;
+    const until = staleIfErrorUntil(expired, staleIfError);
+    if (this.now() > until) return undefined;
+    const replay = replayFor(context, expired, scopeHeaders);
+    return replay && { ...replay, until };
+  }
+
+  /** The held stale entry in place of a failed origin answer, unless its window has closed since. */
+  private answerStale(exchange: Exchange, failure: OriginFailure, originStatus: number): HttpResponse | undefined {
+    const stale = exchange.staleAnswer;
+    exchange.staleAnswer = undefined;
+    const now = this.now();
+    if (stale === undefined || now > stale.until) return undefined;
+    const response = staleResponse(stale, now);
+    exchange.settle('HIT', { servedBytes: response.body.length });
+    this.deps.logger.info({ staleIfError: failure, originStatus, ageSeconds: Math.floor((now - stale.entry.storedAt) / 1000) }, 'origin failed; answered with the stale entry');
+    this.report((events) => events.staleIfError(failure));
+    return response;
   }
 
   /**
@@ -485,18 +543,45 @@ export class DecisionEngine {
     const forwarded = exchange.plan ?? { kind: 'pass', reason: 'envoy-local-reply' };
     const plan = planAfterResponseHead(forwarded, status, headers, endOfStream, this.now());
     exchange.responseArrived(headers, plan);
+    // A failure shown by the head is never stored, so the plan is a pass and leadership is released.
+    const replacement = this.replaceFailureByHead(exchange, status, headers, endOfStream);
+    if (replacement) {
+      exchange.registration = undefined;
+      return { headers: { set: [], remove: [] }, wantsBody: false, replacement };
+    }
     // A mutation whose answer will not be read (streamed, not GraphQL JSON, encoded, bodiless).
     if (forwarded.kind === 'mutation' && plan.kind !== 'mutation') await this.invalidateByRootFieldTypes(forwarded);
     if (forwarded.kind === 'batch' && plan.kind !== 'batch') await this.invalidateAfterBatch(forwarded, undefined);
     if (status !== 200 || endOfStream || !isReadable(headers)) exchange.registration = undefined;
-    const wantsBody = wantsResponseBody(plan, headers, endOfStream) || exchange.registration !== undefined;
+    const wantsBody = wantsResponseBody(plan, headers, endOfStream) || exchange.registration !== undefined || exchange.staleAnswer !== undefined;
     if (plan.kind === 'store') return { headers: { set: [], remove: [] }, wantsBody };
     const reason = plan.kind === 'pass' ? plan.reason : plan.kind;
     if (!wantsBody) exchange.settle('PASS', { passReason: reason });
     return { headers: cacheStatusHeader('PASS', explanationHeaders(exchange.explanation, reason)), wantsBody };
   }
 
+  /**
+   * A held stale entry answers for an origin whose head already shows the failure; one whose body
+   * must tell keeps it held (`responseBody`), and any other answer lets it go (README, Stale-if-error).
+   */
+  private replaceFailureByHead(exchange: Exchange, status: number, headers: HeaderList, endOfStream: boolean): HttpResponse | undefined {
+    if (exchange.staleAnswer === undefined) return undefined;
+    const failure = failureByHead(status, headers, endOfStream);
+    if (failure === 'read-body') return undefined;
+    if (failure === undefined) {
+      exchange.staleAnswer = undefined;
+      return undefined;
+    }
+    return this.answerStale(exchange, failure, status);
+  }
+
   private async decideResponseBody(exchange: Exchange, plan: ResponsePlan, body: Buffer): Promise<ResponseBodyDecision> {
+    // Held only when the head was a 200 of GraphQL JSON: the body tells whether it is a result.
+    if (exchange.staleAnswer && !isGraphQLResult(body)) {
+      const replacement = this.answerStale(exchange, 'origin-not-graphql', 200);
+      if (replacement) return { headers: { set: [], remove: [] }, replacement };
+    }
+    exchange.staleAnswer = undefined;
     if (exchange.registration && isPlainObject(parseGraphQLResult(body)?.data)) await this.registerPersistedQuery(exchange);
     switch (plan.kind) {
       case 'pass':
@@ -607,6 +692,18 @@ export class DecisionEngine {
       this.deps.logger.error({ err: errorMessage(error) }, 'reporting an engine event failed');
     }
   }
+}
+
+/** A stored entry as this request may be answered with it: in a type it accepts, with the scope and svc-debug headers. */
+function replayFor(
+  context: RequestContext,
+  entry: CachedResponse,
+  scopeHeaders: Array<[string, string]>,
+): { entry: CachedResponse; overrides: Array<[string, string]> } | undefined {
+  const contentType = hitContentType(headerValue(context.head.headers, 'accept'), entry.contentType);
+  if (contentType === undefined) return undefined;
+  const overrides = [...mergeScopeHeaders(entry.headers, scopeHeaders), ...explanationHeaders(context.exchange.explanation)];
+  return { entry: { ...entry, contentType }, overrides };
 }
 
 function requestHeadOf(exchange: Exchange): RequestHead {

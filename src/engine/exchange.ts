@@ -10,6 +10,7 @@ import type { InvalidationMark } from '../store/index.js';
 import type { Leadership } from './coalescing.js';
 import type { PassReason } from './passReason.js';
 import type { CachePolicy } from './rules.js';
+import type { StaleAnswer } from './staleIfError.js';
 
 /**
  * One HTTP request as the engine sees it, from its headers to the end of its ext_proc stream: the
@@ -28,6 +29,8 @@ export class Exchange {
    * it did (README, Automatic persisted queries); cleared once done or ruled out.
    */
   registration: PersistedQueryRegistration | undefined;
+  /** An expired entry to answer with if the origin fails (README, Stale-if-error); cleared once the origin's answer is judged. */
+  staleAnswer: StaleAnswer | undefined;
   private originHeaders: HeaderList = [];
   private leadership: Leadership | undefined;
   private disposed = false;

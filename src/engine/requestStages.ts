@@ -251,8 +251,11 @@ export function scopeAndKey(
 
 export type LookupResult =
   | { kind: 'hit'; entry: CachedResponse }
-  /** Go to the origin; `leadership` is set when this request leads the fetch others wait for. */
-  | { kind: 'miss'; mark: InvalidationMark; leadership: Leadership | undefined }
+  /**
+   * Go to the origin; `leadership` is set when this request leads the fetch others wait for, and
+   * `expired` holds the entry found past its maxAge, for an origin that fails (stale-if-error).
+   */
+  | { kind: 'miss'; mark: InvalidationMark; leadership: Leadership | undefined; expired: CachedResponse | undefined }
   | { kind: 'unavailable'; error: string };
 
 export interface LookupDependencies {
@@ -273,16 +276,17 @@ export async function lookupOrCoalesce(key: string, deps: LookupDependencies): P
   }
   const cached = freshEntry(lookup.entry, deps.now());
   if (cached) return { kind: 'hit', entry: cached };
+  const miss = { kind: 'miss', mark: lookup.mark, leadership: undefined, expired: lookup.entry } as const;
   const leadership = deps.coalescer.lead(key);
-  if (leadership) return { kind: 'miss', mark: lookup.mark, leadership };
+  if (leadership) return { ...miss, leadership };
   // Stale-while-revalidate: another request is already refreshing this entry, so within swr its
   // stale answer is served at once (with an age past max-age) instead of waiting.
   const stale = lookup.entry;
   if (stale && deps.now() - stale.storedAt <= (stale.maxAge + stale.swr) * 1000) return { kind: 'hit', entry: stale };
-  if (!(await deps.coalescer.follow(key, deps.coalesceWaitMs))) return { kind: 'miss', mark: lookup.mark, leadership: undefined };
+  if (!(await deps.coalescer.follow(key, deps.coalesceWaitMs))) return miss;
   try {
     const afterLeader = freshEntry((await deps.store.lookup(key)).entry, deps.now());
-    if (!afterLeader) return { kind: 'miss', mark: lookup.mark, leadership: undefined };
+    if (!afterLeader) return miss;
     deps.onCoalesced();
     return { kind: 'hit', entry: afterLeader };
   } catch (error) {

@@ -8,6 +8,7 @@ import type { CachedResponse } from '../store/index.js';
 import type { PassPlan, ResponsePlan, StorePlan } from './exchange.js';
 import { isEncoded, isGraphQLJson, storeVerdict } from './originResponse.js';
 import type { PassReason } from './passReason.js';
+import type { CachePolicy } from './rules.js';
 import { replayableHeaders } from './responses.js';
 
 /**
@@ -83,7 +84,15 @@ export function entryToStore(
     maxAge,
     swr: plan.policy.swr,
   };
-  return { entry, tags: [invalidationTag.bucket(plan.bucket), ...tags], ttlSeconds: maxAge + plan.policy.swr };
+  return { entry, tags: [invalidationTag.bucket(plan.bucket), ...tags], ttlSeconds: retentionSeconds(maxAge, plan.policy) };
+}
+
+/**
+ * How long an entry stays in the store: fresh for `maxAge`, then kept as long as a stale answer may
+ * still be served, while it is refreshed (`swr`) or when the origin fails (`staleIfError`).
+ */
+export function retentionSeconds(maxAge: number, policy: Pick<CachePolicy, 'swr' | 'staleIfError'>): number {
+  return maxAge + Math.max(policy.swr, policy.staleIfError);
 }
 
 /** The answers of a batch, one per operation, or undefined when the body is not such an array. */

@@ -7,6 +7,8 @@ export interface CachePolicy {
   maxAge: number;
   /** Seconds a stale entry may still be served: the smallest swr of the matched rules. */
   swr: number;
+  /** Seconds past maxAge an entry may still answer for an origin that failed: the smallest staleIfError of the matched rules. */
+  staleIfError: number;
   /** Custom scopes whose keys form the bucket (the union of the matched rules' scopes); empty means PUBLIC. */
   scopes: readonly string[];
   matched: readonly CacheRule[];
@@ -21,6 +23,7 @@ export function cachePolicyFor(rules: readonly CacheRule[], selection: Selection
   return {
     maxAge: Math.min(...matched.map((rule) => rule.maxAge)),
     swr: Math.min(...matched.map((rule) => rule.swr)),
+    staleIfError: Math.min(...matched.map((rule) => rule.staleIfError)),
     scopes: [...scopes].sort(),
     matched,
   };

@@ -124,6 +124,8 @@ export class ProcessingStream {
     const endOfStream = message.response_headers?.end_of_stream === true;
     const status = Number(firstValue(headers, ':status'));
     const decision = await this.engine.responseHead(this.exchange!, status, headers, endOfStream);
+    // Envoy still holds the origin's response headers: an immediate response goes out in their place (docs/ext-proc.md, Immediate responses).
+    if (decision.replacement) return this.respondImmediately(decision.replacement);
     this.phase = decision.wantsBody && !endOfStream ? 'awaiting-response-body' : 'done';
     const answer: ProcessingResponse = { response_headers: { response: commonResponse(decision.headers) } };
     if (!endOfStream && !decision.wantsBody) answer.mode_override = { response_body_mode: BodySendMode.NONE };
@@ -135,6 +137,8 @@ export class ProcessingStream {
     this.phase = 'done';
     const body = message.response_body?.body ?? Buffer.alloc(0);
     const decision = await this.engine.responseBody(this.exchange!, body);
+    // BUFFERED: the headers are held until this answer, so the origin's response is still replaceable.
+    if (decision.replacement) return this.respondImmediately(decision.replacement);
     return { response_body: { response: commonResponse(decision.headers, decision.body) } };
   }
 

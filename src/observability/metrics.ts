@@ -27,6 +27,8 @@ export type StoreOperation =
   | 'store'
   | 'invalidate'
   | 'invalidateAll'
+  | 'markStale'
+  | 'markAllStale'
   | 'ping';
 
 /** How a purge request ended: applied, the store failed, refused for its token, or invalid GraphQL. */
@@ -128,7 +130,8 @@ export class Metrics {
 
   private readonly purgedEntries = new Counter({
     name: 'svc_cache_purged_entries_total',
-    help: 'Cache entries removed by purges.',
+    help: 'Cache entries purges removed (mode hard) or marked stale (mode soft; those without swr are removed).',
+    labelNames: ['mode'] as const,
     registers: [this.registry],
   });
 
@@ -159,6 +162,13 @@ export class Metrics {
     registers: [this.registry],
   });
   private coalescedCount = 0;
+
+  private readonly staleIfErrorAnswers = new Counter({
+    name: 'svc_cache_stale_if_error_total',
+    help: 'Requests answered with an expired entry because the origin failed (stale-if-error), by failure: origin-status (a 5xx) or origin-not-graphql (a 200 that is no GraphQL result). Also counted as HIT in svc_cache_requests_total.',
+    labelNames: ['failure'] as const,
+    registers: [this.registry],
+  });
 
   private readonly configReloads = new Counter({
     name: 'svc_cache_config_reloads_total',
@@ -228,9 +238,10 @@ export class Metrics {
     this.storeSeconds.observe({ operation }, seconds);
   }
 
-  recordPurge(result: PurgeResult, entries = 0): void {
+  recordPurge(result: PurgeResult, entries: { removed: number; stale: number } = { removed: 0, stale: 0 }): void {
     this.purges.inc({ result });
-    if (entries > 0) this.purgedEntries.inc(entries);
+    if (entries.removed > 0) this.purgedEntries.inc({ mode: 'hard' }, entries.removed);
+    if (entries.stale > 0) this.purgedEntries.inc({ mode: 'soft' }, entries.stale);
   }
 
   recordInvalidation(policy: MutationPolicy, entries: number): void {
@@ -249,6 +260,10 @@ export class Metrics {
   recordCoalesced(): void {
     this.coalescedRequests.inc();
     this.coalescedCount += 1;
+  }
+
+  recordStaleIfError(failure: 'origin-status' | 'origin-not-graphql'): void {
+    this.staleIfErrorAnswers.inc({ failure });
   }
 
   /** Requests answered by coalescing so far (the dashboard shows it). */

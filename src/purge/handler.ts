@@ -36,10 +36,12 @@ import { errorMessage } from '../util/index.js';
  * purge schema when it carries the purge-token header, so tools can introspect the purge API with
  * the token they purge with; without that header it is an ordinary query for the origin.
  *
- * Answers: no token or a wrong one, 401 and nothing purged; validation and variable errors, 400
- * under `application/graphql-response+json` and 200 under `application/json`; a valid purge is
- * applied with one store call and answered `{"data":{"<field>":true}}` only once the store has
- * confirmed it; a store that fails, 503 with an error and no `data`.
+ * Answers: no token or a wrong one, 401 and nothing purged; validation and variable errors, and
+ * argument values the schema cannot check (an unknown `_purgeType` type), 400 under
+ * `application/graphql-response+json` and 200 under `application/json`; a valid purge is applied
+ * with one store call for its hard fields and one for its soft ones, and answered
+ * `{"data":{"<field>":true}}` only once the store has confirmed both; a store that fails, 503 with
+ * an error and no `data`.
  */
 
 export interface PurgeRequest {
@@ -64,7 +66,7 @@ export interface PurgeDependencies {
 }
 
 export type PurgeEvent =
-  | ({ result: 'purged'; removedEntries: number } & PurgeSummary)
+  | ({ result: 'purged'; removedEntries: number; staleEntries: number } & PurgeSummary)
   | ({ result: 'store-failed'; error: string } & PurgeSummary)
   | { result: 'unauthorized' }
   /** Failed validation or variable coercion: nothing purged. */
@@ -76,6 +78,15 @@ export interface PurgeSummary {
   /** `_purgeAll` ran. */
   everything: boolean;
   tags: readonly string[];
+  /** What the fields with `soft: true` marked stale instead (a tag purged hard too is left out). */
+  soft: { everything: boolean; tags: readonly string[] };
+}
+
+/** Whether a purge removed entries, marked them stale, or both (fields of each kind in one mutation). */
+export function purgeMode(summary: PurgeSummary): 'hard' | 'soft' | 'mixed' {
+  const soft = summary.soft.everything || summary.soft.tags.length > 0;
+  const hard = summary.everything || summary.tags.length > 0;
+  return soft && hard ? 'mixed' : soft ? 'soft' : 'hard';
 }
 
 /** The answer to a purge request, or undefined when the request is not one (the engine carries on). */
@@ -115,12 +126,13 @@ export async function handlePurgeRequest(
   });
   // The resolvers never throw: any error here is a request error (variable coercion).
   if (result.errors) return requestErrors(result.errors, request, deps, route);
+  if (targets.errors.length > 0) return requestErrors(targets.errors, request, deps, route);
   if (route === 'purge-schema-query') return respond(200, result);
 
-  const summary: PurgeSummary = { fields: targets.fields, everything: targets.everything, tags: [...targets.tags] };
-  let removedEntries: number;
+  const summary = summaryOf(targets);
+  let applied: { removedEntries: number; staleEntries: number };
   try {
-    removedEntries = await applyPurge(summary, deps.store);
+    applied = await applyPurge(summary, deps.store);
   } catch (error) {
     const reason = errorMessage(error);
     deps.logger.error({ ...logFields(summary), err: reason }, 'purge not applied: the cache store failed');
@@ -136,8 +148,8 @@ export async function handlePurgeRequest(
       ],
     });
   }
-  deps.logger.info({ ...logFields(summary), removedEntries }, 'purge applied');
-  deps.onPurge?.({ result: 'purged', removedEntries, ...summary });
+  deps.logger.info({ ...logFields(summary), ...applied }, 'purge applied');
+  deps.onPurge?.({ result: 'purged', ...applied, ...summary });
   return respond(200, result);
 }
 
@@ -168,14 +180,33 @@ function rootFieldNames(selectionSet: SelectionSetNode, document: DocumentNode):
   return new Set(collectFields([selectionSet], fragmentsOf(document)).map((field) => field.name.value));
 }
 
+function summaryOf(targets: PurgeTargets): PurgeSummary {
+  const { hard, soft } = targets;
+  return {
+    fields: targets.fields,
+    everything: hard.everything,
+    tags: [...hard.tags],
+    soft: hard.everything ? { everything: false, tags: [] } : { everything: soft.everything, tags: [...soft.tags].filter((tag) => !hard.tags.has(tag)) },
+  };
+}
+
 /**
- * One store call for the whole request, so a purge is confirmed as a whole. `invalidateAll` covers
- * every tag, so `_purgeAll` alongside other purge fields needs nothing more.
+ * One store call for the hard purge fields and one for the soft ones, so a purge is confirmed as a
+ * whole. `invalidateAll` covers every tag, so `_purgeAll` alongside other purge fields needs nothing
+ * more; a tag purged both ways is purged hard (summaryOf).
  */
-async function applyPurge(summary: PurgeSummary, store: CacheStore): Promise<number> {
-  if (summary.everything) return store.invalidateAll();
-  if (summary.tags.length === 0) return 0;
-  return store.invalidate(summary.tags);
+async function applyPurge(summary: PurgeSummary, store: CacheStore): Promise<{ removedEntries: number; staleEntries: number }> {
+  const removedEntries = summary.everything
+    ? await store.invalidateAll()
+    : summary.tags.length > 0
+      ? await store.invalidate(summary.tags)
+      : 0;
+  const staleEntries = summary.soft.everything
+    ? await store.markAllStale()
+    : summary.soft.tags.length > 0
+      ? await store.markStale(summary.soft.tags)
+      : 0;
+  return { removedEntries, staleEntries };
 }
 
 /**
@@ -217,5 +248,9 @@ function logFields(summary: PurgeSummary): Record<string, unknown> {
     everything: summary.everything,
     tagCount: summary.tags.length,
     tags: summary.tags.slice(0, LOGGED_TAGS),
+    mode: purgeMode(summary),
+    softEverything: summary.soft.everything,
+    softTagCount: summary.soft.tags.length,
+    softTags: summary.soft.tags.slice(0, LOGGED_TAGS),
   };
 }

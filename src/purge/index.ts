@@ -1,5 +1,6 @@
 export {
   handlePurgeRequest,
+  purgeMode,
   type PurgeDependencies,
   type PurgeEvent,
   type PurgeRequest,
@@ -14,3 +15,4 @@ export {
 } from './schema.js';
 export { isPurgeToken } from './token.js';
 export { carriesPurgeToken, hasValidPurgeToken, looksLikePurge, purgeTokenHeader } from './detection.js';
+export { withoutEmptyPurgeParentheses } from './emptyParentheses.js';

@@ -3,6 +3,8 @@ import {
   getNullableType,
   GraphQLBoolean,
   GraphQLEnumType,
+  GraphQLError,
+  GraphQLInputObjectType,
   GraphQLList,
   GraphQLNonNull,
   GraphQLObjectType,
@@ -34,11 +36,16 @@ import type { PurgeTargets } from './targets.js';
  *   _purgeAll: Boolean!
  *   _purgeQuery(queries: [QueryField!]!): Boolean!       # QueryField: the origin's root query fields
  *   _purgeOperationName(names: [String!]!): Boolean!
+ *   _purgeType(type: String!, keyFields: [KeyFieldInput!]): Boolean!   # Stellate's schemaless form
  *   _purge<T>: Boolean!                                  # every object type T of the origin
  *   purge<T>(<key>: [<KeyType>!]): Boolean!              # T's key field (keyFields), its origin type
  * }
+ * input KeyFieldInput { name: String!, value: String! }
  * type Query { _purgeApi: Boolean! }
  * ```
+ *
+ * Every purge field also takes `soft: Boolean = false`: soft, it marks what it names stale instead
+ * of removing it (CacheStore.markStale).
  *
  * GraphQL requires a Query type: `_purgeApi` is a harmless placeholder that always answers `true`.
  *
@@ -93,13 +100,25 @@ const derivedByOrigin = new WeakMap<GraphQLSchema, { keyFieldsKey: string; api: 
 const PLACEHOLDER_QUERY_FIELD = '_purgeApi';
 const INTROSPECTION_ROOT_FIELDS = ['__schema', '__type', '__typename'];
 /** Type names the purge schema itself defines; an origin key type of the same name cannot join it. */
-const PURGE_TYPE_NAMES = new Set(['Query', 'Mutation', 'QueryField']);
+const PURGE_TYPE_NAMES = new Set(['Query', 'Mutation', 'QueryField', 'KeyFieldInput']);
 /** Names GraphQL forbids as enum values. */
 const NOT_ENUM_VALUES = new Set(['true', 'false', 'null']);
 
 type PurgeFieldConfig = GraphQLFieldConfig<unknown, PurgeTargets>;
 
 const TRUE = new GraphQLNonNull(GraphQLBoolean);
+
+/** Taken by every purge field, as Stellate's are. */
+const SOFT_ARGUMENT = {
+  type: GraphQLBoolean,
+  defaultValue: false,
+  description: 'Mark stale (served within swr while refreshed) instead of removing.',
+};
+
+/** Whether the purge field was asked to be soft (`soft: null` is as left out). */
+function isSoft(args: object): boolean {
+  return (args as { soft?: unknown }).soft === true;
+}
 
 function derive(origin: GraphQLSchema, keyFields: KeyFields): PurgeApi {
   const originMutationFields = origin.getMutationType()?.getFields() ?? {};
@@ -112,15 +131,15 @@ function derive(origin: GraphQLSchema, keyFields: KeyFields): PurgeApi {
     } else if (Object.hasOwn(fields, name)) {
       omitted.push({ field: name, reason: 'the built-in purge field of that name takes precedence' });
     } else {
-      fields[name] = field;
+      fields[name] = { ...field, args: { ...field.args, soft: SOFT_ARGUMENT } };
     }
   };
 
   offer('_purgeAll', {
     type: TRUE,
     description: 'Invalidates every cached response.',
-    resolve: (_source, _args, targets, info) => {
-      targets.addEverything(info.fieldName);
+    resolve: (_source, args, targets, info) => {
+      targets.addEverything(info.fieldName, isSoft(args));
       return true;
     },
   });
@@ -131,7 +150,7 @@ function derive(origin: GraphQLSchema, keyFields: KeyFields): PurgeApi {
       description: 'Invalidates the cached results of queries that select any of these root query fields.',
       args: { queries: { type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(queryField))) } },
       resolve: (_source, args: { queries: string[] }, targets, info) => {
-        targets.addTags(info.fieldName, args.queries.map(invalidationTag.query));
+        targets.addTags(info.fieldName, args.queries.map(invalidationTag.query), isSoft(args));
         return true;
       },
     });
@@ -141,10 +160,12 @@ function derive(origin: GraphQLSchema, keyFields: KeyFields): PurgeApi {
     description: 'Invalidates the cached results of operations with any of these names.',
     args: { names: { type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(GraphQLString))) } },
     resolve: (_source, args: { names: string[] }, targets, info) => {
-      targets.addTags(info.fieldName, args.names.map(invalidationTag.operation));
+      targets.addTags(info.fieldName, args.names.map(invalidationTag.operation), isSoft(args));
       return true;
     },
   });
+  // Before the per-type fields: an origin type named `Type` is purged through this one.
+  offer('_purgeType', schemalessPurgeField(origin, keyFields));
 
   const keyTypes = new KeyTypeCopies();
   for (const type of entityTypes(origin)) {
@@ -152,8 +173,8 @@ function derive(origin: GraphQLSchema, keyFields: KeyFields): PurgeApi {
     offer(`_purge${type.name}`, {
       type: TRUE,
       description: `Invalidates every cached response that contains any ${type.name}.`,
-      resolve: (_source, _args, targets, info) => {
-        targets.addTags(info.fieldName, [typeTag]);
+      resolve: (_source, args, targets, info) => {
+        targets.addTags(info.fieldName, [typeTag], isSoft(args));
         return true;
       },
     });
@@ -165,13 +186,14 @@ function derive(origin: GraphQLSchema, keyFields: KeyFields): PurgeApi {
         `Invalidates the cached responses that contain the ${type.name} with these ${key.name} values,` +
         ` or any ${type.name} when ${key.name} is left out.`,
       args: { [key.name]: { type: new GraphQLList(new GraphQLNonNull(key.type)) } },
-      resolve: (_source, args: Record<string, unknown[] | null | undefined>, targets, info) => {
-        const values = args[key.name];
+      resolve: (_source, args: Record<string, unknown>, targets, info) => {
+        const values = args[key.name] as unknown[] | null | undefined;
         targets.addTags(
           info.fieldName,
           values === null || values === undefined
             ? [typeTag]
             : values.map((value) => invalidationTag.entity(type.name, entityKeyText(value))),
+          isSoft(args),
         );
         return true;
       },
@@ -206,6 +228,55 @@ function derive(origin: GraphQLSchema, keyFields: KeyFields): PurgeApi {
     ]),
     omitted,
   };
+}
+
+const KEY_FIELD_INPUT = new GraphQLInputObjectType({
+  name: 'KeyFieldInput',
+  description: 'A key field of an object and one value of it, as Stellate\'s _purgeType takes them.',
+  fields: { name: { type: new GraphQLNonNull(GraphQLString) }, value: { type: new GraphQLNonNull(GraphQLString) } },
+});
+
+/**
+ * Stellate's schemaless `_purgeType(type, keyFields)`, which existing purge clients call: any object
+ * of the type, or those whose key field (the one entity tags use, `entityKeyField`) has one of the
+ * values. A type that is no object type of the origin, or a field that is not its key field, is a
+ * request error (BAD_USER_INPUT) and nothing is purged.
+ */
+function schemalessPurgeField(origin: GraphQLSchema, keyFields: KeyFields): PurgeFieldConfig {
+  const types = new Map(entityTypes(origin).map((type) => [type.name, type]));
+  return {
+    type: TRUE,
+    description:
+      'Invalidates every cached response that contains an object of this type, or with keyFields, those ' +
+      'whose key field has one of these values.',
+    args: { type: { type: new GraphQLNonNull(GraphQLString) }, keyFields: { type: new GraphQLList(new GraphQLNonNull(KEY_FIELD_INPUT)) } },
+    resolve: (_source, args: SchemalessArguments, targets, info) => {
+      const problem = schemalessProblem(args, types.get(args.type), keyFields);
+      if (problem !== undefined) {
+        targets.reject(new GraphQLError(`_purgeType: ${problem}`, { nodes: info.fieldNodes, extensions: { code: 'BAD_USER_INPUT' } }));
+      } else if (args.keyFields === null || args.keyFields === undefined) {
+        targets.addTags(info.fieldName, [invalidationTag.type(args.type)], isSoft(args));
+      } else {
+        const tags = args.keyFields.map((field) => invalidationTag.entity(args.type, entityKeyText(field.value)));
+        targets.addTags(info.fieldName, tags, isSoft(args));
+      }
+      return true;
+    },
+  };
+}
+
+interface SchemalessArguments {
+  type: string;
+  keyFields?: Array<{ name: string; value: string }> | null;
+}
+
+/** What the schema cannot check of `_purgeType`'s arguments: the type must exist, the fields be its key. */
+function schemalessProblem(args: SchemalessArguments, type: GraphQLObjectType | undefined, keyFields: KeyFields): string | undefined {
+  if (type === undefined) return `"${args.type}" is not an object type of the origin schema`;
+  const key = entityKeyField(type, keyFields);
+  const other = args.keyFields?.find((field) => field.name !== key);
+  if (other === undefined) return undefined;
+  return `${type.name} is identified by ${key === undefined ? 'no key field' : `"${key}"`}, not by "${other.name}"`;
 }
 
 /** The origin's object types that can appear in a response: not root types, not introspection types. */

@@ -28,6 +28,14 @@ export class MeasuredStore implements CacheStore {
     return this.measure('invalidateAll', () => this.inner.invalidateAll());
   }
 
+  markStale(tags: readonly string[]): Promise<number> {
+    return this.measure('markStale', () => this.inner.markStale(tags));
+  }
+
+  markAllStale(): Promise<number> {
+    return this.measure('markAllStale', () => this.inner.markAllStale());
+  }
+
   ping(): Promise<void> {
     return this.measure('ping', () => this.inner.ping());
   }

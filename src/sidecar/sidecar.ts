@@ -11,7 +11,7 @@ import { startExtProcServer } from '../extproc/index.js';
 import { withSecretHeaders, type Logger } from '../observability/index.js';
 import { MeasuredStore } from './measuredStore.js';
 import { Metrics } from '../observability/index.js';
-import { warnOmittedPurgeFields } from '../purge/index.js';
+import { purgeMode, warnOmittedPurgeFields } from '../purge/index.js';
 import { createSchemaSource } from '../schema/index.js';
 import { createStores, type CacheStore } from '../store/index.js';
 import { startAdminServer } from './admin.js';
@@ -88,9 +88,11 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
           dashboard.recordChange({
             kind: 'purge',
             fields: event.fields,
-            tags: event.tags,
+            tags: [...event.tags, ...event.soft.tags],
             removedEntries: event.result === 'purged' ? event.removedEntries : 0,
+            staleEntries: event.result === 'purged' ? event.staleEntries : 0,
             result: event.result === 'purged' ? 'ok' : 'failed',
+            mode: purgeMode(event),
           });
         }
       },

@@ -13,7 +13,7 @@ import type { CachedResponse } from './types.js';
  * upgrade that changes the layout costs misses, not errors.
  */
 
-const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 1;
 const FIXED_HEADER_BYTES = 1 + 8 + 8 + 8;
 
 export function encodeEntry(response: CachedResponse): Buffer {

@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import { softPurgeShiftMs } from './softPurge.js';
 import type { CacheStore, CachedResponse, InvalidationMark, Lookup, StoreOptions } from './types.js';
 
 export interface MemoryStoreOptions {
@@ -56,10 +57,9 @@ export class MemoryStore implements CacheStore {
   }
 
   async invalidate(tags: readonly string[]): Promise<number> {
-    this.invalidationSequence += 1;
+    this.recordInvalidation(tags);
     let removed = 0;
     for (const tag of tags) {
-      this.tagInvalidatedAt.set(tag, this.invalidationSequence);
       for (const key of [...(this.keysByTag.get(tag) ?? [])]) {
         if (this.entries.has(key)) removed += 1;
         this.entries.delete(key);
@@ -69,13 +69,22 @@ export class MemoryStore implements CacheStore {
   }
 
   async invalidateAll(): Promise<number> {
-    this.invalidationSequence += 1;
-    this.refuseMarksBelow = this.invalidationSequence;
-    this.tagInvalidatedAt.clear();
+    this.recordInvalidationOfAll();
     this.entries.purgeStale();
     const removed = this.entries.size;
     this.entries.clear();
     return removed;
+  }
+
+  async markStale(tags: readonly string[]): Promise<number> {
+    this.recordInvalidation(tags);
+    const keys = new Set(tags.flatMap((tag) => [...(this.keysByTag.get(tag) ?? [])]));
+    return this.ageOut(keys, Date.now());
+  }
+
+  async markAllStale(): Promise<number> {
+    this.recordInvalidationOfAll();
+    return this.ageOut([...this.entries.keys()], Date.now());
   }
 
   async ping(): Promise<void> {}
@@ -83,6 +92,39 @@ export class MemoryStore implements CacheStore {
   async close(): Promise<void> {
     this.entries.clear();
     this.tagInvalidatedAt.clear();
+  }
+
+  /** Marks taken before now are refused for `tags`. */
+  private recordInvalidation(tags: readonly string[]): void {
+    this.invalidationSequence += 1;
+    for (const tag of tags) this.tagInvalidatedAt.set(tag, this.invalidationSequence);
+  }
+
+  /** Marks taken before now are refused for every tag. */
+  private recordInvalidationOfAll(): void {
+    this.invalidationSequence += 1;
+    this.refuseMarksBelow = this.invalidationSequence;
+    this.tagInvalidatedAt.clear();
+  }
+
+  /** Moves each entry's stored time and expiry back (softPurge.ts); counts those moved or removed. */
+  private ageOut(keys: Iterable<string>, nowMs: number): number {
+    let aged = 0;
+    for (const key of keys) {
+      const entry = this.entries.peek(key);
+      const shiftMs = entry === undefined ? 0 : softPurgeShiftMs(entry.response, nowMs);
+      if (entry === undefined || shiftMs === 0) continue;
+      aged += 1;
+      const ttlMs = this.entries.getRemainingTTL(key) - shiftMs;
+      if (ttlMs <= 0) {
+        this.entries.delete(key);
+        continue;
+      }
+      const response = { ...entry.response, storedAt: entry.response.storedAt - shiftMs };
+      // Same key, same tags: the tag index stays as it is.
+      this.entries.set(key, { ...entry, response }, { ttl: Math.ceil(ttlMs), noDisposeOnSet: true });
+    }
+    return aged;
   }
 
   private isMarkCurrent(mark: InvalidationMark, tags: readonly string[]): boolean {

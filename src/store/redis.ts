@@ -2,11 +2,20 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { silentLogger, type Logger } from '../observability/index.js';
-import { decodeEntry, encodeEntry } from './entryCodec.js';
+import { decodeEntry, encodeEntry, FORMAT_VERSION as ENTRY_FORMAT_VERSION } from './entryCodec.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import { connectRedis, withinTimeout, type RedisConfig } from './redisConnection.js';
 import { RedisKeyLayout, SHARD_COUNT } from './redisLayout.js';
-import { INVALIDATE_SHARD, INVALIDATE_TAGS, STORE_ENTRY, type LuaScript, type RedisClient } from './redisScripts.js';
+import {
+  INVALIDATE_SHARD,
+  INVALIDATE_TAGS,
+  MARK_STALE_SHARD,
+  MARK_STALE_TAGS,
+  STORE_ENTRY,
+  type LuaScript,
+  type RedisClient,
+} from './redisScripts.js';
+import { STALE_MARGIN_MS } from './softPurge.js';
 import { RedisPersistedQueryRegistry } from './redisPersistedQueries.js';
 import type { CacheStore, CachedResponse, InvalidationMark, Lookup, StoreOptions } from './types.js';
 
@@ -108,12 +117,7 @@ export class RedisStore implements CacheStore {
     return this.onEveryShard((shard) =>
       this.drainShard(
         INVALIDATE_TAGS,
-        [
-          this.layout.sequenceKey(shard),
-          this.layout.epochKey(shard),
-          ...uniqueTags.map((tag) => this.layout.tagInvalidationKey(shard, tag)),
-          ...uniqueTags.map((tag) => this.layout.tagIndexKey(shard, tag)),
-        ],
+        [this.layout.sequenceKey(shard), this.layout.epochKey(shard), ...this.recordsAndIndexes(shard, uniqueTags)],
         (firstCall) => [this.layout.entryKeyPrefix(shard), INVALIDATION_RECORD_TTL_MS, DRAIN_BUDGET, firstCall ? '1' : '0'],
       ),
     );
@@ -132,6 +136,27 @@ export class RedisStore implements CacheStore {
         (firstCall) => [this.layout.entryKeyPrefix(shard), DRAIN_BUDGET, firstCall ? '1' : '0'],
       ),
     );
+  }
+
+  async markStale(tags: readonly string[]): Promise<number> {
+    const uniqueTags = [...new Set(tags)];
+    if (uniqueTags.length === 0) return 0;
+    return this.softPurge(MARK_STALE_TAGS, (shard, pending) => [
+      this.layout.sequenceKey(shard),
+      this.layout.epochKey(shard),
+      pending,
+      ...this.recordsAndIndexes(shard, uniqueTags),
+    ]);
+  }
+
+  async markAllStale(): Promise<number> {
+    return this.softPurge(MARK_STALE_SHARD, (shard, pending) => [
+      this.layout.sequenceKey(shard),
+      this.layout.floorKey(shard),
+      this.layout.allEntriesKey(shard),
+      this.layout.epochKey(shard),
+      pending,
+    ]);
   }
 
   /** The persisted-query registry on this store's connection, bounded to `maxBytes`. */
@@ -184,6 +209,31 @@ export class RedisStore implements CacheStore {
       removed += deleted;
       if (remaining === 0) return removed;
     }
+  }
+
+  /** The tags' invalidation records, then their indexes, in the same order (KEYS of the tag scripts). */
+  private recordsAndIndexes(shard: number, tags: readonly string[]): string[] {
+    return [...tags.map((tag) => this.layout.tagInvalidationKey(shard, tag)), ...tags.map((tag) => this.layout.tagIndexKey(shard, tag))];
+  }
+
+  /**
+   * Runs a soft-purge script (MARK_STALE_TAGS, MARK_STALE_SHARD) on every shard, each with a pending
+   * list of this purge's own, and `now` taken once for all.
+   */
+  private softPurge(script: LuaScript, keysOf: (shard: number, pending: string) => string[]): Promise<number> {
+    const purge = randomUUID();
+    const nowMs = Date.now();
+    return this.onEveryShard((shard) =>
+      this.drainShard(script, keysOf(shard, this.layout.softPurgeKey(shard, purge)), (firstCall) => [
+        this.layout.entryKeyPrefix(shard),
+        INVALIDATION_RECORD_TTL_MS,
+        DRAIN_BUDGET,
+        firstCall ? '1' : '0',
+        nowMs,
+        STALE_MARGIN_MS,
+        ENTRY_FORMAT_VERSION,
+      ]),
+    );
   }
 
   private withinTimeout<T>(operation: Promise<T>, what: string): Promise<T> {

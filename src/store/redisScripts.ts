@@ -73,6 +73,20 @@ end
 `;
 
 /**
+ * Records an invalidation of the tags whose records are KEYS[first..last]: the shard's sequence is
+ * raised and each record set to it, so marks taken before are refused for those tags.
+ */
+const RECORD_INVALIDATION = `
+local function recordInvalidation(sequenceKey, epochKey, first, last, recordTtlMs)
+  ensureEpoch(epochKey)
+  local sequence = redis.call('INCR', sequenceKey)
+  for i = first, last do
+    redis.call('SET', KEYS[i], sequence, 'PX', recordTtlMs)
+  end
+end
+`;
+
+/**
  * Stores an entry unless the mark is stale. KEYS: entry, floor, all-entries index, epoch, then the
  * tags' invalidation records, then the tags' indexes (same order). ARGV: encoded entry, ttl ms,
  * mark sequence, entry id, mark epoch. Returns 1 when stored, 0 when refused.
@@ -123,14 +137,10 @@ return 1
  * (which records the invalidation) or '0' on the calls that only drain what the budget left.
  * Returns { entries deleted, members still listed }.
  */
-export const INVALIDATE_TAGS = new LuaScript(`${DRAIN_INDEXES}${ENSURE_EPOCH}
+export const INVALIDATE_TAGS = new LuaScript(`${DRAIN_INDEXES}${ENSURE_EPOCH}${RECORD_INVALIDATION}
 local tagCount = (#KEYS - 2) / 2
 if ARGV[4] == '1' then
-  ensureEpoch(KEYS[2])
-  local sequence = redis.call('INCR', KEYS[1])
-  for i = 3, 2 + tagCount do
-    redis.call('SET', KEYS[i], sequence, 'PX', tonumber(ARGV[2]))
-  end
+  recordInvalidation(KEYS[1], KEYS[2], 3, 2 + tagCount, tonumber(ARGV[2]))
 end
 return drain(3 + tagCount, 2 + 2 * tagCount, ARGV[1], tonumber(ARGV[3]))
 `);
@@ -146,6 +156,81 @@ if ARGV[3] == '1' then
   redis.call('SET', KEYS[2], redis.call('INCR', KEYS[1]))
 end
 return drain(3, 3, ARGV[1], tonumber(ARGV[2]))
+`);
+
+/**
+ * Soft purge of the entries listed in KEYS[pending], a snapshot the purge's first call took: up to
+ * `budget` of them are aged (src/store/softPurge.ts) and taken off the list. Aging an entry moves
+ * its stored time (the f64 at byte 2 of entryCodec.ts's layout, after the u8 format version) and its
+ * expiry back by the freshness it had left plus `marginMs`; one already that stale is left alone, one
+ * whose expiry would pass is deleted. `nowMs` is the purging replica's clock, as `storedAt` is a
+ * replica's. Returns { entries aged or deleted, ids still listed }.
+ */
+const AGE_OUT_PENDING = `
+local function ageOut(entryKey, nowMs, marginMs, formatVersion)
+  local bytes = redis.call('GET', entryKey)
+  if not bytes or #bytes < 25 or string.byte(bytes, 1) ~= formatVersion then
+    return 0
+  end
+  local storedAt = struct.unpack('>d', bytes, 2)
+  local maxAge = struct.unpack('>d', bytes, 10)
+  local shift = storedAt - (nowMs - maxAge * 1000 - marginMs)
+  local ttl = redis.call('PTTL', entryKey)
+  if shift <= 0 or ttl < 0 then
+    return 0
+  end
+  local remaining = math.floor(ttl - shift)
+  if remaining <= 0 then
+    return redis.call('DEL', entryKey)
+  end
+  redis.call('SET', entryKey, string.sub(bytes, 1, 1) .. struct.pack('>d', storedAt - shift) .. string.sub(bytes, 10), 'PX', remaining)
+  return 1
+end
+local function ageOutPending(pending, entryKeyPrefix, budget, nowMs, marginMs, formatVersion)
+  local aged = 0
+  local ids = redis.call('ZRANGE', pending, 0, budget - 1)
+  for _, id in ipairs(ids) do
+    aged = aged + ageOut(entryKeyPrefix .. id, nowMs, marginMs, formatVersion)
+  end
+  if #ids > 0 then
+    redis.call('ZREM', pending, unpack(ids))
+  end
+  return { aged, redis.call('ZCARD', pending) }
+end
+`;
+
+/**
+ * Soft-purges tags on one shard. KEYS: sequence, epoch, pending (this purge's own), then the tags'
+ * invalidation records, then the tags' indexes (same order). ARGV: entry key prefix, record ttl ms,
+ * budget, '1' on the first call or '0' on draining calls, now ms, stale margin ms, entry format
+ * version. The first call records the invalidation as INVALIDATE_TAGS does and lists the tags'
+ * entries in pending (expiring after the record ttl, should the purger go away); each call ages
+ * what the budget allows. Returns { entries aged or deleted, ids still listed }.
+ */
+export const MARK_STALE_TAGS = new LuaScript(`${AGE_OUT_PENDING}${ENSURE_EPOCH}${RECORD_INVALIDATION}
+local tagCount = (#KEYS - 3) / 2
+if ARGV[4] == '1' then
+  recordInvalidation(KEYS[1], KEYS[2], 4, 3 + tagCount, tonumber(ARGV[2]))
+  redis.call('ZUNIONSTORE', KEYS[3], tagCount, unpack(KEYS, 4 + tagCount, 3 + 2 * tagCount))
+  redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[2]))
+end
+return ageOutPending(KEYS[3], ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
+`);
+
+/**
+ * Soft-purges every entry of one shard. KEYS: sequence, floor, all-entries index, epoch, pending.
+ * ARGV: entry key prefix, pending ttl ms, budget, '1' on the first call (which raises the floor, as
+ * INVALIDATE_SHARD does, and lists every entry in pending) or '0', now ms, stale margin ms, entry
+ * format version. Returns { entries aged or deleted, ids still listed }.
+ */
+export const MARK_STALE_SHARD = new LuaScript(`${AGE_OUT_PENDING}${ENSURE_EPOCH}
+if ARGV[4] == '1' then
+  ensureEpoch(KEYS[4])
+  redis.call('SET', KEYS[2], redis.call('INCR', KEYS[1]))
+  redis.call('ZUNIONSTORE', KEYS[5], 1, KEYS[3])
+  redis.call('PEXPIRE', KEYS[5], tonumber(ARGV[2]))
+end
+return ageOutPending(KEYS[5], ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
 `);
 
 /**

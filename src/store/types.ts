@@ -53,6 +53,16 @@ export interface CacheStore {
   invalidate(tags: readonly string[]): Promise<number>;
   /** Removes every entry (`_purgeAll`). */
   invalidateAll(): Promise<number>;
+  /**
+   * Soft purge: every entry holding any of `tags` turns stale now, as if its max-age had just run
+   * out (src/store/softPurge.ts): it is served within its `swr` while one request refreshes it, then
+   * it is gone; an entry with no `swr` is removed. The invalidation is recorded as `invalidate`
+   * records it, so a response fetched before it is never stored after it. Resolves, once durable for
+   * every replica, to the number of entries it made stale or removed.
+   */
+  markStale(tags: readonly string[]): Promise<number>;
+  /** `markStale` for every entry (`_purgeAll(soft: true)`). */
+  markAllStale(): Promise<number>;
   /** Resolves when the store answers; used by `/readyz`. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -64,8 +64,8 @@ apq:
       redis: { url: 'redis://localhost:6379', keyPrefix: 'svc-cache:', commandTimeoutMs: 250 },
       scopes: { AUTHENTICATED: 'header:authorization', SESSION: 'cookie:session', TEAM: 'header:x-team|cookie:team' },
       rules: [
-        { description: 'Cache all queries for 15 minutes', types: ['Query'], maxAge: 900, swr: 900 },
-        { description: 'Per-user data', types: { Query: ['me'], User: ['email'] }, maxAge: 60, swr: 0, scope: 'AUTHENTICATED' },
+        { description: 'Cache all queries for 15 minutes', types: ['Query'], maxAge: 900, swr: 900, staleIfError: 0 },
+        { description: 'Per-user data', types: { Query: ['me'], User: ['email'] }, maxAge: 60, swr: 0, staleIfError: 0, scope: 'AUTHENTICATED' },
       ],
       keyFields: { defaults: ['id', '_id'], types: { Product: ['sku'] } },
       mutationPolicy: 'Entity',
@@ -109,12 +109,12 @@ apq:
     const config = parse(`${ORIGIN}redis:\n  # url: redis://localhost:6379\napq:\nrules:\n  - types: [Query]\n    maxAge: 5\n    description:\n`);
     expect(config.redis).toBeUndefined();
     expect(config.apq).toEqual({ enabled: true, ttl: 86400, forwardPersistedQuery: false, maxBytes: 16 * 1024 * 1024 });
-    expect(config.rules).toEqual([{ types: ['Query'], maxAge: 5, swr: 0 }]);
+    expect(config.rules).toEqual([{ types: ['Query'], maxAge: 5, swr: 0, staleIfError: 0 }]);
   });
 
   it('accepts anchors and merge keys', () => {
     const config = parse(`${ORIGIN}rules:\n  - &base\n    types: [Query]\n    maxAge: 60\n  - <<: *base\n    scope: PUBLIC\n`);
-    expect(config.rules[1]).toEqual({ types: ['Query'], maxAge: 60, swr: 0, scope: 'PUBLIC' });
+    expect(config.rules[1]).toEqual({ types: ['Query'], maxAge: 60, swr: 0, staleIfError: 0, scope: 'PUBLIC' });
   });
 
   it('resolves a relative schema.file against baseDir, and by default against the directory of the source', () => {
@@ -384,8 +384,8 @@ describe('demoConfig', () => {
     expect(config.redis).toBeUndefined();
     expect(config.scopes).toEqual({ AUTHENTICATED: 'header:authorization' });
     expect(config.rules).toEqual([
-      { description: 'Cache all queries for 15 minutes', types: ['Query'], maxAge: 900, swr: 900 },
-      { description: 'Per-user data', types: { Query: ['me'] }, maxAge: 60, swr: 0, scope: 'AUTHENTICATED' },
+      { description: 'Cache all queries for 15 minutes', types: ['Query'], maxAge: 900, swr: 900, staleIfError: 0 },
+      { description: 'Per-user data', types: { Query: ['me'] }, maxAge: 60, swr: 0, staleIfError: 0, scope: 'AUTHENTICATED' },
     ]);
     expect(config.purge.tokens).toEqual(['dev-purge-token']);
     expect(config.apq.enabled).toBe(true);

@@ -161,7 +161,7 @@ describe('dashboard API', () => {
   it('shows the configuration with its secrets redacted', async () => {
     const { body } = await getJson('/api/config');
     expect(body.config.purge).toEqual({ tokens: ['[redacted]'], header: 'svc-purge-token' });
-    expect(body.config.rules).toEqual([{ description: 'all queries', types: ['Query'], maxAge: 60, swr: 0 }]);
+    expect(body.config.rules).toEqual([{ description: 'all queries', types: ['Query'], maxAge: 60, swr: 0, staleIfError: 0 }]);
     expect(body.lastReload).toEqual({});
     expect(JSON.stringify(body)).not.toContain(TOKEN);
   });

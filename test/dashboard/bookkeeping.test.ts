@@ -117,6 +117,7 @@ describe('recent purges and invalidations', () => {
       tags: tags.slice(0, 20),
       moreTags: 5,
       removedEntries: 2,
+      staleEntries: 0,
       result: 'ok',
       mode: 'hard',
       replica: 'replica-1',

@@ -99,10 +99,18 @@ describe.skipIf(!CHROMIUM)('dashboard page in Chromium', () => {
     // The test's mutation invalidated first; the purge is listed above it.
     await page.waitForFunction(() => document.querySelectorAll('#changes tbody tr').length === 2);
     const changes = await page.$$eval('#changes tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
-    expect(changes.map((row) => row.slice(1, 7))).toEqual([
-      ['purge', '_purgeTodo', 't:Todo', '1', 'hard', 'ok'],
-      ['invalidation', 'mutationPolicy Entity', '1 tags', '0', 'hard', 'ok'],
+    expect(changes.map((row) => row.slice(1, 8))).toEqual([
+      ['purge', '_purgeTodo', 't:Todo', '1', '0', 'hard', 'ok'],
+      ['invalidation', 'mutationPolicy Entity', '1 tags', '0', '0', 'hard', 'ok'],
     ]);
+
+    await page.select('#purge-mode', 'soft');
+    await page.$eval('#purge-result', (node) => (node.textContent = ''));
+    await page.click('#purge-submit');
+    await page.waitForFunction(() => document.getElementById('purge-result')!.textContent!.includes('_purgeTodo'));
+    await page.waitForFunction(() => document.querySelectorAll('#changes tbody tr').length === 3);
+    const soft = await page.$eval('#changes tbody tr', (tr) => [...tr.children].map((td) => td.textContent));
+    expect(soft.slice(1, 8)).toEqual(['purge', '_purgeTodo', 't:Todo', '0', '1', 'soft', 'ok']);
   });
 
   it('inspects a query with the token, and writes a screenshot', async () => {

@@ -6,6 +6,7 @@ import { DecisionEngine, type Exchange, type RequestDecision, type RequestHead }
 import { silentLogger } from '../../src/observability/log.js';
 import { MemoryPersistedQueryRegistry } from '../../src/apq/index.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { unitEngineDependencies } from '../support/engineDependencies.js';
 import { demoSchemaSDL } from '../support/origin.js';
 
 /** The decision engine alone: no gRPC, no HTTP, a real in-memory store and a controllable clock. */
@@ -44,15 +45,7 @@ describe('DecisionEngine', () => {
   const build = (input: Record<string, unknown> = {}) => {
     current = config(input);
     store = new MemoryStore({ maxBytes: 1024 * 1024 });
-    engine = new DecisionEngine({
-      state: () => ({ config: current, schema }),
-      store,
-      persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 }),
-      maxRewrittenPathBytes: MAX_REWRITTEN_PATH_BYTES,
-      scopeKeySecret: Buffer.from('test-secret'),
-      logger: silentLogger(),
-      now: () => now,
-    });
+    engine = new DecisionEngine(unitEngineDependencies(() => ({ config: current, schema }), store, () => now));
   };
 
   /** A decision with what it left on its exchange: the plan when forwarded, the outcome when answered. */

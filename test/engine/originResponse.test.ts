@@ -64,14 +64,14 @@ describe('storeVerdict', () => {
 describe('cachePolicyFor', () => {
   const selection = { types: new Set(['Query', 'Todo']), fields: new Set(['Query.todos', 'Todo.id', 'Todo.title']) };
 
-  it('takes the smallest maxAge and swr and the union of scopes of every matched rule', () => {
+  it('takes the smallest maxAge, swr and staleIfError and the union of scopes of every matched rule', () => {
     const rules = [
-      { types: ['Query'], maxAge: 900, swr: 100, scope: 'PUBLIC' },
-      { types: { Todo: ['title'] }, maxAge: 10, swr: 300, scope: 'B' },
-      { types: { Todo: [] }, maxAge: 20, swr: 5, scope: 'A' },
-      { types: ['User'], maxAge: 1, swr: 0 },
+      { types: ['Query'], maxAge: 900, swr: 100, staleIfError: 600, scope: 'PUBLIC' },
+      { types: { Todo: ['title'] }, maxAge: 10, swr: 300, staleIfError: 60, scope: 'B' },
+      { types: { Todo: [] }, maxAge: 20, swr: 5, staleIfError: 3600, scope: 'A' },
+      { types: ['User'], maxAge: 1, swr: 0, staleIfError: 0 },
     ];
-    expect(cachePolicyFor(rules as never, selection)).toEqual({ maxAge: 10, swr: 5, scopes: ['A', 'B'], matched: rules.slice(0, 3) });
+    expect(cachePolicyFor(rules as never, selection)).toEqual({ maxAge: 10, swr: 5, staleIfError: 60, scopes: ['A', 'B'], matched: rules.slice(0, 3) });
   });
 
   it('is undefined when no rule matches', () => {

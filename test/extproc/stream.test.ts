@@ -142,6 +142,27 @@ describe('ProcessingStream', () => {
     expect(stream.complete).toBe(true);
   });
 
+  it.each(['response headers', 'response body'])('answers the %s with an immediate response when the engine replaces the origin response', async (phase) => {
+    const replacement = { status: 200, headers: [['svc-cache-stale', 'error']] as Array<[string, string]>, body: Buffer.from('stored') };
+    const engine = new ScriptedEngine({
+      responseHead: () => ({ headers: { set: [], remove: [] }, wantsBody: true, ...(phase === 'response headers' ? { replacement } : {}) }),
+      responseBody: () => ({ headers: { set: [], remove: [] }, replacement }),
+    });
+    const stream = new ProcessingStream(engine);
+    await stream.handle(requestHeaders('POST'));
+    await stream.handle(requestBody('{}'));
+    const head = await stream.handle(responseHeaders());
+    const answer = phase === 'response headers' ? head : await stream.handle(responseBody('<html>'));
+    expect(answer).toEqual({
+      immediate_response: {
+        status: { code: 200 },
+        headers: { set_headers: [{ header: { key: 'svc-cache-stale', raw_value: Buffer.from('error') } }] },
+        body: Buffer.from('stored'),
+      },
+    });
+    expect(stream.complete).toBe(true);
+  });
+
   it('turns both bodies off for a pass, and answers a body Envoy still sends without asking the engine', async () => {
     const engine = new ScriptedEngine({
       requestHead: (exchange) => {

@@ -645,3 +645,42 @@ describe('use_remote_address and xff_num_trusted_hops (docs/ext-proc.md, Envoy c
     expect(seenByProcessor('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 });
+
+describe('immediate_response in the response phase (docs/ext-proc.md, Immediate responses)', () => {
+  const STORED = '{"data":{"hello":"stored"}}';
+  const replacement = {
+    immediate_response: {
+      status: { code: 200 },
+      headers: { set_headers: [setHeader('content-type', 'application/json'), setHeader('svc-cache', 'HIT'), setHeader('x-envoy-peer', 'dropped')] },
+      body: Buffer.from(STORED),
+    },
+  };
+
+  beforeEach(() => {
+    rig.origin.use((_request, response) => {
+      response.writeHead(503, { 'content-type': 'text/html', 'set-cookie': 'origin=1', 'content-length': '13' });
+      response.end('<h1>down</h1>');
+    });
+  });
+
+  it.each(['response_headers', 'response_body'])('answering %s: the reply replaces the held origin response whole', async (phase) => {
+    rig.processor.use(answerEach((request) => (request.request === phase ? replacement : continueResponse(request))));
+
+    const response = await send(rig.gateway.url, { method: 'POST', body: QUERY });
+
+    expect([response.status, response.text]).toEqual([200, STORED]);
+    // Sent straight to the client in place of the origin's headers, which it shares nothing with;
+    // its own headers still pass the filter's mutation rules.
+    // (`date` and `connection: close`, for a client without keep-alive, are Node's.)
+    expect(response.headers.filter(([name]) => name !== 'date' && name !== 'connection')).toEqual([
+      ['content-type', 'application/json'],
+      ['svc-cache', 'HIT'],
+      ['content-length', String(STORED.length)],
+      ['server', 'envoy'],
+    ]);
+    await settled();
+    const expected = phase === 'response_headers' ? ['request_headers', 'request_body', 'response_headers'] : ['request_headers', 'request_body', 'response_headers', 'response_body'];
+    expect(kinds(rig.lastStream().received)).toEqual(expected);
+    expect(rig.gateway.stats.lastRequest()).toMatchObject({ responseCode: 200 });
+  });
+});

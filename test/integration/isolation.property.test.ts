@@ -41,7 +41,9 @@ import { startStack, type ConfigInput, type Stack } from '../support/stack.js';
  *   bucket, and a MISS or PASS carries what the origin answers the request's own credentials.
  *   `time` is new on every origin call, so a HIT of it names the bucket that stored it.
  * - Freshness: once a purge has answered `true`, or a mutation has answered, nothing it clears is
- *   served again; under a mutation policy other than None no stale data is served at all.
+ *   served again; under a mutation policy other than None no stale data is served at all. A soft
+ *   purge (`soft: true`) is the exception it documents: what it clears may still be served, stale,
+ *   to a read sent while another read of the same entry refreshes it, and never to a read alone.
  * - Nothing lost: an entry nothing cleared is served as a HIT, so a purge or a mutation that
  *   clears more than it names is caught as well as one that clears less.
  *
@@ -54,10 +56,11 @@ const PURGE_TOKEN = 'isolation-purge-token-0123456789';
 
 const BASE_CONFIG: ConfigInput = {
   scopes: { AUTHENTICATED: 'header:authorization', SESSION: 'cookie:session' },
+  // swr only matters to soft purges: nothing expires within a run, and hard invalidations remove.
   rules: [
-    { description: 'every query, shared', types: ['Query'], maxAge: 60 },
-    { description: 'per user', types: { Query: ['me'] }, maxAge: 60, scope: 'AUTHENTICATED' },
-    { description: 'per session', types: { Query: ['time'] }, maxAge: 60, scope: 'SESSION' },
+    { description: 'every query, shared', types: ['Query'], maxAge: 60, swr: 30 },
+    { description: 'per user', types: { Query: ['me'] }, maxAge: 60, swr: 30, scope: 'AUTHENTICATED' },
+    { description: 'per session', types: { Query: ['time'] }, maxAge: 60, swr: 30, scope: 'SESSION' },
   ],
   keyFields: { defaults: ['id'], types: { Product: ['sku'] } },
   purge: { tokens: [PURGE_TOKEN] },
@@ -230,7 +233,7 @@ function readProblem(
   model: CacheModel,
   read: ResolvedRead,
   response: GraphQLHttpResult<unknown>,
-  step: { before: DemoState; after: DemoState; raced: boolean; filledNow: readonly string[] },
+  step: { before: DemoState; after: DemoState; raced: boolean; filledNow: readonly string[]; sharedWithAnotherRead: boolean },
 ): string | undefined {
   const status = response.headers['svc-cache'];
   const entry = model.entries.get(read.key);
@@ -242,6 +245,9 @@ function readProblem(
   }
   switch (status) {
     case 'HIT':
+      if (entry?.stale && !step.sharedWithAnotherRead && !step.filledNow.includes(response.text)) {
+        return 'HIT of a soft-purged entry that no other read was refreshing';
+      }
       return entry?.bodies.has(response.text) || step.filledNow.includes(response.text)
         ? undefined
         : 'HIT with a body not stored in this bucket, or cleared by an acknowledged purge or mutation';
@@ -261,6 +267,8 @@ interface SentWrite {
   response: Promise<GraphQLHttpResult<unknown>>;
   expected: { status: number; cacheStatus?: string; body?: string };
   cleared: string[] | 'all' | null;
+  /** What it clears is marked stale, not removed. */
+  soft: boolean;
 }
 
 function sendWrite(target: Target, model: CacheModel, write: Write, after: DemoState): SentWrite {
@@ -269,8 +277,10 @@ function sendWrite(target: Target, model: CacheModel, write: Write, after: DemoS
     if (write.token === 'wrong') {
       return {
         response: postGraphQLRaw(target.url, { query: purge.text }, [['svc-purge-token', `${PURGE_TOKEN}-wrong`]]),
-        expected: { status: 401 },
+        // Not a purge without a valid token: the origin answers its syntax error (README, Purge API).
+        expected: purge.parsesOnlyWithToken ? { status: 200, cacheStatus: 'PASS' } : { status: 401 },
         cleared: null,
+        soft: false,
       };
     }
     return {
@@ -281,6 +291,7 @@ function sendWrite(target: Target, model: CacheModel, write: Write, after: DemoS
         body: JSON.stringify({ data: Object.fromEntries(purge.fields.map((field) => [field, true])) }),
       },
       cleared: purge.clears,
+      soft: purge.soft === true,
     };
   }
   const mutation = mutationCase(write, model.nextLabel(), model.state);
@@ -289,6 +300,7 @@ function sendWrite(target: Target, model: CacheModel, write: Write, after: DemoS
     response: postGraphQLRaw(target.url, { query: mutation.text }, []),
     expected: { status: 200, cacheStatus: 'PASS', body: JSON.stringify({ data: mutation.answer }) },
     cleared: mutationClears(model.policy, mutation.returned),
+    soft: false,
   };
 }
 
@@ -345,6 +357,7 @@ async function runStep(target: Target, model: CacheModel, step: Step, tally: Tal
   const cleared = write?.cleared ?? null;
   const missesByKey = bodiesWithStatus(reads, readResponses, 'MISS');
   const hitsByKey = bodiesWithStatus(reads, readResponses, 'HIT');
+  const readsOfKey = (key: string) => reads.filter((read) => read.key === key).length;
   for (const [index, read] of reads.entries()) {
     const response = readResponses[index]!;
     const problem = readProblem(model, read, response, {
@@ -352,6 +365,7 @@ async function runStep(target: Target, model: CacheModel, step: Step, tally: Tal
       after,
       raced: clearsEntry(cleared, read.tags),
       filledNow: missesByKey.get(read.key) ?? [],
+      sharedWithAnotherRead: readsOfKey(read.key) > 1,
     });
     if (problem) {
       const entry = model.entries.get(read.key);
@@ -364,7 +378,9 @@ async function runStep(target: Target, model: CacheModel, step: Step, tally: Tal
   }
 
   for (const [key, entry] of model.entries) {
-    if (clearsEntry(cleared, entry.read.tags)) model.entries.delete(key);
+    if (!clearsEntry(cleared, entry.read.tags)) continue;
+    if (write?.soft) model.entries.set(key, { ...entry, certain: false, stale: true });
+    else model.entries.delete(key);
   }
   for (const read of reads) {
     const misses = missesByKey.get(read.key) ?? [];
@@ -374,8 +390,11 @@ async function runStep(target: Target, model: CacheModel, step: Step, tally: Tal
       const current = read.answer(after);
       const fresh = misses.filter((body) => current === undefined || body === current);
       if (fresh.length > 0) model.entries.set(read.key, { bodies: new Set(fresh), certain: false, read });
-    } else if (misses.length > 0 || hits.length > 0) {
-      model.entries.set(read.key, { bodies: new Set(misses.length > 0 ? misses : hits), certain: true, read });
+    } else if (misses.length > 0) {
+      model.entries.set(read.key, { bodies: new Set(misses), certain: true, read });
+    } else if (hits.length > 0 && !model.entries.get(read.key)?.stale) {
+      // A stale HIT refreshes nothing: the entry stays stale until a read stores a fresh answer.
+      model.entries.set(read.key, { bodies: new Set(hits), certain: true, read });
     }
   }
   model.state = after;

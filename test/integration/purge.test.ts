@@ -70,6 +70,9 @@ describe('purge mutations', () => {
     ['_purgeQuery', 'mutation { _purgeQuery(queries: [users]) }', ['users', 'named']],
     ['_purgeOperationName', 'mutation { _purgeOperationName(names: ["Team"]) }', ['named']],
     ['_purgeAll', 'mutation { _purgeAll }', ALL],
+    ['_purgeTodo() with empty parentheses', 'mutation { _purgeTodo() }', ['list', 'todo1', 'todo2']],
+    ['_purgeType(type)', 'mutation { _purgeType(type: "User") }', ['users', 'named']],
+    ['_purgeType(keyFields)', 'mutation { _purgeType(type: "Todo", keyFields: [{ name: "id", value: "2" }]) }', ['list', 'todo2']],
   ])('%s clears exactly its entries and answers true', async (field, mutation, misses) => {
     const response = await purge(stack, mutation);
     expect(response.status).toBe(200);

@@ -36,6 +36,7 @@ rules:
   - types: [Query]
     maxAge: 900
     swr: 60
+    staleIfError: 3600
   - types: { Query: [me], User: [email] }
     maxAge: 30
     scope: AUTHENTICATED
@@ -84,7 +85,7 @@ describe('svc-cache check', () => {
     expect(result.stdout.split('\n')).toEqual([
       expect.stringMatching(/valid\.yaml: valid, every name is in .*schema\.graphql$/),
       'rules in force:',
-      '  Query (every field): maxAge 900s, swr 60s, scope PUBLIC (rules 0)',
+      '  Query (every field): maxAge 900s, swr 60s, staleIfError 3600s, scope PUBLIC (rules 0)',
       '  Query.me: maxAge 30s, swr 0s, scope AUTHENTICATED (rules 0, 1)',
       '  User.email: maxAge 30s, swr 0s, scope AUTHENTICATED (rules 1)',
       '',

@@ -101,6 +101,9 @@ describe('metrics with real traffic', () => {
     await refused.arrayBuffer();
     const purged = await postGraphQL(stack.url, { query: 'mutation { _purgeTodo }' }, { 'svc-purge-token': PURGE_TOKEN });
     expect(await purged.json()).toEqual({ data: { _purgeTodo: true } });
+    await (await postGraphQL(stack.url, { query: TODOS_QUERY })).arrayBuffer();
+    const softly = await postGraphQL(stack.url, { query: 'mutation { _purgeTodo(soft: true) }' }, { 'svc-purge-token': PURGE_TOKEN });
+    expect(await softly.json()).toEqual({ data: { _purgeTodo: true } });
 
     const after = await scrape(stack.sidecar.adminPort);
     const increase = (name: string, labels: Record<string, string> = {}): number =>
@@ -108,8 +111,9 @@ describe('metrics with real traffic', () => {
     expect(increase('svc_cache_invalidations_total', { policy: 'Entity', result: 'ok' })).toBe(1);
     expect(increase('svc_cache_invalidated_entries_total', { policy: 'Entity' })).toBeGreaterThanOrEqual(1);
     expect(increase('svc_cache_purges_total', { result: 'unauthorized' })).toBe(1);
-    expect(increase('svc_cache_purges_total', { result: 'purged' })).toBe(1);
-    expect(increase('svc_cache_purged_entries_total')).toBeGreaterThanOrEqual(1);
+    expect(increase('svc_cache_purges_total', { result: 'purged' })).toBe(2);
+    expect(increase('svc_cache_purged_entries_total', { mode: 'hard' })).toBeGreaterThanOrEqual(1);
+    expect(increase('svc_cache_purged_entries_total', { mode: 'soft' })).toBe(1);
   });
 
   it('declares every svc-cache metric with its type, and the process metrics', async () => {
@@ -129,6 +133,7 @@ describe('metrics with real traffic', () => {
       svc_cache_invalidated_entries_total: 'counter',
       svc_cache_persisted_queries_total: 'counter',
       svc_cache_coalesced_requests_total: 'counter',
+      svc_cache_stale_if_error_total: 'counter',
       svc_cache_config_reloads_total: 'counter',
       svc_cache_config_last_reload_successful: 'gauge',
     });

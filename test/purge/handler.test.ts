@@ -83,8 +83,8 @@ describe('handlePurgeRequest', () => {
       const body = Buffer.from(`{"data":{"key":"${key}"}}`);
       const stored = await store.store(
         key,
-        { body, contentType: 'application/json', headers: [], storedAt: 0, maxAge: 60, swr: 0 },
-        { tags, ttlSeconds: 60, mark },
+        { body, contentType: 'application/json', headers: [], storedAt: Date.now(), maxAge: 60, swr: 60 },
+        { tags, ttlSeconds: 120, mark },
       );
       expect(stored).toBe(true);
     }
@@ -98,6 +98,16 @@ describe('handlePurgeRequest', () => {
       logger,
       onPurge: (event) => events.push(event),
     });
+
+  /** The seeded entries still fresh (held and within max-age): soft purges leave entries held but stale. */
+  async function fresh(): Promise<string[]> {
+    const held: string[] = [];
+    for (const key of Object.keys(SEEDED)) {
+      const { entry } = await store.lookup(key);
+      if (entry && Date.now() - entry.storedAt <= entry.maxAge * 1000) held.push(key);
+    }
+    return held;
+  }
 
   async function remaining(): Promise<string[]> {
     const held: string[] = [];
@@ -195,7 +205,15 @@ describe('handlePurgeRequest', () => {
       expect(invalidateAll).toHaveBeenCalledTimes(1);
       expect(invalidate).not.toHaveBeenCalled();
       expect(events).toEqual([
-        { result: 'purged', removedEntries: 6, fields: ['_purgeAll', '_purgeTodo'], everything: true, tags: [tag.type('Todo')] },
+        {
+          result: 'purged',
+          removedEntries: 6,
+          staleEntries: 0,
+          fields: ['_purgeAll', '_purgeTodo'],
+          everything: true,
+          tags: [tag.type('Todo')],
+          soft: { everything: false, tags: [] },
+        },
       ]);
     });
 
@@ -220,9 +238,11 @@ describe('handlePurgeRequest', () => {
         {
           result: 'purged',
           removedEntries: 4,
+          staleEntries: 0,
           fields: ['purgeTodo', 'purgeTodo', '_purgeOperationName', 'purgeUser'],
           everything: false,
           tags: [tag.entity('Todo', '1'), tag.operation('TimeNow'), tag.entity('User', 'u2')],
+          soft: { everything: false, tags: [] },
         },
       ]);
     });
@@ -254,6 +274,103 @@ describe('handlePurgeRequest', () => {
           removedEntries: 2,
         },
       ]);
+    });
+  });
+
+  describe('soft purges', () => {
+    it('soft: true marks what the field names stale instead of removing it', async () => {
+      const invalidate = vi.spyOn(store, 'invalidate');
+      const markStale = vi.spyOn(store, 'markStale');
+      await expectAnswer('mutation { purgeTodo(id: "1", soft: true) }', { purgeTodo: true });
+      expect(await remaining()).toEqual(everyKeyBut());
+      expect(await fresh()).toEqual(everyKeyBut('todos', 'todo1'));
+      expect(markStale).toHaveBeenCalledExactlyOnceWith([tag.entity('Todo', '1')]);
+      expect(invalidate).not.toHaveBeenCalled();
+      expect(events).toEqual([
+        {
+          result: 'purged',
+          removedEntries: 0,
+          staleEntries: 2,
+          fields: ['purgeTodo'],
+          everything: false,
+          tags: [],
+          soft: { everything: false, tags: [tag.entity('Todo', '1')] },
+        },
+      ]);
+    });
+
+    it('every purge field takes soft, false by default and when null', async () => {
+      await expectAnswer('mutation { _purgeOperationName(names: ["TimeNow"], soft: null) }', { _purgeOperationName: true });
+      expect(await remaining()).toEqual(everyKeyBut('namedTime'));
+      const query = `mutation($soft: Boolean) {
+        _purgeUser(soft: $soft) _purgeQuery(queries: [products], soft: $soft) purgeTodo(soft: $soft)
+      }`;
+      await expectAnswer(query, { _purgeUser: true, _purgeQuery: true, purgeTodo: true }, { variables: { soft: true } });
+      expect(await remaining()).toEqual(everyKeyBut('namedTime'));
+      expect(await fresh()).toEqual(['product2']);
+    });
+
+    it('applies hard and soft fields of one mutation with one call each, a tag named both ways hard', async () => {
+      const invalidate = vi.spyOn(store, 'invalidate');
+      const markStale = vi.spyOn(store, 'markStale');
+      await expectAnswer('mutation { _purgeTodo(soft: true) softly: _purgeUser(soft: true) purgeUser(id: "u2") _purgeUser }', {
+        _purgeTodo: true,
+        softly: true,
+        purgeUser: true,
+        _purgeUser: true,
+      });
+      expect(invalidate).toHaveBeenCalledExactlyOnceWith([tag.entity('User', 'u2'), tag.type('User')]);
+      expect(markStale).toHaveBeenCalledExactlyOnceWith([tag.type('Todo')]);
+      expect(await remaining()).toEqual(everyKeyBut('user2', 'todos'));
+      expect(await fresh()).toEqual(everyKeyBut('user2', 'todos', 'todo1'));
+    });
+
+    it('_purgeAll(soft: true) marks everything stale with one markAllStale; a hard _purgeAll wins', async () => {
+      const markAllStale = vi.spyOn(store, 'markAllStale');
+      await expectAnswer('mutation { _purgeAll(soft: true) _purgeTodo }', { _purgeAll: true, _purgeTodo: true });
+      expect(markAllStale).toHaveBeenCalledTimes(1);
+      expect(await remaining()).toEqual(everyKeyBut('todos', 'todo1'));
+      expect(await fresh()).toEqual([]);
+      await expectAnswer('mutation { _purgeAll _purgeUser(soft: true) }', { _purgeAll: true, _purgeUser: true });
+      expect(markAllStale).toHaveBeenCalledTimes(1);
+      expect(await remaining()).toEqual([]);
+    });
+  });
+
+  describe('_purgeType, schemaless', () => {
+    it('purges a type, or the objects whose key field has one of the values', async () => {
+      await expectAnswer('mutation { _purgeType(type: "Todo") }', { _purgeType: true });
+      expect(await remaining()).toEqual(everyKeyBut('todos', 'todo1'));
+      const bySku = 'mutation { _purgeType(type: "Product", keyFields: [{ name: "sku", value: "sku-2" }, { name: "sku", value: "sku-9" }]) }';
+      await expectAnswer(bySku, { _purgeType: true });
+      expect(await remaining()).toEqual(everyKeyBut('todos', 'todo1', 'products', 'product2'));
+      await expectAnswer('mutation { _purgeType(type: "User", keyFields: [{ name: "id", value: "u2" }], soft: true) }', { _purgeType: true });
+      expect(await remaining()).toEqual(everyKeyBut('todos', 'todo1', 'products', 'product2'));
+      expect(await fresh()).toEqual(['namedTime']);
+    });
+
+    it('answers an unknown type or a field that is not the key as a request error, purging nothing', async () => {
+      const cases: Array<[string, string]> = [
+        ['mutation { _purgeTodo _purgeType(type: "Nope") }', '_purgeType: "Nope" is not an object type of the origin schema'],
+        ['mutation { _purgeType(type: "Query") }', '_purgeType: "Query" is not an object type of the origin schema'],
+        [
+          'mutation { _purgeType(type: "Product", keyFields: [{ name: "id", value: "sku-1" }]) }',
+          '_purgeType: Product is identified by "sku", not by "id"',
+        ],
+      ];
+      for (const [query, message] of cases) {
+        const response = await purge(query);
+        expect(response?.status).toBe(400);
+        expect(JSON.parse(response!.body.toString())).toEqual({ errors: [{ message, extensions: { code: 'BAD_USER_INPUT' } }] });
+        const lenient = await purge(query, { mediaType: 'application/json' });
+        expect(lenient?.status).toBe(200);
+      }
+      expect(await remaining()).toEqual(everyKeyBut());
+      expect(events.map((event) => event.result)).toEqual(['invalid', 'invalid', 'invalid', 'invalid', 'invalid', 'invalid']);
+      const missingKey = await purge('mutation { _purgeType(type: "Todo", keyFields: [{ name: "id" }]) }');
+      expect(JSON.parse(missingKey!.body.toString()).errors[0].message).toBe(
+        'Field "KeyFieldInput.value" of required type "String!" was not provided.',
+      );
     });
   });
 
@@ -353,6 +470,7 @@ describe('handlePurgeRequest', () => {
         fields: ['_purgeTodo', 'purgeUser'],
         everything: false,
         tags: [tag.type('Todo'), tag.entity('User', 'u2')],
+        soft: { everything: false, tags: [] },
       });
     });
 
@@ -405,6 +523,7 @@ describe('handlePurgeRequest', () => {
         '_purgeAll',
         '_purgeQuery',
         '_purgeOperationName',
+        '_purgeType',
         '_purgeProduct',
         'purgeProduct',
         '_purgeTodo',

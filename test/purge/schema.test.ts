@@ -21,39 +21,87 @@ svc-cache purge API: each field answers true once the cache has dropped what it 
 """
 type Mutation {
   """Invalidates every cached response."""
-  _purgeAll: Boolean!
+  _purgeAll(
+    """Mark stale (served within swr while refreshed) instead of removing."""
+    soft: Boolean = false
+  ): Boolean!
 
   """
   Invalidates the cached results of queries that select any of these root query fields.
   """
-  _purgeQuery(queries: [QueryField!]!): Boolean!
+  _purgeQuery(
+    queries: [QueryField!]!
+
+    """Mark stale (served within swr while refreshed) instead of removing."""
+    soft: Boolean = false
+  ): Boolean!
 
   """Invalidates the cached results of operations with any of these names."""
-  _purgeOperationName(names: [String!]!): Boolean!
+  _purgeOperationName(
+    names: [String!]!
+
+    """Mark stale (served within swr while refreshed) instead of removing."""
+    soft: Boolean = false
+  ): Boolean!
+
+  """
+  Invalidates every cached response that contains an object of this type, or with keyFields, those whose key field has one of these values.
+  """
+  _purgeType(
+    type: String!
+    keyFields: [KeyFieldInput!]
+
+    """Mark stale (served within swr while refreshed) instead of removing."""
+    soft: Boolean = false
+  ): Boolean!
 
   """Invalidates every cached response that contains any Product."""
-  _purgeProduct: Boolean!
+  _purgeProduct(
+    """Mark stale (served within swr while refreshed) instead of removing."""
+    soft: Boolean = false
+  ): Boolean!
 
   """
   Invalidates the cached responses that contain the Product with these sku values, or any Product when sku is left out.
   """
-  purgeProduct(sku: [String!]): Boolean!
+  purgeProduct(
+    sku: [String!]
+
+    """Mark stale (served within swr while refreshed) instead of removing."""
+    soft: Boolean = false
+  ): Boolean!
 
   """Invalidates every cached response that contains any Todo."""
-  _purgeTodo: Boolean!
+  _purgeTodo(
+    """Mark stale (served within swr while refreshed) instead of removing."""
+    soft: Boolean = false
+  ): Boolean!
 
   """
   Invalidates the cached responses that contain the Todo with these id values, or any Todo when id is left out.
   """
-  purgeTodo(id: [ID!]): Boolean!
+  purgeTodo(
+    id: [ID!]
+
+    """Mark stale (served within swr while refreshed) instead of removing."""
+    soft: Boolean = false
+  ): Boolean!
 
   """Invalidates every cached response that contains any User."""
-  _purgeUser: Boolean!
+  _purgeUser(
+    """Mark stale (served within swr while refreshed) instead of removing."""
+    soft: Boolean = false
+  ): Boolean!
 
   """
   Invalidates the cached responses that contain the User with these id values, or any User when id is left out.
   """
-  purgeUser(id: [ID!]): Boolean!
+  purgeUser(
+    id: [ID!]
+
+    """Mark stale (served within swr while refreshed) instead of removing."""
+    soft: Boolean = false
+  ): Boolean!
 }
 
 """A root field of the origin's Query type."""
@@ -68,6 +116,14 @@ enum QueryField {
   node
   search
   time
+}
+
+"""
+A key field of an object and one value of it, as Stellate's _purgeType takes them.
+"""
+input KeyFieldInput {
+  name: String!
+  value: String!
 }`);
     expect(derivePurgeApi(origin, KEY_FIELDS).omitted).toEqual([]);
   });
@@ -91,7 +147,7 @@ enum QueryField {
       type Mutation { purgeTodo(id: ID!): Todo _purgeAll: Boolean }
     `);
     const api = derivePurgeApi(colliding, KEY_FIELDS);
-    expect([...api.mutationFields]).toEqual(['_purgeQuery', '_purgeOperationName', '_purgeTodo']);
+    expect([...api.mutationFields]).toEqual(['_purgeQuery', '_purgeOperationName', '_purgeType', '_purgeTodo']);
     expect(api.omitted).toEqual([
       { field: '_purgeAll', reason: "the origin's Mutation type has a field _purgeAll; requests for it go to the origin" },
       { field: 'purgeTodo', reason: "the origin's Mutation type has a field purgeTodo; requests for it go to the origin" },
@@ -123,9 +179,11 @@ enum QueryField {
       { defaults: ['id'], types: { Order: ['ref'], Shop: ['region'], Seat: ['number'] } },
     );
     const printed = printSchema(api.schema);
-    expect(printed).toContain('purgeOrder(ref: [UUID!]): Boolean!');
-    expect(printed).toContain('purgeShop(region: [Region!]): Boolean!');
-    expect(printed).toContain('purgeSeat(number: [Int!]): Boolean!');
+    const mutation = api.schema.getMutationType()!.getFields();
+    const argumentsOf = (field: string) => mutation[field]!.args.map((argument) => `${argument.name}: ${String(argument.type)}`);
+    expect(argumentsOf('purgeOrder')).toEqual(['ref: [UUID!]', 'soft: Boolean']);
+    expect(argumentsOf('purgeShop')).toEqual(['region: [Region!]', 'soft: Boolean']);
+    expect(argumentsOf('purgeSeat')).toEqual(['number: [Int!]', 'soft: Boolean']);
     expect(printed).toContain('scalar UUID');
     expect(printed).toContain('enum Region {\n  EU\n  US\n}');
     expect(api.omitted).toEqual([

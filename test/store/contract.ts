@@ -75,6 +75,12 @@ export function describeStoreContract(name: string, createStore: () => Promise<C
       expect(await store.invalidate(['Product:1'])).toBe(1);
     });
 
+    it('returns an entry past its maxAge until its lifetime ends: the engine judges freshness (swr, staleIfError)', async () => {
+      const expired: CachedResponse = { ...jsonResponse('expired'), storedAt: Date.now() - 5_000, maxAge: 1 };
+      expect(await storeAfterMiss('expired', ['Product:1'], expired, 60)).toBe(true);
+      expect((await store.lookup('expired')).entry).toEqual(expired);
+    });
+
     it('invalidates exactly the entries holding a tag and counts each entry once', async () => {
       await storeAfterMiss('products', ['Product', 'Product:1', 'Product:2', 'Query.products']);
       await storeAfterMiss('product-1', ['Product', 'Product:1', 'Query.product']);
@@ -161,6 +167,88 @@ export function describeStoreContract(name: string, createStore: () => Promise<C
           ),
         );
         expect(stored).toEqual(keys.map((_, index) => index !== 3));
+      });
+    });
+
+    describe('soft purge', () => {
+      /** Fresh for 30 s, then served stale for 60 s more: kept 90 s, as the engine stores it. */
+      function swrResponse(text: string, swr = 60): CachedResponse {
+        return { ...jsonResponse(text), maxAge: 30, swr };
+      }
+
+      async function storeWithSwr(key: string, tags: readonly string[], swr = 60): Promise<CachedResponse> {
+        const response = swrResponse(key, swr);
+        expect(await storeAfterMiss(key, tags, response, 30 + swr)).toBe(true);
+        return response;
+      }
+
+      /** Whole seconds since stored, as the `age` of a HIT reads. */
+      function ageOf(entry: CachedResponse | undefined): number {
+        return Math.floor((Date.now() - entry!.storedAt) / 1000);
+      }
+
+      it('marks exactly the entries holding a tag stale, as if their max-age had just run out', async () => {
+        const kept = await storeWithSwr('products', ['Product', 'Product:1']);
+        await storeWithSwr('product-1', ['Product:1']);
+        await storeWithSwr('user', ['User:7']);
+
+        expect(await store.markStale(['Product:1', 'Never:seen'])).toBe(2);
+        const { entry } = await store.lookup('products');
+        expect(entry).toEqual({ ...kept, storedAt: entry!.storedAt });
+        expect(ageOf(entry)).toBeGreaterThan(30);
+        expect(ageOf((await store.lookup('product-1')).entry)).toBeGreaterThan(30);
+        expect(ageOf((await store.lookup('user')).entry)).toBeLessThan(30);
+        // Already stale: a second soft purge leaves them as they are.
+        expect(await store.markStale(['Product'])).toBe(0);
+        expect(await store.markStale([])).toBe(0);
+      });
+
+      it('keeps a stale entry for its swr window from the purge (less the margin), then forgets it', async () => {
+        await storeWithSwr('short-swr', ['Product:1'], 2);
+        await storeWithSwr('no-swr', ['Product:1'], 0);
+        expect(await store.markStale(['Product:1'])).toBe(2);
+        expect(await isCached('no-swr')).toBe(false);
+        expect(await isCached('short-swr')).toBe(true);
+        await sleep(1200);
+        expect(await isCached('short-swr')).toBe(false);
+      });
+
+      it('marks every entry stale at once', async () => {
+        await storeWithSwr('a', ['A']);
+        await storeWithSwr('b', []);
+        await storeWithSwr('gone', ['C'], 0);
+        expect(await store.markAllStale()).toBe(3);
+        expect(ageOf((await store.lookup('a')).entry)).toBeGreaterThan(30);
+        expect(ageOf((await store.lookup('b')).entry)).toBeGreaterThan(30);
+        expect(await isCached('gone')).toBe(false);
+        expect(await store.markAllStale()).toBe(0);
+      });
+
+      it('marks a tag shared by many entries, wherever they are stored', async () => {
+        const keys = Array.from({ length: 80 }, (_, index) => `list-${index}`);
+        await Promise.all(keys.map((key) => storeWithSwr(key, ['Product'])));
+        expect(await store.markStale(['Product'])).toBe(keys.length);
+        const ages = await Promise.all(keys.map(async (key) => ageOf((await store.lookup(key)).entry)));
+        expect(ages.filter((age) => age <= 30)).toEqual([]);
+      });
+
+      it('refuses a response fetched before the soft purge, and stores one fetched after it', async () => {
+        await storeWithSwr('product-1', ['Product:1']);
+        const fetchedBefore = await store.lookup('product-1');
+        const fetchedBeforeAll = await store.lookup('product-2');
+        await store.markStale(['Product:1']);
+        const options = { tags: ['Product:1'], ttlSeconds: 90 };
+        expect(await store.store('product-1', swrResponse('before'), { ...options, mark: fetchedBefore.mark })).toBe(false);
+        expect(ageOf((await store.lookup('product-1')).entry)).toBeGreaterThan(30);
+
+        const fetchedAfter = await store.lookup('product-1');
+        expect(await store.store('product-1', swrResponse('after'), { ...options, mark: fetchedAfter.mark })).toBe(true);
+        expect(bodyText(await store.lookup('product-1'))).toBe('after');
+
+        await store.markAllStale();
+        expect(await store.store('product-2', swrResponse('before'), { tags: ['Product:2'], ttlSeconds: 90, mark: fetchedBeforeAll.mark })).toBe(
+          false,
+        );
       });
     });
 

@@ -198,6 +198,16 @@ export interface PurgeCase {
   fields: string[];
   /** The tags it clears; 'all' for `_purgeAll`. */
   clears: string[] | 'all';
+  /**
+   * `soft: true`: what it clears is marked stale instead of removed (README, Purge API). Within
+   * `swr` the first request refreshes it while requests arriving meanwhile may get the stale answer.
+   */
+  soft?: true;
+  /**
+   * Written with empty parentheses (`_purgeUser()`), a GraphQL syntax error that svc-cache reads as a
+   * purge only with a valid token: with a wrong one it is no purge, and the origin answers it.
+   */
+  parsesOnlyWithToken?: true;
 }
 
 export const PURGES = {
@@ -242,6 +252,37 @@ export const PURGES = {
     text: 'mutation { purgeUser(id: "u2") _purgeQuery(queries: [users]) }',
     fields: ['purgeUser', '_purgeQuery'],
     clears: [tag.entity('User', 'u2'), tag.query('users')],
+  },
+  everyUserWithParentheses: {
+    text: 'mutation { _purgeUser() }',
+    fields: ['_purgeUser'],
+    clears: [tag.type('User')],
+    parsesOnlyWithToken: true,
+  },
+  todo3ByType: {
+    text: 'mutation { _purgeType(type: "Todo", keyFields: [{ name: "id", value: "3" }]) }',
+    fields: ['_purgeType'],
+    clears: [tag.entity('Todo', '3')],
+  },
+  allSoftly: { text: 'mutation { _purgeAll(soft: true) }', fields: ['_purgeAll'], clears: 'all', soft: true },
+  everyTodoSoftly: { text: 'mutation { _purgeTodo(soft: true) }', fields: ['_purgeTodo'], clears: [tag.type('Todo')], soft: true },
+  aliceSoftly: {
+    text: 'mutation { purgeUser(id: "u1", soft: true) }',
+    fields: ['purgeUser'],
+    clears: [tag.entity('User', 'u1')],
+    soft: true,
+  },
+  sku1SoftlyByType: {
+    text: 'mutation { _purgeType(type: "Product", keyFields: [{ name: "sku", value: "sku-1" }], soft: true) }',
+    fields: ['_purgeType'],
+    clears: [tag.entity('Product', 'sku-1')],
+    soft: true,
+  },
+  queryMeAndTimeSoftly: {
+    text: 'mutation { _purgeQuery(queries: [me, time], soft: true) }',
+    fields: ['_purgeQuery'],
+    clears: [tag.query('me'), tag.query('time')],
+    soft: true,
   },
 } satisfies Record<string, PurgeCase>;
 
@@ -369,6 +410,11 @@ export interface ModelEntry {
   bodies: ReadonlySet<string>;
   certain: boolean;
   read: ResolvedRead;
+  /**
+   * A soft purge marked it stale: a read refreshes it (MISS), and one sent while another read of the
+   * same entry is in flight may get a stale body.
+   */
+  stale?: true;
 }
 
 export function clearsEntry(cleared: readonly string[] | 'all' | null, tags: ReadonlySet<string>): boolean {

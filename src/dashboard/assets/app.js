@@ -111,6 +111,7 @@
         var more = change.moreTags === 0 ? '' : change.tags.length === 0 ? change.moreTags + ' tags' : ' (+' + change.moreTags + ')';
         cell(row, change.tags.join(', ') + more);
         cell(row, change.removedEntries, 'num');
+        cell(row, change.staleEntries, 'num');
         cell(row, change.mode);
         cell(row, change.result);
         cell(row, change.replica);
@@ -158,11 +159,13 @@
   function purgeMutation() {
     var kind = $('purge-kind').value;
     var target = $('purge-target').value.trim();
-    if (kind === 'all') return 'mutation { _purgeAll }';
-    if (kind === 'root') return 'mutation { _purgeQuery(queries: [' + target + ']) }';
-    if (kind === 'type') return 'mutation { _purge' + target + ' }';
+    var soft = $('purge-mode').value === 'soft' ? ['soft: true'] : [];
+    function args(given) { var all = given.concat(soft); return all.length === 0 ? '' : '(' + all.join(', ') + ')'; }
+    if (kind === 'all') return 'mutation { _purgeAll' + args([]) + ' }';
+    if (kind === 'root') return 'mutation { _purgeQuery' + args(['queries: [' + target + ']']) + ' }';
+    if (kind === 'type') return 'mutation { _purge' + target + args([]) + ' }';
     var ids = $('purge-ids').value.split(',').map(function (id) { return id.trim(); }).filter(Boolean);
-    return 'mutation { purge' + target + '(' + $('purge-key').value.trim() + ': [' + ids.map(literal).join(', ') + ']) }';
+    return 'mutation { purge' + target + args([$('purge-key').value.trim() + ': [' + ids.map(literal).join(', ') + ']']) + ' }';
   }
 
   function parsedJson(id) {

@@ -1,0 +1,59 @@
+import type { HeaderList, HttpResponse } from '../http/index.js';
+import type { CachedResponse } from '../store/index.js';
+import { isEncoded, isGraphQLJson, isStreaming } from './originResponse.js';
+import { hitResponse } from './responses.js';
+import { parseGraphQLResult } from './responseStages.js';
+
+/**
+ * stale-if-error (RFC 5861 section 4; README, Stale-if-error): a query that misses holds the entry
+ * its lookup found past maxAge, and when the origin then fails the client gets that entry instead
+ * of the failure. Envoy shows svc-cache the origin's answer only in the response phase, so the
+ * stale entry is sent there as an immediate response, which Envoy sends in place of the origin's
+ * response while it still holds that response's headers (docs/ext-proc.md, Immediate responses).
+ */
+
+/** An expired entry held by a MISS, ready to answer in the origin's place. */
+export interface StaleAnswer {
+  /** The entry, in the content type negotiated with the client. */
+  entry: CachedResponse;
+  /** Headers replacing stored ones of the same name (scope headers, svc-debug), as on a HIT. */
+  overrides: Array<[string, string]>;
+  /** Epoch milliseconds after which it may no longer be served: staleIfError seconds past its expiry. */
+  until: number;
+}
+
+/** Why the origin's answer counts as a failure: a 5xx, or a 200 that is not a GraphQL result. */
+export type OriginFailure = 'origin-status' | 'origin-not-graphql';
+
+export const STALE_HEADER = 'svc-cache-stale';
+
+/** When an entry stops being served for a failing origin: staleIfError seconds after it expired. */
+export function staleIfErrorUntil(entry: CachedResponse, staleIfError: number): number {
+  return entry.storedAt + (entry.maxAge + staleIfError) * 1000;
+}
+
+/**
+ * What the origin's response head says: a failure, `read-body` when only the body can tell (a 200
+ * of GraphQL JSON), or undefined for an answer that is relayed whatever it holds. Only 5xx count
+ * among statuses (RFC 5861 names 500, 502, 503, 504); a 4xx is the origin's answer to this request.
+ * A streamed or encoded 200 is an answer svc-cache does not read, so it is relayed.
+ */
+export function failureByHead(status: number, headers: HeaderList, endOfStream: boolean): OriginFailure | 'read-body' | undefined {
+  if (status >= 500 && status <= 599) return 'origin-status';
+  if (status !== 200) return undefined;
+  if (endOfStream) return 'origin-not-graphql';
+  if (isStreaming(headers)) return undefined;
+  if (!isGraphQLJson(headers)) return 'origin-not-graphql';
+  return isEncoded(headers) ? undefined : 'read-body';
+}
+
+/** A GraphQL result is a JSON object with `data` or `errors` (GraphQL spec, Response Format); one with errors is still relayed. */
+export function isGraphQLResult(body: Buffer): boolean {
+  const result = parseGraphQLResult(body);
+  return result !== undefined && ('data' in result || 'errors' in result);
+}
+
+/** The held entry as the client gets it: a HIT, its true `age`, and `svc-cache-stale: error`. */
+export function staleResponse(stale: StaleAnswer, now: number): HttpResponse {
+  return hitResponse(stale.entry, now, [...stale.overrides, [STALE_HEADER, 'error']]);
+}

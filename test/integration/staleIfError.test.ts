@@ -1,0 +1,157 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postGraphQL, startDemoOrigin, type DemoOrigin, type ForcedResponse } from '../support/origin.js';
+import { startRedisServer, TEST_REDIS_COMMAND_TIMEOUT_MS, type RedisServer } from '../support/redis.js';
+import { startStack, type ConfigInput, type Stack } from '../support/stack.js';
+
+/**
+ * stale-if-error through the gateway (README, Stale-if-error): once an entry is past maxAge, an
+ * origin 5xx or a 200 that is no GraphQL result is answered with it (HIT, `svc-cache-stale: error`,
+ * its true age) while it expired less than staleIfError ago; past that the failure passes. An origin
+ * that cannot be reached becomes Envoy's own 503, which never reaches svc-cache (1.36).
+ */
+
+const TOKEN = 'stale-if-error-token-0123456789';
+const DEBUG = { 'svc-debug': '1', 'svc-purge-token': TOKEN };
+const TIME = { query: '{ time }' };
+/** Its rule keeps it 10 s for swr but serves it for a failing origin only 1 s past expiry. */
+const USERS = { query: '{ users { id name } }' };
+
+const RULES: ConfigInput = {
+  purge: { tokens: [TOKEN] },
+  rules: [
+    { description: 'time', types: { Query: ['time'] }, maxAge: 1, staleIfError: 2 },
+    { description: 'users', types: { Query: ['users'] }, maxAge: 1, swr: 10, staleIfError: 1 },
+  ],
+};
+
+const INTERNAL_ERROR: ForcedResponse = { status: 500, headers: { 'content-type': 'text/plain' }, body: 'Internal Server Error' };
+const MAINTENANCE_PAGE: ForcedResponse = { status: 200, headers: { 'content-type': 'text/html' }, body: '<h1>Back soon</h1>' };
+const NOT_A_RESULT: ForcedResponse = { status: 200, headers: { 'content-type': 'application/json' }, body: '{"message":"upstream busy"}' };
+const GRAPHQL_ERRORS: ForcedResponse = { status: 200, headers: { 'content-type': 'application/json' }, body: '{"errors":[{"message":"resolver failed"}]}' };
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The headers svc-cache and the gateway decide: less `date`, `connection` and `keep-alive`, which are Node's. */
+function decidedHeaders(headers: Record<string, string>): Record<string, string> {
+  const { date: _date, connection: _connection, 'keep-alive': _keepAlive, ...rest } = headers;
+  return rest;
+}
+
+describe.each([
+  ['memory', async () => ({ input: RULES, stop: async () => undefined })],
+  [
+    'Redis',
+    async () => {
+      const redis: RedisServer = await startRedisServer();
+      const input: ConfigInput = { ...RULES, redis: { url: redis.url, commandTimeoutMs: TEST_REDIS_COMMAND_TIMEOUT_MS } };
+      return { input, stop: () => redis.stop() };
+    },
+  ],
+])('stale-if-error with the %s store', (_name, setUp) => {
+  let stack: Stack;
+  let stop: () => Promise<void>;
+
+  beforeAll(async () => {
+    const setup = await setUp();
+    stop = setup.stop;
+    stack = await startStack(setup.input);
+  });
+  afterAll(async () => {
+    await stack?.close();
+    await stop?.();
+  });
+
+  it('answers failures with the expired entry within staleIfError, relays GraphQL errors, and lets failures pass past it', async () => {
+    const sentAt = Date.now();
+    const time = await postGraphQL(stack.url, TIME);
+    const users = await postGraphQL(stack.url, USERS);
+    expect([time.headers['svc-cache'], users.headers['svc-cache']]).toEqual(['MISS', 'MISS']);
+    const primedAt = Date.now();
+    await sleep(1100);
+
+    for (const failure of [INTERNAL_ERROR, MAINTENANCE_PAGE, NOT_A_RESULT]) {
+      stack.origin.setBehaviour({ forcedResponse: failure });
+      const before = stack.origin.requestCount();
+      const askedAt = Date.now();
+      const stale = await postGraphQL(stack.url, TIME);
+      // The origin was asked, failed, and the client got the stored answer in its place.
+      expect(stack.origin.requestCount()).toBe(before + 1);
+      expect([stale.status, stale.text]).toEqual([200, time.text]);
+      expect(decidedHeaders(stale.headers)).toEqual({
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': String(time.text.length),
+        'svc-cache-stale': 'error',
+        'svc-cache': 'HIT',
+        age: expect.stringMatching(/^\d+$/),
+        server: 'envoy',
+      });
+      // The true age: seconds since the entry was stored, between the request that stored it and now.
+      const age = Number(stale.headers['age']);
+      expect(age).toBeGreaterThanOrEqual(Math.floor((askedAt - primedAt) / 1000));
+      expect(age).toBeLessThanOrEqual(Math.floor((Date.now() - sentAt) / 1000));
+    }
+    const counted = await stack.sidecar.metrics.registry.getSingleMetricAsString('svc_cache_stale_if_error_total');
+    expect(counted).toContain('svc_cache_stale_if_error_total{failure="origin-status"} 1');
+    expect(counted).toContain('svc_cache_stale_if_error_total{failure="origin-not-graphql"} 2');
+
+    // A GraphQL result with errors is the origin answering: relayed, nothing stale.
+    stack.origin.setBehaviour({ forcedResponse: GRAPHQL_ERRORS });
+    const errors = await postGraphQL(stack.url, TIME, DEBUG);
+    expect([errors.status, errors.text, errors.headers['svc-cache'], errors.headers['svc-debug-pass-reason']]).toEqual([
+      200,
+      GRAPHQL_ERRORS.body,
+      'PASS',
+      'response-has-errors',
+    ]);
+
+    // users: 1 s past expiry its window is over, though swr keeps it in the store.
+    await sleep(Math.max(0, primedAt + 2100 - Date.now()));
+    stack.origin.setBehaviour({ forcedResponse: INTERNAL_ERROR });
+    const failed = await postGraphQL(stack.url, USERS, DEBUG);
+    expect([failed.status, failed.text, failed.headers['svc-cache'], failed.headers['svc-debug-pass-reason']]).toEqual([
+      500,
+      'Internal Server Error',
+      'PASS',
+      'origin-status',
+    ]);
+    expect(failed.headers['svc-cache-stale']).toBeUndefined();
+
+    // time is still within its window; a good answer refreshes it.
+    stack.origin.setBehaviour({ forcedResponse: null });
+    const refreshed = await postGraphQL(stack.url, TIME);
+    expect([refreshed.headers['svc-cache'], refreshed.headers['svc-cache-stale']]).toEqual(['MISS', undefined]);
+    expect(refreshed.text).not.toBe(time.text);
+  });
+});
+
+describe('stale-if-error and an origin that cannot be reached', () => {
+  let origin: DemoOrigin;
+  let stack: Stack;
+
+  beforeAll(async () => {
+    origin = await startDemoOrigin({ port: 0 });
+    stack = await startStack(RULES, { origin });
+  });
+  afterAll(async () => {
+    await stack.close();
+    await origin.close();
+  });
+
+  it("gets Envoy's own 503: local replies skip ext_proc in 1.36, so svc-cache never sees the failure", async () => {
+    expect((await postGraphQL(stack.url, TIME)).headers['svc-cache']).toBe('MISS');
+    await sleep(1100);
+    await origin.close();
+
+    const refused = await postGraphQL(stack.url, TIME);
+
+    expect(refused.status).toBe(503);
+    expect(refused.text).toBe(
+      'upstream connect error or disconnect/reset before headers. reset reason: remote connection failure, ' +
+        'transport failure reason: delayed connect error: Connection refused',
+    );
+    expect(refused.headers['svc-cache']).toBeUndefined();
+    expect(refused.headers['svc-cache-stale']).toBeUndefined();
+  });
+});
