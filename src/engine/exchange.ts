@@ -198,6 +198,8 @@ export interface StorePlan {
   key: string;
   bucket: string;
   operationName: string;
+  /** The request's variables, as sent: list tags read the list fields' arguments with them. */
+  variables: Record<string, unknown>;
   mark: InvalidationMark;
   policy: CachePolicy;
   schema: GraphQLSchema;
