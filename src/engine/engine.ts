@@ -24,7 +24,7 @@ import {
 import type { CacheStore, CachedResponse } from '../store/index.js';
 import { errorMessage, isPlainObject } from '../util/index.js';
 import { MissCoalescer } from './coalescing.js';
-import { documentHashOf, Exchange, type BatchPlan, type MutationPlan, type RequestHead, type ResponsePlan, type StorePlan } from './exchange.js';
+import { documentHashOf, Exchange, type BatchPlan, type MutationPlan, type RequestHead, type ResponsePlan, type StaleAnswer, type StorePlan } from './exchange.js';
 import type { PassReason } from './passReason.js';
 import {
   checkLimits,
@@ -58,7 +58,7 @@ import { cachePolicyFor, selectsUnnamedIntrospection, type CachePolicy } from '.
 import { JwtScopes } from './jwtScopes.js';
 import { scopeKeyedHeaders } from './scopes.js';
 import { cacheStatusHeader, explanationHeaders, hitResponse, mergeScopeHeaders, type HeaderChanges } from './responses.js';
-import { failureByHead, isGraphQLResult, staleIfErrorUntil, staleResponse, type OriginFailure, type StaleAnswer } from './staleIfError.js';
+import { failureByHead, isGraphQLResult, staleIfErrorUntil, staleResponse, type OriginFailure } from './staleIfError.js';
 import type { HttpResponse } from '../http/index.js';
 import { stripAddedFields } from '../invalidation/index.js';
 
