@@ -10,7 +10,7 @@ import { buildSchemaFromSdl, configSchemaMismatches } from '../schema/index.js';
  * CI pipeline runs it against the schema it ships with.
  */
 export interface CheckReport {
-  /** Names in rules and keyFields that the schema does not have; empty without a schema. */
+  /** Names in rules, keyFields and listArguments.fields that the schema does not have; empty without a schema. */
   mismatches: string[];
   /** Where the schema came from, or undefined when none was given. */
   schemaFile: string | undefined;

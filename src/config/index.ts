@@ -1,5 +1,15 @@
 export { demoConfig, demoConfigInput } from './demo.js';
 export { ConfigError } from './error.js';
 export { loadConfig, parseConfig, type ParseConfigOptions } from './load.js';
-export { configSchema, type CacheRule, type Config, type ConfigInput, type JwtAlgorithm, type JwtScopeSettings, type MutationPolicy, type ScopeConfig } from './schema.js';
+export {
+  configSchema,
+  type CacheRule,
+  type Config,
+  type ConfigInput,
+  type JwtAlgorithm,
+  type JwtScopeSettings,
+  type ListArguments,
+  type MutationPolicy,
+  type ScopeConfig,
+} from './schema.js';
 export { watchConfig, type ConfigWatcher, type ConfigWatchHandlers, type ConfigWatchOptions } from './watch.js';

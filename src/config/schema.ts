@@ -85,6 +85,10 @@ const scopeName = z
   .string()
   .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected letters, digits and "_", not starting with a digit');
 
+const NAME = '[_A-Za-z][_0-9A-Za-z]*';
+const LIST_ARGUMENT = new RegExp(`^${NAME}\\.${NAME}\\.${NAME}$`);
+const OBJECT_FIELD = new RegExp(`^${NAME}\\.${NAME}$`);
+
 const fieldNames = z.array(z.string().min(1)).describe('a list of field names');
 
 /** An empty field list stands for the whole type. */
@@ -177,6 +181,24 @@ export const configSchema = z
       .strict()
       .default({ defaults: ['id', '_id'], types: {} }),
     mutationPolicy: z.enum(['None', 'Entity', 'List', 'Type']).default('Entity'),
+    /** Which lists `mutationPolicy: List` invalidates (README, Invalidation after mutations). */
+    listArguments: z
+      .object({
+        mode: z.enum(['match', 'any']).default('match'),
+        fields: z
+          .record(
+            z.string().regex(LIST_ARGUMENT, 'expected Type.field.argument, e.g. Query.usersByTeam.team'),
+            z
+              .string()
+              .regex(OBJECT_FIELD, 'expected Type.field, e.g. User.teamId, or null')
+              .nullable()
+              .describe('Type.field, e.g. User.teamId, or null'),
+          )
+          .describe('a mapping of Type.field.argument to Type.field or null')
+          .default({}),
+      })
+      .strict()
+      .default({ mode: 'match', fields: {} }),
     purge: z
       .object({
         tokens: z.array(z.string().min(1).meta({ secret: true })).default([]),
@@ -279,6 +301,8 @@ export type JwtScopeSettings = z.infer<typeof jwtSettings>;
 export type JwtAlgorithm = (typeof JWT_ALGORITHMS)[number];
 /** Invalidation policy after a mutation (docs/graphql-caching.md, Invalidation). */
 export type MutationPolicy = Config['mutationPolicy'];
+/** Which lists `mutationPolicy: List` invalidates (docs/graphql-caching.md, Invalidation). */
+export type ListArguments = Config['listArguments'];
 
 /** What a file or a caller may write: defaulted settings are optional here. */
 export type ConfigInput = z.input<typeof configSchema>;

@@ -31,7 +31,8 @@ type Product {
 union SearchResult = Todo | User | Product
 
 type Query {
-  todos: [Todo!]!
+  "Every todo, or those whose done is the one given."
+  todos(done: Boolean): [Todo!]!
   todo(id: ID!): Todo
   users: [User!]!
   user(id: ID!): User
@@ -67,7 +68,8 @@ let timeReads = 0;
 
 const resolvers = {
   Query: {
-    todos: (_root: unknown, _args: NoArgs, { data }: DemoContext) => data.allTodos(),
+    todos: (_root: unknown, { done }: { done?: boolean | null }, { data }: DemoContext) =>
+      data.allTodos().filter((todo) => done == null || todo.done === done),
     todo: (_root: unknown, { id }: { id: string }, { data }: DemoContext) => data.todo(id),
     users: (_root: unknown, _args: NoArgs, { data }: DemoContext) => data.allUsers(),
     user: (_root: unknown, { id }: { id: string }, { data }: DemoContext) => data.user(id),

@@ -9,7 +9,7 @@ import { selectionOf } from '../graphql/index.js';
 import { acceptedEncoding, acceptedGraphQLResponseType, ownAnswerMediaType } from '../http/index.js';
 import { headerValue, type HeaderList } from '../http/index.js';
 import { endpointOf, hostKey } from '../http/index.js';
-import { prepareOperation, type PreparedOperation } from '../invalidation/index.js';
+import { listArgumentIndex, prepareOperation, type ListArgumentIndex, type PreparedOperation } from '../invalidation/index.js';
 import { mutationInvalidationTags } from '../invalidation/index.js';
 import { rootFieldTypeTags } from '../invalidation/index.js';
 import type { Logger } from '../observability/index.js';
@@ -24,7 +24,7 @@ import {
 import { compressBody, decompressBody, type CacheStore, type CachedResponse } from '../store/index.js';
 import { errorMessage, isPlainObject } from '../util/index.js';
 import { MissCoalescer } from './coalescing.js';
-import { documentHashOf, Exchange, type BatchPlan, type MutationPlan, type RequestHead, type ResponsePlan, type StorePlan } from './exchange.js';
+import { documentHashOf, Exchange, type BatchPlan, type MutationPlan, type RequestHead, type ResponsePlan, type StaleAnswer, type StorePlan } from './exchange.js';
 import type { PassReason } from './passReason.js';
 import {
   checkLimits,
@@ -58,7 +58,7 @@ import { cachePolicyFor, selectsUnnamedIntrospection, type CachePolicy } from '.
 import { JwtScopes } from './jwtScopes.js';
 import { scopeKeyedHeaders } from './scopes.js';
 import { cacheStatusHeader, explanationHeaders, hitResponse, mergeScopeHeaders, type HeaderChanges } from './responses.js';
-import { failureByHead, isGraphQLResult, staleIfErrorUntil, staleResponse, type OriginFailure, type StaleAnswer } from './staleIfError.js';
+import { failureByHead, isGraphQLResult, staleIfErrorUntil, staleResponse, type OriginFailure } from './staleIfError.js';
 import type { HttpResponse } from '../http/index.js';
 import { stripAddedFields } from '../invalidation/index.js';
 
@@ -322,7 +322,7 @@ export class DecisionEngine {
     if (checked.selected.operation.operation !== OperationTypeNode.MUTATION || !schema || config.mutationPolicy === 'None') return undefined;
     // The origin gets the batch as sent: answers lack any key field svc-cache would add, and
     // entities without their key invalidate their whole type (broader, never narrower).
-    const prepared = prepareOperation(schema, checked.selected.document, config.keyFields);
+    const prepared = prepareOperation(schema, checked.selected.document, config.keyFields, mutationLists(config, schema));
     return { kind: 'mutation', schema, prepared, policy: config.mutationPolicy, maxResponseBodyBytes: config.limits.maxResponseBodyBytes };
   }
 
@@ -380,7 +380,7 @@ export class DecisionEngine {
   }
 
   private forwardMutation(context: RequestContext, checked: CheckedOperation, schema: GraphQLSchema): RequestDecision {
-    const prepared = prepareOperation(schema, checked.selected.document, context.config.keyFields);
+    const prepared = prepareOperation(schema, checked.selected.document, context.config.keyFields, mutationLists(context.config, schema));
     const plan: MutationPlan = {
       kind: 'mutation',
       schema,
@@ -419,12 +419,13 @@ export class DecisionEngine {
     }
     exchange.lead(found.leadership);
     exchange.staleAnswer = this.holdForOriginFailure(context, found.expired, policy.staleIfError, scoped.scopeHeaders);
-    const prepared = prepareOperation(schema, checked.selected.document, config.keyFields);
+    const prepared = prepareOperation(schema, checked.selected.document, config.keyFields, listArgumentIndex(schema, config.listArguments));
     const plan: StorePlan = {
       kind: 'store',
       key: scoped.key,
       bucket: scoped.bucket,
       operationName: checked.selected.name,
+      variables: request.params.variables,
       mark: found.mark,
       policy,
       schema,
@@ -751,6 +752,15 @@ function ambiguousRequest(head: RequestHead): Verdict {
  */
 function keyedRequestHeaders(policy: CachePolicy, config: Config): ReadonlySet<string> {
   return new Set(['accept', 'accept-encoding', 'content-type', 'content-length', ...scopeKeyedHeaders(policy.scopes, config.scopes)]);
+}
+
+/**
+ * What a mutation names lists by: under `List`, the list-argument index (which, in `match` mode,
+ * has the fields that name its objects' lists added); under other policies nothing (README,
+ * Invalidation after mutations).
+ */
+function mutationLists(config: Config, schema: GraphQLSchema): ListArgumentIndex | undefined {
+  return config.mutationPolicy === 'List' ? listArgumentIndex(schema, config.listArguments) : undefined;
 }
 
 function bodyTooLarge(config: Config): Verdict {

@@ -6,11 +6,10 @@ import type { HeaderList } from '../http/index.js';
 import type { OwnErrorCode } from '../http/index.js';
 import type { PreparedOperation } from '../invalidation/index.js';
 import type { RequestOutcome } from '../observability/index.js';
-import type { InvalidationMark } from '../store/index.js';
+import type { BodyEncoding, CachedResponse, InvalidationMark } from '../store/index.js';
 import type { Leadership } from './coalescing.js';
 import type { PassReason } from './passReason.js';
 import type { CachePolicy } from './rules.js';
-import type { StaleAnswer } from './staleIfError.js';
 
 /**
  * One HTTP request as the engine sees it, from its headers to the end of its ext_proc stream: the
@@ -198,6 +197,8 @@ export interface StorePlan {
   key: string;
   bucket: string;
   operationName: string;
+  /** The request's variables, as sent: list tags read the list fields' arguments with them. */
+  variables: Record<string, unknown>;
   mark: InvalidationMark;
   policy: CachePolicy;
   schema: GraphQLSchema;
@@ -228,4 +229,16 @@ export interface BatchPlan {
   mutations: Array<MutationPlan | undefined>;
   /** Past this the answers are not read: each mutation invalidates its root fields' types. */
   maxResponseBodyBytes: number;
+}
+
+/** An expired entry held by a MISS, ready to answer in the origin's place. */
+export interface StaleAnswer {
+  /** The entry, in the content type negotiated with the client. */
+  entry: CachedResponse;
+  /** Headers replacing stored ones of the same name (scope headers, svc-debug), as on a HIT. */
+  overrides: Array<[string, string]>;
+  /** The body in the content coding negotiated with the client, as on a HIT. */
+  served: { body: Buffer; encoding: BodyEncoding };
+  /** Epoch milliseconds after which it may no longer be served: staleIfError seconds past its expiry. */
+  until: number;
 }

@@ -72,7 +72,7 @@ export function entryToStore(
   if (!result) return { reason: 'response-not-graphql' };
   if (result.errors !== undefined) return { reason: 'response-has-errors' };
   if (!isPlainObject(result.data)) return { reason: 'response-not-graphql' };
-  const tags = responseTags(plan.schema, plan.prepared, result, plan.operationName);
+  const tags = responseTags(plan.schema, plan.prepared, result, plan.operationName, plan.variables);
   if (!tags) return { reason: 'untaggable-response' };
   const maxAge = plan.maxAge ?? plan.policy.maxAge;
   if (maxAge <= 0) return { reason: 'origin-max-age-zero' };

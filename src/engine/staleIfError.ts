@@ -1,5 +1,6 @@
 import type { HeaderList, HttpResponse } from '../http/index.js';
-import type { BodyEncoding, CachedResponse } from '../store/index.js';
+import type { CachedResponse } from '../store/index.js';
+import type { StaleAnswer } from './exchange.js';
 import { isEncoded, isGraphQLJson, isStreaming } from './originResponse.js';
 import { hitResponse } from './responses.js';
 import { parseGraphQLResult } from './responseStages.js';
@@ -11,18 +12,6 @@ import { parseGraphQLResult } from './responseStages.js';
  * stale entry is sent there as an immediate response, which Envoy sends in place of the origin's
  * response while it still holds that response's headers (docs/ext-proc.md, Immediate responses).
  */
-
-/** An expired entry held by a MISS, ready to answer in the origin's place. */
-export interface StaleAnswer {
-  /** The entry, in the content type negotiated with the client. */
-  entry: CachedResponse;
-  /** Headers replacing stored ones of the same name (scope headers, svc-debug), as on a HIT. */
-  overrides: Array<[string, string]>;
-  /** The body in the content coding negotiated with the client, as on a HIT. */
-  served: { body: Buffer; encoding: BodyEncoding };
-  /** Epoch milliseconds after which it may no longer be served: staleIfError seconds past its expiry. */
-  until: number;
-}
 
 /** Why the origin's answer counts as a failure: a 5xx, or a 200 that is not a GraphQL result. */
 export type OriginFailure = 'origin-status' | 'origin-not-graphql';

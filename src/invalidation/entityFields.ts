@@ -1,5 +1,6 @@
 import {
   Kind,
+  OperationTypeNode,
   getNamedType,
   isAbstractType,
   isCompositeType,
@@ -28,6 +29,7 @@ import type { KeyFields } from './keyFields.js';
 import { removeMembers, type MemberPlan } from './jsonMembers.js';
 import { entityKeyField } from './keyFields.js';
 import type { PreparedOperation } from './preparedOperation.js';
+import type { ListArgumentIndex } from './listArguments.js';
 import { operationPlan, type SelectionPlan } from './selectionPlan.js';
 
 export type { PreparedOperation } from './preparedOperation.js';
@@ -53,13 +55,16 @@ export type { PreparedOperation } from './preparedOperation.js';
 /**
  * Prepares one operation (a document holding it and the fragments it uses) for the origin.
  * Documents that do not validate against the schema are left as they are, so the origin's errors
- * about them refer to the client's own text. Remembered per document, schema and `keyFields`.
+ * about them refer to the client's own text. With `lists` (what stored answers are tagged with and,
+ * for a mutation under `listArguments.mode: match`, what its answer must tell of each object; see
+ * listArguments.ts), a mutation also gets the fields that name the lists its objects belong to.
+ * Remembered per document, schema, `keyFields` and `lists`.
  */
-export function prepareOperation(schema: GraphQLSchema, document: DocumentNode, keyFields: KeyFields): PreparedOperation {
+export function prepareOperation(schema: GraphQLSchema, document: DocumentNode, keyFields: KeyFields, lists?: ListArgumentIndex): PreparedOperation {
   const remembered = preparedByDocument.get(document);
-  if (remembered?.schema === schema && remembered.keyFields === keyFields) return remembered.prepared;
-  const prepared = prepare(schema, document, keyFields);
-  preparedByDocument.set(document, { schema, keyFields, prepared });
+  if (remembered?.schema === schema && remembered.prepared.keyFields === keyFields && remembered.prepared.lists === lists) return remembered.prepared;
+  const prepared = prepare(schema, document, keyFields, lists);
+  preparedByDocument.set(document, { schema, prepared });
   return prepared;
 }
 
@@ -85,19 +90,18 @@ export function stripAddedFields(prepared: PreparedOperation, resultBody: Buffer
 /** What to cut from a whole response body, per prepared operation. */
 const addedMembersByOperation = new WeakMap<PreparedOperation, MemberPlan>();
 
-const preparedByDocument = new WeakMap<
-  DocumentNode,
-  { schema: GraphQLSchema; keyFields: KeyFields; prepared: PreparedOperation }
->();
+const preparedByDocument = new WeakMap<DocumentNode, { schema: GraphQLSchema; prepared: PreparedOperation }>();
 
-function prepare(schema: GraphQLSchema, document: DocumentNode, keyFields: KeyFields): PreparedOperation {
+function prepare(schema: GraphQLSchema, document: DocumentNode, keyFields: KeyFields, lists: ListArgumentIndex | undefined): PreparedOperation {
   const addedKeyPrefix = reservedPrefix(document);
-  const unchanged: PreparedOperation = { document, query: print(document), rewritten: false, addedKeyPrefix, keyFields };
+  const unchanged: PreparedOperation = { document, query: print(document), rewritten: false, addedKeyPrefix, keyFields, lists };
   if (validateSchema(schema).length > 0 || validate(schema, document).length > 0) return unchanged;
-  const rewriter = new EntityFieldAdder(schema, document, keyFields, addedKeyPrefix);
+  const mutation = document.definitions.some((definition) => definition.kind === Kind.OPERATION_DEFINITION && definition.operation === OperationTypeNode.MUTATION);
+  const listValues = mutation && lists?.matching ? lists : undefined;
+  const rewriter = new EntityFieldAdder(schema, document, keyFields, addedKeyPrefix, listValues);
   const rewritten = rewriter.rewrite();
   if (!rewriter.addedAny) return unchanged;
-  return { document: rewritten, query: print(rewritten), rewritten: true, addedKeyPrefix, keyFields };
+  return { document: rewritten, query: print(rewritten), rewritten: true, addedKeyPrefix, keyFields, lists };
 }
 
 function reservedPrefix(document: DocumentNode): string {
@@ -117,8 +121,9 @@ function reservedPrefix(document: DocumentNode): string {
  * Adds, to the selection set of every field of an object, interface or union type, what naming its
  * objects needs and the client did not already ask for unconditionally:
  * - `__typename` when the type is an interface or union (an object type names itself);
- * - for each possible type with a key field, that field: on the field's own type when it has it,
- *   otherwise in an inline fragment on the possible type.
+ * - for each possible type with a key field, that field, and with `listValues` the fields that name
+ *   the lists its objects belong to (an object-valued one with its sub-fields, always added): on
+ *   the field's own type when it has it, otherwise in an inline fragment on the possible type.
  * The operation's root selection gains nothing: root objects are not entities. Fields the schema
  * does not know (introspection included) are left alone.
  */
@@ -137,6 +142,7 @@ class EntityFieldAdder {
     private readonly document: DocumentNode,
     private readonly keyFields: KeyFields,
     private readonly prefix: string,
+    private readonly listValues: ListArgumentIndex | undefined,
   ) {
     this.fragments = fragmentsOf(document);
     this.typenameAlias = `${prefix}typename`;
@@ -185,25 +191,40 @@ class EntityFieldAdder {
 
   private additions(selectionSet: SelectionSetNode, type: GraphQLCompositeType): SelectionNode[] {
     const possibleTypes = isAbstractType(type) ? this.schema.getPossibleTypes(type) : [type];
-    const additions: SelectionNode[] = [];
+    /** In order; a field added on `type` itself is built at the end, when every possible type has said what it needs of it. */
+    const additions: Array<SelectionNode | string> = [];
     if (isAbstractType(type) && possibleTypes.some((possible) => !this.selects(selectionSet, possible, '__typename'))) {
       additions.push(aliasedField(this.typenameAlias, '__typename'));
     }
-    const keysOnType = new Set<string>();
+    const onType = new Map<string, { type: GraphQLOutputType; subfields: Set<string> | undefined }>();
     for (const possible of possibleTypes) {
-      const key = entityKeyField(possible, this.keyFields);
-      if (key === undefined || this.selects(selectionSet, possible, key)) continue;
-      const shared = ownField(type, key);
-      if (shared) {
-        if (keysOnType.has(key)) continue;
-        keysOnType.add(key);
-        additions.push(aliasedField(this.keyAlias(key, shared.type), key));
-      } else {
-        const keyField = aliasedField(this.keyAlias(key, possible.getFields()[key]!.type), key);
-        additions.push(inlineFragment(possible.name, keyField));
+      for (const [name, subfields] of this.neededFields(possible)) {
+        if (!subfields && this.selects(selectionSet, possible, name)) continue;
+        const shared = ownField(type, name);
+        if (!shared) {
+          const field = aliasedField(this.keyAlias(name, possible.getFields()[name]!.type), name, subfields);
+          additions.push(inlineFragment(possible.name, field));
+        } else if (onType.has(name)) {
+          for (const subfield of subfields ?? []) onType.get(name)!.subfields?.add(subfield);
+        } else {
+          onType.set(name, { type: shared.type, subfields: subfields && new Set(subfields) });
+          additions.push(name);
+        }
       }
     }
-    return additions;
+    return additions.map((addition) => {
+      if (typeof addition !== 'string') return addition;
+      const { type: fieldType, subfields } = onType.get(addition)!;
+      return aliasedField(this.keyAlias(addition, fieldType), addition, subfields && [...subfields]);
+    });
+  }
+
+  /** The fields an object of the type must come back with, key field first: field name to sub-fields (none for a leaf). */
+  private neededFields(possible: GraphQLObjectType): Array<[string, readonly string[] | undefined]> {
+    const key = entityKeyField(possible, this.keyFields);
+    const needed: Array<[string, readonly string[] | undefined]> = key === undefined ? [] : [[key, undefined]];
+    for (const [name, subfields] of this.listValues?.valueFields(possible) ?? []) if (name !== key) needed.push([name, subfields]);
+    return needed;
   }
 
   /**
@@ -312,8 +333,11 @@ function alwaysIncluded(directives: readonly DirectiveNode[] | undefined): boole
   });
 }
 
-function aliasedField(alias: string, name: string): FieldNode {
-  return { kind: Kind.FIELD, alias: { kind: Kind.NAME, value: alias }, name: { kind: Kind.NAME, value: name } };
+function aliasedField(alias: string, name: string, subfields?: readonly string[]): FieldNode {
+  const field: FieldNode = { kind: Kind.FIELD, alias: { kind: Kind.NAME, value: alias }, name: { kind: Kind.NAME, value: name } };
+  if (!subfields) return field;
+  const selections = subfields.map((subfield): FieldNode => ({ kind: Kind.FIELD, name: { kind: Kind.NAME, value: subfield } }));
+  return { ...field, selectionSet: { kind: Kind.SELECTION_SET, selections } };
 }
 
 function inlineFragment(typeName: string, field: FieldNode): InlineFragmentNode {

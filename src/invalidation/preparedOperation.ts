@@ -1,5 +1,6 @@
 import type { DocumentNode } from 'graphql';
 import type { KeyFields } from './keyFields.js';
+import type { ListArgumentIndex } from './listArguments.js';
 
 /** One operation made ready for the origin, and what reading its response back needs. */
 export interface PreparedOperation {
@@ -13,4 +14,6 @@ export interface PreparedOperation {
   readonly addedKeyPrefix: string;
   /** The key fields the additions were made for; reading entities back uses the same. */
   readonly keyFields: KeyFields;
+  /** How stored answers tag their lists and mutations name them; undefined: only the type-wide list tags. */
+  readonly lists: ListArgumentIndex | undefined;
 }

@@ -5,14 +5,19 @@ import {
   isCompositeType,
   isListType,
   isObjectType,
+  getVariableValues,
+  type FieldNode,
   type GraphQLCompositeType,
+  type GraphQLField,
   type GraphQLObjectType,
+  type OperationDefinitionNode,
   type GraphQLOutputType,
   type GraphQLSchema,
 } from 'graphql';
 import { entityKeyText } from './keyFields.js';
 import type { PreparedOperation } from './entityFields.js';
 import { entityKeyField } from './keyFields.js';
+import type { ListArgumentIndex } from './listArguments.js';
 import { fragmentsFor, operationPlan, type SelectionPlan } from './selectionPlan.js';
 import { invalidationTag } from './tags.js';
 import { isPlainObject } from '../util/index.js';
@@ -35,7 +40,9 @@ export type { MutationPolicy };
  * - `type` for each object type present, and `list` for each type present as a list element;
  * - for a field that came back `null` or as an empty list, `type` (and `list` for a list field) of
  *   every object type it could have held, so that "nothing yet" is invalidated when one appears;
- * - `query` for each root field (its schema name, not its alias), `operation` for a named operation.
+ * - `query` for each root field (its schema name, not its alias), `operation` for a named operation;
+ * - with `prepared.lists`, `listField` for each list field present (also `null`), per object type it
+ *   can hold, with its narrowing arguments' values read with `variables` (listArguments.ts).
  * Undefined when the response cannot be tagged completely, so must not be stored: it names more
  * than `maxTags` distinct tags, holds an object whose type the schema does not know (the origin has
  * a newer schema) and whose entities would go untagged, or holds an entity without its key (the
@@ -46,6 +53,7 @@ export function responseTags(
   prepared: PreparedOperation,
   result: unknown,
   operationName: string,
+  variables: Record<string, unknown> = {},
   maxTags: number = MAX_RESPONSE_TAGS,
 ): string[] | undefined {
   const tags = new Set<string>();
@@ -57,7 +65,20 @@ export function responseTags(
     const name = fields[0]!.name.value;
     if (!name.startsWith('__')) tags.add(invalidationTag.query(name));
   }
+  const { lists } = prepared;
+  const coerced = lists && coercedVariables(schema, operation.operation, variables);
+  /** Parent types each list field was tagged under: a field's tags are the same wherever it occurs. */
+  const taggedLists = new Map<FieldNode, Set<string>>();
   const complete = walkResponse(schema, prepared, result, {
+    listField(parent, definition, node) {
+      if (!lists) return true;
+      let parents = taggedLists.get(node);
+      if (!parents) taggedLists.set(node, (parents = new Set()));
+      if (parents.has(parent.name)) return true;
+      parents.add(parent.name);
+      for (const tag of lists.entryTags(parent, definition, node, coerced)) tags.add(tag);
+      return tags.size <= maxTags;
+    },
     object(type, key, inList) {
       tags.add(invalidationTag.type(type.name));
       if (inList) tags.add(invalidationTag.list(type.name));
@@ -79,7 +100,9 @@ export function responseTags(
 
 /**
  * What a mutation's response invalidates under `policy`, from every object it returned:
- * `Entity` the returned entities; `List` those and every list of a returned type; `Type` every
+ * `Entity` the returned entities; `List` those and every list of a returned type (with
+ * `prepared.lists` matching, only the lists each object is compatible with, by its field values:
+ * listArguments.ts, unless the answer has errors); `Type` every
  * response holding an object of a returned type (its entities and lists included). An object the
  * mutation created touches no list under `Entity` (docs/graphql-caching.md, Invalidation).
  *
@@ -100,9 +123,13 @@ export function mutationInvalidationTags(
   const entityTypes = new Set<string>();
   /** Types invalidated whole because their objects could not be named precisely. */
   const unnamedTypes = new Set<string>();
+  // With errors, a value may be null because its field failed, not because the object has none.
+  const trusted = !isPlainObject(result) || result.errors === undefined;
+  const lists = policy === 'List' && prepared.lists?.matching && trusted ? new ReturnedLists(prepared.lists) : undefined;
   walkResponse(schema, prepared, result, {
-    object(type, key) {
+    object(type, key, _inList, value) {
       returnedTypes.add(type.name);
+      lists?.add(type, value);
       if (key !== undefined) {
         entityTypes.add(type.name);
         if (entities.size < MAX_RESPONSE_TAGS) entities.add(invalidationTag.entity(type.name, key));
@@ -122,14 +149,48 @@ export function mutationInvalidationTags(
   const unnamedTags = [...unnamedTypes].map(invalidationTag.type);
   if (policy === 'Type') return [...new Set([...[...returnedTypes].map(invalidationTag.type), ...unnamedTags])];
   const entityTags = entities.size < MAX_RESPONSE_TAGS ? [...entities] : [...entityTypes].map(invalidationTag.type);
-  const listTags = policy === 'List' ? [...returnedTypes].map(invalidationTag.list) : [];
+  const listTags = policy !== 'List' ? [] : lists ? lists.tags() : [...returnedTypes].map(invalidationTag.list);
   return [...new Set([...entityTags, ...listTags, ...unnamedTags])];
+}
+
+/**
+ * The list tags of a mutation's returned objects under `listArguments.mode: match`: per object,
+ * those of the lists it could belong to; for a type one of whose objects lacks a value they need
+ * (the answer was not rewritten, as in a batch), or past `MAX_RESPONSE_TAGS`, every list of the type.
+ */
+class ReturnedLists {
+  private readonly named = new Set<string>();
+  private readonly wholeTypes = new Set<string>();
+
+  constructor(private readonly lists: ListArgumentIndex) {}
+
+  add(type: GraphQLObjectType, value: (field: string) => unknown): void {
+    if (this.wholeTypes.has(type.name)) return;
+    const tags = this.lists.mutationTags(type, value);
+    if (tags === undefined || this.named.size + tags.length > MAX_RESPONSE_TAGS) this.wholeTypes.add(type.name);
+    else for (const tag of tags) this.named.add(tag);
+  }
+
+  tags(): string[] {
+    return [...this.named, ...[...this.wholeTypes].map(invalidationTag.list)];
+  }
+}
+
+/** The operation's variable values as its arguments read them, or undefined when they do not coerce. */
+function coercedVariables(schema: GraphQLSchema, operation: OperationDefinitionNode, variables: Record<string, unknown>): Record<string, unknown> | undefined {
+  const values = getVariableValues(schema, operation.variableDefinitions ?? [], variables);
+  return 'coerced' in values ? values.coerced : undefined;
 }
 
 /** What a walk over a response reports; each call returns false to end the walk. */
 interface ResponseVisitor {
-  /** An object of the concrete `type`, with its key when it is an entity, directly in a list or not. */
-  object(type: GraphQLObjectType, key: string | undefined, inList: boolean): boolean;
+  /**
+   * An object of the concrete `type`, with its key when it is an entity, directly in a list or not;
+   * `value` reads the fields its type's lists are named by (listArguments.ts), undefined when absent.
+   */
+  object(type: GraphQLObjectType, key: string | undefined, inList: boolean, value: (field: string) => unknown): boolean;
+  /** A list field present in the response (its value may be `null`), below an object of `parent`. */
+  listField?(parent: GraphQLObjectType, definition: GraphQLField<unknown, unknown>, node: FieldNode): boolean;
   /**
    * A place that could have held objects of these types holds none: a `null` or an empty list;
    * `list` when the place is (or is in) a list.
@@ -161,8 +222,17 @@ function walkResponse(
 interface ObjectShape {
   /** Response keys that can hold the entity key; undefined when the type has no key field. */
   keyResponseKeys: readonly string[] | undefined;
-  /** Response keys whose values hold objects, with the declared type and the plan below. */
-  objectFields: ReadonlyArray<{ responseKey: string; type: GraphQLOutputType; plan: SelectionPlan }>;
+  /** Response keys whose values hold objects, with the field, its definition and the plan below. */
+  objectFields: readonly ObjectField[];
+  /** Response keys that can hold each field a mutation's list tags need (see `ResponseVisitor.object`). */
+  valueResponseKeys: ReadonlyMap<string, readonly string[]>;
+}
+
+interface ObjectField {
+  responseKey: string;
+  node: FieldNode;
+  definition: GraphQLField<unknown, unknown>;
+  plan: SelectionPlan;
 }
 
 /** Shapes by plan node and concrete type name; a plan belongs to one prepared operation, so to one schema. */
@@ -181,7 +251,9 @@ class ResponseWalk {
   fields(object: Record<string, unknown>, type: GraphQLObjectType, plan: SelectionPlan): boolean {
     for (const field of this.shape(type, plan).objectFields) {
       if (!Object.hasOwn(object, field.responseKey)) continue;
-      if (!this.value(object[field.responseKey], field.type, field.plan, false)) return false;
+      const { definition } = field;
+      if (this.visitor.listField && isListType(getNullableType(definition.type)) && !this.visitor.listField(type, definition, field.node)) return false;
+      if (!this.value(object[field.responseKey], definition.type, field.plan, false)) return false;
     }
     return true;
   }
@@ -203,7 +275,8 @@ class ResponseWalk {
     const key = shape.keyResponseKeys && keyOf(value, shape.keyResponseKeys);
     if (key === MISSING_KEY && !this.visitor.keyMissing(concrete)) return false;
     const entityKey = typeof key === 'string' ? key : undefined;
-    return this.visitor.object(concrete, entityKey, inList) && this.fields(value, concrete, plan);
+    const fieldValue = (field: string): unknown => firstPresent(value, shape.valueResponseKeys.get(field) ?? []);
+    return this.visitor.object(concrete, entityKey, inList, fieldValue) && this.fields(value, concrete, plan);
   }
 
   /** The concrete type named by whichever `__typename` the object received. */
@@ -245,24 +318,39 @@ class ResponseWalk {
   private workOutShape(type: GraphQLObjectType, plan: SelectionPlan): ObjectShape {
     const filter = fragmentsFor(this.schema, type);
     const keyField = entityKeyField(type, this.prepared.keyFields);
+    const valueFields = this.prepared.lists?.valueFields(type);
+    const { addedKeyPrefix } = this.prepared;
     const definitions = type.getFields();
     const keyResponseKeys: string[] | undefined = keyField === undefined ? undefined : [];
-    const objectFields: Array<{ responseKey: string; type: GraphQLOutputType; plan: SelectionPlan }> = [];
+    const valueResponseKeys = new Map<string, string[]>();
+    const objectFields: ObjectField[] = [];
     for (const [responseKey, fields] of plan.fields(filter)) {
-      const field = fields[0]!;
-      if (field.name.value === keyField && (field.arguments ?? []).length === 0) keyResponseKeys?.push(responseKey);
-      const definition = definitions[field.name.value];
-      if (definition && isCompositeType(getNamedType(definition.type))) {
-        objectFields.push({ responseKey, type: definition.type, plan: plan.child(responseKey, filter) });
+      const node = fields[0]!;
+      const name = node.name.value;
+      const plain = (node.arguments ?? []).length === 0;
+      if (name === keyField && plain) keyResponseKeys?.push(responseKey);
+      // An object-valued one is read only where svc-cache selected exactly the sub-fields it compares.
+      if (valueFields?.has(name) && plain && (!valueFields.get(name) || responseKey.startsWith(addedKeyPrefix))) {
+        valueResponseKeys.set(name, [...(valueResponseKeys.get(name) ?? []), responseKey]);
       }
+      const definition = definitions[name];
+      // What svc-cache selected to name lists holds no objects of the answer's own.
+      if (!definition || !isCompositeType(getNamedType(definition.type)) || responseKey.startsWith(addedKeyPrefix)) continue;
+      objectFields.push({ responseKey, node, definition, plan: plan.child(responseKey, filter) });
     }
-    return { keyResponseKeys, objectFields };
+    return { keyResponseKeys, objectFields, valueResponseKeys };
   }
 
   private possibleTypes(type: GraphQLOutputType): readonly GraphQLObjectType[] {
     if (isObjectType(type)) return [type];
     return isAbstractType(type) ? this.schema.getPossibleTypes(type) : [];
   }
+}
+
+/** The value under the first of the response keys the object holds; undefined when it holds none. */
+function firstPresent(object: Record<string, unknown>, responseKeys: readonly string[]): unknown {
+  for (const responseKey of responseKeys) if (Object.hasOwn(object, responseKey)) return object[responseKey];
+  return undefined;
 }
 
 const MISSING_KEY = Symbol('missing key');

@@ -10,6 +10,11 @@ export const invalidationTag = {
   type: (type: string): string => `t:${type}`,
   /** A list that holds (or could hold) objects of the type. */
   list: (type: string): string => `l:${type}`,
+  /**
+   * A list field (`Parent.field`) that can hold objects of the type, with the values of the
+   * arguments that narrow it for that type (canonical JSON, hashed when long; see listArguments.ts).
+   */
+  listField: (type: string, coordinate: string, narrowed: string): string => `l:${type}:${coordinate}:${narrowed}`,
   /** A root query field. */
   query: (field: string): string => `q:${field}`,
   /** An operation name. */

@@ -1,5 +1,6 @@
-import { isInterfaceType, isObjectType, type GraphQLSchema } from 'graphql';
+import { getNamedType, getNullableType, isAbstractType, isInterfaceType, isListType, isObjectType, type GraphQLSchema } from 'graphql';
 import type { Config } from '../config/index.js';
+import { narrowingArgument } from '../invalidation/index.js';
 
 /**
  * Names in the configuration that the origin schema does not have. A misspelt type in a rule is not
@@ -37,7 +38,38 @@ export function configSchemaMismatches(config: Config, schema: GraphQLSchema): s
   for (const [typeName, fields] of Object.entries(config.keyFields.types)) {
     checkType(`keyFields.types.${typeName}`, typeName, fields);
   }
+  for (const [argument, field] of Object.entries(config.listArguments.fields)) {
+    const mismatch = listArgumentMismatch(schema, argument, field);
+    if (mismatch) mismatches.push(`listArguments.fields.${argument}: ${mismatch}`);
+  }
   return mismatches;
+}
+
+/**
+ * Why a `listArguments.fields` mapping (`Query.usersByTeam.team: User.teamId`, or `null` for an
+ * argument that must never narrow) names what is not there: the list field, its argument or the
+ * object field is missing, or the argument could never equal the field's value (listArguments.ts
+ * says which pairs compare).
+ */
+function listArgumentMismatch(schema: GraphQLSchema, argumentPath: string, fieldPath: string | null): string | undefined {
+  const [parentName, listName, argumentName] = argumentPath.split('.') as [string, string, string];
+  const parent = schema.getType(parentName);
+  if (!isObjectType(parent)) return `the origin schema has no object type ${parentName}`;
+  const list = parent.getFields()[listName];
+  const listType = list && getNullableType(list.type);
+  if (!list || !isListType(listType)) return `type ${parentName} has no list field ${listName}`;
+  const argument = list.args.find((candidate) => candidate.name === argumentName);
+  if (!argument) return `field ${parentName}.${listName} has no argument ${argumentName}`;
+  if (fieldPath === null) return undefined;
+  const [typeName, fieldName] = fieldPath.split('.') as [string, string];
+  const type = schema.getType(typeName);
+  const held = getNamedType(listType);
+  if (!isObjectType(type) || !(type === held || (isAbstractType(held) && schema.isSubType(held, type)))) {
+    return `${parentName}.${listName} cannot hold objects of type ${typeName}`;
+  }
+  if (!Object.hasOwn(type.getFields(), fieldName)) return `type ${typeName} has no field ${fieldName}`;
+  if (!narrowingArgument(argument, type, fieldName)) return `argument ${argumentName} can never equal ${typeName}.${fieldName} (their types differ), so it narrows nothing`;
+  return undefined;
 }
 
 const INTROSPECTION_FIELDS = new Set(['__schema', '__type']);

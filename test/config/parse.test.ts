@@ -69,6 +69,7 @@ apq:
       ],
       keyFields: { defaults: ['id', '_id'], types: { Product: ['sku'] } },
       mutationPolicy: 'Entity',
+      listArguments: { mode: 'match', fields: {} },
       purge: { tokens: ['s3cret'], header: 'svc-purge-token' },
       apq: { enabled: true, ttl: 86400, forwardPersistedQuery: false, maxBytes: 16 * 1024 * 1024 },
       limits: {
@@ -175,6 +176,14 @@ describe('parseConfig: ${ENV_VAR} substitution', () => {
     ]);
   });
 
+  it('refuses listArguments.fields entries that are not Type.field.argument: Type.field', () => {
+    expect(problems(`${ORIGIN}listArguments:\n  mode: some\n  fields:\n    Query.usersByTeam: User.teamId\n    Query.usersByTeam.team: teamId\n`)).toEqual([
+      'config.yaml: listArguments.mode: expected one of match, any, got "some" (line 4)',
+      'config.yaml: listArguments.fields: invalid name "Query.usersByTeam": expected Type.field.argument, e.g. Query.usersByTeam.team (line 6)',
+      'config.yaml: listArguments.fields["Query.usersByTeam.team"]: expected Type.field, e.g. User.teamId, or null, got "teamId" (line 7)',
+    ]);
+  });
+
   it('reports missing variables together with the other problems in the file', () => {
     expect(problems(`${ORIGIN}purge:\n  tokens: ["\${SVC_PURGE_TOKEN}"]\nmutationPolicy: All\n`)).toEqual([
       'config.yaml: purge.tokens[0]: environment variable SVC_PURGE_TOKEN is not set (line 4)',
@@ -207,7 +216,7 @@ describe('parseConfig: ${ENV_VAR} substitution', () => {
 describe('parseConfig: refusals', () => {
   it('refuses an unknown key at top level, suggesting the known ones', () => {
     expect(problems(`${ORIGIN}bogus: 1\n`)).toEqual([
-      'config.yaml: unknown key "bogus" at top level; expected one of: origin, schema, endpoints, grpc, redis, scopes, rules, keyFields, mutationPolicy, purge, apq, limits, cache, dashboard, logging (line 3)',
+      'config.yaml: unknown key "bogus" at top level; expected one of: origin, schema, endpoints, grpc, redis, scopes, rules, keyFields, mutationPolicy, listArguments, purge, apq, limits, cache, dashboard, logging (line 3)',
     ]);
   });
 

@@ -8,6 +8,8 @@ const LIST = '{ todos { id title } }';
 const TODO_1 = '{ todo(id: "1") { id title } }';
 const TODO_2 = '{ todo(id: "2") { id title } }';
 const USERS = '{ users { id name } }';
+const OPEN_TODOS = '{ todos(done: false) { id title } }';
+const DONE_TODOS = '{ todos(done: true) { id title } }';
 const SEARCH = '{ search(text: "") { ... on Todo { title } ... on User { name } } }';
 const PRODUCT_1 = '{ product(sku: "sku-1") { name price } }';
 
@@ -59,15 +61,35 @@ describe.each(['Entity', 'List', 'Type', 'None'] as const)('mutationPolicy %s', 
   });
 
   it('after adding a todo', async () => {
-    await warm(stack, [LIST, TODO_1, USERS]);
+    await warm(stack, [LIST, TODO_1, USERS, OPEN_TODOS, DONE_TODOS]);
     const add = await postGraphQL(stack.url, { query: 'mutation { addTodo(title: "New") { title done } }' });
     expect(add.text).toBe('{"data":{"addTodo":{"title":"New","done":false}}}');
-    const after = await cacheStatuses(stack, [LIST, TODO_1, USERS]);
+    const after = await cacheStatuses(stack, [LIST, TODO_1, USERS, OPEN_TODOS, DONE_TODOS]);
     const expected = {
       // docs/graphql-caching.md, Invalidation: an added item does not touch list queries under Entity.
-      Entity: ['HIT', 'HIT', 'HIT'],
-      List: ['MISS', 'HIT', 'HIT'],
-      Type: ['MISS', 'MISS', 'HIT'],
+      Entity: ['HIT', 'HIT', 'HIT', 'HIT', 'HIT'],
+      // The new todo is not done: the list of done todos cannot hold it (listArguments mode match).
+      List: ['MISS', 'HIT', 'HIT', 'MISS', 'HIT'],
+      Type: ['MISS', 'MISS', 'HIT', 'MISS', 'MISS'],
+      None: ['HIT', 'HIT', 'HIT', 'HIT', 'HIT'],
+    }[policy];
+    expect(after).toEqual(expected);
+    if (policy === 'List') {
+      const open = await postGraphQL(stack.url, { query: OPEN_TODOS });
+      expect(open.text).toBe('{"data":{"todos":[{"id":"1","title":"Buy milk"},{"id":"3","title":"Walk the dog"},{"id":"4","title":"New"}]}}');
+    }
+  });
+
+  it('after finishing todo 1', async () => {
+    await warm(stack, [OPEN_TODOS, DONE_TODOS, TODO_2]);
+    const finish = await postGraphQL(stack.url, { query: 'mutation { updateTodo(id: "1", done: true) { id } }' });
+    expect(finish.text).toBe('{"data":{"updateTodo":{"id":"1"}}}');
+    const after = await cacheStatuses(stack, [OPEN_TODOS, DONE_TODOS, TODO_2]);
+    const expected = {
+      // The open list holds Todo:1; the done list does not yet, so only List and Type reach it.
+      Entity: ['MISS', 'HIT', 'HIT'],
+      List: ['MISS', 'MISS', 'HIT'],
+      Type: ['MISS', 'MISS', 'MISS'],
       None: ['HIT', 'HIT', 'HIT'],
     }[policy];
     expect(after).toEqual(expected);

@@ -124,8 +124,8 @@ describe('responseTags', () => {
   it('gives up on a response naming more tags than the bound', async () => {
     const prepared = prepare('{ todos { title } }');
     const result = JSON.parse(await originBody(prepared.document));
-    expect(responseTags(schema, prepared, result, '', 6)).toHaveLength(6);
-    expect(responseTags(schema, prepared, result, '', 5)).toBeUndefined();
+    expect(responseTags(schema, prepared, result, '', {}, 6)).toHaveLength(6);
+    expect(responseTags(schema, prepared, result, '', {}, 5)).toBeUndefined();
   });
 
   it('gives up on an object whose __typename the schema does not know, rather than leave what it holds untagged', () => {

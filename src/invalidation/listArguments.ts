@@ -1,0 +1,260 @@
+import { createHash } from 'node:crypto';
+import {
+  getArgumentValues,
+  getNamedType,
+  getNullableType,
+  isAbstractType,
+  isCompositeType,
+  isEnumType,
+  isInputObjectType,
+  isLeafType,
+  isListType,
+  isObjectType,
+  isRequiredArgument,
+  isScalarType,
+  isSpecifiedScalarType,
+  type FieldNode,
+  type GraphQLArgument,
+  type GraphQLField,
+  type GraphQLInputType,
+  type GraphQLObjectType,
+  type GraphQLOutputType,
+  type GraphQLSchema,
+} from 'graphql';
+import type { ListArguments } from '../config/index.js';
+import { canonicalJson } from '../graphql/index.js';
+import { isPlainObject } from '../util/index.js';
+import { invalidationTag } from './tags.js';
+
+/**
+ * Argument-aware list invalidation (README, Invalidation after mutations; docs/graphql-caching.md,
+ * Invalidation). A list field's arguments narrow what it holds when they name a field of the
+ * objects in it: `usersByRole(role: admin)` holds users whose `role` is `admin`. So a cached list is
+ * tagged, per object type it could hold, with its field and the values of its narrowing arguments
+ * (`Query.usersByRole {"role":"admin"}`), and a mutation that returns an object computes, from the
+ * object's own field values, the tag of every list it could belong to: for each list field that
+ * can hold its type, one tag per subset of the field's narrowing arguments (a list cached with
+ * `role` alone, with `team` alone, with both, with neither). Both sides are worked out from the
+ * schema and `listArguments.fields` by this one index, so they agree.
+ *
+ * An argument narrows a list of type T when it maps (by name, or through `listArguments.fields`)
+ * to a field of T that takes no required arguments and either has the argument's own enum or
+ * built-in scalar type (String, ID, Int, Float, Boolean), neither being a list, or is an object
+ * whose fields match, by name and type, every field of the argument's input object type (all of
+ * them enums or built-in scalars). Everything else (`first`, `after`, a list argument, a custom
+ * scalar, a type mismatch) never narrows: such lists are invalidated
+ * whatever their value. A list field with more than `MAX_NARROWING_ARGUMENTS` narrowing arguments
+ * for a type counts as having none, which bounds a mutation's tags at 2^4 per list field.
+ */
+export const MAX_NARROWING_ARGUMENTS = 4;
+
+/** Argument values longer than this (as canonical JSON) are hashed in tags, so a tag stays short. */
+const MAX_ARGUMENT_TEXT = 128;
+
+/** How one argument narrows a list for one object type. */
+interface NarrowingArgument {
+  argument: GraphQLArgument;
+  /** The field of the object type whose value the argument must equal. */
+  field: string;
+  /** For an input-object argument: its fields, which the object field's value is compared on. */
+  subfields?: readonly string[];
+}
+
+/** One list field (`Parent.field`) as it concerns one object type it can hold. */
+interface ListFieldTarget {
+  coordinate: string;
+  narrowing: readonly NarrowingArgument[];
+}
+
+/** What a mutation's answer must hold of an object of a type to name its lists: field name to sub-fields (none for a leaf). */
+export type ListValueFields = ReadonlyMap<string, readonly string[] | undefined>;
+
+/** The index for one schema and one `listArguments` setting, worked out once. */
+export function listArgumentIndex(schema: GraphQLSchema, settings: ListArguments): ListArgumentIndex {
+  let bySettings = indexes.get(schema);
+  if (!bySettings) {
+    bySettings = new WeakMap();
+    indexes.set(schema, bySettings);
+  }
+  let index = bySettings.get(settings);
+  if (!index) {
+    index = new ListArgumentIndex(schema, settings);
+    bySettings.set(settings, index);
+  }
+  return index;
+}
+
+const indexes = new WeakMap<GraphQLSchema, WeakMap<ListArguments, ListArgumentIndex>>();
+
+export class ListArgumentIndex {
+  /** `mode: match`: mutations name the lists their objects belong to; `any`, every list of their types. */
+  readonly matching: boolean;
+  /** List fields by the object type they can hold. */
+  private readonly targetsByType = new Map<string, ListFieldTarget[]>();
+  /** List fields by coordinate, then by object type. */
+  private readonly targetsByField = new Map<string, Map<string, ListFieldTarget>>();
+  private readonly valueFieldsByType = new Map<string, ListValueFields>();
+
+  constructor(
+    private readonly schema: GraphQLSchema,
+    settings: ListArguments,
+  ) {
+    this.matching = settings.mode === 'match';
+    // No answer that is stored holds a list under the Mutation or Subscription root.
+    const writeRoots = new Set([schema.getMutationType(), schema.getSubscriptionType()]);
+    for (const parent of Object.values(schema.getTypeMap())) {
+      if (!isObjectType(parent) || parent.name.startsWith('__') || writeRoots.has(parent)) continue;
+      for (const field of Object.values(parent.getFields())) this.addListField(parent, field, settings.fields);
+    }
+  }
+
+  /** The fields a mutation's answer must hold of an object of this type for `mutationTags`. */
+  valueFields(type: GraphQLObjectType): ListValueFields {
+    return this.valueFieldsByType.get(type.name) ?? NO_FIELDS;
+  }
+
+  /**
+   * The tags of one list field's value in a stored answer: per object type it can hold, its
+   * coordinate and the values of the arguments that narrow it for that type (none narrow when the
+   * arguments cannot be read). `variables` are the operation's coerced variable values.
+   */
+  entryTags(parent: GraphQLObjectType, field: GraphQLField<unknown, unknown>, node: FieldNode, variables: Record<string, unknown> | undefined): string[] {
+    const targets = this.targetsByField.get(`${parent.name}.${field.name}`);
+    if (!targets) return [];
+    const values = variables && argumentValues(field, node, variables);
+    const tags: string[] = [];
+    for (const [typeName, target] of targets) {
+      const narrowed: Record<string, unknown> = {};
+      for (const narrowing of target.narrowing) {
+        const value = values?.[narrowing.argument.name];
+        if (narrows(value, narrowing)) narrowed[narrowing.argument.name] = value;
+      }
+      tags.push(listTag(typeName, target.coordinate, narrowed));
+    }
+    return tags;
+  }
+
+  /**
+   * The tags of every cached list an object of `type` could belong to, given its field values
+   * (`value(field)`, undefined when the answer lacks it). Undefined when a needed value is missing:
+   * the caller then names every list of the type.
+   */
+  mutationTags(type: GraphQLObjectType, value: (field: string) => unknown): string[] | undefined {
+    const tags: string[] = [];
+    for (const target of this.targetsByType.get(type.name) ?? []) {
+      const known: Array<[string, unknown]> = [];
+      for (const narrowing of target.narrowing) {
+        const fieldValue = value(narrowing.field);
+        if (fieldValue === undefined) return undefined;
+        const compared = narrowing.subfields && isPlainObject(fieldValue) ? pick(fieldValue, narrowing.subfields) : fieldValue;
+        if (narrows(compared, narrowing)) known.push([narrowing.argument.name, compared]);
+      }
+      for (let subset = 0; subset < 1 << known.length; subset++) {
+        const narrowed = Object.fromEntries(known.filter((_, bit) => (subset & (1 << bit)) !== 0));
+        tags.push(listTag(type.name, target.coordinate, narrowed));
+      }
+    }
+    return tags;
+  }
+
+  private addListField(parent: GraphQLObjectType, field: GraphQLField<unknown, unknown>, mappings: ListArguments['fields']): void {
+    const nullable = getNullableType(field.type);
+    if (!isListType(nullable)) return;
+    const named = getNamedType(nullable);
+    if (!isCompositeType(named)) return;
+    const coordinate = `${parent.name}.${field.name}`;
+    const possibleTypes = isAbstractType(named) ? this.schema.getPossibleTypes(named) : [named as GraphQLObjectType];
+    const byType = new Map<string, ListFieldTarget>();
+    for (const type of possibleTypes) {
+      const narrowing = field.args.flatMap((argument) => {
+        const mapped = mappings[`${coordinate}.${argument.name}`];
+        // null: the argument filters by something else than equality (a search), so never narrows.
+        if (mapped === null) return [];
+        const [mappedType, mappedField] = mapped?.split('.') ?? [];
+        const fieldName = mapped !== undefined && mappedType === type.name ? mappedField! : argument.name;
+        const found = narrowingArgument(argument, type, fieldName);
+        return found ? [found] : [];
+      });
+      const target = { coordinate, narrowing: narrowing.length > MAX_NARROWING_ARGUMENTS ? [] : narrowing };
+      byType.set(type.name, target);
+      let ofType = this.targetsByType.get(type.name);
+      if (!ofType) {
+        ofType = [];
+        this.targetsByType.set(type.name, ofType);
+      }
+      ofType.push(target);
+      this.addValueFields(type, target.narrowing);
+    }
+    this.targetsByField.set(coordinate, byType);
+  }
+
+  private addValueFields(type: GraphQLObjectType, narrowing: readonly NarrowingArgument[]): void {
+    if (narrowing.length === 0) return;
+    const fields = new Map(this.valueFieldsByType.get(type.name) ?? []);
+    for (const { field, subfields } of narrowing) {
+      const known = fields.get(field);
+      fields.set(field, subfields && [...new Set([...(known ?? []), ...subfields])]);
+    }
+    this.valueFieldsByType.set(type.name, fields);
+  }
+}
+
+const NO_FIELDS: ListValueFields = new Map();
+
+/**
+ * Whether `argument` narrows a list of `type` through the type's field `fieldName`, and how: see
+ * the rule at the top of this file. Also used to check `listArguments.fields` against the schema.
+ */
+export function narrowingArgument(argument: GraphQLArgument, type: GraphQLObjectType, fieldName: string): NarrowingArgument | undefined {
+  const field = type.getFields()[fieldName];
+  if (!field || field.args.some(isRequiredArgument)) return undefined;
+  const argumentType = getNullableType(argument.type);
+  const fieldType = getNullableType(field.type);
+  if (isLeafType(argumentType)) return sameLeafType(argumentType, fieldType) ? { argument, field: fieldName } : undefined;
+  if (!isInputObjectType(argumentType) || !isObjectType(fieldType)) return undefined;
+  const objectFields = fieldType.getFields();
+  const inputFields = Object.values(argumentType.getFields());
+  const comparable = inputFields.every((inputField) => {
+    const objectField = objectFields[inputField.name];
+    return objectField !== undefined && !objectField.args.some(isRequiredArgument) && sameLeafType(getNullableType(inputField.type), getNullableType(objectField.type));
+  });
+  return comparable && inputFields.length > 0 ? { argument, field: fieldName, subfields: inputFields.map((inputField) => inputField.name) } : undefined;
+}
+
+/**
+ * One enum, or one of GraphQL's own scalars, on both sides. A custom scalar may answer in another
+ * spelling than it is given in (a date with or without milliseconds), so it never compares equal
+ * safely, and never narrows.
+ */
+function sameLeafType(argumentType: GraphQLInputType, fieldType: GraphQLOutputType): boolean {
+  const comparable = isEnumType(argumentType) || (isScalarType(argumentType) && isSpecifiedScalarType(argumentType));
+  return comparable && isLeafType(fieldType) && argumentType.name === fieldType.name;
+}
+
+/**
+ * Whether a value narrows: `null` never does (an origin may read it as "no filter"), nor an input
+ * object missing one of its fields or holding a `null`.
+ */
+function narrows(value: unknown, narrowing: NarrowingArgument): boolean {
+  if (value === null || value === undefined) return false;
+  if (!narrowing.subfields) return true;
+  return isPlainObject(value) && narrowing.subfields.every((name) => value[name] !== null && value[name] !== undefined);
+}
+
+function pick(object: Record<string, unknown>, names: readonly string[]): Record<string, unknown> {
+  return Object.fromEntries(names.map((name) => [name, object[name]]));
+}
+
+function argumentValues(field: GraphQLField<unknown, unknown>, node: FieldNode, variables: Record<string, unknown>): Record<string, unknown> | undefined {
+  try {
+    return getArgumentValues(field, node, variables);
+  } catch {
+    return undefined;
+  }
+}
+
+function listTag(type: string, coordinate: string, narrowed: Record<string, unknown>): string {
+  const text = canonicalJson(narrowed);
+  const spelt = text.length <= MAX_ARGUMENT_TEXT ? text : `#${createHash('sha256').update(text).digest('base64url')}`;
+  return invalidationTag.listField(type, coordinate, spelt);
+}
