@@ -136,9 +136,9 @@ function serveStream(
         }
         if (!finished && message.observability_mode !== true) {
           call.write(answer);
-          // A finished exchange is ended at once rather than at Envoy's half-close. Envoy's
-          // closing RST_STREAM still follows, and nghttp2's guard against rapid resets
-          // (CVE-2023-44487) counts it even for a stream already closed: see README, Performance.
+          // Ending a finished exchange first leaves Envoy's closing RST_STREAM nothing open to
+          // reset: Node's HTTP/2 guard against rapid resets (CVE-2023-44487) would otherwise count
+          // one per request and close the whole connection every ~1000 streams.
           if (stream.complete) {
             finished = true;
             call.end();
