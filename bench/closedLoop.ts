@@ -161,7 +161,7 @@ const DRAIN_TIMEOUT_MS = 10_000;
 const BATCH_TIMEOUT_MS = 30_000;
 
 /** Nearest-rank percentile of ascending `sorted`. */
-function percentile(sorted: Float64Array, fraction: number): number {
+export function percentile(sorted: Float64Array, fraction: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]!;
 }

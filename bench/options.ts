@@ -12,13 +12,22 @@ export interface BenchOptions {
   envoyClose: EnvoyStreamClose;
   /** Profile the sidecar during the HIT and MISS scenarios and summarise where its CPU time went. */
   cpuProfile: boolean;
-  /** Run one part alone: `storage` fills the store and reads Redis memory, skipping the load scenarios. */
-  only: 'storage' | undefined;
+  /** The scenario groups to run; figures of the others are null. */
+  only: ReadonlySet<ScenarioGroup>;
+  /** Streams per h2load run of the server-bound GET HIT throughput. */
+  h2loadRequests: number;
+  /** Streams per second of the fixed-rate scenario; undefined: half the floor's h2load throughput. */
+  fixedRate: number | undefined;
 }
 
-export const USAGE = `usage: npm run bench -- [--json] [--duration S] [--warmup S] [--concurrency N] [--envoy-close C] [--cpu-prof] [--only storage]
+/** What `--only` selects; every group when it is not given. */
+export const SCENARIO_GROUPS = ['hit', 'miss', 'storage', 'yoga', 'stampede', 'reset-close', 'get-throughput', 'fixed-rate'] as const;
+export type ScenarioGroup = (typeof SCENARIO_GROUPS)[number];
 
-  --json            print one JSON object on stdout instead of the table
+export const USAGE = `usage: npm run bench -- [--json] [--duration S] [--warmup S] [--concurrency N] [--envoy-close C] [--cpu-prof]
+                          [--only GROUP,...] [--h2load-requests N] [--fixed-rate R]
+
+  --json            print one JSON object on one line of stdout instead of the table
   --duration S      measured seconds per scenario (default 5)
   --warmup S        unmeasured seconds before each scenario (default 2)
   --concurrency N   concurrent streams of the HIT scenarios (default 32)
@@ -27,7 +36,10 @@ export const USAGE = `usage: npm run bench -- [--json] [--duration S] [--warmup 
                     RST_STREAM, Envoy's default)
   --cpu-prof        CPU-profile the sidecar during the HIT and MISS scenarios and summarise where its
                     time went (slows those scenarios; the .cpuprofile files stay in the temp directory)
-  --only storage    only fill the store and print the Redis memory figures (a few seconds)
+  --only GROUP,...  run only these scenario groups (figures of the others are null): ${SCENARIO_GROUPS.join(', ')}
+  --h2load-requests N
+                    streams per h2load run of get-throughput (default 30000)
+  --fixed-rate R    streams per second of fixed-rate (default: half the floor's h2load throughput)
 `;
 
 /** Throws with the usage text on anything it does not understand. */
@@ -46,6 +58,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
         'envoy-close': { type: 'string', default: 'graceful' },
         'cpu-prof': { type: 'boolean', default: false },
         only: { type: 'string' },
+        'h2load-requests': { type: 'string', default: '30000' },
+        'fixed-rate': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -58,7 +72,6 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
   if (envoyClose !== 'graceful' && envoyClose !== 'reset') {
     throw new Error(`--envoy-close must be graceful or reset (got "${envoyClose}")\n${USAGE}`);
   }
-  if (values.only !== undefined && values.only !== 'storage') throw new Error(`--only must be storage (got "${values.only}")\n${USAGE}`);
   return {
     json: values.json,
     durationSeconds: numberIn('--duration', values.duration, 0.5, 60),
@@ -66,8 +79,18 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
     concurrency: Math.round(numberIn('--concurrency', values.concurrency, 1, 1024)),
     envoyClose,
     cpuProfile: values['cpu-prof'],
-    only: values.only,
+    only: scenarioGroups(values.only),
+    h2loadRequests: Math.round(numberIn('--h2load-requests', values['h2load-requests'], 1000, 1_000_000)),
+    fixedRate: values['fixed-rate'] === undefined ? undefined : Math.round(numberIn('--fixed-rate', values['fixed-rate'], 1, 100_000)),
   };
+}
+
+function scenarioGroups(list: string | undefined): ReadonlySet<ScenarioGroup> {
+  if (list === undefined) return new Set(SCENARIO_GROUPS);
+  const groups = list.split(',').map((group) => group.trim());
+  const unknown = groups.filter((group) => !(SCENARIO_GROUPS as readonly string[]).includes(group));
+  if (unknown.length > 0) throw new Error(`--only: unknown scenario group ${unknown.join(', ')}\n${USAGE}`);
+  return new Set(groups as ScenarioGroup[]);
 }
 
 function numberIn(option: string, text: string, min: number, max: number): number {

@@ -1,6 +1,9 @@
 import type { LoadFigures } from './closedLoop.js';
 import type { EnvoyStreamClose } from './extprocStreams.js';
+import type { OpenLoopFigures } from './openLoop.js';
+import type { ScenarioGroup } from './options.js';
 import type { ProfileSummary } from './profileSummary.js';
+import type { ServerThroughputFigures } from './serverThroughput.js';
 import type { StampedeFigures } from './stampede.js';
 
 export type ScenarioName =
@@ -24,38 +27,46 @@ export interface BenchReport {
     missConcurrency: number;
     envoyClose: EnvoyStreamClose;
     bodyBytes: number;
+    /** The groups that ran (`--only`); figures that need another group are null. */
+    scenarioGroups: ScenarioGroup[];
   };
   /** Sidecar HIT streams per second over the floor server's. */
-  hitThroughputRatio: number;
+  hitThroughputRatio: number | null;
   /** Sidecar CPU time per HIT over Yoga's. */
-  cpuPerHitRatio: number;
+  cpuPerHitRatio: number | null;
   /** Sidecar CPU time per HIT over the floor server's. */
-  hitCpuRatioToFloor: number;
+  hitCpuRatioToFloor: number | null;
   /** Sidecar CPU µs per HIT for a client without `accept-encoding`, which gets the stored body decompressed. */
-  hitCpuIdentityClientMicros: number;
+  hitCpuIdentityClientMicros: number | null;
   /** Sidecar CPU time per HIT with the dashboard on (the default) over the same with it off. */
-  dashboardOnHitCpuRatio: number;
+  dashboardOnHitCpuRatio: number | null;
   /** Sidecar CPU time per HIT of one user in a scope keyed on a header, and on a verified JWT's claim. */
-  hitCpuHeaderScopeMicros: number;
-  hitCpuJwtScopeMicros: number;
+  hitCpuHeaderScopeMicros: number | null;
+  hitCpuJwtScopeMicros: number | null;
   /** The JWT scope's CPU per HIT over the header scope's: what keying on a verified claim costs a HIT. */
-  jwtScopeHitCpuRatio: number;
-  redisRoundTripsPerHit: number;
-  stampedeOriginRequests: number;
+  jwtScopeHitCpuRatio: number | null;
+  redisRoundTripsPerHit: number | null;
+  stampedeOriginRequests: number | null;
   /** p50 of a full MISS stream minus p50 of a pass-through stream, one stream at a time. */
-  missAddedLatencyMs: number;
+  missAddedLatencyMs: number | null;
   /** Redis bytes per entry key over the bytes of the body it holds. */
-  storedBytesPerBodyByte: number;
+  storedBytesPerBodyByte: number | null;
   /** MEMORY USAGE of every svc-cache key (tag indexes and bookkeeping too) per entry over body bytes. */
-  redisMemoryPerBodyByte: number;
+  redisMemoryPerBodyByte: number | null;
   /** HIT streams that failed when closed with half-close and RST_STREAM, Envoy's default (see `resetClose`). */
-  resetCloseFailedStreams: number;
-  scenarios: Record<ScenarioName, LoadFigures>;
+  resetCloseFailedStreams: number | null;
+  /** Sidecar GET HITs per second per core of its own CPU, from h2load (see `serverThroughput`). */
+  getHitsPerSecondPerCore: number | null;
+  /** Sidecar GET HITs per second per core over the floor's, both from h2load. */
+  getHitServerThroughputRatio: number | null;
+  /** p99 of sidecar GET HITs minus the floor's, at a fixed rate of half the floor's capacity (see `fixedRate`). */
+  hitAddedP99Ms: number | null;
+  scenarios: Partial<Record<ScenarioName, LoadFigures>>;
   /**
    * svc-cache's keys in Redis after the MISS scenario, in bytes per entry: MEMORY USAGE of the entry
    * keys, their values' length, and MEMORY USAGE of every key (tag indexes and bookkeeping too).
    */
-  storage: {
+  storage?: {
     entries: number;
     keys: number;
     entryKeyMemoryPerEntry: number;
@@ -63,8 +74,14 @@ export interface BenchReport {
     allKeysMemoryPerEntry: number;
     bodyBytes: number;
   };
-  stampede: StampedeFigures;
-  resetClose: { streams: number; failedStreams: number; firstError?: string };
+  stampede?: StampedeFigures;
+  resetClose?: { streams: number; failedStreams: number; firstError?: string };
+  /** GET HITs answered on their request headers, one prebuilt message per stream, sent by h2load. */
+  serverThroughput?:
+    | { tool: 'h2load'; connections: number; streamsPerConnection: number; sidecar: ServerThroughputFigures; floor: ServerThroughputFigures }
+    | { skipped: string };
+  /** The same GET HITs, open loop at a fixed rate: half the floor's h2load throughput unless `--fixed-rate` says. */
+  fixedRate?: { floorCapacityPerSecond: number | null; sidecar: OpenLoopFigures; floor: OpenLoopFigures } | { skipped: string };
   /** With --cpu-prof: where the sidecar's CPU time went during the HIT and the MISS scenario. */
   sidecarHitProfile?: ProfileSummary;
   sidecarMissProfile?: ProfileSummary;
@@ -79,9 +96,10 @@ export function formatTable(report: BenchReport): string {
       `HIT scenarios at ${settings.concurrency} concurrent streams, MISS and pass-through at ${settings.missConcurrency}; ` +
       `answers of ${settings.bodyBytes} bytes; ext_proc streams closed the ${settings.envoyClose} way`,
     '',
-    columns(['scenario', 'streams/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'errors']),
-    ...SCENARIO_ROWS.map(([name, label]) => {
+    ...(Object.keys(scenarios).length === 0 ? [] : [columns(['scenario', 'streams/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'errors'])]),
+    ...SCENARIO_ROWS.flatMap(([name, label]) => {
       const figures = scenarios[name];
+      if (!figures) return [];
       return columns([
         label,
         figures.streamsPerSecond.toLocaleString('en-US'),
@@ -92,12 +110,14 @@ export function formatTable(report: BenchReport): string {
       ]);
     }),
     '',
-    ...FIGURE_ROWS.map(([key, meaning]) => `${key.padEnd(24)} ${formatFigure(report[key]).padStart(8)}   ${meaning(report)}`),
+    ...getHitRows(report),
+    '',
+    ...FIGURE_ROWS.map(([key, meaning]) => `${key.padEnd(27)} ${formatFigure(report[key]).padStart(8)}   ${meaning(report)}`),
   ];
   for (const [name, figures] of Object.entries(scenarios)) {
     if (figures.firstError !== undefined) lines.push(`first error in ${name}: ${figures.firstError}`);
   }
-  if (report.resetClose.firstError !== undefined) lines.push(`first error of the reset-closed HITs: ${report.resetClose.firstError}`);
+  if (report.resetClose?.firstError !== undefined) lines.push(`first error of the reset-closed HITs: ${report.resetClose.firstError}`);
   if (report.sidecarHitProfile) lines.push('', ...formatProfile('HIT', report.sidecarHitProfile));
   if (report.sidecarMissProfile) lines.push('', ...formatProfile('MISS', report.sidecarMissProfile));
   return `${lines.join('\n')}\n`;
@@ -129,7 +149,10 @@ type FigureKey =
   | 'storedBytesPerBodyByte'
   | 'redisMemoryPerBodyByte'
   | 'stampedeOriginRequests'
-  | 'resetCloseFailedStreams';
+  | 'resetCloseFailedStreams'
+  | 'getHitsPerSecondPerCore'
+  | 'getHitServerThroughputRatio'
+  | 'hitAddedP99Ms';
 
 const FIGURE_ROWS: ReadonlyArray<readonly [FigureKey, (report: BenchReport) => string]> = [
   ['hitThroughputRatio', () => 'sidecar HIT streams/s ÷ floor HIT streams/s'],
@@ -145,25 +168,76 @@ const FIGURE_ROWS: ReadonlyArray<readonly [FigureKey, (report: BenchReport) => s
   [
     'storedBytesPerBodyByte',
     ({ storage }) =>
-      `Redis MEMORY USAGE per entry key ÷ body bytes (${storage.entryKeyMemoryPerEntry} ÷ ${storage.bodyBytes}; ` +
-      `encoded value ${storage.entryValuePerEntry} B)`,
+      storage
+        ? `Redis MEMORY USAGE per entry key ÷ body bytes (${storage.entryKeyMemoryPerEntry} ÷ ${storage.bodyBytes}; ` +
+          `encoded value ${storage.entryValuePerEntry} B)`
+        : NOT_RUN,
   ],
   [
     'redisMemoryPerBodyByte',
     ({ storage }) =>
-      `MEMORY USAGE of all ${storage.keys} svc-cache keys (tag indexes too) per entry ÷ body bytes (${storage.allKeysMemoryPerEntry} B)`,
+      storage
+        ? `MEMORY USAGE of all ${storage.keys} svc-cache keys (tag indexes too) per entry ÷ body bytes (${storage.allKeysMemoryPerEntry} B)`
+        : NOT_RUN,
   ],
   [
     'stampedeOriginRequests',
     ({ stampede }) =>
-      `origin requests for ${stampede.concurrentRequests} identical concurrent MISSes, origin delay ${stampede.originDelayMs} ms ` +
+      !stampede
+        ? NOT_RUN
+        : `origin requests for ${stampede.concurrentRequests} identical concurrent MISSes, origin delay ${stampede.originDelayMs} ms ` +
       `(answers: ${Object.entries(stampede.answers).map(([label, count]) => `${count} ${label}`).join(', ')})`,
   ],
   [
     'resetCloseFailedStreams',
-    ({ resetClose }) => `HIT streams failed of ${resetClose.streams} closed with half-close + RST_STREAM, Envoy's default`,
+    ({ resetClose }) =>
+      resetClose ? `HIT streams failed of ${resetClose.streams} closed with half-close + RST_STREAM, Envoy's default` : NOT_RUN,
+  ],
+  ['getHitsPerSecondPerCore', ({ serverThroughput }) => skippedOr(serverThroughput, 'sidecar GET HITs/s ÷ sidecar CPU cores used, h2load')],
+  ['getHitServerThroughputRatio', ({ serverThroughput }) => skippedOr(serverThroughput, 'sidecar ÷ floor GET HITs/s per core, h2load')],
+  [
+    'hitAddedP99Ms',
+    ({ fixedRate }) =>
+      skippedOr(fixedRate, `sidecar p99 − floor p99, ms, GET HITs open loop at ${fixedRate && 'sidecar' in fixedRate ? fixedRate.sidecar.ratePerSecond : '?'}/s`),
   ],
 ];
+
+const NOT_RUN = '(scenario not run)';
+
+function skippedOr(figures: { skipped: string } | object | undefined, meaning: string): string {
+  if (figures === undefined) return NOT_RUN;
+  return 'skipped' in figures ? `skipped: ${figures.skipped}` : meaning;
+}
+
+/** The h2load and fixed-rate rows: GET HITs answered on their request headers. */
+function getHitRows({ serverThroughput, fixedRate }: BenchReport): string[] {
+  const rows: string[] = [];
+  if (serverThroughput && 'sidecar' in serverThroughput) {
+    rows.push(columns(['GET HIT, h2load (server-bound)', 'streams/s', 'cores', 'per core', 'CPU µs/req', 'ok']));
+    for (const [label, figures] of [['sidecar', serverThroughput.sidecar], ['floor', serverThroughput.floor]] as const) {
+      rows.push(
+        columns([
+          `  ${label}`,
+          figures.requestsPerSecond.toLocaleString('en-US'),
+          figures.coresUsed.toFixed(2),
+          figures.requestsPerSecondPerCore.toLocaleString('en-US'),
+          figures.cpuMicrosPerRequest.toFixed(1),
+          String(figures.succeeded),
+        ]),
+      );
+    }
+  }
+  if (fixedRate && 'sidecar' in fixedRate) {
+    rows.push(columns([`GET HIT, open loop at ${fixedRate.sidecar.ratePerSecond}/s`, 'streams', 'p50 ms', 'p99 ms', 'max ms', 'errors']));
+    for (const [label, figures] of [['sidecar', fixedRate.sidecar], ['floor', fixedRate.floor]] as const) {
+      rows.push(
+        columns([`  ${label}`, String(figures.requests), figures.p50Ms.toFixed(3), figures.p99Ms.toFixed(3), figures.maxMs.toFixed(3), String(figures.errors)]),
+      );
+      if (figures.firstError !== undefined) rows.push(`  first error: ${figures.firstError}`);
+    }
+  }
+  return rows;
+}
 
 const COLUMN_WIDTHS = [44, 10, 9, 9, 11, 7];
 
@@ -171,7 +245,8 @@ function columns(cells: readonly string[]): string {
   return cells.map((cell, index) => (index === 0 ? cell.padEnd(COLUMN_WIDTHS[0]!) : cell.padStart(COLUMN_WIDTHS[index]!))).join(' ');
 }
 
-function formatFigure(value: number): string {
+function formatFigure(value: number | null): string {
+  if (value === null) return '-';
   return Number.isInteger(value) ? String(value) : value.toFixed(2);
 }
 

@@ -8,17 +8,21 @@ import { startChildServer, type ChildServer } from './childServer.js';
 import { round, runBatch, runClosedLoop, runInterleaved } from './closedLoop.js';
 import { EnvoyStreams, headerSet, type EnvoyStreamClose } from './extprocStreams.js';
 import { HttpPoster } from './httpPoster.js';
-import { USAGE, parseOptions, type BenchOptions } from './options.js';
+import { USAGE, parseOptions, type BenchOptions, type ScenarioGroup } from './options.js';
 import { summariseProfile } from './profileSummary.js';
+import { grpcFrame } from './grpcFrame.js';
+import { runOpenLoop, type OpenLoopPlan } from './openLoop.js';
 import { RedisProbe } from './redisProbe.js';
 import { formatTable, type BenchReport } from './report.js';
-import { measureStampede } from './stampede.js';
+import { h2loadMissing, measureServerThroughput } from './serverThroughput.js';
+import { measureStampede, type StampedeFigures } from './stampede.js';
 import { Teardown } from './teardown.js';
 import {
   BENCH_JWT_SECRET,
   GRAPHQL_PATH,
   HIT_QUERY,
   ORIGIN_RESPONSE_BODY,
+  getRequestHeaders,
   graphqlRequestBody,
   missQuery,
   originResponseBodyMessage,
@@ -31,7 +35,7 @@ import {
 /**
  * `npm run bench`: starts Redis, the demo origin, and in child processes of their own the sidecar,
  * two floor ext_proc servers and GraphQL Yoga; drives each as its clients would; prints a table,
- * or one JSON object with --json. Whatever happens, everything it started is stopped.
+ * or one JSON object on one line with --json. Whatever happens, everything it started is stopped.
  */
 
 /** Measured rounds of the HIT scenarios, after one unmeasured round (closedLoop.ts, runInterleaved). */
@@ -41,6 +45,11 @@ const ROUND_TRIP_BATCH = 2000;
 /** A MISS's added latency is a property of one request, not of a queue behind busy CPUs. */
 const MISS_CONCURRENCY = 1;
 const STAMPEDE_REQUESTS = 100;
+/** h2load's and the fixed-rate client's connections, and streams in flight on each (Envoy-like fan-in). */
+const H2LOAD_CONNECTIONS = 4;
+const H2LOAD_STREAMS_PER_CONNECTION = 32;
+/** The fixed-rate scenario runs at this share of the floor's h2load throughput. */
+const FIXED_RATE_SHARE_OF_FLOOR = 0.5;
 /** Past nghttp2's default burst of 1000 resets, so that its limit shows. */
 const RESET_CLOSE_STREAMS = 3000;
 /**
@@ -80,12 +89,8 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   try {
-    if (options.only === 'storage') {
-      process.stdout.write(`${JSON.stringify(await runStorageOnly(options), null, 2)}\n`);
-      return 0;
-    }
     const report = await runBenchmark(options);
-    process.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : formatTable(report));
+    process.stdout.write(options.json ? `${JSON.stringify(report)}\n` : formatTable(report));
     return 0;
   } catch (error) {
     if (interruption.signal.aborted) return 130;
@@ -96,43 +101,30 @@ async function main(argv: readonly string[]): Promise<number> {
 
 async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
   const [loadAverageAtStart = NaN] = loadavg();
+  const wanted = (...groups: ScenarioGroup[]): boolean => groups.some((group) => options.only.has(group));
   progress('starting Redis, the demo origin and the servers');
   const redis = await startRedisServer();
   teardown.add('Redis', () => redis.stop());
   const origin = await startDemoOrigin({ port: 0 });
   teardown.add('demo origin', () => origin.close());
   const [sidecar, sidecarDashboardOff, floorHit, floorContinue, yoga] = await startChildren([
-    ['sidecar', 'sidecar.ts', [redis.url, origin.url, 'on']],
-    ['sidecar (dashboard off)', 'sidecar.ts', [redis.url, origin.url, 'off']],
-    ['floor (hit)', 'floor.ts', ['hit']],
-    ['floor (continue)', 'floor.ts', ['continue']],
-    ['Yoga', 'yoga.ts', []],
+    ['sidecar', 'sidecar.ts', [redis.url, origin.url, 'on'], true],
+    ['sidecar (dashboard off)', 'sidecar.ts', [redis.url, origin.url, 'off'], wanted('hit')],
+    ['floor (hit)', 'floor.ts', ['hit'], wanted('hit', 'get-throughput', 'fixed-rate')],
+    ['floor (continue)', 'floor.ts', ['continue'], wanted('miss')],
+    ['Yoga', 'yoga.ts', [], wanted('yoga')],
   ]);
   // Started after the others, so that seven children do not contend for the CPUs at once.
   const [sidecarHeaderScope, sidecarJwtScope] = await startChildren([
-    ['sidecar (header scope)', 'sidecar.ts', [redis.url, origin.url, 'on', 'header']],
-    ['sidecar (JWT scope)', 'sidecar.ts', [redis.url, origin.url, 'on', 'jwt']],
+    ['sidecar (header scope)', 'sidecar.ts', [redis.url, origin.url, 'on', 'header'], wanted('hit')],
+    ['sidecar (JWT scope)', 'sidecar.ts', [redis.url, origin.url, 'on', 'jwt'], wanted('hit')],
   ]);
   const probe = new RedisProbe(redis.url);
   teardown.add('Redis probe', () => probe.close());
-  const sidecarStreams = streamsTo(sidecar, options.envoyClose);
-  const dashboardOffStreams = streamsTo(sidecarDashboardOff, options.envoyClose);
-  const headerScopeStreams = streamsTo(sidecarHeaderScope, options.envoyClose);
-  const jwtScopeStreams = streamsTo(sidecarJwtScope, options.envoyClose);
-  const floorHitStreams = streamsTo(floorHit, options.envoyClose);
-  const floorContinueStreams = streamsTo(floorContinue, options.envoyClose);
-  const yogaPoster = new HttpPoster(`http://127.0.0.1:${yoga.port}${GRAPHQL_PATH}`, options.concurrency);
-  teardown.add('HTTP client', () => yogaPoster.close());
+  const sidecarStreams = streamsTo(sidecar!, options.envoyClose);
 
   const hitBody = graphqlRequestBody(HIT_QUERY);
   await primeSidecar(sidecarStreams, hitBody);
-  // Same Redis, same public key: the entry the first sidecar stored is this one's HIT too.
-  await expectHit(dashboardOffStreams, hitBody);
-  // One user's HITs in a scope: keyed on a header's value, or on the sub of a JWT verified once.
-  const headerScope = [['x-team', 'team-1']] as const;
-  const jwtScope = [['authorization', `Bearer ${await benchToken()}`]] as const;
-  await primeSidecar(headerScopeStreams, hitBody, headerScope);
-  await primeSidecar(jwtScopeStreams, hitBody, jwtScope);
   const loadPlan = (server: ChildServer, request: () => Promise<void>, concurrency = options.concurrency) => ({
     concurrency,
     warmupMs: options.warmupSeconds * 1000,
@@ -142,93 +134,104 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
     signal: interruption.signal,
   });
   const sidecarHitRequest = () => expectHit(sidecarStreams, hitBody);
-
   const profileFiles = { hit: profileFileFor('hit'), miss: profileFileFor('miss') };
   const profiled = (file: string) =>
-    options.cpuProfile ? { window: { opened: () => sidecar.startProfile(), closing: () => sidecar.stopProfile(file) } } : {};
-  const hits = await runInterleaved(
-    {
-      sidecar: { ...loadPlan(sidecar, sidecarHitRequest), ...profiled(profileFiles.hit) },
-      identityClient: loadPlan(sidecar, () => expectHit(sidecarStreams, hitBody, [], 'identity')),
-      dashboardOff: loadPlan(sidecarDashboardOff, () => expectHit(dashboardOffStreams, hitBody)),
-      headerScope: loadPlan(sidecarHeaderScope, () => expectHit(headerScopeStreams, hitBody, headerScope)),
-      jwtScope: loadPlan(sidecarJwtScope, () => expectHit(jwtScopeStreams, hitBody, jwtScope)),
-      floor: loadPlan(floorHit, () => expectHit(floorHitStreams, hitBody)),
-    },
-    HIT_ROUNDS,
-    (round) => progress(round === 0 ? 'HIT: every HIT scenario once, unmeasured' : `HIT: round ${round} of ${HIT_ROUNDS}`),
-  );
-  const {
-    sidecar: sidecarHit,
-    identityClient: sidecarHitIdentityClient,
-    dashboardOff: sidecarHitDashboardOff,
-    headerScope: sidecarHitHeaderScope,
-    jwtScope: sidecarHitJwtScope,
-    floor: floorHitFigures,
-  } = hits;
-  progress('Redis commands per HIT');
-  const hitCommands = await probe.commandsDuring(async () => {
-    const batch = await runBatch(ROUND_TRIP_BATCH, options.concurrency, sidecarHitRequest, interruption.signal);
-    if (batch.failed > 0) throw new Error(`${batch.failed} of ${ROUND_TRIP_BATCH} HITs failed: ${batch.firstError}`);
-  });
-  progress('MISS: sidecar');
+    options.cpuProfile ? { window: { opened: () => sidecar!.startProfile(), closing: () => sidecar!.stopProfile(file) } } : {};
+  const scenarios: BenchReport['scenarios'] = {};
+  let redisRoundTripsPerHit: number | undefined;
+
+  if (wanted('hit')) {
+    const dashboardOffStreams = streamsTo(sidecarDashboardOff!, options.envoyClose);
+    const headerScopeStreams = streamsTo(sidecarHeaderScope!, options.envoyClose);
+    const jwtScopeStreams = streamsTo(sidecarJwtScope!, options.envoyClose);
+    const floorHitStreams = streamsTo(floorHit!, options.envoyClose);
+    // Same Redis, same public key: the entry the first sidecar stored is this one's HIT too.
+    await expectHit(dashboardOffStreams, hitBody);
+    // One user's HITs in a scope: keyed on a header's value, or on the sub of a JWT verified once.
+    const headerScope = [['x-team', 'team-1']] as const;
+    const jwtScope = [['authorization', `Bearer ${await benchToken()}`]] as const;
+    await primeSidecar(headerScopeStreams, hitBody, headerScope);
+    await primeSidecar(jwtScopeStreams, hitBody, jwtScope);
+    const hits = await runInterleaved(
+      {
+        sidecar: { ...loadPlan(sidecar!, sidecarHitRequest), ...profiled(profileFiles.hit) },
+        identityClient: loadPlan(sidecar!, () => expectHit(sidecarStreams, hitBody, [], 'identity')),
+        dashboardOff: loadPlan(sidecarDashboardOff!, () => expectHit(dashboardOffStreams, hitBody)),
+        headerScope: loadPlan(sidecarHeaderScope!, () => expectHit(headerScopeStreams, hitBody, headerScope)),
+        jwtScope: loadPlan(sidecarJwtScope!, () => expectHit(jwtScopeStreams, hitBody, jwtScope)),
+        floor: loadPlan(floorHit!, () => expectHit(floorHitStreams, hitBody)),
+      },
+      HIT_ROUNDS,
+      (round) => progress(round === 0 ? 'HIT: every HIT scenario once, unmeasured' : `HIT: round ${round} of ${HIT_ROUNDS}`),
+    );
+    scenarios.sidecarHit = hits.sidecar;
+    scenarios.sidecarHitIdentityClient = hits.identityClient;
+    scenarios.sidecarHitDashboardOff = hits.dashboardOff;
+    scenarios.sidecarHitHeaderScope = hits.headerScope;
+    scenarios.sidecarHitJwtScope = hits.jwtScope;
+    scenarios.floorHit = hits.floor;
+    progress('Redis commands per HIT');
+    const hitCommands = await probe.commandsDuring(async () => {
+      const batch = await runBatch(ROUND_TRIP_BATCH, options.concurrency, sidecarHitRequest, interruption.signal);
+      if (batch.failed > 0) throw new Error(`${batch.failed} of ${ROUND_TRIP_BATCH} HITs failed: ${batch.firstError}`);
+    });
+    redisRoundTripsPerHit = round(hitCommands / ROUND_TRIP_BATCH, 3);
+  }
   let missSequence = 0;
-  const sidecarMiss = await runClosedLoop({
-    ...loadPlan(sidecar, () => expectMiss(sidecarStreams, (missSequence += 1)), MISS_CONCURRENCY),
-    ...profiled(profileFiles.miss),
-  });
-  progress('pass-through: floor');
-  const floorPassThrough = await runClosedLoop(
-    loadPlan(floorContinue, () => expectPassThrough(floorContinueStreams, fullStreamMessages(hitBody)), MISS_CONCURRENCY),
-  );
-  const { entries, everything } = await fillStore(probe, options.concurrency, () => expectMiss(sidecarStreams, (missSequence += 1)));
-  progress('HIT: Yoga');
-  await primeYoga(yogaPoster, hitBody);
-  const yogaHit = await runClosedLoop(loadPlan(yoga, () => expectOk(yogaPoster, hitBody)));
-  progress(`stampede: ${STAMPEDE_REQUESTS} identical MISSes through the gateway`);
-  const stampede = await measureStampede(sidecar.port, origin, STAMPEDE_REQUESTS);
-  progress(`${RESET_CLOSE_STREAMS} HITs closed as Envoy closes streams by default`);
-  const resetClose = await measureResetClose(sidecar, hitBody, options.concurrency);
+  if (wanted('miss')) {
+    const floorContinueStreams = streamsTo(floorContinue!, options.envoyClose);
+    progress('MISS: sidecar');
+    scenarios.sidecarMiss = await runClosedLoop({
+      ...loadPlan(sidecar!, () => expectMiss(sidecarStreams, (missSequence += 1)), MISS_CONCURRENCY),
+      ...profiled(profileFiles.miss),
+    });
+    progress('pass-through: floor');
+    scenarios.floorPassThrough = await runClosedLoop(
+      loadPlan(floorContinue!, () => expectPassThrough(floorContinueStreams, fullStreamMessages(hitBody)), MISS_CONCURRENCY),
+    );
+  }
+  let storage: StorageFigures | undefined;
+  if (wanted('storage')) storage = await fillStore(probe, options.concurrency, () => expectMiss(sidecarStreams, (missSequence += 1)));
+  if (wanted('yoga')) {
+    progress('HIT: Yoga');
+    const yogaPoster = new HttpPoster(`http://127.0.0.1:${yoga!.port}${GRAPHQL_PATH}`, options.concurrency);
+    teardown.add('HTTP client', () => yogaPoster.close());
+    await primeYoga(yogaPoster, hitBody);
+    scenarios.yogaHit = await runClosedLoop(loadPlan(yoga!, () => expectOk(yogaPoster, hitBody)));
+  }
+  let stampede: StampedeFigures | undefined;
+  if (wanted('stampede')) {
+    progress(`stampede: ${STAMPEDE_REQUESTS} identical MISSes through the gateway`);
+    stampede = await measureStampede(sidecar!.port, origin, STAMPEDE_REQUESTS);
+  }
+  let resetClose: BenchReport['resetClose'];
+  if (wanted('reset-close')) {
+    progress(`${RESET_CLOSE_STREAMS} HITs closed as Envoy closes streams by default`);
+    resetClose = await measureResetClose(sidecar!, hitBody, options.concurrency);
+  }
+  const getHitFrame = wanted('get-throughput', 'fixed-rate') ? await primeGetHit(sidecarStreams) : undefined;
+  const h2loadMissing = getHitFrame && (await whyNoH2load());
+  let serverThroughput: BenchReport['serverThroughput'];
+  if (wanted('get-throughput') && getHitFrame) {
+    serverThroughput = h2loadMissing === undefined ? await measureGetHitThroughput(options, sidecar!, floorHit!, getHitFrame) : { skipped: h2loadMissing };
+  }
+  let fixedRate: BenchReport['fixedRate'];
+  if (wanted('fixed-rate') && getHitFrame) {
+    fixedRate = h2loadMissing === undefined || options.fixedRate !== undefined ? await measureFixedRate(options, sidecar!, floorHit!, getHitFrame, serverThroughput) : { skipped: h2loadMissing };
+  }
   const profiles = options.cpuProfile
-    ? { sidecarHitProfile: await summariseProfile(profileFiles.hit), sidecarMissProfile: await summariseProfile(profileFiles.miss) }
+    ? {
+        ...(scenarios.sidecarHit && { sidecarHitProfile: await summariseProfile(profileFiles.hit) }),
+        ...(scenarios.sidecarMiss && { sidecarMissProfile: await summariseProfile(profileFiles.miss) }),
+      }
     : {};
 
-  return buildReport(options, {
-    scenarios: {
-      sidecarHit,
-      sidecarHitIdentityClient,
-      sidecarHitDashboardOff,
-      sidecarHitHeaderScope,
-      sidecarHitJwtScope,
-      floorHit: floorHitFigures,
-      yogaHit,
-      sidecarMiss,
-      floorPassThrough,
-    },
-    redisRoundTripsPerHit: round(hitCommands / ROUND_TRIP_BATCH, 3),
-    entries,
-    everything,
-    stampede,
-    resetClose,
-    profiles,
-    loadAverageAtStart,
-  });
+  return buildReport(options, { scenarios, redisRoundTripsPerHit, storage, stampede, resetClose, serverThroughput, fixedRate, profiles, loadAverageAtStart });
 }
 
-/** `--only storage`: the store filled by MISSes through one sidecar, and the Redis memory figures alone. */
-async function runStorageOnly(options: BenchOptions): Promise<Pick<BenchReport, 'storedBytesPerBodyByte' | 'redisMemoryPerBodyByte' | 'storage'> & { loadAverageAtStart: number }> {
-  const [loadAverageAtStart = NaN] = loadavg();
-  const redis = await startRedisServer();
-  teardown.add('Redis', () => redis.stop());
-  const origin = await startDemoOrigin({ port: 0 });
-  teardown.add('demo origin', () => origin.close());
-  const [sidecar] = await startChildren([['sidecar', 'sidecar.ts', [redis.url, origin.url, 'off']]]);
-  const probe = new RedisProbe(redis.url);
-  teardown.add('Redis probe', () => probe.close());
-  const streams = streamsTo(sidecar, options.envoyClose);
-  let missSequence = 0;
-  const { entries, everything } = await fillStore(probe, options.concurrency, () => expectMiss(streams, (missSequence += 1)));
-  return { loadAverageAtStart: round(loadAverageAtStart, 2), ...storageFigures(entries, everything) };
+interface StorageFigures {
+  entries: { keys: number; memoryBytes: number; valueBytes: number };
+  everything: { keys: number; memoryBytes: number };
 }
 
 /** MISSes until STORAGE_ENTRIES entries are stored, then the sizes of the entry keys and of every key. */
@@ -242,36 +245,22 @@ async function fillStore(probe: RedisProbe, concurrency: number, miss: () => Pro
   return { entries: await probe.keySizes(ENTRY_KEYS, 'string'), everything: await probe.keySizes(ALL_KEYS) };
 }
 
-function storageFigures(
-  entries: { keys: number; memoryBytes: number; valueBytes: number },
-  everything: { keys: number; memoryBytes: number },
-): Pick<BenchReport, 'storedBytesPerBodyByte' | 'redisMemoryPerBodyByte' | 'storage'> {
-  const perEntry = (bytes: number): number => Math.round(bytes / entries.keys);
-  return {
-    storedBytesPerBodyByte: round(entries.memoryBytes / entries.keys / ORIGIN_RESPONSE_BODY.length, 3),
-    redisMemoryPerBodyByte: round(everything.memoryBytes / entries.keys / ORIGIN_RESPONSE_BODY.length, 3),
-    storage: {
-      entries: entries.keys,
-      keys: everything.keys,
-      entryKeyMemoryPerEntry: perEntry(entries.memoryBytes),
-      entryValuePerEntry: perEntry(entries.valueBytes),
-      allKeysMemoryPerEntry: perEntry(everything.memoryBytes),
-      bodyBytes: ORIGIN_RESPONSE_BODY.length,
-    },
-  };
-}
-
 function buildReport(
   options: BenchOptions,
-  measured: Pick<BenchReport, 'scenarios' | 'redisRoundTripsPerHit' | 'stampede' | 'resetClose'> & {
-    entries: { keys: number; memoryBytes: number; valueBytes: number };
-    everything: { keys: number; memoryBytes: number };
+  measured: Pick<BenchReport, 'scenarios' | 'resetClose' | 'serverThroughput' | 'fixedRate'> & {
+    redisRoundTripsPerHit: number | undefined;
+    storage: StorageFigures | undefined;
+    stampede: StampedeFigures | undefined;
     loadAverageAtStart: number;
     profiles: Pick<BenchReport, 'sidecarHitProfile' | 'sidecarMissProfile'>;
   },
 ): BenchReport {
-  const { scenarios, entries, everything } = measured;
-  const ratio = (numerator: number, denominator: number): number => round(numerator / denominator, 3);
+  const { scenarios, storage, stampede, resetClose, serverThroughput, fixedRate } = measured;
+  const ratio = (numerator: number | undefined, denominator: number | undefined): number | null =>
+    numerator === undefined || denominator === undefined ? null : round(numerator / denominator, 3);
+  const perEntry = (bytes: number, entries: number): number => Math.round(bytes / entries);
+  const throughput = serverThroughput && 'sidecar' in serverThroughput ? serverThroughput : undefined;
+  const latency = fixedRate && 'sidecar' in fixedRate ? fixedRate : undefined;
   return {
     machine: {
       cpus: cpus().length,
@@ -287,33 +276,55 @@ function buildReport(
       missConcurrency: MISS_CONCURRENCY,
       envoyClose: options.envoyClose,
       bodyBytes: ORIGIN_RESPONSE_BODY.length,
+      scenarioGroups: [...options.only],
     },
-    hitThroughputRatio: ratio(scenarios.sidecarHit.streamsPerSecond, scenarios.floorHit.streamsPerSecond),
-    cpuPerHitRatio: ratio(scenarios.sidecarHit.cpuMicrosPerRequest, scenarios.yogaHit.cpuMicrosPerRequest),
-    hitCpuRatioToFloor: ratio(scenarios.sidecarHit.cpuMicrosPerRequest, scenarios.floorHit.cpuMicrosPerRequest),
-    hitCpuIdentityClientMicros: round(scenarios.sidecarHitIdentityClient.cpuMicrosPerRequest, 1),
-    dashboardOnHitCpuRatio: ratio(scenarios.sidecarHit.cpuMicrosPerRequest, scenarios.sidecarHitDashboardOff.cpuMicrosPerRequest),
-    hitCpuHeaderScopeMicros: round(scenarios.sidecarHitHeaderScope.cpuMicrosPerRequest, 1),
-    hitCpuJwtScopeMicros: round(scenarios.sidecarHitJwtScope.cpuMicrosPerRequest, 1),
-    jwtScopeHitCpuRatio: ratio(scenarios.sidecarHitJwtScope.cpuMicrosPerRequest, scenarios.sidecarHitHeaderScope.cpuMicrosPerRequest),
-    redisRoundTripsPerHit: measured.redisRoundTripsPerHit,
-    stampedeOriginRequests: measured.stampede.originRequests,
-    missAddedLatencyMs: round(scenarios.sidecarMiss.p50Ms - scenarios.floorPassThrough.p50Ms, 3),
-    ...storageFigures(entries, everything),
+    hitThroughputRatio: ratio(scenarios.sidecarHit?.streamsPerSecond, scenarios.floorHit?.streamsPerSecond),
+    cpuPerHitRatio: ratio(scenarios.sidecarHit?.cpuMicrosPerRequest, scenarios.yogaHit?.cpuMicrosPerRequest),
+    hitCpuRatioToFloor: ratio(scenarios.sidecarHit?.cpuMicrosPerRequest, scenarios.floorHit?.cpuMicrosPerRequest),
+    hitCpuIdentityClientMicros: scenarios.sidecarHitIdentityClient?.cpuMicrosPerRequest ?? null,
+    dashboardOnHitCpuRatio: ratio(scenarios.sidecarHit?.cpuMicrosPerRequest, scenarios.sidecarHitDashboardOff?.cpuMicrosPerRequest),
+    hitCpuHeaderScopeMicros: scenarios.sidecarHitHeaderScope?.cpuMicrosPerRequest ?? null,
+    hitCpuJwtScopeMicros: scenarios.sidecarHitJwtScope?.cpuMicrosPerRequest ?? null,
+    jwtScopeHitCpuRatio: ratio(scenarios.sidecarHitJwtScope?.cpuMicrosPerRequest, scenarios.sidecarHitHeaderScope?.cpuMicrosPerRequest),
+    redisRoundTripsPerHit: measured.redisRoundTripsPerHit ?? null,
+    stampedeOriginRequests: stampede?.originRequests ?? null,
+    missAddedLatencyMs:
+      scenarios.sidecarMiss && scenarios.floorPassThrough ? round(scenarios.sidecarMiss.p50Ms - scenarios.floorPassThrough.p50Ms, 3) : null,
+    storedBytesPerBodyByte: storage ? ratio(storage.entries.memoryBytes / storage.entries.keys, ORIGIN_RESPONSE_BODY.length) : null,
+    redisMemoryPerBodyByte: storage ? ratio(storage.everything.memoryBytes / storage.entries.keys, ORIGIN_RESPONSE_BODY.length) : null,
+    getHitsPerSecondPerCore: throughput?.sidecar.requestsPerSecondPerCore ?? null,
+    getHitServerThroughputRatio: ratio(throughput?.sidecar.requestsPerSecondPerCore, throughput?.floor.requestsPerSecondPerCore),
+    hitAddedP99Ms: latency ? round(latency.sidecar.p99Ms - latency.floor.p99Ms, 3) : null,
     scenarios,
-    resetCloseFailedStreams: measured.resetClose.failedStreams,
-    stampede: measured.stampede,
-    resetClose: measured.resetClose,
+    storage: storage
+      ? {
+          entries: storage.entries.keys,
+          keys: storage.everything.keys,
+          entryKeyMemoryPerEntry: perEntry(storage.entries.memoryBytes, storage.entries.keys),
+          entryValuePerEntry: perEntry(storage.entries.valueBytes, storage.entries.keys),
+          allKeysMemoryPerEntry: perEntry(storage.everything.memoryBytes, storage.entries.keys),
+          bodyBytes: ORIGIN_RESPONSE_BODY.length,
+        }
+      : undefined,
+    resetCloseFailedStreams: resetClose?.failedStreams ?? null,
+    stampede,
+    resetClose,
+    serverThroughput,
+    fixedRate,
     ...measured.profiles,
   };
 }
 
-/** Starts them side by side; each is registered for teardown as soon as it runs, even if another fails. */
-async function startChildren<const Specs extends ReadonlyArray<readonly [name: string, script: string, args: readonly string[]]>>(
+/**
+ * Starts the enabled ones side by side (the others stay undefined); each is registered for teardown
+ * as soon as it runs, even if another fails.
+ */
+async function startChildren<const Specs extends ReadonlyArray<readonly [name: string, script: string, args: readonly string[], enabled: boolean]>>(
   specs: Specs,
-): Promise<{ [Index in keyof Specs]: ChildServer }> {
+): Promise<{ [Index in keyof Specs]: ChildServer | undefined }> {
   const started = await Promise.allSettled(
-    specs.map(async ([name, script, args]) => {
+    specs.map(async ([name, script, args, enabled]) => {
+      if (!enabled) return undefined;
       const child = await startChildServer(name, script, args);
       teardown.add(name, () => child.stop());
       return child;
@@ -321,7 +332,109 @@ async function startChildren<const Specs extends ReadonlyArray<readonly [name: s
   );
   const failure = started.find((result) => result.status === 'rejected');
   if (failure) throw failure.reason;
-  return started.map((result) => (result as PromiseFulfilledResult<ChildServer>).value) as { [Index in keyof Specs]: ChildServer };
+  return started.map((result) => (result as PromiseFulfilledResult<ChildServer | undefined>).value) as {
+    [Index in keyof Specs]: ChildServer | undefined;
+  };
+}
+
+/**
+ * GET HITs at the rate the server allows, from h2load: the sidecar's and the floor's HITs per
+ * second per core of their own CPU. The entry is checked to still be a HIT after the sidecar's run.
+ */
+async function measureGetHitThroughput(
+  options: BenchOptions,
+  sidecar: ChildServer,
+  floor: ChildServer,
+  frame: Buffer,
+): Promise<NonNullable<BenchReport['serverThroughput']>> {
+  const plan = { frame, requests: options.h2loadRequests, connections: H2LOAD_CONNECTIONS, streamsPerConnection: H2LOAD_STREAMS_PER_CONNECTION };
+  progress(`GET HIT throughput: sidecar, h2load, ${plan.requests} streams on ${plan.connections} connections x ${plan.streamsPerConnection}`);
+  const sidecarFigures = await measureServerThroughput(sidecar, plan);
+  await expectGetHit(sidecar.port, frame);
+  progress('GET HIT throughput: floor, h2load');
+  const floorFigures = await measureServerThroughput(floor, plan);
+  return { tool: 'h2load', connections: plan.connections, streamsPerConnection: plan.streamsPerConnection, sidecar: sidecarFigures, floor: floorFigures };
+}
+
+/**
+ * GET HITs at a fixed rate, `--fixed-rate` or else half of what the floor served under h2load
+ * (measured here if the throughput scenario did not run), from the open-loop client: latency of the
+ * sidecar and the floor at the same rate.
+ */
+async function measureFixedRate(
+  options: BenchOptions,
+  sidecar: ChildServer,
+  floor: ChildServer,
+  frame: Buffer,
+  throughput: BenchReport['serverThroughput'],
+): Promise<NonNullable<BenchReport['fixedRate']>> {
+  const floorCapacity =
+    throughput && 'floor' in throughput
+      ? throughput.floor.requestsPerSecond
+      : options.fixedRate === undefined
+        ? (
+            await measureServerThroughput(floor, {
+              frame,
+              requests: options.h2loadRequests,
+              connections: H2LOAD_CONNECTIONS,
+              streamsPerConnection: H2LOAD_STREAMS_PER_CONNECTION,
+            })
+          ).requestsPerSecond
+        : undefined;
+  const ratePerSecond = options.fixedRate ?? Math.max(1, Math.round(floorCapacity! * FIXED_RATE_SHARE_OF_FLOOR));
+  const plan = (server: ChildServer): OpenLoopPlan => ({
+    port: server.port,
+    frame,
+    ratePerSecond,
+    connections: H2LOAD_CONNECTIONS,
+    warmupMs: options.warmupSeconds * 1000,
+    durationMs: options.durationSeconds * 1000,
+    // An immediate response carries the whole cached body; any other answer is far shorter.
+    answered: (responseBytes) => responseBytes > ORIGIN_RESPONSE_BODY.length,
+    signal: interruption.signal,
+  });
+  progress(`GET HITs at a fixed ${ratePerSecond}/s (the floor's h2load throughput: ${floorCapacity ?? 'not measured'}/s): sidecar`);
+  const sidecarFigures = await runOpenLoop(plan(sidecar));
+  progress(`GET HITs at a fixed ${ratePerSecond}/s: floor`);
+  const floorFigures = await runOpenLoop(plan(floor));
+  return { floorCapacityPerSecond: floorCapacity ?? null, sidecar: sidecarFigures, floor: floorFigures };
+}
+
+/** Why the h2load scenarios are skipped, printed once; undefined when h2load runs. */
+async function whyNoH2load(): Promise<string | undefined> {
+  const reason = await h2loadMissing();
+  if (reason !== undefined) progress(`skipping the GET HIT throughput and fixed-rate scenarios: ${reason}`);
+  return reason;
+}
+
+/**
+ * Stores the HIT query's answer for a GET (unless the POST's entry already serves it) and checks
+ * that a GET is then answered on its request headers alone; resolves to that one message as a frame.
+ */
+async function primeGetHit(streams: EnvoyStreams): Promise<Buffer> {
+  const first = await streams.play([getRequestHeaders(HIT_QUERY), originResponseHeaders(ORIGIN_RESPONSE_BODY), originResponseBodyMessage(ORIGIN_RESPONSE_BODY)]);
+  const status = headerSet(first, 'svc-cache');
+  if (status !== 'MISS' && status !== 'HIT') throw new Error(`the sidecar neither stored nor served the GET: ${JSON.stringify(first)}`);
+  const answer = await streams.play([getRequestHeaders(HIT_QUERY)]);
+  if (answer.response !== 'immediate_response' || headerSet(answer, 'svc-cache') !== 'HIT') {
+    throw new Error(`a GET was not answered on its headers: ${JSON.stringify(answer)}`);
+  }
+  return grpcFrame(getRequestHeaders(HIT_QUERY));
+}
+
+/** The prebuilt GET frame, sent once as h2load sends it, must come back as an immediate response with svc-cache: HIT. */
+async function expectGetHit(port: number, frame: Buffer): Promise<void> {
+  const figures = await runOpenLoop({
+    port,
+    frame,
+    ratePerSecond: 1000,
+    connections: 1,
+    warmupMs: 0,
+    durationMs: 1,
+    answered: (responseBytes) => responseBytes > ORIGIN_RESPONSE_BODY.length,
+    signal: interruption.signal,
+  });
+  if (figures.errors > 0) throw new Error(`the GET frame was not answered with a HIT: ${figures.firstError}`);
 }
 
 function profileFileFor(scenario: string): string {

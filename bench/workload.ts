@@ -86,6 +86,34 @@ export function postRequestHeaders(body: Buffer, extraHeaders: ReadonlyArray<rea
   };
 }
 
+/**
+ * Envoy's only message of a GET HIT: the request headers, ending the request, with the query in the
+ * URL. The sidecar answers it with an immediate response, so one message is the whole stream.
+ */
+export function getRequestHeaders(query: string): ProcessingRequest {
+  return {
+    request_headers: {
+      headers: headerMap([
+        [':authority', 'localhost:8080'],
+        [':path', `${GRAPHQL_PATH}?query=${encodeURIComponent(query)}`],
+        [':method', 'GET'],
+        [':scheme', 'http'],
+        ['accept', 'application/json'],
+        ['user-agent', 'svc-cache-bench'],
+        ['x-forwarded-proto', 'http'],
+        ['x-request-id', randomUUID()],
+      ]),
+      end_of_stream: true,
+    },
+    metadata_context: {},
+    protocol_config: {
+      request_body_mode: BodySendMode.BUFFERED,
+      response_body_mode: BodySendMode.BUFFERED,
+      send_body_without_waiting_for_header_response: false,
+    },
+  };
+}
+
 export function requestBodyMessage(body: Buffer): ProcessingRequest {
   return { request_body: { body, end_of_stream: true }, metadata_context: {} };
 }

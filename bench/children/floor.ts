@@ -6,8 +6,8 @@ import { answerHarness } from './control.js';
 
 /**
  * The floor: an ext_proc server in the sidecar's runtime, on the same gRPC library and proto, that
- * decides nothing. In `hit` mode it answers a request body with a constant immediate response, as
- * a HIT is answered; in `continue` mode it lets every message through, as a pass-through is. What
+ * decides nothing. In `hit` mode it answers a request body, or the headers of a request without
+ * one (a GET), with a constant immediate response, as a HIT is answered; in `continue` mode it lets every message through, as a pass-through is. What
  * the sidecar costs beyond it is the cost of deciding.
  */
 
@@ -48,7 +48,7 @@ const port = await new Promise<number>((resolve, reject) =>
 answerHarness({ port, close: async () => server.forceShutdown() });
 
 function answerTo(message: ProcessingRequest, floorMode: FloorMode): ProcessingResponse {
-  if (floorMode === 'hit' && message.request === 'request_body') return HIT_ANSWER;
+  if (floorMode === 'hit' && (message.request === 'request_body' || message.request_headers?.end_of_stream)) return HIT_ANSWER;
   switch (message.request) {
     case 'request_headers':
       return { request_headers: { response: {} } };

@@ -92,15 +92,32 @@ const addedMembersByOperation = new WeakMap<PreparedOperation, MemberPlan>();
 
 const preparedByDocument = new WeakMap<DocumentNode, { schema: GraphQLSchema; prepared: PreparedOperation }>();
 
+/**
+ * Validation runs only once the rewrite added something: a document that needs nothing added is
+ * sent unchanged whether it validates or not, and full validation (every rule of the spec) was the
+ * largest single cost of a MISS on a document not seen before. The rewriter copes with documents
+ * that do not validate (unknown fields and types are left alone, fragment cycles end in FragmentMemo).
+ */
 function prepare(schema: GraphQLSchema, document: DocumentNode, keyFields: KeyFields, lists: ListArgumentIndex | undefined): PreparedOperation {
   const addedKeyPrefix = reservedPrefix(document);
-  const unchanged: PreparedOperation = { document, query: print(document), rewritten: false, addedKeyPrefix, keyFields, lists };
-  if (validateSchema(schema).length > 0 || validate(schema, document).length > 0) return unchanged;
+  const unchanged = (): PreparedOperation => ({
+    document,
+    // Sent only when rewritten: printed on demand, not on every MISS of a new document.
+    get query() {
+      return print(document);
+    },
+    rewritten: false,
+    addedKeyPrefix,
+    keyFields,
+    lists,
+  });
+  // validateSchema remembers its answer on the schema, so this costs a lookup.
+  if (validateSchema(schema).length > 0) return unchanged();
   const mutation = document.definitions.some((definition) => definition.kind === Kind.OPERATION_DEFINITION && definition.operation === OperationTypeNode.MUTATION);
   const listValues = mutation && lists?.matching ? lists : undefined;
   const rewriter = new EntityFieldAdder(schema, document, keyFields, addedKeyPrefix, listValues);
   const rewritten = rewriter.rewrite();
-  if (!rewriter.addedAny) return unchanged;
+  if (!rewriter.addedAny || validate(schema, document).length > 0) return unchanged();
   return { document: rewritten, query: print(rewritten), rewritten: true, addedKeyPrefix, keyFields, lists };
 }
 

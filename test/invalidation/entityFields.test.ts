@@ -221,6 +221,16 @@ fragment NodeId on Node {
 }`);
   });
 
+  it('leaves as it is a document that does not validate in ways the rewrite walks through (a fragment cycle, an unknown type)', () => {
+    const cyclic = '{ todos { ...A } } fragment A on Todo { title ...A }';
+    const unknownType = '{ todos { ... on Nope { title } title } }';
+    for (const text of [cyclic, unknownType]) {
+      const prepared = prepare(text);
+      expect(prepared.rewritten).toBe(false);
+      expect(prepared.query).toBe(print(parse(text)));
+    }
+  });
+
   it('remembers the preparation per document, schema and key fields', () => {
     const document = parse('{ todos { title } }');
     const prepared = prepareOperation(schema, document, keyFields);

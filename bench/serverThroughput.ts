@@ -1,0 +1,98 @@
+import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { ChildServer } from './childServer.js';
+import { round } from './closedLoop.js';
+import { GRPC_REQUEST_HEADERS } from './grpcFrame.js';
+
+/**
+ * Server-bound throughput: h2load (nghttp2's load generator, in C) sends one prebuilt ext_proc
+ * message per stream over h2c, a GET's request headers that the server answers with an immediate
+ * response, so the Node server and not the load generator is what runs out of CPU. The server's own
+ * CPU time over the run turns its rate into HITs per second per core, comparable across machines
+ * and loads more than the raw rate is.
+ */
+
+export interface ServerThroughputPlan {
+  /** The length-prefixed gRPC message every stream sends (see grpcFrame.ts). */
+  frame: Buffer;
+  requests: number;
+  connections: number;
+  streamsPerConnection: number;
+}
+
+export interface ServerThroughputFigures {
+  requests: number;
+  succeeded: number;
+  seconds: number;
+  requestsPerSecond: number;
+  /** The server's CPU time (user + system, every thread) over the run, in seconds. */
+  serverCpuSeconds: number;
+  /** Server CPU seconds per wall-clock second: how many cores it kept busy. */
+  coresUsed: number;
+  requestsPerSecondPerCore: number;
+  cpuMicrosPerRequest: number;
+}
+
+/** Why h2load cannot run here, or undefined when it can. */
+export async function h2loadMissing(): Promise<string | undefined> {
+  try {
+    await run(['--version']);
+    return undefined;
+  } catch (error) {
+    return `h2load (Debian package nghttp2-client) did not run: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`;
+  }
+}
+
+/** A short unmeasured run to warm the server's JIT and connections, then the measured one. */
+export async function measureServerThroughput(server: ChildServer, plan: ServerThroughputPlan): Promise<ServerThroughputFigures> {
+  const frameFile = join(tmpdir(), `svc-cache-bench-frame-${process.pid}.bin`);
+  await writeFile(frameFile, plan.frame);
+  const argumentsFor = (requests: number): string[] => [
+    '--requests', String(requests),
+    '--clients', String(plan.connections),
+    '--max-concurrent-streams', String(plan.streamsPerConnection),
+    '--data', frameFile,
+    ...Object.entries(GRPC_REQUEST_HEADERS)
+      .filter(([name]) => !name.startsWith(':'))
+      .flatMap(([name, value]) => ['--header', `${name}: ${value}`]),
+    `http://127.0.0.1:${server.port}${GRPC_REQUEST_HEADERS[':path']}`,
+  ];
+  await run(argumentsFor(Math.max(plan.connections * plan.streamsPerConnection, Math.round(plan.requests / WARMUP_FRACTION))));
+  const cpuBefore = await server.cpuMicros();
+  const output = await run(argumentsFor(plan.requests));
+  const serverCpuMicros = (await server.cpuMicros()) - cpuBefore;
+  const { seconds, succeeded } = parseH2loadOutput(output);
+  if (succeeded < plan.requests) throw new Error(`h2load: ${plan.requests - succeeded} of ${plan.requests} requests failed\n${output}`);
+  const serverCpuSeconds = serverCpuMicros / 1e6;
+  return {
+    requests: plan.requests,
+    succeeded,
+    seconds: round(seconds, 3),
+    requestsPerSecond: round(succeeded / seconds, 0),
+    serverCpuSeconds: round(serverCpuSeconds, 3),
+    coresUsed: round(serverCpuSeconds / seconds, 2),
+    requestsPerSecondPerCore: round(succeeded / serverCpuSeconds, 0),
+    cpuMicrosPerRequest: round(serverCpuMicros / succeeded, 1),
+  };
+}
+
+/** One run's duration (h2load's own clock) and the requests that ended with a 2xx status. */
+export function parseH2loadOutput(output: string): { seconds: number; succeeded: number } {
+  const finished = /finished in ([\d.]+)(m?s),/.exec(output);
+  const statuses = /status codes: (\d+) 2xx/.exec(output);
+  if (!finished || !statuses) throw new Error(`unexpected h2load output:\n${output}`);
+  const seconds = Number(finished[1]) / (finished[2] === 'ms' ? 1000 : 1);
+  return { seconds, succeeded: Number(statuses[1]) };
+}
+
+/** The warm-up run sends this fraction of the measured run's requests. */
+const WARMUP_FRACTION = 10;
+const H2LOAD_TIMEOUT_MS = 120_000;
+
+async function run(args: readonly string[]): Promise<string> {
+  const { stdout } = await promisify(execFile)('h2load', args, { timeout: H2LOAD_TIMEOUT_MS, maxBuffer: 1024 * 1024 });
+  return stdout;
+}

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { grpcFrame } from '../../bench/grpcFrame.js';
+import { SCENARIO_GROUPS, parseOptions } from '../../bench/options.js';
+import { parseH2loadOutput } from '../../bench/serverThroughput.js';
+import { getRequestHeaders } from '../../bench/workload.js';
+import { externalProcessorService } from '../../src/extproc/protocol.js';
+
+describe('bench harness', () => {
+  it('frames one ext_proc message as gRPC does: flag 0, big-endian length, protobuf bytes', () => {
+    const message = getRequestHeaders('{ todos { id } }');
+    const frame = grpcFrame(message);
+    const method = externalProcessorService()['Process']!;
+    expect(frame[0]).toBe(0);
+    expect(frame.readUInt32BE(1)).toBe(frame.length - 5);
+    expect(method.requestDeserialize(frame.subarray(5))).toEqual(method.requestDeserialize(method.requestSerialize(message)));
+  });
+
+  it('reads the duration and the 2xx answers from h2load output', () => {
+    const output = [
+      'finished in 2.87s, 10452.30 req/s, 22.31MB/s',
+      'requests: 30000 total, 30000 started, 30000 done, 29990 succeeded, 10 failed, 10 errored, 0 timeout',
+      'status codes: 29990 2xx, 0 3xx, 0 4xx, 0 5xx',
+    ].join('\n');
+    expect(parseH2loadOutput(output)).toEqual({ seconds: 2.87, succeeded: 29990 });
+    expect(parseH2loadOutput(output.replace('2.87s', '870.5ms'))).toEqual({ seconds: 0.8705, succeeded: 29990 });
+    expect(() => parseH2loadOutput('connect: Connection refused')).toThrow('unexpected h2load output');
+  });
+
+  it('runs every scenario group unless --only names some, and refuses unknown ones', () => {
+    const all = parseOptions([]);
+    const some = parseOptions(['--only', 'miss,fixed-rate', '--fixed-rate', '500']);
+    expect(all !== 'help' && [...all.only]).toEqual([...SCENARIO_GROUPS]);
+    expect(some !== 'help' && [...some.only]).toEqual(['miss', 'fixed-rate']);
+    expect(some !== 'help' && some.fixedRate).toBe(500);
+    expect(() => parseOptions(['--only', 'miss,misses'])).toThrow('unknown scenario group misses');
+  });
+});
