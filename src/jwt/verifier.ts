@@ -17,7 +17,8 @@ export type JwtFailure =
   | 'jwt-wrong-issuer'
   | 'jwt-wrong-audience'
   | 'jwt-key-unavailable'
-  | 'jwt-claim-missing';
+  | 'jwt-claim-missing'
+  | 'jwt-claim-unusable';
 
 export type Verification =
   /** `claim` keys the bucket; the token may be taken as verified until `validUntil` (ms since the epoch). */
@@ -53,6 +54,7 @@ export class TokenVerifier {
     }
     const claim = claimValue(payload, this.jwt.claim);
     if (claim === undefined) return { ok: false, failure: 'jwt-claim-missing', detail: this.jwt.claim };
+    if (claim === UNUSABLE) return { ok: false, failure: 'jwt-claim-unusable', detail: this.jwt.claim };
     const expires = typeof payload.exp === 'number' ? (payload.exp + this.jwt.clockToleranceSeconds) * 1000 : Infinity;
     return { ok: true, claim, validUntil: Math.min(expires, now + MAX_VERIFIED_MS) };
   }
@@ -76,14 +78,19 @@ function failureOf(error: unknown): JwtFailure {
 /**
  * The claim at a dotted path (`org.id`), as text: a string as it is, a number or boolean tagged with
  * its type so that `"1"` and `1` stay apart. Anything else (absent, null, an object) is no claim.
+ * A number is usable only as an integer JSON parsing kept exactly: two 64-bit ids past 2^53 (as
+ * issuers in Java or Go write them) read as one double, and would put two users in one bucket.
  */
-function claimValue(payload: JWTPayload, path: string): string | undefined {
+function claimValue(payload: JWTPayload, path: string): string | typeof UNUSABLE | undefined {
   let value: unknown = payload;
   for (const name of path.split('.')) {
     if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, name)) return undefined;
     value = (value as Record<string, unknown>)[name];
   }
   if (typeof value === 'string') return `s:${value}`;
-  if (typeof value === 'number' || typeof value === 'boolean') return `${typeof value}:${String(value)}`;
+  if (typeof value === 'number') return Number.isSafeInteger(value) ? `number:${value}` : UNUSABLE;
+  if (typeof value === 'boolean') return `boolean:${value}`;
   return undefined;
 }
+
+const UNUSABLE = Symbol('a claim that cannot tell users apart');

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { writeFile, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -86,6 +87,8 @@ describe('HS256 with a secret', () => {
       verifier.verify(await hsToken({ org: { name: 'acme' } })),
       verifier.verify(await hsToken({ org: { id: { nested: 1 } } })),
       verifier.verify(await hsToken({ sub: 'alice' })),
+      verifier.verify(await hsToken({ org: { id: true } })),
+      verifier.verify(await hsToken({ org: { id: 1.5 } })),
     ]);
     expect(results.map((result) => (result.ok ? result.claim : result.failure))).toEqual([
       's:acme',
@@ -94,7 +97,25 @@ describe('HS256 with a secret', () => {
       'jwt-claim-missing',
       'jwt-claim-missing',
       'jwt-claim-missing',
+      'boolean:true',
+      'jwt-claim-unusable',
     ]);
+  });
+
+  it('refuses a numeric claim past 2^53, which JSON parsing would round into the id of another user', async () => {
+    const verifier = hs({ claim: 'uid' });
+    // Written as an int64-issuing server writes it: the payload's JSON text, not a JS number.
+    const signed = (payloadJson: string): string => {
+      const header = Buffer.from(JSON.stringify({ alg: 'HS256' })).toString('base64url');
+      const payload = Buffer.from(payloadJson).toString('base64url');
+      const signature = createHmac('sha256', HS_SECRET).update(`${header}.${payload}`).digest('base64url');
+      return `${header}.${payload}.${signature}`;
+    };
+    const alice = await verifier.verify(signed('{"uid":1234567890123456789}'));
+    const bob = await verifier.verify(signed('{"uid":1234567890123456790}'));
+    const small = await verifier.verify(signed('{"uid":9007199254740991}'));
+    expect([alice, bob].map((result) => (result.ok ? result.claim : result.failure))).toEqual(['jwt-claim-unusable', 'jwt-claim-unusable']);
+    expect(small).toMatchObject({ ok: true, claim: 'number:9007199254740991' });
   });
 });
 
@@ -185,5 +206,19 @@ describe('RS256', () => {
     expect(await verifier.verify(rotated)).toMatchObject({ ok: false, failure: 'jwt-key-unavailable' });
     await new Promise((resolve) => setTimeout(resolve, 1100));
     expect(await verifier.verify(rotated)).toMatchObject({ ok: true, claim: 's:bob' });
+  });
+
+  it('does not read a missing JWKS file again within the failure backoff', async () => {
+    const path = join(await mkdtemp(join(tmpdir(), 'svc-jwks-')), 'jwks.json');
+    const clock = { now: 1_000_000 };
+    const verifier = new TokenVerifier(settings({ claim: 'sub', algorithms: ['RS256'], jwksFile: path }), { ...TIMING, now: () => clock.now });
+    const token = await rsToken(first, { sub: 'alice' });
+    expect(await verifier.verify(token)).toMatchObject({ ok: false, failure: 'jwt-key-unavailable' });
+    // The file appears, but within the backoff it is not read: the failure stands.
+    await writeFile(path, JSON.stringify({ keys: [first.publicJwk] }));
+    clock.now += TIMING.failureBackoffMs - 1;
+    expect(await verifier.verify(token)).toMatchObject({ ok: false, failure: 'jwt-key-unavailable' });
+    clock.now += 1;
+    expect(await verifier.verify(token)).toMatchObject({ ok: true, claim: 's:alice' });
   });
 });
