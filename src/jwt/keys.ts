@@ -55,14 +55,24 @@ function fetchBackingOff(options: KeySetOptions): typeof fetch {
   };
 }
 
-/** A JWKS file, read when first needed and read again on an unknown `kid` once the cooldown is over. */
+/**
+ * A JWKS file, read when first needed and read again on an unknown `kid` once the cooldown is over.
+ * A read that failed (file missing, not a JWKS) is not tried again within the failure backoff: every
+ * token would otherwise read and parse the file.
+ */
 function jwksFileKeys(path: string, options: KeySetOptions): JWTVerifyGetKey {
   let loaded: { keys: ReturnType<typeof createLocalJWKSet>; at: number } | undefined;
+  let failedAt = -Infinity;
   let loading: Promise<void> | undefined;
   const load = (): Promise<void> => {
+    if (options.now() - failedAt < options.failureBackoffMs) return Promise.reject(new Error('the last JWKS file read failed moments ago'));
     loading ??= readFile(path, 'utf8')
       .then((text) => {
         loaded = { keys: createLocalJWKSet(JSON.parse(text) as JSONWebKeySet), at: options.now() };
+      })
+      .catch((error: unknown) => {
+        failedAt = options.now();
+        throw error;
       })
       .finally(() => {
         loading = undefined;
@@ -75,6 +85,8 @@ function jwksFileKeys(path: string, options: KeySetOptions): JWTVerifyGetKey {
       return await loaded!.keys(header, token);
     } catch (error) {
       if (!(error instanceof errors.JWKSNoMatchingKey) || options.now() - loaded!.at < options.cooldownMs) throw error;
+      // The cooldown runs from this attempt, read or not.
+      loaded!.at = options.now();
       await load();
       return loaded!.keys(header, token);
     }
