@@ -24,7 +24,7 @@ import {
 import { compressBody, decompressBody, type CacheStore, type CachedResponse } from '../store/index.js';
 import { errorMessage, isPlainObject } from '../util/index.js';
 import { MissCoalescer } from './coalescing.js';
-import { documentHashOf, Exchange, type BatchPlan, type MutationPlan, type RequestHead, type ResponsePlan, type StaleAnswer, type StorePlan } from './exchange.js';
+import { documentHashOf, Exchange, type BatchPlan, type Explanation, type MutationPlan, type RequestHead, type ResponsePlan, type StaleHold, type StorePlan } from './exchange.js';
 import type { PassReason } from './passReason.js';
 import {
   checkLimits,
@@ -57,7 +57,7 @@ import type { KeyedTarget } from './cacheKey.js';
 import { cachePolicyFor, selectsUnnamedIntrospection, type CachePolicy } from './rules.js';
 import { JwtScopes } from './jwtScopes.js';
 import { scopeKeyedHeaders } from './scopes.js';
-import { cacheStatusHeader, explanationHeaders, hitResponse, mergeScopeHeaders, type HeaderChanges } from './responses.js';
+import { cacheStatusHeader, explanationHeaders, hitResponse, mergeScopeHeaders, type HeaderChanges, type Replay } from './responses.js';
 import { failureByHead, isGraphQLResult, staleIfErrorUntil, staleResponse, type OriginFailure } from './staleIfError.js';
 import type { HttpResponse } from '../http/index.js';
 import { stripAddedFields } from '../invalidation/index.js';
@@ -418,7 +418,7 @@ export class DecisionEngine {
       return this.answerFromCache(context, found.entry, scoped.scopeHeaders);
     }
     exchange.lead(found.leadership);
-    exchange.staleAnswer = this.holdForOriginFailure(context, found.expired, policy.staleIfError, scoped.scopeHeaders);
+    exchange.staleHold = this.holdForOriginFailure(context, found.expired, { key: scoped.key, staleIfError: policy.staleIfError, scopeHeaders: scoped.scopeHeaders });
     const prepared = prepareOperation(schema, checked.selected.document, config.keyFields, listArgumentIndex(schema, config.listArguments));
     const plan: StorePlan = {
       kind: 'store',
@@ -443,7 +443,7 @@ export class DecisionEngine {
    */
   private answerFromCache(context: RequestContext, entry: CachedResponse, scopeHeaders: Array<[string, string]>): RequestDecision {
     const { exchange } = context;
-    const replay = replayFor(context, entry, scopeHeaders);
+    const replay = replayFor(context.head.headers, exchange.explanation, entry, scopeHeaders);
     if (replay === undefined) return this.passOn(exchange, 'not-acceptable', `${entry.contentType}; ${entry.encoding}`, context);
     const response = hitResponse(replay.entry, this.now(), replay.overrides, replay.served);
     exchange.settle('HIT', { servedBytes: response.body.length });
@@ -451,33 +451,47 @@ export class DecisionEngine {
   }
 
   /**
-   * The expired entry a MISS found, kept on the exchange for an origin that fails, when the rules
-   * give it a staleIfError window it is still in and the client accepts its type (README, Stale-if-error).
+   * Where to read the expired entry a MISS found again, kept on the exchange for an origin that
+   * fails, when the rules give it a staleIfError window it is still in and the client accepts its
+   * type (README, Stale-if-error).
    */
-  private holdForOriginFailure(
-    context: RequestContext,
-    expired: CachedResponse | undefined,
-    staleIfError: number,
-    scopeHeaders: Array<[string, string]>,
-  ): StaleAnswer | undefined {
-    if (expired === undefined || staleIfError <= 0) return undefined;
-    const until = staleIfErrorUntil(expired, staleIfError);
-    if (this.now() > until) return undefined;
-    const replay = replayFor(context, expired, scopeHeaders);
-    return replay && { ...replay, until };
+  private holdForOriginFailure(context: RequestContext, expired: CachedResponse | undefined, hold: StaleHold): StaleHold | undefined {
+    if (expired === undefined || hold.staleIfError <= 0) return undefined;
+    if (this.now() > staleIfErrorUntil(expired, hold.staleIfError)) return undefined;
+    return replayFor(context.head.headers, context.exchange.explanation, expired, hold.scopeHeaders) === undefined ? undefined : hold;
   }
 
-  /** The held stale entry in place of a failed origin answer, unless its window has closed since. */
-  private answerStale(exchange: Exchange, failure: OriginFailure, originStatus: number): HttpResponse | undefined {
-    const stale = exchange.staleAnswer;
-    exchange.staleAnswer = undefined;
+  /**
+   * The held entry in place of a failed origin answer. It is read again first: the origin may have
+   * taken its whole timeout, and after a purge answered true nothing purged is served (README,
+   * Purge API), so only an entry still stored and still in its window answers, else the failure is
+   * relayed. A soft-purged entry is still stored, and a newer one stored meanwhile serves as well.
+   */
+  private async answerStale(exchange: Exchange, failure: OriginFailure, originStatus: number): Promise<HttpResponse | undefined> {
+    const hold = exchange.staleHold;
+    exchange.staleHold = undefined;
+    if (hold === undefined) return undefined;
+    const replay = await this.readAgainForStale(exchange, hold);
+    if (replay === undefined) return undefined;
     const now = this.now();
-    if (stale === undefined || now > stale.until) return undefined;
-    const response = staleResponse(stale, now);
+    const response = staleResponse(replay, now);
     exchange.settle('HIT', { servedBytes: response.body.length });
-    this.deps.logger.info({ staleIfError: failure, originStatus, ageSeconds: Math.floor((now - stale.entry.storedAt) / 1000) }, 'origin failed; answered with the stale entry');
+    this.deps.logger.info({ staleIfError: failure, originStatus, ageSeconds: Math.floor((now - replay.entry.storedAt) / 1000) }, 'origin failed; answered with the stale entry');
     this.report((events) => events.staleIfError(failure));
     return response;
+  }
+
+  /** The held key's entry as this request is answered with it, when it is still stored and in its window; a store error relays the failure. */
+  private async readAgainForStale(exchange: Exchange, hold: StaleHold): Promise<Replay | undefined> {
+    let entry: CachedResponse | undefined;
+    try {
+      entry = (await this.deps.store.lookup(hold.key)).entry;
+    } catch (error) {
+      this.deps.logger.warn({ err: errorMessage(error) }, 'cache store unavailable; relaying the origin failure');
+      return undefined;
+    }
+    if (entry === undefined || this.now() > staleIfErrorUntil(entry, hold.staleIfError)) return undefined;
+    return replayFor(requestHeadOf(exchange).headers, exchange.explanation, entry, hold.scopeHeaders);
   }
 
   /**
@@ -555,7 +569,7 @@ export class DecisionEngine {
     const plan = planAfterResponseHead(forwarded, status, headers, endOfStream, this.now());
     exchange.responseArrived(headers, plan);
     // A failure shown by the head is never stored, so the plan is a pass and leadership is released.
-    const replacement = this.replaceFailureByHead(exchange, status, headers, endOfStream);
+    const replacement = await this.replaceFailureByHead(exchange, status, headers, endOfStream);
     if (replacement) {
       exchange.registration = undefined;
       return { headers: { set: [], remove: [] }, wantsBody: false, replacement };
@@ -564,7 +578,7 @@ export class DecisionEngine {
     if (forwarded.kind === 'mutation' && plan.kind !== 'mutation') await this.invalidateByRootFieldTypes(forwarded);
     if (forwarded.kind === 'batch' && plan.kind !== 'batch') await this.invalidateAfterBatch(forwarded, undefined);
     if (status !== 200 || endOfStream || !isReadable(headers)) exchange.registration = undefined;
-    const wantsBody = wantsResponseBody(plan, headers, endOfStream) || exchange.registration !== undefined || exchange.staleAnswer !== undefined;
+    const wantsBody = wantsResponseBody(plan, headers, endOfStream) || exchange.registration !== undefined || exchange.staleHold !== undefined;
     if (plan.kind === 'store') return { headers: { set: [], remove: [] }, wantsBody };
     const reason = plan.kind === 'pass' ? plan.reason : plan.kind;
     if (!wantsBody) exchange.settle('PASS', { passReason: reason });
@@ -575,12 +589,12 @@ export class DecisionEngine {
    * A held stale entry answers for an origin whose head already shows the failure; one whose body
    * must tell keeps it held (`responseBody`), and any other answer lets it go (README, Stale-if-error).
    */
-  private replaceFailureByHead(exchange: Exchange, status: number, headers: HeaderList, endOfStream: boolean): HttpResponse | undefined {
-    if (exchange.staleAnswer === undefined) return undefined;
+  private async replaceFailureByHead(exchange: Exchange, status: number, headers: HeaderList, endOfStream: boolean): Promise<HttpResponse | undefined> {
+    if (exchange.staleHold === undefined) return undefined;
     const failure = failureByHead(status, headers, endOfStream);
     if (failure === 'read-body') return undefined;
     if (failure === undefined) {
-      exchange.staleAnswer = undefined;
+      exchange.staleHold = undefined;
       return undefined;
     }
     return this.answerStale(exchange, failure, status);
@@ -588,11 +602,11 @@ export class DecisionEngine {
 
   private async decideResponseBody(exchange: Exchange, plan: ResponsePlan, body: Buffer): Promise<ResponseBodyDecision> {
     // Held only when the head was a 200 of GraphQL JSON: the body tells whether it is a result.
-    if (exchange.staleAnswer && !isGraphQLResult(body)) {
-      const replacement = this.answerStale(exchange, 'origin-not-graphql', 200);
+    if (exchange.staleHold && !isGraphQLResult(body)) {
+      const replacement = await this.answerStale(exchange, 'origin-not-graphql', 200);
       if (replacement) return { headers: { set: [], remove: [] }, replacement };
     }
-    exchange.staleAnswer = undefined;
+    exchange.staleHold = undefined;
     if (exchange.registration && isPlainObject(parseGraphQLResult(body)?.data)) await this.registerPersistedQuery(exchange);
     switch (plan.kind) {
       case 'pass':
@@ -710,18 +724,18 @@ export class DecisionEngine {
 
 /** A stored entry as this request may be answered with it: in a type it accepts, with the scope and svc-debug headers. */
 function replayFor(
-  context: RequestContext,
+  headers: HeaderList,
+  explanation: Explanation | undefined,
   entry: CachedResponse,
   scopeHeaders: Array<[string, string]>,
-): Omit<StaleAnswer, 'until'> | undefined {
-  const { headers } = context.head;
+): Replay | undefined {
   const contentType = hitContentType(headerValue(headers, 'accept'), entry.contentType);
   if (contentType === undefined) return undefined;
   const encoding = acceptedEncoding(headerValue(headers, 'accept-encoding'), entry.encoding);
   if (encoding === undefined) return undefined;
   // The stored bytes as they are when the client accepts their coding, else decompressed.
   const served = encoding === entry.encoding ? entry : { body: decompressBody(entry.body, entry.encoding), encoding: 'identity' as const };
-  const overrides = [...mergeScopeHeaders(entry.headers, scopeHeaders), ...explanationHeaders(context.exchange.explanation)];
+  const overrides = [...mergeScopeHeaders(entry.headers, scopeHeaders), ...explanationHeaders(explanation)];
   return { entry: { ...entry, contentType }, overrides, served };
 }
 

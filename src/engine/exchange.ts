@@ -6,7 +6,7 @@ import type { HeaderList } from '../http/index.js';
 import type { OwnErrorCode } from '../http/index.js';
 import type { PreparedOperation } from '../invalidation/index.js';
 import type { RequestOutcome } from '../observability/index.js';
-import type { BodyEncoding, CachedResponse, InvalidationMark } from '../store/index.js';
+import type { InvalidationMark } from '../store/index.js';
 import type { Leadership } from './coalescing.js';
 import type { PassReason } from './passReason.js';
 import type { CachePolicy } from './rules.js';
@@ -28,8 +28,8 @@ export class Exchange {
    * it did (README, Automatic persisted queries); cleared once done or ruled out.
    */
   registration: PersistedQueryRegistration | undefined;
-  /** An expired entry to answer with if the origin fails (README, Stale-if-error); cleared once the origin's answer is judged. */
-  staleAnswer: StaleAnswer | undefined;
+  /** Where an expired entry is to be read again if the origin fails (README, Stale-if-error); cleared once the origin's answer is judged. */
+  staleHold: StaleHold | undefined;
   private originHeaders: HeaderList = [];
   private leadership: Leadership | undefined;
   private disposed = false;
@@ -231,14 +231,15 @@ export interface BatchPlan {
   maxResponseBodyBytes: number;
 }
 
-/** An expired entry held by a MISS, ready to answer in the origin's place. */
-export interface StaleAnswer {
-  /** The entry, in the content type negotiated with the client. */
-  entry: CachedResponse;
-  /** Headers replacing stored ones of the same name (scope headers, svc-debug), as on a HIT. */
-  overrides: Array<[string, string]>;
-  /** The body in the content coding negotiated with the client, as on a HIT. */
-  served: { body: Buffer; encoding: BodyEncoding };
-  /** Epoch milliseconds after which it may no longer be served: staleIfError seconds past its expiry. */
-  until: number;
+/**
+ * What a MISS that found an expired entry holds for an origin that fails (README, Stale-if-error):
+ * where to read the entry again then, so that a purge or invalidation meanwhile is honoured.
+ */
+export interface StaleHold {
+  /** The entry's cache key. */
+  key: string;
+  /** Seconds past its expiry an entry may answer for a failing origin, from the rules this request was decided under. */
+  staleIfError: number;
+  /** The scope headers of this request, as on a HIT. */
+  scopeHeaders: Array<[string, string]>;
 }

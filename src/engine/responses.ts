@@ -4,6 +4,16 @@ import type { Explanation } from './exchange.js';
 import type { PassReason } from './passReason.js';
 import { CACHE_STATUS_HEADER, type HttpResponse } from '../http/index.js';
 
+/** A stored entry as one request is answered with it: in a type and content coding it accepts, with its header overrides. */
+export interface Replay {
+  /** The entry, in the content type negotiated with the client. */
+  entry: CachedResponse;
+  /** Headers replacing stored ones of the same name (scope headers, svc-debug). */
+  overrides: Array<[string, string]>;
+  /** The body in the content coding negotiated with the client. */
+  served: { body: Buffer; encoding: BodyEncoding };
+}
+
 /**
  * A stored answer replayed: `served` (the stored bytes, or them decompressed for a client that does
  * not accept their coding) with `content-encoding` when encoded, the content type, `age` since it was

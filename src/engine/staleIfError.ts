@@ -1,16 +1,16 @@
 import type { HeaderList, HttpResponse } from '../http/index.js';
 import type { CachedResponse } from '../store/index.js';
-import type { StaleAnswer } from './exchange.js';
 import { isEncoded, isGraphQLJson, isStreaming } from './originResponse.js';
-import { hitResponse } from './responses.js';
+import { hitResponse, type Replay } from './responses.js';
 import { parseGraphQLResult } from './responseStages.js';
 
 /**
- * stale-if-error (RFC 5861 section 4; README, Stale-if-error): a query that misses holds the entry
- * its lookup found past maxAge, and when the origin then fails the client gets that entry instead
- * of the failure. Envoy shows svc-cache the origin's answer only in the response phase, so the
- * stale entry is sent there as an immediate response, which Envoy sends in place of the origin's
- * response while it still holds that response's headers (docs/ext-proc.md, Immediate responses).
+ * stale-if-error (RFC 5861 section 4; README, Stale-if-error): a query whose lookup found an entry
+ * past maxAge holds its key, and when the origin then fails the client gets the entry read again
+ * (one a purge removed meanwhile is not served) instead of the failure. Envoy shows svc-cache the
+ * origin's answer only in the response phase, so the stale entry is sent there as an immediate
+ * response, which Envoy sends in place of the origin's response while it still holds that
+ * response's headers (docs/ext-proc.md, Immediate responses).
  */
 
 /** Why the origin's answer counts as a failure: a 5xx, or a 200 that is not a GraphQL result. */
@@ -44,7 +44,7 @@ export function isGraphQLResult(body: Buffer): boolean {
   return result !== undefined && ('data' in result || 'errors' in result);
 }
 
-/** The held entry as the client gets it: a HIT, its true `age`, and `svc-cache-stale: error`. */
-export function staleResponse(stale: StaleAnswer, now: number): HttpResponse {
+/** The entry as the client gets it for a failed origin: a HIT, its true `age`, and `svc-cache-stale: error`. */
+export function staleResponse(stale: Replay, now: number): HttpResponse {
   return hitResponse(stale.entry, now, [...stale.overrides, [STALE_HEADER, 'error']], stale.served);
 }

@@ -239,7 +239,9 @@ class EntityFieldAdder {
   /** The fields an object of the type must come back with, key field first: field name to sub-fields (none for a leaf). */
   private neededFields(possible: GraphQLObjectType): Array<[string, readonly string[] | undefined]> {
     const key = entityKeyField(possible, this.keyFields);
-    const needed: Array<[string, readonly string[] | undefined]> = key === undefined ? [] : [[key, undefined]];
+    // A type without a key field needs neither: a mutation names every list of it (responseTags.ts, ReturnedLists).
+    if (key === undefined) return [];
+    const needed: Array<[string, readonly string[] | undefined]> = [[key, undefined]];
     for (const [name, subfields] of this.listValues?.valueFields(possible) ?? []) if (name !== key) needed.push([name, subfields]);
     return needed;
   }

@@ -16,7 +16,7 @@ import {
 } from 'graphql';
 import { entityKeyText } from './keyFields.js';
 import type { PreparedOperation } from './entityFields.js';
-import { entityKeyField } from './keyFields.js';
+import { entityKeyField, type KeyFields } from './keyFields.js';
 import type { ListArgumentIndex } from './listArguments.js';
 import { fragmentsFor, operationPlan, type SelectionPlan } from './selectionPlan.js';
 import { invalidationTag } from './tags.js';
@@ -125,7 +125,7 @@ export function mutationInvalidationTags(
   const unnamedTypes = new Set<string>();
   // With errors, a value may be null because its field failed, not because the object has none.
   const trusted = !isPlainObject(result) || result.errors === undefined;
-  const lists = policy === 'List' && prepared.lists?.matching && trusted ? new ReturnedLists(prepared.lists) : undefined;
+  const lists = policy === 'List' && prepared.lists?.matching && trusted ? new ReturnedLists(prepared.lists, prepared.keyFields) : undefined;
   walkResponse(schema, prepared, result, {
     object(type, key, _inList, value) {
       returnedTypes.add(type.name);
@@ -157,16 +157,22 @@ export function mutationInvalidationTags(
  * The list tags of a mutation's returned objects under `listArguments.mode: match`: per object,
  * those of the lists it could belong to; for a type one of whose objects lacks a value they need
  * (the answer was not rewritten, as in a batch), or past `MAX_RESPONSE_TAGS`, every list of the type.
+ * A type without a key field always names every list of it: its objects carry no entity tag, so a
+ * list that held the object before the mutation changed the values it was listed by (the old
+ * values, which the answer no longer shows) is named by nothing else.
  */
 class ReturnedLists {
   private readonly named = new Set<string>();
   private readonly wholeTypes = new Set<string>();
 
-  constructor(private readonly lists: ListArgumentIndex) {}
+  constructor(
+    private readonly lists: ListArgumentIndex,
+    private readonly keyFields: KeyFields,
+  ) {}
 
   add(type: GraphQLObjectType, value: (field: string) => unknown): void {
     if (this.wholeTypes.has(type.name)) return;
-    const tags = this.lists.mutationTags(type, value);
+    const tags = entityKeyField(type, this.keyFields) === undefined ? undefined : this.lists.mutationTags(type, value);
     if (tags === undefined || this.named.size + tags.length > MAX_RESPONSE_TAGS) this.wholeTypes.add(type.name);
     else for (const tag of tags) this.named.add(tag);
   }

@@ -34,13 +34,17 @@ describe('stale-if-error in the engine', () => {
   let ttls: number[];
   let reported: OriginFailure[];
   let logged: Array<Record<string, unknown>>;
+  let store: MemoryStore;
+  /** The keys entries were stored under, in order. */
+  let storedKeys: string[];
 
   function build(rules: unknown[]): void {
     const config = configSchema.parse({ origin: { url: 'http://origin.test/graphql' }, rules });
-    const store = new MemoryStore({ maxBytes: 1024 * 1024 });
+    store = new MemoryStore({ maxBytes: 1024 * 1024 });
     const storeEntry = store.store.bind(store);
     store.store = (key, response, options: StoreOptions) => {
       ttls.push(options.ttlSeconds);
+      storedKeys.push(key);
       return storeEntry(key, response, options);
     };
     const events = { persistedQuery: () => undefined, purge: () => undefined, invalidation: () => undefined, coalesced: () => undefined };
@@ -50,13 +54,13 @@ describe('stale-if-error in the engine', () => {
   }
 
   /** One request through the engine's four phases, the origin answering `origin` if asked; `beforeOrigin` runs while it is away. */
-  async function exchange(origin: OriginAnswer, beforeOrigin: () => void = () => undefined) {
+  async function exchange(origin: OriginAnswer, beforeOrigin: () => unknown = () => undefined) {
     const body = Buffer.from('{"query":"{ todos { id } }"}');
     const head = { method: 'POST', path: '/graphql', headers: [[':method', 'POST'], [':path', '/graphql'], JSON_TYPE] as Array<[string, string]>, hasBody: true };
     const current = engine.begin(head);
     const request = await engine.requestBody(current, body);
     if (request.kind === 'respond') return { answeredBy: 'request' as const, response: request.response, outcome: current.summary().outcome };
-    beforeOrigin();
+    await beforeOrigin();
     const headers: Array<[string, string]> = [[':status', String(origin.status)], ...(origin.headers ?? [JSON_TYPE])];
     const responseHead = await engine.responseHead(current, origin.status, headers, origin.body === undefined);
     if (responseHead.replacement) return { answeredBy: 'response-headers' as const, response: responseHead.replacement, outcome: current.summary().outcome };
@@ -75,6 +79,7 @@ describe('stale-if-error in the engine', () => {
   beforeEach(() => {
     now = T0;
     ttls = [];
+    storedKeys = [];
     reported = [];
     logged = [];
     build([{ types: ['Query'], maxAge: 10, swr: 5, staleIfError: 30 }]);
@@ -134,6 +139,50 @@ describe('stale-if-error in the engine', () => {
     expect(await exchange({ status: 500 })).toEqual({ answeredBy: 'origin', headers: [['svc-cache', 'PASS']], outcome: 'PASS' });
     now = T0 + 39_000;
     expect(await exchange({ status: 500 }, () => (now = T0 + 40_001))).toMatchObject({ answeredBy: 'origin', outcome: 'PASS' });
+  });
+
+  it("reads the entry again when the origin fails: one _purgeAll removed while the origin was asked is not served, the origin's failure is", async () => {
+    await exchange({ status: 200, body: STORED });
+    now = T0 + 15_000;
+    let removed = 0;
+    const failed = await exchange({ status: 500 }, async () => (removed = await store.invalidateAll()));
+    expect(removed).toBe(1);
+    expect(failed).toEqual({ answeredBy: 'origin', headers: [['svc-cache', 'PASS']], outcome: 'PASS' });
+    expect(reported).toEqual([]);
+    // The same at the body: a 200 that is no GraphQL result.
+    await exchange({ status: 200, body: STORED });
+    now = T0 + 30_000;
+    const notGraphQL = await exchange({ status: 200, body: Buffer.from('<html>') }, () => store.invalidateAll());
+    expect(notGraphQL).toEqual({ answeredBy: 'origin', headers: [['svc-cache', 'PASS']], outcome: 'PASS' });
+    expect(reported).toEqual([]);
+  });
+
+  it('serves a soft-purged entry, and the entry as read again: a newer one stored while the origin was asked', async () => {
+    await exchange({ status: 200, body: STORED });
+    now = T0 + 15_000;
+    expect(await exchange({ status: 500 }, () => store.markAllStale())).toMatchObject({ answeredBy: 'response-headers', response: stale(15) });
+
+    const newer = Buffer.from('{"data":{"todos":[{"id":"2"}]}}');
+    const storeNewer = async () => {
+      const { entry, mark } = await store.lookup(storedKeys[0]!);
+      // Stored 20 s after the first, and already 5 s past its maxAge: still within its window.
+      const response = { ...entry!, body: newer, identityLength: newer.length, storedAt: T0 + 20_000 };
+      await store.store(storedKeys[0]!, response, { tags: [], ttlSeconds: 40, mark });
+      now = T0 + 35_000;
+    };
+    expect(await exchange({ status: 500 }, storeNewer)).toMatchObject({ answeredBy: 'response-headers', response: { ...stale(15), body: newer } });
+    expect(reported).toEqual(['origin-status', 'origin-status']);
+  });
+
+  it("relays the origin's failure when the store cannot be read again", async () => {
+    await exchange({ status: 200, body: STORED });
+    now = T0 + 15_000;
+    const failing = () => {
+      store.lookup = () => Promise.reject(new Error('store down'));
+    };
+    expect(await exchange({ status: 500 }, failing)).toEqual({ answeredBy: 'origin', headers: [['svc-cache', 'PASS']], outcome: 'PASS' });
+    expect(reported).toEqual([]);
+    expect(logged.filter((line) => line['level'] === 40)).toEqual([{ level: 40, err: 'store down', msg: 'cache store unavailable; relaying the origin failure' }]);
   });
 
   it('takes the smallest staleIfError of the matched rules; 0 (the default) serves nothing stale', async () => {

@@ -131,6 +131,17 @@ describe.each(['memory', 'redis'] as const)('argument-aware List invalidation, %
     expect(await statuses(stack, lists)).toEqual(['MISS', 'MISS', 'HIT', 'HIT']);
   });
 
+  it('moving a setting, a type without a key field, from guest to admin empties the guests\' list it left too', async () => {
+    const stack = await stackWith({});
+    const guests = '{ settingsByRole(role: guest) { name role } }';
+    const admins = '{ settingsByRole(role: admin) { name role } }';
+    await warm(stack, [guests, admins]);
+    const moved = await postGraphQL(stack.url, { query: 'mutation { setRole(name: "theme", role: admin) { name role } }' });
+    expect([moved.headers['svc-cache'], moved.text]).toEqual(['PASS', '{"data":{"setRole":{"name":"theme","role":"admin"}}}']);
+    expect(await statuses(stack, [guests, admins])).toEqual(['MISS', 'MISS']);
+    expect((await postGraphQL(stack.url, { query: guests })).text).toBe('{"data":{"settingsByRole":[]}}');
+  });
+
   it('mode any keeps every list of the type', async () => {
     const stack = await stackWith({ listArguments: { mode: 'any' } });
     await warm(stack, [ADMINS, GUESTS, PARIS, BERLIN]);

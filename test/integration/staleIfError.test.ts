@@ -124,6 +124,43 @@ describe.each([
     expect([refreshed.headers['svc-cache'], refreshed.headers['svc-cache-stale']]).toEqual(['MISS', undefined]);
     expect(refreshed.text).not.toBe(time.text);
   });
+
+  it("honours a purge made while the origin was asked: a hard one relays the origin's failure, a soft one still serves the entry", async () => {
+    const HARD_PURGE = 'mutation { _purgeQuery(queries: [time]) }';
+    /** TIME stored anew, expired, and asked of an origin that fails after 500 ms, with `purge` sent once it is asked. */
+    async function failingWhilePurged(purge: string) {
+      stack.origin.setBehaviour({ forcedResponse: null, delayMs: 0 });
+      await postGraphQL(stack.url, { query: HARD_PURGE }, DEBUG);
+      const primed = await postGraphQL(stack.url, TIME);
+      expect(primed.headers['svc-cache']).toBe('MISS');
+      await sleep(1100);
+      stack.origin.setBehaviour({ forcedResponse: INTERNAL_ERROR, delayMs: 500 });
+      const asked = stack.origin.requestCount() + 1;
+      const pending = postGraphQL(stack.url, TIME, DEBUG);
+      while (stack.origin.requestCount() < asked) await sleep(10);
+      const purged = await postGraphQL(stack.url, { query: purge }, DEBUG);
+      expect(purged.text).toBe('{"data":{"_purgeQuery":true}}');
+      return { primed, answer: await pending };
+    }
+
+    const hard = await failingWhilePurged(HARD_PURGE);
+    expect([hard.answer.status, hard.answer.text, hard.answer.headers['svc-cache'], hard.answer.headers['svc-debug-pass-reason']]).toEqual([
+      500,
+      'Internal Server Error',
+      'PASS',
+      'origin-status',
+    ]);
+    expect(hard.answer.headers['svc-cache-stale']).toBeUndefined();
+
+    const soft = await failingWhilePurged('mutation { _purgeQuery(queries: [time], soft: true) }');
+    expect([soft.answer.status, soft.answer.text, soft.answer.headers['svc-cache'], soft.answer.headers['svc-cache-stale']]).toEqual([
+      200,
+      soft.primed.text,
+      'HIT',
+      'error',
+    ]);
+    stack.origin.setBehaviour({ forcedResponse: null, delayMs: 0 });
+  });
 });
 
 describe('stale-if-error and an origin that cannot be reached', () => {

@@ -143,6 +143,16 @@ describe('what a mutation names', () => {
     expect(mutationInvalidationTags(schema, prepared, { data: { addUser } }, 'List')).toContain(list('Query.usersByRole', { role: 'admin' }));
   });
 
+  it('names every list of a type without a key field: a list the object left is named by no entity tag', () => {
+    const guests = prepareOperation(schema, parse('{ settingsByRole(role: guest) { name role } }'), keyFields, index);
+    const stored = responseTags(schema, guests, { data: { settingsByRole: [{ name: 'theme', role: 'guest' }] } }, '')!;
+    expect(stored).toContain(tag.list('Setting'));
+    const moved = prepareOperation(schema, parse('mutation { setRole(name: "theme", role: admin) { name role } }'), keyFields, index);
+    // Nothing is added to ask for: the values would name only the lists the object is in now.
+    expect(moved.rewritten).toBe(false);
+    expect(mutationInvalidationTags(schema, moved, { data: { setRole: { name: 'theme', role: 'admin' } } }, 'List')).toEqual([tag.list('Setting')]);
+  });
+
   it('never narrows by an argument listArguments.fields maps to null (a search, not an equality)', () => {
     const searching = listArgumentIndex(schema, { mode: 'match', fields: { 'Query.usersByRole.role': null } });
     expect(searching.valueFields(User).has('role')).toBe(true);

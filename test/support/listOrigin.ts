@@ -7,7 +7,8 @@ import type { DemoOrigin, RecordedRequest } from './origin.js';
  * An origin whose lists take arguments that name fields of their objects (issue 15, part 4), for
  * argument-aware list invalidation through the gateway: users by role (graphql-yoga #3125), by
  * team (the argument `team` names the field `teamId`), by location (an input object), with
- * pagination arguments, and a mutation that adds a user. It answers as a GraphQL over HTTP origin
+ * pagination arguments, and a mutation that adds a user; and settings by role, a type without a
+ * key field, with a mutation that moves a setting to another role. It answers as a GraphQL over HTTP origin
  * does, with graphql-js, and stands in for the demo origin in `startStack`.
  */
 
@@ -34,6 +35,12 @@ type User {
   location: Location
 }
 
+"No key field: its objects are not entities."
+type Setting {
+  name: String!
+  role: Role!
+}
+
 type Query {
   users(first: Int, after: ID): [User!]!
   usersByRole(role: Role!, first: Int, after: ID): [User!]!
@@ -43,12 +50,14 @@ type Query {
   "Five arguments that name User fields: more than svc-cache narrows by, so none does."
   usersWhere(id: ID, name: String, role: Role, teamId: ID, location: LocationInput): [User!]!
   user(id: ID!): User
+  settingsByRole(role: Role!): [Setting!]!
 }
 
 type Mutation {
   addUser(name: String!, role: Role!, teamId: ID, location: LocationInput): User!
   "A list no stored answer holds: it names no lists. Not served."
   importUsers(role: Role): [User!]!
+  setRole(name: String!, role: Role!): Setting
 }
 `;
 
@@ -58,6 +67,18 @@ interface UserRecord {
   role: 'admin' | 'guest';
   teamId: string | null;
   location: { city: string; country: string } | null;
+}
+
+interface SettingRecord {
+  name: string;
+  role: 'admin' | 'guest';
+}
+
+function seedSettings(): SettingRecord[] {
+  return [
+    { name: 'theme', role: 'guest' },
+    { name: 'billing', role: 'admin' },
+  ];
 }
 
 function seed(): UserRecord[] {
@@ -71,6 +92,7 @@ const schema = buildSchema(LIST_SCHEMA_SDL);
 
 export async function startListOrigin(): Promise<DemoOrigin> {
   let users = seed();
+  let settings = seedSettings();
   const requests: RecordedRequest[] = [];
   const sameLocation = (user: UserRecord, location: UserRecord['location']): boolean =>
     user.location?.city === location?.city && user.location?.country === location?.country;
@@ -87,6 +109,12 @@ export async function startListOrigin(): Promise<DemoOrigin> {
     usersAt: ({ location }: { location: UserRecord['location'] }) => users.filter((user) => sameLocation(user, location)),
     usersWhere: ({ role }: { role?: string | null }) => users.filter((user) => role == null || user.role === role),
     user: ({ id }: { id: string }) => users.find((user) => user.id === id) ?? null,
+    settingsByRole: ({ role }: { role: string }) => settings.filter((setting) => setting.role === role),
+    setRole: ({ name, role }: SettingRecord) => {
+      const setting = settings.find((found) => found.name === name);
+      if (setting) setting.role = role;
+      return setting ?? null;
+    },
     addUser: (args: Pick<UserRecord, 'name' | 'role'> & Partial<UserRecord>) => {
       const user: UserRecord = { id: `u${users.length + 1}`, name: args.name, role: args.role, teamId: args.teamId ?? null, location: args.location ?? null };
       users.push(user);
@@ -111,6 +139,7 @@ export async function startListOrigin(): Promise<DemoOrigin> {
     requestCount: () => requests.length,
     reset: () => {
       users = seed();
+      settings = seedSettings();
       requests.length = 0;
     },
     setBehaviour: () => {
