@@ -7,10 +7,11 @@ import type { PersistedQueryRegistry } from '../apq/index.js';
 import { connectRedis, withinTimeout, type RedisConfig } from './redisConnection.js';
 import { KEY_CHECK_BYTES, RedisKeyLayout, SHARD_COUNT } from './redisLayout.js';
 import {
+  AGE_INDEXED_ENTRIES,
   INVALIDATE_SHARD,
   INVALIDATE_TAGS,
-  MARK_STALE_SHARD,
-  MARK_STALE_TAGS,
+  RECORD_SHARD_INVALIDATION,
+  RECORD_TAG_INVALIDATION,
   STORE_ENTRY,
   type LuaScript,
   type RedisClient,
@@ -121,13 +122,19 @@ export class RedisStore implements CacheStore {
   async invalidate(tags: readonly string[]): Promise<number> {
     const uniqueTags = [...new Set(tags)];
     if (uniqueTags.length === 0) return 0;
-    return this.onEveryShard((shard) =>
-      this.drainShard(
-        INVALIDATE_TAGS,
-        [this.layout.sequenceKey(shard), this.layout.epochKey(shard), ...this.recordsAndIndexes(shard, uniqueTags)],
-        (firstCall) => [this.layout.entryKeyPrefix(shard), INVALIDATION_RECORD_TTL_MS, DRAIN_BUDGET, firstCall ? '1' : '0'],
-      ),
-    );
+    // A slice's tags are recorded before their entries are drained, so none can be refreshed from
+    // an answer fetched before; the count stays exact, as an entry already deleted counts no more.
+    return this.onEveryShard(async (shard) => {
+      let removed = 0;
+      for (const slice of slices(uniqueTags, KEYS_PER_CALL)) {
+        removed += await this.drainShard(
+          INVALIDATE_TAGS,
+          [this.layout.sequenceKey(shard), this.layout.epochKey(shard), ...this.recordsAndIndexes(shard, slice)],
+          (firstCall) => [this.layout.entryKeyPrefix(shard), INVALIDATION_RECORD_TTL_MS, DRAIN_BUDGET, firstCall ? '1' : '0'],
+        );
+      }
+      return removed;
+    });
   }
 
   async invalidateAll(): Promise<number> {
@@ -148,22 +155,23 @@ export class RedisStore implements CacheStore {
   async markStale(tags: readonly string[]): Promise<number> {
     const uniqueTags = [...new Set(tags)];
     if (uniqueTags.length === 0) return 0;
-    return this.softPurge(MARK_STALE_TAGS, (shard, pending) => [
-      this.layout.sequenceKey(shard),
-      this.layout.epochKey(shard),
-      pending,
-      ...this.recordsAndIndexes(shard, uniqueTags),
-    ]);
+    const nowMs = Date.now();
+    return this.onEveryShard(async (shard) => {
+      for (const slice of slices(uniqueTags, KEYS_PER_CALL)) {
+        const keys = [this.layout.sequenceKey(shard), this.layout.epochKey(shard), ...slice.map((tag) => this.layout.tagInvalidationKey(shard, tag))];
+        await this.withinTimeout(RECORD_TAG_INVALIDATION.run(this.client, keys, [INVALIDATION_RECORD_TTL_MS]), 'invalidation');
+      }
+      return this.ageIndexedEntries(shard, uniqueTags.map((tag) => this.layout.tagIndexKey(shard, tag)), nowMs);
+    });
   }
 
   async markAllStale(): Promise<number> {
-    return this.softPurge(MARK_STALE_SHARD, (shard, pending) => [
-      this.layout.sequenceKey(shard),
-      this.layout.floorKey(shard),
-      this.layout.allEntriesKey(shard),
-      this.layout.epochKey(shard),
-      pending,
-    ]);
+    const nowMs = Date.now();
+    return this.onEveryShard(async (shard) => {
+      const keys = [this.layout.sequenceKey(shard), this.layout.floorKey(shard), this.layout.epochKey(shard)];
+      await this.withinTimeout(RECORD_SHARD_INVALIDATION.run(this.client, keys, []), 'invalidation');
+      return this.ageIndexedEntries(shard, [this.layout.allEntriesKey(shard)], nowMs);
+    });
   }
 
   /** The persisted-query registry on this store's connection, bounded to `maxBytes`. */
@@ -224,23 +232,34 @@ export class RedisStore implements CacheStore {
   }
 
   /**
-   * Runs a soft-purge script (MARK_STALE_TAGS, MARK_STALE_SHARD) on every shard, each with a pending
-   * list of this purge's own, and `now` taken once for all.
+   * Ages the entries listed in a shard's `indexes` (src/store/softPurge.ts), once the purge is
+   * recorded: AGE_INDEXED_ENTRIES walks them with SSCAN, at most KEYS_PER_CALL indexes and about
+   * DRAIN_BUDGET ids per call, the walk's place kept here between calls, so that however many tags
+   * or entries a purge names no single script holds Redis for long (as drainShard). Every replica
+   * sees an entry stale once its call ran; the caller hears of success only once all did.
    */
-  private softPurge(script: LuaScript, keysOf: (shard: number, pending: string) => string[]): Promise<number> {
-    const purge = randomUUID();
-    const nowMs = Date.now();
-    return this.onEveryShard((shard) =>
-      this.drainShard(script, keysOf(shard, this.layout.softPurgeKey(shard, purge)), (firstCall) => [
-        this.layout.entryKeyPrefix(shard),
-        INVALIDATION_RECORD_TTL_MS,
-        DRAIN_BUDGET,
-        firstCall ? '1' : '0',
-        nowMs,
-        STALE_MARGIN_MS,
-        ENTRY_FORMAT_VERSION,
-      ]),
-    );
+  private async ageIndexedEntries(shard: number, indexes: readonly string[], nowMs: number): Promise<number> {
+    let aged = 0;
+    for (const slice of slices(indexes, KEYS_PER_CALL)) {
+      for (let position = 1, cursor = '0'; position <= slice.length; ) {
+        const reply = await this.withinTimeout(
+          AGE_INDEXED_ENTRIES.run(this.client, slice, [
+            this.layout.entryKeyPrefix(shard),
+            DRAIN_BUDGET,
+            position,
+            cursor,
+            nowMs,
+            STALE_MARGIN_MS,
+            ENTRY_FORMAT_VERSION,
+          ]),
+          'invalidation',
+        );
+        const step = parseAgeReply(reply);
+        aged += step.aged;
+        ({ position, cursor } = step);
+      }
+    }
+    return aged;
   }
 
   private withinTimeout<T>(operation: Promise<T>, what: string): Promise<T> {
@@ -255,8 +274,10 @@ export class RedisStore implements CacheStore {
 const MARK_LIFETIME_MS = 60_000;
 /** Past the mark lifetime by enough to absorb network delay and clock rate differences. */
 const INVALIDATION_RECORD_TTL_MS = MARK_LIFETIME_MS + 10_000;
-/** Entries one invalidation script deletes before handing Redis back to other clients. */
+/** Entries one invalidation script deletes (or ages) before handing Redis back to other clients. */
 const DRAIN_BUDGET = 1000;
+/** Tags one invalidation script records, drains or walks, so that the call stays short however many a purge names. */
+const KEYS_PER_CALL = 1000;
 
 interface DecodedMark {
   shard: number;
@@ -291,4 +312,15 @@ function parseDrainReply(reply: unknown): [deleted: number, remaining: number] {
     throw new Error(`unexpected reply from the invalidation script: ${JSON.stringify(reply)}`);
   }
   return [reply[0], reply[1]];
+}
+
+function parseAgeReply(reply: unknown): { aged: number; position: number; cursor: string } {
+  if (!Array.isArray(reply) || typeof reply[0] !== 'number' || typeof reply[1] !== 'number' || typeof reply[2] !== 'string') {
+    throw new Error(`unexpected reply from the soft-purge script: ${JSON.stringify(reply)}`);
+  }
+  return { aged: reply[0], position: reply[1], cursor: reply[2] };
+}
+
+function slices<T>(items: readonly T[], size: number): T[][] {
+  return Array.from({ length: Math.ceil(items.length / size) }, (_, index) => items.slice(index * size, (index + 1) * size));
 }

@@ -13,7 +13,6 @@ import { createHash } from 'node:crypto';
  *   {prefix}{shard}:seq           the shard's invalidation sequence (kept forever)
  *   {prefix}{shard}:floor         marks below it are refused, set by invalidateAll (kept forever)
  *   {prefix}{shard}:epoch         names the lifetime of the shard's data; marks from another are refused (kept forever)
- *   {prefix}{shard}:s:{id}        sorted set: the entry ids one soft purge has still to mark stale, short-lived
  *   {prefix}{apq}:q:{sha256}      persisted query text, expires with its registration
  *   {prefix}{apq}:index           sorted set of registered hashes, scored by expiry
  *   {prefix}{apq}:sizes           hash of registered hash to its bytes
@@ -93,11 +92,6 @@ export class RedisKeyLayout {
    */
   epochKey(shard: number): string {
     return `${this.shardPrefix(shard)}epoch`;
-  }
-
-  /** The entries one soft purge (`id`, unique to it) has still to mark stale on the shard. */
-  softPurgeKey(shard: number, id: string): string {
-    return `${this.shardPrefix(shard)}s:${id}`;
   }
 
   /** Every persisted-query key shares one hash tag, so the registration script stays in one slot. */

@@ -84,6 +84,16 @@ end
 `;
 
 /**
+ * Raises a shard's floor, so every mark taken before is refused (invalidateAll, markAllStale).
+ */
+const RAISE_FLOOR = `
+local function raiseFloor(sequenceKey, floorKey, epochKey)
+  ensureEpoch(epochKey)
+  redis.call('SET', floorKey, redis.call('INCR', sequenceKey))
+end
+`;
+
+/**
  * Stores an entry unless the mark is stale. KEYS: entry, floor, all-entries index, epoch, then the
  * tags' invalidation records, then the tags' indexes (same order). ARGV: encoded entry, ttl ms,
  * mark sequence, entry id, mark epoch, entry key prefix. Returns 1 when stored, 0 when refused.
@@ -153,30 +163,53 @@ return drain(3 + tagCount, 2 + 2 * tagCount, ARGV[1], tonumber(ARGV[3]))
  * prefix, budget, '1' on the first call (which raises the floor) or '0' on draining calls.
  * Returns { entries deleted, members still listed }.
  */
-export const INVALIDATE_SHARD = new LuaScript(`${DRAIN_INDEXES}${ENSURE_EPOCH}
+export const INVALIDATE_SHARD = new LuaScript(`${DRAIN_INDEXES}${ENSURE_EPOCH}${RAISE_FLOOR}
 if ARGV[3] == '1' then
-  ensureEpoch(KEYS[4])
-  redis.call('SET', KEYS[2], redis.call('INCR', KEYS[1]))
+  raiseFloor(KEYS[1], KEYS[2], KEYS[4])
 end
 return drain(3, 3, ARGV[1], tonumber(ARGV[2]))
 `);
 
 /**
- * Soft purge of the entries listed in KEYS[pending], a snapshot the purge's first call took: up to
- * `budget` of them are aged (src/store/softPurge.ts) and taken off the list. Aging an entry moves
- * its stored time (the f64 at byte 2 of entryCodec.ts's layout, after the u8 format version) and its
- * expiry back by the freshness it had left plus `marginMs`; one already that stale is left alone, one
- * whose expiry would pass is deleted. `nowMs` is the purging replica's clock, as `storedAt` is a
- * replica's. Returns { entries aged or deleted, ids still listed }.
+ * Records a soft purge of tags on one shard, as INVALIDATE_TAGS's first call does, deleting
+ * nothing. KEYS: sequence, epoch, then the tags' invalidation records. ARGV: record ttl ms.
  */
-const AGE_OUT_PENDING = `
+export const RECORD_TAG_INVALIDATION = new LuaScript(`${ENSURE_EPOCH}${RECORD_INVALIDATION}
+recordInvalidation(KEYS[1], KEYS[2], 3, #KEYS, tonumber(ARGV[1]))
+return 1
+`);
+
+/** Records a soft purge of a whole shard: raises its floor. KEYS: sequence, floor, epoch. */
+export const RECORD_SHARD_INVALIDATION = new LuaScript(`${ENSURE_EPOCH}${RAISE_FLOOR}
+raiseFloor(KEYS[1], KEYS[2], KEYS[3])
+return 1
+`);
+
+/**
+ * One step of a soft purge (src/store/softPurge.ts): walks the index sets KEYS[position..] with
+ * SSCAN from `cursor`, aging the entries listed, until `budget` ids were seen (each SSCAN counts for
+ * at least one) or the last index is done. SSCAN returns every member present for the whole walk,
+ * so every entry listed when the purge was recorded is aged; one listed after carries a fresh mark,
+ * and aging it too is harmless. Aging is idempotent (`now` is the purge's), so an id returned twice,
+ * or listed under two tags, is counted once.
+ *
+ * Aging an entry moves its stored time (the f64 at byte 2 of entryCodec.ts's layout, after the u8
+ * format version) and its expiry back by the freshness it had left plus `marginMs`, rewriting only
+ * those 8 bytes of the header; one already that stale is left alone, one whose expiry would pass is
+ * deleted. `nowMs` is the purging replica's clock, as `storedAt` is a replica's.
+ *
+ * ARGV: entry key prefix, budget, position (1-based, in KEYS), cursor, now ms, stale margin ms,
+ * entry format version. Returns { entries aged or deleted, next position, next cursor }: the walk
+ * is done when the position is past #KEYS.
+ */
+export const AGE_INDEXED_ENTRIES = new LuaScript(`
 local function ageOut(entryKey, nowMs, marginMs, formatVersion)
-  local bytes = redis.call('GET', entryKey)
-  if not bytes or #bytes < 25 or string.byte(bytes, 1) ~= formatVersion then
+  local header = redis.call('GETRANGE', entryKey, 0, 24)
+  if #header < 25 or string.byte(header, 1) ~= formatVersion then
     return 0
   end
-  local storedAt = struct.unpack('>d', bytes, 2)
-  local maxAge = struct.unpack('>d', bytes, 10)
+  local storedAt = struct.unpack('>d', header, 2)
+  local maxAge = struct.unpack('>d', header, 10)
   local shift = storedAt - (nowMs - maxAge * 1000 - marginMs)
   local ttl = redis.call('PTTL', entryKey)
   if shift <= 0 or ttl < 0 then
@@ -186,54 +219,25 @@ local function ageOut(entryKey, nowMs, marginMs, formatVersion)
   if remaining <= 0 then
     return redis.call('DEL', entryKey)
   end
-  redis.call('SET', entryKey, string.sub(bytes, 1, 1) .. struct.pack('>d', storedAt - shift) .. string.sub(bytes, 10), 'PX', remaining)
+  redis.call('SETRANGE', entryKey, 1, struct.pack('>d', storedAt - shift))
+  redis.call('PEXPIRE', entryKey, remaining)
   return 1
 end
-local function ageOutPending(pending, entryKeyPrefix, budget, nowMs, marginMs, formatVersion)
-  local aged = 0
-  local ids = redis.call('ZRANGE', pending, 0, budget - 1)
-  for _, id in ipairs(ids) do
+local entryKeyPrefix, budget, position, cursor = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local nowMs, marginMs, formatVersion = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local aged = 0
+while budget > 0 and position <= #KEYS do
+  local reply = redis.call('SSCAN', KEYS[position], cursor, 'COUNT', budget)
+  cursor = reply[1]
+  for _, id in ipairs(reply[2]) do
     aged = aged + ageOut(entryKeyPrefix .. id, nowMs, marginMs, formatVersion)
   end
-  if #ids > 0 then
-    redis.call('ZREM', pending, unpack(ids))
+  budget = budget - math.max(#reply[2], 1)
+  if cursor == '0' then
+    position = position + 1
   end
-  return { aged, redis.call('ZCARD', pending) }
 end
-`;
-
-/**
- * Soft-purges tags on one shard. KEYS: sequence, epoch, pending (this purge's own), then the tags'
- * invalidation records, then the tags' indexes (same order). ARGV: entry key prefix, record ttl ms,
- * budget, '1' on the first call or '0' on draining calls, now ms, stale margin ms, entry format
- * version. The first call records the invalidation as INVALIDATE_TAGS does and lists the tags'
- * entries in pending (expiring after the record ttl, should the purger go away); each call ages
- * what the budget allows. Returns { entries aged or deleted, ids still listed }.
- */
-export const MARK_STALE_TAGS = new LuaScript(`${AGE_OUT_PENDING}${ENSURE_EPOCH}${RECORD_INVALIDATION}
-local tagCount = (#KEYS - 3) / 2
-if ARGV[4] == '1' then
-  recordInvalidation(KEYS[1], KEYS[2], 4, 3 + tagCount, tonumber(ARGV[2]))
-  redis.call('ZUNIONSTORE', KEYS[3], tagCount, unpack(KEYS, 4 + tagCount, 3 + 2 * tagCount))
-  redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[2]))
-end
-return ageOutPending(KEYS[3], ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
-`);
-
-/**
- * Soft-purges every entry of one shard. KEYS: sequence, floor, all-entries index, epoch, pending.
- * ARGV: entry key prefix, pending ttl ms, budget, '1' on the first call (which raises the floor, as
- * INVALIDATE_SHARD does, and lists every entry in pending) or '0', now ms, stale margin ms, entry
- * format version. Returns { entries aged or deleted, ids still listed }.
- */
-export const MARK_STALE_SHARD = new LuaScript(`${AGE_OUT_PENDING}${ENSURE_EPOCH}
-if ARGV[4] == '1' then
-  ensureEpoch(KEYS[4])
-  redis.call('SET', KEYS[2], redis.call('INCR', KEYS[1]))
-  redis.call('ZUNIONSTORE', KEYS[5], 1, KEYS[3])
-  redis.call('PEXPIRE', KEYS[5], tonumber(ARGV[2]))
-end
-return ageOutPending(KEYS[5], ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
+return { aged, position, cursor }
 `);
 
 /**

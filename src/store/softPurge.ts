@@ -7,7 +7,7 @@ import type { CachedResponse } from './types.js';
  * downstream judge staleness; it is taken from the entry's `swr` window. An entry already that
  * stale is left alone, and one whose expiry moves into the past is removed.
  *
- * The Redis store does the same inside its script (redisScripts.ts, AGE_OUT_PENDING); both take
+ * The Redis store does the same inside its script (redisScripts.ts, AGE_INDEXED_ENTRIES); both take
  * `now` from the purging replica's clock, as `storedAt` comes from the storing replica's.
  */
 export const STALE_MARGIN_MS = 1000;

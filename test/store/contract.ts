@@ -245,6 +245,25 @@ export function describeStoreContract(name: string, createStore: () => Promise<C
         expect(ages.filter((age) => age <= 30)).toEqual([]);
       });
 
+      it('purges thousands of tags in one call, soft and then hard', async () => {
+        const tags = Array.from({ length: 9000 }, (_, index) => `Todo:${index}`);
+        await storeWithSwr('todo-0', ['Todo:0']);
+        await storeWithSwr('todo-8999', ['Todo:8999', 'Todo']);
+        await storeWithSwr('user', ['User:7']);
+        const fetchedBefore = await store.lookup('todo-8500');
+
+        expect(await store.markStale(tags)).toBe(2);
+        expect(ageOf((await store.lookup('todo-0')).entry)).toBeGreaterThan(30);
+        expect(ageOf((await store.lookup('todo-8999')).entry)).toBeGreaterThan(30);
+        expect(ageOf((await store.lookup('user')).entry)).toBeLessThan(30);
+        expect(await store.store('todo-8500', swrResponse('before'), { tags: ['Todo:8500'], ttlSeconds: 90, mark: fetchedBefore.mark })).toBe(false);
+
+        expect(await store.invalidate(tags)).toBe(2);
+        expect(await isCached('todo-0')).toBe(false);
+        expect(await isCached('todo-8999')).toBe(false);
+        expect(await isCached('user')).toBe(true);
+      });
+
       it('refuses a response fetched before the soft purge, and stores one fetched after it', async () => {
         await storeWithSwr('product-1', ['Product:1']);
         const fetchedBefore = await store.lookup('product-1');

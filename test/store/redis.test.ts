@@ -158,14 +158,43 @@ describe('Redis data model', () => {
     expect((await store.lookup(other)).entry).toBeUndefined();
   });
 
-  it('consumes the list a soft purge takes of its entries, leaving no key of its own behind', async () => {
+  it.each([
+    { purge: 'markStale', run: (store: CacheStore) => store.markStale(['Product']) },
+    { purge: 'markAllStale', run: (store: CacheStore) => store.markAllStale() },
+  ])('$purge: soft-purges a large index in several bounded script calls, aging every entry it lists', async ({ run }) => {
     const keyPrefix = uniquePrefix('soft');
-    const store = await openStore(keyPrefix);
-    const keys = Array.from({ length: 40 }, (_, index) => `list-${index}`);
-    await Promise.all(keys.map((key) => storeAfterMiss(store, key, ['Product'])));
-    expect(await store.markStale(['Product'])).toBe(keys.length);
-    expect(await store.markAllStale()).toBe(0);
-    expect(await scanKeys(inspector, `${keyPrefix}*:s:*`)).toEqual([]);
+    const layout = new RedisKeyLayout(keyPrefix);
+    const store = await openStore(keyPrefix, 10_000);
+    expect(await run(store)).toBe(0); // loads the scripts, so that EVALSHA finds them
+    // One real entry, copied under 5,000 more ids of its shard and listed in its indexes.
+    const seed = layout.locate('seed');
+    const { mark } = await store.lookup('seed');
+    const response = { ...jsonResponse('seed'), maxAge: 30, swr: 60 };
+    expect(await store.store('seed', response, { tags: ['Product'], ttlSeconds: 90, mark })).toBe(true);
+    const copies = 5000;
+    const pipeline = inspector.pipeline();
+    for (let id = 1; id <= copies; id += 1) {
+      pipeline.copy(layout.entryKey(seed), `${layout.entryKeyPrefix(seed.shard)}${id}`);
+      pipeline.sadd(layout.tagIndexKey(seed.shard, 'Product'), String(id));
+      pipeline.sadd(layout.allEntriesKey(seed.shard), String(id));
+    }
+    await pipeline.exec();
+
+    await inspector.config('RESETSTAT');
+    expect(await run(store)).toBe(copies + 1);
+    const stats = await commandStats();
+    const { evalsha = 0, sscan = 0 } = stats;
+    // Commands of constant cost, and SSCAN with a COUNT: nothing copies or reads an index whole.
+    const boundedCommands = ['evalsha', 'exists', 'set', 'incr', 'sscan', 'getrange', 'setrange', 'pttl', 'pexpire'];
+    expect(Object.keys(stats).filter((command) => !boundedCommands.includes(command))).toEqual([]);
+    // One call per shard records the purge, one walks each other shard's empty index, and the
+    // shard holding the index walks it in calls of about DRAIN_BUDGET (1,000) ids each.
+    const walkCalls = evalsha - 2 * SHARD_COUNT + 1;
+    expect(walkCalls).toBeGreaterThanOrEqual(copies / 1000);
+    expect(walkCalls).toBeLessThanOrEqual((2 * copies) / 1000);
+    expect(sscan).toBeGreaterThanOrEqual(SHARD_COUNT - 1 + walkCalls);
+    expect(Math.floor((Date.now() - (await store.lookup('seed')).entry!.storedAt) / 1000)).toBeGreaterThan(30);
+    expect(await run(store)).toBe(0);
   });
 
   it('answers a lookup with one command and never lists or scans the keyspace', async () => {
