@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { scanKeys } from '../store/redisInspection.js';
 import { postGraphQL, startDemoOrigin, type DemoOrigin, type GraphQLHttpResult } from '../support/origin.js';
 import { startRedisServer, TEST_REDIS_COMMAND_TIMEOUT_MS, type RedisServer } from '../support/redis.js';
@@ -64,18 +64,6 @@ async function dumpEverything(client: Redis): Promise<Array<{ key: string; type:
   return dump;
 }
 
-async function eventually(check: () => Promise<void>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-}
 
 describe('the Redis store behind the gateway', () => {
   let redis: RedisServer;
@@ -220,7 +208,7 @@ describe('the Redis store behind the gateway', () => {
       expect(stack.origin.requestCount()).toBe(12);
 
       await redis.restart();
-      await eventually(() => stack.sidecar.store.ping());
+      await vi.waitFor(() => stack.sidecar.store.ping(), { timeout: 5000, interval: 50 });
       const afterRestart = [
         await postGraphQL(stack.url, { query: TODOS }),
         await postGraphQL(stack.url, { query: TODOS }),

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createStore, type CacheStore, type InvalidationMark } from '../../src/store/index.js';
 import { startRedisServer, type RedisServer } from '../support/redis.js';
 import { jsonResponse, sleep, untilReady } from './contract.js';
@@ -52,18 +52,6 @@ async function expectEveryOperationToRejectWithin(limitMs: number, mark: Invalid
   expect(outcomes).toEqual(outcomes.map(({ name }) => ({ name, outcome: 'rejected', fastEnough: true })));
 }
 
-async function eventually(check: () => Promise<unknown>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await sleep(50);
-    }
-  }
-}
 
 describe('Redis store faults', () => {
   it('fails fast while Redis is down and resumes by itself when it is back on the same port', async () => {
@@ -78,7 +66,7 @@ describe('Redis store faults', () => {
       await server.restart();
     }
 
-    await eventually(() => store.lookup('query'));
+    await vi.waitFor(() => store.lookup('query'), { timeout: 5000, interval: 50 });
     const afterRestart = await store.lookup('query');
     expect(afterRestart.entry).toBeUndefined();
     expect(await store.store('query', jsonResponse('after'), { tags: ['A'], ttlSeconds: 60, mark: afterRestart.mark })).toBe(true);
@@ -96,7 +84,7 @@ describe('Redis store faults', () => {
       await sleep(1000);
       admin.disconnect();
     }
-    await eventually(() => store.ping());
+    await vi.waitFor(() => store.ping(), { timeout: 5000, interval: 50 });
   });
 
   it('does not answer ping before a connection exists', async () => {
