@@ -9,7 +9,7 @@ import { selectionOf } from '../graphql/index.js';
 import { acceptedEncoding, acceptedGraphQLResponseType, ownAnswerMediaType } from '../http/index.js';
 import { headerValue, type HeaderList } from '../http/index.js';
 import { endpointOf, hostKey } from '../http/index.js';
-import { listArgumentIndex, prepareOperation, type ListArgumentIndex, type PreparedOperation } from '../invalidation/index.js';
+import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { mutationInvalidationTags } from '../invalidation/index.js';
 import { rootFieldTypeTags } from '../invalidation/index.js';
 import type { Logger } from '../observability/index.js';
@@ -322,8 +322,7 @@ export class DecisionEngine {
     if (checked.selected.operation.operation !== OperationTypeNode.MUTATION || !schema || config.mutationPolicy === 'None') return undefined;
     // The origin gets the batch as sent: answers lack any key field svc-cache would add, and
     // entities without their key invalidate their whole type (broader, never narrower).
-    const prepared = prepareOperation(schema, checked.selected.document, config.keyFields, mutationLists(config, schema));
-    return { kind: 'mutation', schema, prepared, policy: config.mutationPolicy, maxResponseBodyBytes: config.limits.maxResponseBodyBytes };
+    return mutationPlan(checked.selected.document, config, schema);
   }
 
   /** A popular query's limits and rules are worked out once per config and schema, not per HIT. */
@@ -380,15 +379,8 @@ export class DecisionEngine {
   }
 
   private forwardMutation(context: RequestContext, checked: CheckedOperation, schema: GraphQLSchema): RequestDecision {
-    const prepared = prepareOperation(schema, checked.selected.document, context.config.keyFields, mutationLists(context.config, schema));
-    const plan: MutationPlan = {
-      kind: 'mutation',
-      schema,
-      prepared,
-      policy: context.config.mutationPolicy,
-      maxResponseBodyBytes: context.config.limits.maxResponseBodyBytes,
-    };
-    return this.forward(context, plan, originQueryOf(prepared));
+    const plan = mutationPlan(checked.selected.document, context.config, schema);
+    return this.forward(context, plan, originQueryOf(plan.prepared));
   }
 
   /** Scope and key, then a HIT from the store or a fetch whose answer may be stored. */
@@ -773,8 +765,11 @@ function keyedRequestHeaders(policy: CachePolicy, config: Config): ReadonlySet<s
  * has the fields that name its objects' lists added); under other policies nothing (README,
  * Invalidation after mutations).
  */
-function mutationLists(config: Config, schema: GraphQLSchema): ListArgumentIndex | undefined {
-  return config.mutationPolicy === 'List' ? listArgumentIndex(schema, config.listArguments) : undefined;
+/** How a mutation's answer will be read for invalidation, whether it came alone or in a batch. */
+function mutationPlan(document: DocumentNode, config: Config, schema: GraphQLSchema): MutationPlan {
+  const lists = config.mutationPolicy === 'List' ? listArgumentIndex(schema, config.listArguments) : undefined;
+  const prepared = prepareOperation(schema, document, config.keyFields, lists);
+  return { kind: 'mutation', schema, prepared, policy: config.mutationPolicy, maxResponseBodyBytes: config.limits.maxResponseBodyBytes };
 }
 
 function bodyTooLarge(config: Config): Verdict {
