@@ -450,7 +450,8 @@ export class DecisionEngine {
   private holdForOriginFailure(context: RequestContext, expired: CachedResponse | undefined, hold: StaleHold): StaleHold | undefined {
     if (expired === undefined || hold.staleIfError <= 0) return undefined;
     if (this.now() > staleIfErrorUntil(expired, hold.staleIfError)) return undefined;
-    return replayFor(context.head.headers, context.exchange.explanation, expired, hold.scopeHeaders) === undefined ? undefined : hold;
+    // Only whether the client could take it: the answer itself is built when the origin fails.
+    return negotiatedFor(context.head.headers, expired) === undefined ? undefined : hold;
   }
 
   /**
@@ -721,14 +722,20 @@ function replayFor(
   entry: CachedResponse,
   scopeHeaders: Array<[string, string]>,
 ): Replay | undefined {
+  const negotiated = negotiatedFor(headers, entry);
+  if (negotiated === undefined) return undefined;
+  // The stored bytes as they are when the client accepts their coding, else decompressed.
+  const served = negotiated.encoding === entry.encoding ? entry : { body: decompressBody(entry.body, entry.encoding), encoding: 'identity' as const };
+  const overrides = [...mergeScopeHeaders(entry.headers, scopeHeaders), ...explanationHeaders(explanation)];
+  return { entry: { ...entry, contentType: negotiated.contentType }, overrides, served };
+}
+
+/** The content type and coding an entry is answered in for these request headers, or undefined when the client accepts neither. */
+function negotiatedFor(headers: HeaderList, entry: CachedResponse): { contentType: string; encoding: string } | undefined {
   const contentType = hitContentType(headerValue(headers, 'accept'), entry.contentType);
   if (contentType === undefined) return undefined;
   const encoding = acceptedEncoding(headerValue(headers, 'accept-encoding'), entry.encoding);
-  if (encoding === undefined) return undefined;
-  // The stored bytes as they are when the client accepts their coding, else decompressed.
-  const served = encoding === entry.encoding ? entry : { body: decompressBody(entry.body, entry.encoding), encoding: 'identity' as const };
-  const overrides = [...mergeScopeHeaders(entry.headers, scopeHeaders), ...explanationHeaders(explanation)];
-  return { entry: { ...entry, contentType }, overrides, served };
+  return encoding === undefined ? undefined : { contentType, encoding };
 }
 
 function requestHeadOf(exchange: Exchange): RequestHead {
