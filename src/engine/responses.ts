@@ -1,5 +1,5 @@
 import type { BodyEncoding, CachedResponse } from '../store/index.js';
-import { headerValue, type HeaderList } from '../http/index.js';
+import { headerValue, varyNames, type HeaderList } from '../http/index.js';
 import type { Explanation } from './exchange.js';
 import type { PassReason } from './passReason.js';
 import { CACHE_STATUS_HEADER, type HttpResponse } from '../http/index.js';
@@ -36,7 +36,7 @@ export function hitResponse(entry: CachedResponse, now: number, overrides: Heade
 
 /** Adds `accept-encoding` to the last `vary` (or a `vary` of its own) unless it is listed already or `vary` is `*`. */
 function varyOnAcceptEncoding(headers: Array<[string, string]>): void {
-  const listed = headers.flatMap(([name, value]) => (name === 'vary' ? value.split(',').map((token) => token.trim().toLowerCase()) : []));
+  const listed = varyNames(headers);
   if (listed.includes('*') || listed.includes('accept-encoding')) return;
   const last = headers.findLastIndex(([name]) => name === 'vary');
   // A new pair: the others may be the stored entry's own.

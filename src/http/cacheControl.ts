@@ -1,4 +1,4 @@
-import { headerValues, type HeaderList } from './headers.js';
+import { headerValues, varyNames, type HeaderList } from './headers.js';
 
 /**
  * What RFC 9111 lets a shared cache store, and for how long. svc-cache never revalidates, so what
@@ -114,15 +114,8 @@ function hasPragmaNoCache(headers: HeaderList): boolean {
 
 /** `*`, or the first header named by Vary that is not in the key, or undefined when all are. */
 function unsatisfiedVary(headers: HeaderList, keyed: ReadonlySet<string>): string | undefined {
-  let unsatisfied: string | undefined;
-  for (const line of headerValues(headers, 'vary')) {
-    for (const part of line.split(',')) {
-      const name = part.trim().toLowerCase();
-      if (name === '*') return '*';
-      if (name !== '' && !keyed.has(name)) unsatisfied ??= name;
-    }
-  }
-  return unsatisfied;
+  const names = varyNames(headers);
+  return names.includes('*') ? '*' : names.find((name) => !keyed.has(name));
 }
 
 /**

@@ -11,6 +11,16 @@ export function headerValues(headers: HeaderList, name: string): string[] {
   return values;
 }
 
+/** The names a `Vary` field lists across its lines, trimmed and lower-cased, `*` included (RFC 9110 section 12.5.5). */
+export function varyNames(headers: HeaderList): string[] {
+  return headerValues(headers, 'vary').flatMap((line) =>
+    line
+      .split(',')
+      .map((part) => part.trim().toLowerCase())
+      .filter((name) => name !== ''),
+  );
+}
+
 /** The header's value, repeated occurrences joined with ", " as HTTP field combination allows. */
 export function headerValue(headers: HeaderList, name: string): string | undefined {
   const values = headerValues(headers, name);
