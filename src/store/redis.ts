@@ -102,8 +102,7 @@ export class RedisStore implements CacheStore {
       this.layout.floorKey(shard),
       this.layout.allEntriesKey(shard),
       this.layout.epochKey(shard),
-      ...tags.map((tag) => this.layout.tagInvalidationKey(shard, tag)),
-      ...tags.map((tag) => this.layout.tagIndexKey(shard, tag)),
+      ...this.recordsAndIndexes(shard, tags),
     ];
     const stored = await this.withinTimeout(
       STORE_ENTRY.run(this.client, keys, [
