@@ -205,25 +205,16 @@ function isParameterName(name: string | undefined): name is ParameterName {
   return (PARAMETER_NAMES as readonly (string | undefined)[]).includes(name);
 }
 
-/** `+` is a space; `%XX` escapes must form UTF-8. Undefined when they do not. */
+/**
+ * `+` is a space; `%XX` escapes must form UTF-8. Undefined when they do not: decodeURIComponent
+ * refuses a malformed escape and any byte sequence that is not UTF-8 (overlong forms, surrogates,
+ * code points past U+10FFFF, truncated sequences) with a URIError, in one pass over the text.
+ */
 function formDecode(text: string): string | undefined {
   const plain = text.replaceAll('+', ' ');
   if (!plain.includes('%')) return plain;
-  const bytes: number[] = [];
-  for (let index = 0; index < plain.length; ) {
-    if (plain[index] === '%') {
-      const hex = plain.slice(index + 1, index + 3);
-      if (!/^[0-9a-fA-F]{2}$/.test(hex)) return undefined;
-      bytes.push(Number.parseInt(hex, 16));
-      index += 3;
-    } else {
-      const code = plain.codePointAt(index)!;
-      bytes.push(...Buffer.from(String.fromCodePoint(code)));
-      index += code > 0xffff ? 2 : 1;
-    }
-  }
   try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(bytes));
+    return decodeURIComponent(plain);
   } catch {
     return undefined;
   }
