@@ -34,7 +34,7 @@ export const USAGE = `usage: npm run bench -- [--json] [--duration S] [--warmup 
   --envoy-close C   how each ext_proc stream ends: graceful (default; half-close, the server ends the
                     call, as Envoy with ext_proc_graceful_grpc_close) or reset (half-close then
                     RST_STREAM, Envoy's default)
-  --cpu-prof        CPU-profile the sidecar during the HIT and MISS scenarios and summarise where its
+  --cpu-prof        CPU-profile the sidecar during the HIT, MISS and GET HIT (h2load) scenarios and summarise where its
                     time went (slows those scenarios; the .cpuprofile files stay in the temp directory)
   --only GROUP,...  run only these scenario groups (figures of the others are null): ${SCENARIO_GROUPS.join(', ')}
   --h2load-requests N

@@ -85,6 +85,8 @@ export interface BenchReport {
   /** With --cpu-prof: where the sidecar's CPU time went during the HIT and the MISS scenario. */
   sidecarHitProfile?: ProfileSummary;
   sidecarMissProfile?: ProfileSummary;
+  /** With --cpu-prof: the same for the GET HITs driven by h2load. */
+  sidecarGetHitProfile?: ProfileSummary;
 }
 
 export function formatTable(report: BenchReport): string {
@@ -120,6 +122,7 @@ export function formatTable(report: BenchReport): string {
   if (report.resetClose?.firstError !== undefined) lines.push(`first error of the reset-closed HITs: ${report.resetClose.firstError}`);
   if (report.sidecarHitProfile) lines.push('', ...formatProfile('HIT', report.sidecarHitProfile));
   if (report.sidecarMissProfile) lines.push('', ...formatProfile('MISS', report.sidecarMissProfile));
+  if (report.sidecarGetHitProfile) lines.push('', ...formatProfile('GET HIT (h2load)', report.sidecarGetHitProfile));
   return `${lines.join('\n')}\n`;
 }
 

@@ -14,7 +14,7 @@ import { grpcFrame } from './grpcFrame.js';
 import { runOpenLoop, type OpenLoopPlan } from './openLoop.js';
 import { RedisProbe } from './redisProbe.js';
 import { formatTable, type BenchReport } from './report.js';
-import { h2loadMissing, measureServerThroughput } from './serverThroughput.js';
+import { h2loadMissing, measureServerThroughput, type ServerThroughputPlan } from './serverThroughput.js';
 import { measureStampede, type StampedeFigures } from './stampede.js';
 import { Teardown } from './teardown.js';
 import {
@@ -134,7 +134,7 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
     signal: interruption.signal,
   });
   const sidecarHitRequest = () => expectHit(sidecarStreams, hitBody);
-  const profileFiles = { hit: profileFileFor('hit'), miss: profileFileFor('miss') };
+  const profileFiles = { hit: profileFileFor('hit'), miss: profileFileFor('miss'), getHit: profileFileFor('get-hit') };
   const profiled = (file: string) =>
     options.cpuProfile ? { window: { opened: () => sidecar!.startProfile(), closing: () => sidecar!.stopProfile(file) } } : {};
   const scenarios: BenchReport['scenarios'] = {};
@@ -213,7 +213,10 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
   const h2loadMissing = getHitFrame && (await whyNoH2load());
   let serverThroughput: BenchReport['serverThroughput'];
   if (wanted('get-throughput') && getHitFrame) {
-    serverThroughput = h2loadMissing === undefined ? await measureGetHitThroughput(options, sidecar!, floorHit!, getHitFrame) : { skipped: h2loadMissing };
+    serverThroughput =
+      h2loadMissing === undefined
+        ? await measureGetHitThroughput(options, sidecar!, floorHit!, getHitFrame, profiled(profileFiles.getHit))
+        : { skipped: h2loadMissing };
   }
   let fixedRate: BenchReport['fixedRate'];
   if (wanted('fixed-rate') && getHitFrame) {
@@ -223,6 +226,7 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
     ? {
         ...(scenarios.sidecarHit && { sidecarHitProfile: await summariseProfile(profileFiles.hit) }),
         ...(scenarios.sidecarMiss && { sidecarMissProfile: await summariseProfile(profileFiles.miss) }),
+        ...(serverThroughput && 'sidecar' in serverThroughput && { sidecarGetHitProfile: await summariseProfile(profileFiles.getHit) }),
       }
     : {};
 
@@ -252,7 +256,7 @@ function buildReport(
     storage: StorageFigures | undefined;
     stampede: StampedeFigures | undefined;
     loadAverageAtStart: number;
-    profiles: Pick<BenchReport, 'sidecarHitProfile' | 'sidecarMissProfile'>;
+    profiles: Pick<BenchReport, 'sidecarHitProfile' | 'sidecarMissProfile' | 'sidecarGetHitProfile'>;
   },
 ): BenchReport {
   const { scenarios, storage, stampede, resetClose, serverThroughput, fixedRate } = measured;
@@ -346,10 +350,11 @@ async function measureGetHitThroughput(
   sidecar: ChildServer,
   floor: ChildServer,
   frame: Buffer,
+  sidecarProfile: Pick<ServerThroughputPlan, 'window'>,
 ): Promise<NonNullable<BenchReport['serverThroughput']>> {
   const plan = { frame, requests: options.h2loadRequests, connections: H2LOAD_CONNECTIONS, streamsPerConnection: H2LOAD_STREAMS_PER_CONNECTION };
   progress(`GET HIT throughput: sidecar, h2load, ${plan.requests} streams on ${plan.connections} connections x ${plan.streamsPerConnection}`);
-  const sidecarFigures = await measureServerThroughput(sidecar, plan);
+  const sidecarFigures = await measureServerThroughput(sidecar, { ...plan, ...sidecarProfile });
   await expectGetHit(sidecar.port, frame);
   progress('GET HIT throughput: floor, h2load');
   const floorFigures = await measureServerThroughput(floor, plan);

@@ -21,6 +21,8 @@ export interface ServerThroughputPlan {
   requests: number;
   connections: number;
   streamsPerConnection: number;
+  /** Called around the measured run, e.g. to CPU-profile exactly that stretch. */
+  window?: { opened(): Promise<void>; closing(): Promise<void> };
 }
 
 export interface ServerThroughputFigures {
@@ -61,9 +63,11 @@ export async function measureServerThroughput(server: ChildServer, plan: ServerT
     `http://127.0.0.1:${server.port}${GRPC_REQUEST_HEADERS[':path']}`,
   ];
   await run(argumentsFor(Math.max(plan.connections * plan.streamsPerConnection, Math.round(plan.requests / WARMUP_FRACTION))));
+  await plan.window?.opened();
   const cpuBefore = await server.cpuMicros();
   const output = await run(argumentsFor(plan.requests));
   const serverCpuMicros = (await server.cpuMicros()) - cpuBefore;
+  await plan.window?.closing();
   const { seconds, succeeded } = parseH2loadOutput(output);
   if (succeeded < plan.requests) throw new Error(`h2load: ${plan.requests - succeeded} of ${plan.requests} requests failed\n${output}`);
   const serverCpuSeconds = serverCpuMicros / 1e6;
