@@ -6,7 +6,7 @@ import { rewrittenForOrigin } from '../graphql/index.js';
 import { ambiguousRequestResponse, type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { operationViolation } from '../graphql/index.js';
 import { selectionOf } from '../graphql/index.js';
-import { acceptedEncoding, acceptedGraphQLResponseType, ownAnswerMediaType } from '../http/index.js';
+import { hitNegotiation, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, type HeaderList } from '../http/index.js';
 import { endpointOf, hostKey } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
@@ -731,11 +731,8 @@ function replayFor(
 }
 
 /** The content type and coding an entry is answered in for these request headers, or undefined when the client accepts neither. */
-function negotiatedFor(headers: HeaderList, entry: CachedResponse): { contentType: string; encoding: string } | undefined {
-  const contentType = hitContentType(headerValue(headers, 'accept'), entry.contentType);
-  if (contentType === undefined) return undefined;
-  const encoding = acceptedEncoding(headerValue(headers, 'accept-encoding'), entry.encoding);
-  return encoding === undefined ? undefined : { contentType, encoding };
+function negotiatedFor(headers: HeaderList, entry: CachedResponse): HitNegotiation | undefined {
+  return hitNegotiation(headerValue(headers, 'accept'), headerValue(headers, 'accept-encoding'), entry.contentType, entry.encoding);
 }
 
 function requestHeadOf(exchange: Exchange): RequestHead {
@@ -799,18 +796,6 @@ function keyedTargetOf(head: RequestHead, config: Config): KeyedTarget {
     host: hostKey(headerValue(head.headers, ':authority') ?? '', headerValue(head.headers, ':scheme') ?? ''),
     endpoint: endpointOf(head.path, config.endpoints) ?? head.path,
   };
-}
-
-/**
- * The type a HIT is answered in: of the two GraphQL JSON types (a cacheable answer's body is the same
- * under both), the one the GraphQL over HTTP spec has a server prefer for this `Accept` when the
- * client accepts it (`application/json` for `*\/*` or no `Accept`, as the origin answers them), else
- * the other; undefined when the client accepts neither or the stored type is no GraphQL JSON type.
- */
-function hitContentType(accept: string | undefined, stored: string): string | undefined {
-  const separator = stored.indexOf(';');
-  const preferred = `${ownAnswerMediaType(accept)}${separator < 0 ? '' : stored.slice(separator)}`;
-  return acceptedGraphQLResponseType(accept, stored) && acceptedGraphQLResponseType(accept, preferred);
 }
 
 /**

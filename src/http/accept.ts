@@ -1,4 +1,5 @@
 import { parse as parseContentType } from 'content-type';
+import { LRUCache } from 'lru-cache';
 import Negotiator from 'negotiator';
 
 /**
@@ -12,6 +13,62 @@ export type GraphQLResponseMediaType = 'application/graphql-response+json' | 'ap
 
 const GRAPHQL_RESPONSE_JSON = 'application/graphql-response+json';
 const JSON_TYPE = 'application/json';
+
+/** The type and coding a HIT is answered in. */
+export interface HitNegotiation {
+  contentType: string;
+  encoding: string;
+}
+
+/**
+ * The content type (`hitContentType`) and coding (`acceptedEncoding`) a HIT of an entry stored as
+ * `storedType` in `storedEncoding` is answered in, or undefined when the client accepts neither
+ * GraphQL JSON type or neither the stored coding nor identity. Clients send few distinct
+ * `Accept`/`Accept-Encoding` pairs and reading them was about 4% of a HIT's CPU, so answers are
+ * remembered for the last NEGOTIATIONS_REMEMBERED pairs of headers short enough to be common.
+ */
+export function hitNegotiation(
+  accept: string | undefined,
+  acceptEncoding: string | undefined,
+  storedType: string,
+  storedEncoding: string,
+): HitNegotiation | undefined {
+  if ((accept?.length ?? 0) + (acceptEncoding?.length ?? 0) + storedType.length > MAX_REMEMBERED_HEADER_CHARS) {
+    return negotiate(accept, acceptEncoding, storedType, storedEncoding);
+  }
+  // The separators cannot occur in header values, so different inputs never share a key.
+  const key = `${accept ?? '\n'}\r${acceptEncoding ?? '\n'}\r${storedType}\r${storedEncoding}`;
+  const remembered = negotiations.get(key);
+  if (remembered !== undefined) return remembered === NOT_ACCEPTABLE ? undefined : remembered;
+  const negotiated = negotiate(accept, acceptEncoding, storedType, storedEncoding);
+  negotiations.set(key, negotiated ?? NOT_ACCEPTABLE);
+  return negotiated;
+}
+
+const NOT_ACCEPTABLE = 'not-acceptable';
+const NEGOTIATIONS_REMEMBERED = 1024;
+/** Keeps what the memo holds under NEGOTIATIONS_REMEMBERED x this many characters (about 1 MB). */
+const MAX_REMEMBERED_HEADER_CHARS = 512;
+const negotiations = new LRUCache<string, HitNegotiation | typeof NOT_ACCEPTABLE>({ max: NEGOTIATIONS_REMEMBERED });
+
+function negotiate(accept: string | undefined, acceptEncoding: string | undefined, storedType: string, storedEncoding: string): HitNegotiation | undefined {
+  const contentType = hitContentType(accept, storedType);
+  if (contentType === undefined) return undefined;
+  const encoding = acceptedEncoding(acceptEncoding, storedEncoding);
+  return encoding === undefined ? undefined : { contentType, encoding };
+}
+
+/**
+ * The type a HIT is answered in: of the two GraphQL JSON types (a cacheable answer's body is the same
+ * under both), the one the GraphQL over HTTP spec has a server prefer for this `Accept` when the
+ * client accepts it (`application/json` for `*\/*` or no `Accept`, as the origin answers them), else
+ * the other; undefined when the client accepts neither or the stored type is no GraphQL JSON type.
+ */
+function hitContentType(accept: string | undefined, stored: string): string | undefined {
+  const separator = stored.indexOf(';');
+  const preferred = `${ownAnswerMediaType(accept)}${separator < 0 ? '' : stored.slice(separator)}`;
+  return acceptedGraphQLResponseType(accept, stored) && acceptedGraphQLResponseType(accept, preferred);
+}
 
 /**
  * The `content-type` a HIT is answered with, or undefined when the client accepts neither GraphQL

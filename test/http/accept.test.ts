@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { acceptedEncoding, acceptedGraphQLResponseType, acceptsNoJson, ownAnswerMediaType } from '../../src/http/accept.js';
+import { acceptedEncoding, acceptedGraphQLResponseType, acceptsNoJson, hitNegotiation, ownAnswerMediaType } from '../../src/http/accept.js';
 
 const GR = 'application/graphql-response+json';
 const JSON_TYPE = 'application/json';
@@ -137,5 +137,39 @@ describe('acceptedEncoding: the coding a HIT is answered in', () => {
     ['identity;q=0', 'identity', 'identity'],
   ])('answers accept-encoding %j with %s stored in %s', (acceptEncoding, stored, expected) => {
     expect(acceptedEncoding(acceptEncoding, stored)).toBe(expected);
+  });
+});
+
+describe('hitNegotiation: the type and coding of a HIT, remembered per pair of headers', () => {
+  const STORED = 'application/json; charset=utf-8';
+
+  it.each([
+    [URQL, 'gzip, deflate, br', 'gzip', { contentType: `${GR}; charset=utf-8`, encoding: 'gzip' }],
+    [APOLLO_3, 'gzip', 'gzip', { contentType: STORED, encoding: 'gzip' }],
+    [APOLLO_4, undefined, 'gzip', { contentType: `${GR}; charset=utf-8`, encoding: 'identity' }],
+    [undefined, 'br;q=0, gzip', 'br', { contentType: STORED, encoding: 'identity' }],
+    ['text/html', 'gzip', 'gzip', undefined],
+    [JSON_TYPE, 'gzip, identity;q=0', 'br', undefined],
+  ])('Accept %j, Accept-Encoding %j, stored %s: %j, the first time and when remembered', (accept, acceptEncoding, stored, expected) => {
+    expect(hitNegotiation(accept, acceptEncoding, STORED, stored)).toEqual(expected);
+    expect(hitNegotiation(accept, acceptEncoding, STORED, stored)).toEqual(expected);
+  });
+
+  it('an absent header is not an empty one: no Accept-Encoding means identity, an empty one too, but they are read apart', () => {
+    expect(hitNegotiation(JSON_TYPE, undefined, STORED, 'gzip')).toEqual({ contentType: STORED, encoding: 'identity' });
+    expect(hitNegotiation(JSON_TYPE, '', STORED, 'gzip')).toEqual({ contentType: STORED, encoding: 'identity' });
+    expect(hitNegotiation(undefined, 'gzip', STORED, 'gzip')).toEqual({ contentType: STORED, encoding: 'gzip' });
+    expect(hitNegotiation('', 'gzip', STORED, 'gzip')).toEqual({ contentType: STORED, encoding: 'gzip' });
+  });
+
+  it('headers too long to remember, and more distinct pairs than are remembered, are still negotiated right', () => {
+    const long = `${'x-unknown/type;q=0.1, '.repeat(40)}${GR}`;
+    expect(hitNegotiation(long, 'gzip', STORED, 'gzip')).toEqual({ contentType: `${GR}; charset=utf-8`, encoding: 'gzip' });
+    for (let index = 0; index < 3000; index++) {
+      const refusing = index % 2 === 0;
+      const accept = refusing ? `text/x-${index}` : `${JSON_TYPE}, text/x-${index}`;
+      expect(hitNegotiation(accept, 'gzip', STORED, 'gzip')).toEqual(refusing ? undefined : { contentType: STORED, encoding: 'gzip' });
+    }
+    expect(hitNegotiation('text/x-0', 'gzip', STORED, 'gzip')).toBeUndefined();
   });
 });
