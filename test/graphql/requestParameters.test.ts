@@ -5,6 +5,7 @@ import {
   MAX_BATCH_OPERATIONS,
   readGetRequest,
   readPostRequest,
+  type RequestParameters,
 } from '../../src/graphql/requestParameters.js';
 
 const JSON_HEADERS: HeaderList = [['content-type', 'application/json']];
@@ -209,6 +210,48 @@ describe('readPostRequest', () => {
     it('an element giving a member twice differently makes the batch ambiguous', () => {
       expect(post('[{"query":"a"}, {"query":"a","query":"b"}]')).toEqual({ kind: 'ambiguous', reason: 'repeated-member' });
     });
+  });
+});
+
+describe('remembered readings', () => {
+  it('the same bytes read the same the second time, and the reading is frozen so no request can change another one', () => {
+    const body = '{"query":"query Q($n: Int) { n(v: $n) }","variables":{"n":{"deep":[1]}}}';
+    const first = post(body);
+    expect(post(body)).toEqual(first);
+    expect(first).toEqual({
+      kind: 'graphql',
+      params: { query: 'query Q($n: Int) { n(v: $n) }', operationName: undefined, variables: { n: { deep: [1] } }, extensions: {} },
+      canonicalVariables: '{"n":{"deep":[1]}}',
+    });
+    const params = (first as Extract<RequestParameters, { kind: 'graphql' }>).params;
+    expect(() => {
+      (params.variables['n'] as { deep: number[] }).deep.push(2);
+    }).toThrow(TypeError);
+    expect(() => {
+      params.variables['m'] = 1;
+    }).toThrow(TypeError);
+    expect(post(body)).toMatchObject({ params: { variables: { n: { deep: [1] } } } });
+  });
+
+  it('the path is part of what is remembered: the same body under another URL reads on its own', () => {
+    const body = '{"query":"a"}';
+    expect(post(body)).toMatchObject({ kind: 'graphql', params: { query: 'a' } });
+    expect(post(body, '/graphql?query=b')).toEqual({ kind: 'ambiguous', reason: 'url-parameter' });
+    expect(post(body, '/graphql?query=a')).toMatchObject({ kind: 'graphql', params: { query: 'a' } });
+    expect(readGetRequest('/graphql?query=a')).toMatchObject({ kind: 'graphql', params: { query: 'a' } });
+    expect(readGetRequest('/graphql?query=b')).toMatchObject({ kind: 'graphql', params: { query: 'b' } });
+  });
+
+  it('the content type is checked on every request, not remembered with the bytes', () => {
+    const body = '{"query":"a"}';
+    expect(post(body)).toMatchObject({ kind: 'graphql' });
+    expect(post(body, '/graphql', [['content-type', 'text/plain']])).toEqual({ kind: 'uninterpretable', reason: 'content-type' });
+  });
+
+  it('bodies too long to remember are read every time, the same way', () => {
+    const long = `{"query":"${'a'.repeat(20_000)}","variables":{"x":1}}`;
+    expect(post(long)).toMatchObject({ kind: 'graphql', canonicalVariables: '{"x":1}' });
+    expect(post(long)).toMatchObject({ kind: 'graphql', canonicalVariables: '{"x":1}' });
   });
 });
 
