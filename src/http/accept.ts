@@ -25,7 +25,7 @@ export interface HitNegotiation {
  * `storedType` in `storedEncoding` is answered in, or undefined when the client accepts neither
  * GraphQL JSON type or neither the stored coding nor identity. Clients send few distinct
  * `Accept`/`Accept-Encoding` pairs and reading them was about 4% of a HIT's CPU, so answers are
- * remembered for the last NEGOTIATIONS_REMEMBERED pairs of headers short enough to be common.
+ * remembered (see `remembered`).
  */
 export function hitNegotiation(
   accept: string | undefined,
@@ -33,23 +33,37 @@ export function hitNegotiation(
   storedType: string,
   storedEncoding: string,
 ): HitNegotiation | undefined {
-  if ((accept?.length ?? 0) + (acceptEncoding?.length ?? 0) + storedType.length > MAX_REMEMBERED_HEADER_CHARS) {
-    return negotiate(accept, acceptEncoding, storedType, storedEncoding);
-  }
   // The separators cannot occur in header values, so different inputs never share a key.
   const key = `${accept ?? '\n'}\r${acceptEncoding ?? '\n'}\r${storedType}\r${storedEncoding}`;
-  const remembered = negotiations.get(key);
-  if (remembered !== undefined) return remembered === NOT_ACCEPTABLE ? undefined : remembered;
-  const negotiated = negotiate(accept, acceptEncoding, storedType, storedEncoding);
-  negotiations.set(key, negotiated ?? NOT_ACCEPTABLE);
-  return negotiated;
+  return remembered(negotiations, key, () => negotiate(accept, acceptEncoding, storedType, storedEncoding));
 }
 
-const NOT_ACCEPTABLE = 'not-acceptable';
-const NEGOTIATIONS_REMEMBERED = 1024;
-/** Keeps what the memo holds under NEGOTIATIONS_REMEMBERED x this many characters (about 1 MB). */
-const MAX_REMEMBERED_HEADER_CHARS = 512;
-const negotiations = new LRUCache<string, HitNegotiation | typeof NOT_ACCEPTABLE>({ max: NEGOTIATIONS_REMEMBERED });
+/**
+ * The client accepts no JSON answer at all (only `text/event-stream`, `multipart/mixed`, ...): the
+ * request streams. Listing a streaming type beside a JSON one does not make a request streaming.
+ * Asked of every request, so remembered per `Accept` as hitNegotiation is.
+ */
+export function acceptsNoJson(accept: string | undefined): boolean {
+  return remembered(jsonRefusals, accept ?? '\n', () => acceptableTypes(accept, [JSON_TYPE, GRAPHQL_RESPONSE_JSON]).length === 0);
+}
+
+/**
+ * `compute()`, remembered under `key` for the last REMEMBERED_ANSWERS keys of at most
+ * MAX_REMEMBERED_KEY_CHARS characters, which bounds each memo at about 1 MB whatever clients send.
+ */
+function remembered<T>(memo: LRUCache<string, { answer: T }>, key: string, compute: () => T): T {
+  if (key.length > MAX_REMEMBERED_KEY_CHARS) return compute();
+  const known = memo.get(key);
+  if (known !== undefined) return known.answer;
+  const answer = compute();
+  memo.set(key, { answer });
+  return answer;
+}
+
+const REMEMBERED_ANSWERS = 1024;
+const MAX_REMEMBERED_KEY_CHARS = 512;
+const negotiations = new LRUCache<string, { answer: HitNegotiation | undefined }>({ max: REMEMBERED_ANSWERS });
+const jsonRefusals = new LRUCache<string, { answer: boolean }>({ max: REMEMBERED_ANSWERS });
 
 function negotiate(accept: string | undefined, acceptEncoding: string | undefined, storedType: string, storedEncoding: string): HitNegotiation | undefined {
   const contentType = hitContentType(accept, storedType);
@@ -101,13 +115,6 @@ export function acceptedEncoding(acceptEncoding: string | undefined, stored: str
   return acceptable.includes('identity') ? 'identity' : undefined;
 }
 
-/**
- * The client accepts no JSON answer at all (only `text/event-stream`, `multipart/mixed`, ...): the
- * request streams. Listing a streaming type beside a JSON one does not make a request streaming.
- */
-export function acceptsNoJson(accept: string | undefined): boolean {
-  return acceptableTypes(accept, [JSON_TYPE, GRAPHQL_RESPONSE_JSON]).length === 0;
-}
 
 /**
  * The media type of svc-cache's own answers (errors, 405, purge results), per the GraphQL over

@@ -23,8 +23,10 @@ export function varyNames(headers: HeaderList): string[] {
 
 /** The header's value, repeated occurrences joined with ", " as HTTP field combination allows. */
 export function headerValue(headers: HeaderList, name: string): string | undefined {
-  const values = headerValues(headers, name);
-  return values.length === 0 ? undefined : values.join(', ');
+  // Read several times per request: one pass, and no array for the usual one occurrence.
+  let joined: string | undefined;
+  for (const [key, value] of headers) if (key === name) joined = joined === undefined ? value : `${joined}, ${value}`;
+  return joined;
 }
 
 /**

@@ -83,8 +83,15 @@ describe('acceptsNoJson', () => {
     ['text/event-stream;q=0, application/json', false],
     [undefined, false],
     ['', false],
-  ])('%j: %s', (accept, expected) => {
+  ])('%j: %s, the first time and when remembered', (accept, expected) => {
     expect(acceptsNoJson(accept)).toBe(expected);
+    expect(acceptsNoJson(accept)).toBe(expected);
+  });
+
+  it('an Accept too long to remember is read every time', () => {
+    const padding = 'x-unknown/type;q=0.1, '.repeat(40);
+    expect(acceptsNoJson(`${padding}text/event-stream`)).toBe(true);
+    expect(acceptsNoJson(`${padding}application/json`)).toBe(false);
   });
 });
 
