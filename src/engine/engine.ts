@@ -270,7 +270,8 @@ export class DecisionEngine {
     const { params } = request;
     const sentTooLarge = checkSentQueryText(params, config.limits);
     if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
-    const resolved = await resolveApq(params, { apq: config.apq, registry: this.deps.persistedQueries, logger: this.deps.logger });
+    const resolving = resolveApq(params, { apq: config.apq, registry: this.deps.persistedQueries, logger: this.deps.logger });
+    const resolved = resolving instanceof Promise ? await resolving : resolving;
     if ('kind' in resolved) {
       this.report((events) => events.persistedQuery(resolved.refusal));
       return this.conclude(exchange, resolved.verdict);
@@ -406,7 +407,7 @@ export class DecisionEngine {
     if (exchange.explanation) exchange.explanation = scoped.explanation;
     if (found.kind === 'hit') {
       // The entry is the origin's answer with data to this very query.
-      await this.registerPersistedQuery(exchange);
+      if (exchange.registration) await this.registerPersistedQuery(exchange);
       return this.answerFromCache(context, found.entry, scoped.scopeHeaders);
     }
     exchange.lead(found.leadership);

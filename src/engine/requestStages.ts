@@ -75,10 +75,19 @@ export interface ResolvedQuery {
 
 export type ApqResult = ResolvedQuery | { kind: 'refused'; verdict: Verdict; refusal: PersistedQueryRefusal };
 
-export async function resolveApq(
-  params: GraphQLParams,
-  deps: { apq: Config['apq']; registry: PersistedQueryRegistry; logger: Logger },
-): Promise<ApqResult> {
+/**
+ * A request without a persisted-query reference (most of them) resolves at once, without a promise:
+ * a HIT's decision then waits on nothing but the store.
+ */
+export function resolveApq(params: GraphQLParams, deps: ApqDependencies): ApqResult | Promise<ApqResult> {
+  const { persistedQuery } = params.extensions;
+  if (persistedQuery === undefined || persistedQuery === null) return { query: params.query, persisted: false, fromRegistry: false, registration: undefined };
+  return resolveReference(params, deps);
+}
+
+type ApqDependencies = { apq: Config['apq']; registry: PersistedQueryRegistry; logger: Logger };
+
+async function resolveReference(params: GraphQLParams, deps: ApqDependencies): Promise<ApqResult> {
   const persisted = await resolvePersistedQuery(params.query, params.extensions, deps);
   if (persisted.kind === 'refused') {
     const errorCode = PERSISTED_QUERY_CODES[persisted.reason] ?? 'BAD_REQUEST';

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { buildSchema, type DocumentNode } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { configSchema, type Config } from '../../src/config/schema.js';
@@ -8,6 +9,7 @@ import {
   classify,
   lookupOrCoalesce,
   readParameters,
+  resolveApq,
   scopeAndKey,
   usesIncrementalDelivery,
   type CheckedOperation,
@@ -17,6 +19,8 @@ import {
 import { cachePolicyFor, selectsUnnamedIntrospection } from '../../src/engine/rules.js';
 import { selectionOf } from '../../src/graphql/selection.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { MemoryPersistedQueryRegistry } from '../../src/apq/registry.js';
+import { silentLogger } from '../../src/observability/index.js';
 import { demoSchemaSDL } from '../support/origin.js';
 
 /** Each stage of a request's decision alone, with plain inputs. */
@@ -74,6 +78,35 @@ describe('readParameters', () => {
     expect(readParameters(head('GET', '/graphql?query=%7Ba%7D&query=%7Bb%7D'), Buffer.alloc(0))).toEqual({ kind: 'ambiguous', reason: 'repeated-parameter' });
     expect(readParameters(head('POST'), Buffer.from('[{"query":"{a}"}]'))).toMatchObject({ kind: 'batch' });
     expect(readParameters(head('POST'), Buffer.from([0x7b, 0xff, 0x7d]))).toEqual({ kind: 'uninterpretable', reason: 'invalid-utf8' });
+  });
+});
+
+describe('resolveApq', () => {
+  const deps = () => ({ apq: config().apq, registry: new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 }), logger: silentLogger() });
+  const hash = (text: string) => createHash('sha256').update(text).digest('hex');
+
+  it('a request without a persisted-query reference resolves at once, not through a promise', () => {
+    expect(resolveApq({ query: '{ todos { id } }', operationName: undefined, variables: {}, extensions: {} }, deps())).toEqual({
+      query: '{ todos { id } }',
+      persisted: false,
+      fromRegistry: false,
+      registration: undefined,
+    });
+    expect(resolveApq({ query: '{ a }', operationName: undefined, variables: {}, extensions: { persistedQuery: null } }, deps())).toEqual({
+      query: '{ a }',
+      persisted: false,
+      fromRegistry: false,
+      registration: undefined,
+    });
+  });
+
+  it('a reference is resolved through the registry: unknown, then registered with its text', async () => {
+    const dependencies = deps();
+    const reference = { persistedQuery: { version: 1, sha256Hash: hash('{ a }') } };
+    const unknown = resolveApq({ query: undefined, operationName: undefined, variables: {}, extensions: reference }, dependencies);
+    expect(unknown).toBeInstanceOf(Promise);
+    expect(await unknown).toMatchObject({ kind: 'refused', refusal: 'not-found' });
+    expect(await resolveApq({ query: '{ a }', operationName: undefined, variables: {}, extensions: reference }, dependencies)).toMatchObject({ query: '{ a }', persisted: true, fromRegistry: false });
   });
 });
 
