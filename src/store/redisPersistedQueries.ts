@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import { withinTimeout } from './redisConnection.js';
 import type { RedisKeyLayout } from './redisLayout.js';
@@ -7,18 +8,38 @@ import { REGISTER_PERSISTED_QUERY, type RedisClient } from './redisScripts.js';
  * The persisted-query registry shared by every replica, on the Redis connection of the store. Its
  * total size stays under `maxBytes`, the oldest registrations going first (redisLayout.ts has the
  * keys, redisScripts.ts the registration script).
+ *
+ * A hash-only HIT would cost two round trips, the registry's and the store's, so a replica keeps
+ * what it read from the registry until the registration's own expiry (read with it, in the same
+ * round trip): a hash names one text, so a remembered one is never wrong. The memory is bounded
+ * like the registry, up to MAX_REMEMBERED_BYTES. What it changes: a registration evicted from
+ * Redis early (the size bound) may still be answered by a replica that read it before, until
+ * its expiry.
  */
 export class RedisPersistedQueryRegistry implements PersistedQueryRegistry {
+  private readonly remembered: LRUCache<string, string>;
+
   constructor(
     private readonly client: RedisClient,
     private readonly layout: RedisKeyLayout,
     private readonly timeoutMs: number,
     private readonly maxBytes: number,
-  ) {}
+  ) {
+    this.remembered = new LRUCache<string, string>({
+      maxSize: Math.max(1, Math.min(maxBytes, MAX_REMEMBERED_BYTES)),
+      sizeCalculation: (query, hash) => hash.length + query.length,
+    });
+  }
 
   async get(hash: string): Promise<string | undefined> {
-    const query = await withinTimeout(this.client.get(this.layout.persistedQueryKey(hash)), 'persisted query lookup', this.timeoutMs);
-    return query ?? undefined;
+    const remembered = this.remembered.get(hash);
+    if (remembered !== undefined) return remembered;
+    const key = this.layout.persistedQueryKey(hash);
+    // Both leave in one socket write (auto-pipelining): one round trip.
+    const [query, remainingMs] = await withinTimeout(Promise.all([this.client.get(key), this.client.pttl(key)]), 'persisted query lookup', this.timeoutMs);
+    if (query === null) return undefined;
+    if (remainingMs > 0) this.remembered.set(hash, query, { ttl: remainingMs });
+    return query;
   }
 
   async register(hash: string, query: string, ttlSeconds: number): Promise<void> {
@@ -28,3 +49,5 @@ export class RedisPersistedQueryRegistry implements PersistedQueryRegistry {
     await withinTimeout(REGISTER_PERSISTED_QUERY.run(this.client, keys, args), 'persisted query registration', this.timeoutMs);
   }
 }
+
+const MAX_REMEMBERED_BYTES = 16 * 1024 * 1024;

@@ -153,6 +153,19 @@ describe('the Redis registry', () => {
     expect(await shop.get('a'.repeat(64))).toBe('{ shop }');
   });
 
+  it('a replica remembers what it read until the registration expires, so a hash-only HIT makes one round trip', async () => {
+    const keyPrefix = uniquePrefix('remembered');
+    const [registering, reading] = await Promise.all([openRegistry(keyPrefix), openRegistry(keyPrefix)]);
+    await registering.register('e'.repeat(64), '{ e }', 1);
+    expect(await reading.get('e'.repeat(64))).toBe('{ e }');
+    // Gone from Redis (as the size bound may drop it): the reader still knows the text the hash names.
+    await inspector.del(`${keyPrefix}{apq}:q:${'e'.repeat(64)}`);
+    expect(await reading.get('e'.repeat(64))).toBe('{ e }');
+    expect(await registering.get('e'.repeat(64))).toBeUndefined();
+    await sleep(1200);
+    expect(await reading.get('e'.repeat(64))).toBeUndefined();
+  });
+
   it('lets every replica see the registrations of the others', async () => {
     const keyPrefix = uniquePrefix('replicas');
     const [first, second] = await Promise.all([openRegistry(keyPrefix), openRegistry(keyPrefix)]);
