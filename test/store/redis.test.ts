@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createStore, type CacheStore } from '../../src/store/index.js';
 import { RedisKeyLayout, SHARD_COUNT } from '../../src/store/redisLayout.js';
 import { startRedisSentinel, startRedisServer, type RedisServer } from '../support/redis.js';
@@ -72,6 +72,26 @@ describe('race guard across a loss of Redis data', () => {
     const { mark } = await store.lookup('todo-2');
     await inspector.flushall();
     expect(await store.store('todo-2', jsonResponse('old'), { tags: ['Todo:2'], ttlSeconds: 60, mark })).toBe(false);
+  });
+});
+
+describe('Redis connection', () => {
+  it('writes a store at once, ahead of the lookups that auto-pipelining holds for the next turn of the event loop', async () => {
+    const store = await openStore(uniquePrefix('pipelining'));
+    const { mark } = await store.lookup('todos');
+    const monitor = await inspector.duplicate().monitor();
+    const commands: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source !== 'lua' && ['mget', 'evalsha'].includes(args[0]!.toLowerCase())) commands.push(args[0]!.toLowerCase());
+    });
+    try {
+      const lookup = store.lookup('users');
+      const stored = store.store('todos', jsonResponse('todos'), { tags: ['Todo'], ttlSeconds: 60, mark });
+      await Promise.all([lookup, stored]);
+      await vi.waitFor(() => expect(commands).toEqual(['evalsha', 'mget']));
+    } finally {
+      monitor.disconnect();
+    }
   });
 });
 
