@@ -5,7 +5,7 @@ import { startDemoOrigin } from '../src/demo/origin.js';
 import type { ProcessingRequest } from '../src/extproc/messages.js';
 import { startRedisServer } from '../test/support/redis.js';
 import { startChildServer, type ChildServer } from './childServer.js';
-import { round, runBatch, runClosedLoop, runInterleaved } from './closedLoop.js';
+import { round, runBatch, runClosedLoop, runInterleaved, type LoadFigures } from './closedLoop.js';
 import { EnvoyStreams, headerSet, type EnvoyStreamClose } from './extprocStreams.js';
 import { HttpPoster } from './httpPoster.js';
 import { USAGE, parseOptions, type BenchOptions, type ScenarioGroup } from './options.js';
@@ -116,7 +116,7 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
   ]);
   // Started after the others, so that seven children do not contend for the CPUs at once.
   const [sidecarHeaderScope, sidecarJwtScope] = await startChildren([
-    ['sidecar (header scope)', 'sidecar.ts', [redis.url, origin.url, 'on', 'header'], wanted('hit')],
+    ['sidecar (header scope)', 'sidecar.ts', [redis.url, origin.url, 'on', 'header'], wanted('hit', 'miss')],
     ['sidecar (JWT scope)', 'sidecar.ts', [redis.url, origin.url, 'on', 'jwt'], wanted('hit')],
   ]);
   const probe = new RedisProbe(redis.url);
@@ -182,16 +182,21 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
     const floorContinueStreams = streamsTo(floorContinue!, options.envoyClose);
     progress('MISS: sidecar');
     scenarios.sidecarMiss = await runClosedLoop({
-      ...loadPlan(sidecar!, () => expectMiss(sidecarStreams, (missSequence += 1)), MISS_CONCURRENCY),
+      ...loadPlan(sidecar!, () => expectMiss(sidecarStreams, missMessages((missSequence += 1))), MISS_CONCURRENCY),
       ...profiled(profileFiles.miss),
     });
+    progress('MISS: sidecar, a known document under a new scope value each time');
+    const knownDocumentStreams = streamsTo(sidecarHeaderScope!, options.envoyClose);
+    scenarios.sidecarMissKnownDocument = await runClosedLoop(
+      loadPlan(sidecarHeaderScope!, () => expectMiss(knownDocumentStreams, knownDocumentMissMessages(hitBody, (missSequence += 1))), MISS_CONCURRENCY),
+    );
     progress('pass-through: floor');
     scenarios.floorPassThrough = await runClosedLoop(
       loadPlan(floorContinue!, () => expectPassThrough(floorContinueStreams, fullStreamMessages(hitBody)), MISS_CONCURRENCY),
     );
   }
   let storage: StorageFigures | undefined;
-  if (wanted('storage')) storage = await fillStore(probe, options.concurrency, () => expectMiss(sidecarStreams, (missSequence += 1)));
+  if (wanted('storage')) storage = await fillStore(probe, options.concurrency, () => expectMiss(sidecarStreams, missMessages((missSequence += 1))));
   if (wanted('yoga')) {
     progress('HIT: Yoga');
     const yogaPoster = new HttpPoster(`http://127.0.0.1:${yoga!.port}${GRAPHQL_PATH}`, options.concurrency);
@@ -263,6 +268,8 @@ function buildReport(
   const ratio = (numerator: number | undefined, denominator: number | undefined): number | null =>
     numerator === undefined || denominator === undefined ? null : round(numerator / denominator, 3);
   const perEntry = (bytes: number, entries: number): number => Math.round(bytes / entries);
+  const addedP50Ms = (miss: LoadFigures | undefined, pass: LoadFigures | undefined): number | null =>
+    miss && pass ? round(miss.p50Ms - pass.p50Ms, 3) : null;
   const throughput = serverThroughput && 'sidecar' in serverThroughput ? serverThroughput : undefined;
   const latency = fixedRate && 'sidecar' in fixedRate ? fixedRate : undefined;
   return {
@@ -292,8 +299,8 @@ function buildReport(
     jwtScopeHitCpuRatio: ratio(scenarios.sidecarHitJwtScope?.cpuMicrosPerRequest, scenarios.sidecarHitHeaderScope?.cpuMicrosPerRequest),
     redisRoundTripsPerHit: measured.redisRoundTripsPerHit ?? null,
     stampedeOriginRequests: stampede?.originRequests ?? null,
-    missAddedLatencyMs:
-      scenarios.sidecarMiss && scenarios.floorPassThrough ? round(scenarios.sidecarMiss.p50Ms - scenarios.floorPassThrough.p50Ms, 3) : null,
+    missAddedLatencyMs: addedP50Ms(scenarios.sidecarMiss, scenarios.floorPassThrough),
+    missKnownDocumentAddedLatencyMs: addedP50Ms(scenarios.sidecarMissKnownDocument, scenarios.floorPassThrough),
     storedBytesPerBodyByte: storage ? ratio(storage.entries.memoryBytes / storage.entries.keys, ORIGIN_RESPONSE_BODY.length) : null,
     redisMemoryPerBodyByte: storage ? ratio(storage.everything.memoryBytes / storage.entries.keys, ORIGIN_RESPONSE_BODY.length) : null,
     getHitsPerSecondPerCore: throughput?.sidecar.requestsPerSecondPerCore ?? null,
@@ -509,13 +516,26 @@ async function expectHit(streams: EnvoyStreams, hitBody: Buffer, headers: Reques
 }
 
 /** A whole stream on a fresh key, the load generator answering as the origin: stored, so a MISS. */
-async function expectMiss(streams: EnvoyStreams, sequence: number): Promise<void> {
-  const { query, operationName } = missQuery(sequence);
-  const answer = await streams.play(fullStreamMessages(graphqlRequestBody(query, operationName)));
+async function expectMiss(streams: EnvoyStreams, messages: readonly ProcessingRequest[]): Promise<void> {
+  const answer = await streams.play(messages);
   const status = headerSet(answer, 'svc-cache');
   if (answer.response !== 'response_body' || status !== 'MISS') {
     throw new Error(`expected the response body answered with svc-cache: MISS, got ${answer.response} (${status ?? 'no svc-cache'})`);
   }
+}
+
+/** The n-th MISS of the sidecar: a document it has not seen (a fresh operation name). */
+function missMessages(sequence: number): ProcessingRequest[] {
+  const { query, operationName } = missQuery(sequence);
+  return fullStreamMessages(graphqlRequestBody(query, operationName));
+}
+
+/**
+ * The n-th MISS of a document the header-scope sidecar knows (the HIT query): a fresh `x-team`
+ * value makes a fresh key, as a MISS of a popular query by a new user or tenant has.
+ */
+function knownDocumentMissMessages(hitBody: Buffer, sequence: number): ProcessingRequest[] {
+  return fullStreamMessages(hitBody, [['x-team', `miss-team-${sequence}`]]);
 }
 
 async function expectPassThrough(streams: EnvoyStreams, messages: readonly ProcessingRequest[]): Promise<void> {

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
  * layout is the same, so one code path serves both.
  *
  *   {prefix}{shard}:e:{entryId}   string, the encoded response and the key check, expires at maxAge + swr
- *   {prefix}{shard}:ti:{tag}      set of the entry ids holding the tag, expires with its longest-lived entry
+ *   {prefix}{shard}:ti:{tag}      set of the entry ids holding the tag, expires at most an eighth of its lifetime after its longest-lived entry
  *   {prefix}{shard}:ids           set of every entry id of the shard, the same way
  *   {prefix}{shard}:i:{tag}       sequence number of the tag's last invalidation, short-lived
  *   {prefix}{shard}:seq           the shard's invalidation sequence (kept forever)

@@ -66,8 +66,12 @@ local function ensureEpoch(key)
 end
 `;
 
-/** Ids a store checks in each index it joins (README, Performance: Redis memory). */
-const TRIM_SAMPLES = 3;
+/** At most this many ids a store checks in each index it joins (README, Performance: Redis memory). */
+const TRIM_PROBES = 4;
+/** An index outlives its longest-lived entry by up to 1/8 of that entry's lifetime, so stores in that time need not extend it. */
+const INDEX_TTL_SLACK_DIVISOR = 8;
+/** Invalidation records a store reads with one MGET. */
+const RECORDS_PER_READ = 500;
 
 /**
  * Records an invalidation of the tags whose records are KEYS[first..last]: the shard's sequence is
@@ -98,9 +102,14 @@ end
  * tags' invalidation records, then the tags' indexes (same order). ARGV: encoded entry, ttl ms,
  * mark sequence, entry id, mark epoch, entry key prefix. Returns 1 when stored, 0 when refused.
  *
- * Each index the entry joins is trimmed of up to TRIM_SAMPLES random ids whose entries are gone. An
- * index gains one id per store and loses each dead id it samples, so on average at most about half
- * its ids are dead ones: it stays within about twice its live entries, and expires with the last.
+ * Each index the entry joins is trimmed: random ids are checked one at a time, and removed while
+ * their entries are gone, until a live one or TRIM_PROBES of them. An index gains one id per store;
+ * when a share d of its ids are dead, a store removes d + d² + d³ + d⁴ of them on average, which
+ * reaches that one id at d ≈ 0.52: it stays within about twice its live entries. When nearly all
+ * are live (the usual case) this is one SRANDMEMBER and one EXISTS per index, which is what the
+ * script's time goes on (README, Performance: What a MISS adds). An index's lifetime is extended
+ * only when its longest-lived entry would outlive it, and then by an eighth more, so most stores
+ * leave it as it is; it expires at most that eighth after its last entry.
  */
 export const STORE_ENTRY = new LuaScript(`${ENSURE_EPOCH}
 local tagCount = (#KEYS - 4) / 2
@@ -118,23 +127,29 @@ end
 if tonumber(redis.call('GET', KEYS[2]) or '0') > markSequence then
   return 0
 end
-for i = 5, 4 + tagCount do
-  local invalidatedAt = redis.call('GET', KEYS[i])
-  if invalidatedAt and tonumber(invalidatedAt) > markSequence then
-    return 0
+-- One MGET per slice of records: each redis.call costs the script about as much as the command it
+-- runs, and unpack() is bounded by Lua's C stack.
+for first = 5, 4 + tagCount, ${RECORDS_PER_READ} do
+  local records = redis.call('MGET', unpack(KEYS, first, math.min(first + ${RECORDS_PER_READ} - 1, 4 + tagCount)))
+  for i = 1, #records do
+    if records[i] and tonumber(records[i]) > markSequence then
+      return 0
+    end
   end
 end
 local ttlMs = tonumber(ARGV[2])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttlMs)
 local function index(key)
-  for _, id in ipairs(redis.call('SRANDMEMBER', key, ${TRIM_SAMPLES})) do
-    if redis.call('EXISTS', ARGV[6] .. id) == 0 then
-      redis.call('SREM', key, id)
+  for _ = 1, ${TRIM_PROBES} do
+    local id = redis.call('SRANDMEMBER', key)
+    if not id or redis.call('EXISTS', ARGV[6] .. id) == 1 then
+      break
     end
+    redis.call('SREM', key, id)
   end
   redis.call('SADD', key, ARGV[4])
   if redis.call('PTTL', key) < ttlMs then
-    redis.call('PEXPIRE', key, ttlMs)
+    redis.call('PEXPIRE', key, ttlMs + math.floor(ttlMs / ${INDEX_TTL_SLACK_DIVISOR}))
   end
 end
 index(KEYS[3])

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { pbkdf2, randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { compressBody, decompressBody, type CachedResponse, type CompressionSettings } from '../../src/store/index.js';
@@ -42,12 +42,41 @@ describe('compressBody and decompressBody', () => {
     expect(await compressBody(BODY, { encoding: 'identity', minBytes: 0 })).toEqual({ body: BODY, encoding: 'identity' });
   });
 
+  it('compresses a body of up to 8 KB on the event loop, and larger ones or brotli past quality 6 on zlib\'s thread pool', async () => {
+    const repeated = Buffer.concat(Array.from({ length: Math.ceil(8193 / BODY.length) }, () => BODY));
+    const small = repeated.subarray(0, 8192);
+    const large = repeated.subarray(0, 8193);
+    // Every thread of the pool busy: work handed to it finishes only after this.
+    const poolWork = saturateThreadPool();
+    const order: string[] = [];
+    const compressions = [
+      compressBody(small, GZIP).then(() => order.push('gzip 8 KB')),
+      compressBody(small, { encoding: 'br', level: 6, minBytes: 0 }).then(() => order.push('br 6, 8 KB')),
+      compressBody(large, GZIP).then(() => order.push('gzip over 8 KB')),
+      compressBody(small, { encoding: 'br', level: 7, minBytes: 0 }).then(() => order.push('br 7')),
+    ];
+    await poolWork.then(() => order.push('a pool thread free'));
+    await Promise.all(compressions);
+    expect(order.slice(0, 3)).toEqual(['gzip 8 KB', 'br 6, 8 KB', 'a pool thread free']);
+    expect(order.slice(3).sort()).toEqual(['br 7', 'gzip over 8 KB']);
+  });
+
   it('throws on a corrupted compressed body rather than returning other bytes', () => {
     const gzipped = gzipSync(BODY);
     gzipped[20] = gzipped[20]! ^ 0xff;
     expect(() => decompressBody(gzipped, 'gzip')).toThrow();
   });
 });
+
+/**
+ * As many key derivations as libuv's pool has threads (UV_THREADPOOL_SIZE, default 4), each long
+ * enough to outlast an 8 KB compression by far; resolves when the first is done and a thread is free.
+ */
+function saturateThreadPool(): Promise<void> {
+  const threads = Number(process.env['UV_THREADPOOL_SIZE'] ?? 4);
+  const derive = (): Promise<void> => new Promise((resolve, reject) => pbkdf2('secret', 'salt', 300_000, 32, 'sha256', (error) => (error ? reject(error) : resolve())));
+  return Promise.race(Array.from({ length: threads }, derive));
+}
 
 describe('entry codec', () => {
   it.each(['gzip', 'br', 'identity'] as const)('round-trips an entry stored %s', async (encoding) => {
