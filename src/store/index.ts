@@ -7,6 +7,7 @@ import { hasRedisConnection } from './redisConnection.js';
 import type { CacheStore } from './types.js';
 
 export type { CacheStore, CachedResponse, InvalidationMark, Lookup, StoreOptions } from './types.js';
+export { isFresh } from './freshness.js';
 export { compressBody, decompressBody, type BodyEncoding, type CompressionSettings } from './bodyEncoding.js';
 
 export interface CreateStoreOptions {
