@@ -170,6 +170,36 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** Counted as plain numbers on the HIT path, handed to prom-client when scraped. */
+  private readonly localCacheCounts = { hit: 0, miss: 0 };
+  private readonly localCacheReported = { hit: 0, miss: 0 };
+
+  private readonly localCacheLookups = new Counter({
+    name: 'svc_cache_local_cache_total',
+    help: 'Lookups of the Redis store with a replica-local cache, by result: hit (answered in process, no Redis round trip) or miss (Redis was asked).',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+    collect: () => {
+      for (const result of ['hit', 'miss'] as const) {
+        this.localCacheLookups.inc({ result }, this.localCacheCounts[result] - this.localCacheReported[result]);
+        this.localCacheReported[result] = this.localCacheCounts[result];
+      }
+    },
+  });
+
+  private readonly localCacheEnabled = new Gauge({
+    name: 'svc_cache_local_cache_enabled',
+    help: '1 while the replica-local cache serves (both Redis connections up, reads tracked), 0 otherwise.',
+    registers: [this.registry],
+  });
+
+  private readonly purgeAcknowledgementSeconds = new Histogram({
+    name: 'svc_cache_purge_ack_seconds',
+    help: 'Time a purge (or an invalidation, or a store over a fresh entry) waited for every replica-local cache to acknowledge it, once its scripts had run.',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [this.registry],
+  });
+
   private readonly configReloads = new Counter({
     name: 'svc_cache_config_reloads_total',
     help: 'Changes of the configuration file, by result: ok (applied) or refused (invalid; the previous configuration stays).',
@@ -269,6 +299,19 @@ export class Metrics {
   /** Requests answered by coalescing so far (the dashboard shows it). */
   get coalesced(): number {
     return this.coalescedCount;
+  }
+
+  /** One lookup of a store with a replica-local cache; on every HIT, so it only adds to a number. */
+  recordLocalCacheLookup(result: 'hit' | 'miss'): void {
+    this.localCacheCounts[result] += 1;
+  }
+
+  setLocalCacheEnabled(enabled: boolean): void {
+    this.localCacheEnabled.set(enabled ? 1 : 0);
+  }
+
+  observePurgeAcknowledgementSeconds(seconds: number): void {
+    this.purgeAcknowledgementSeconds.observe(seconds);
   }
 
   recordConfigReload(result: ConfigReloadResult): void {
