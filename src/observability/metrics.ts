@@ -62,6 +62,9 @@ export interface MetricsOptions {
   processMetrics?: boolean;
 }
 
+/** Histogram buckets for times from half a millisecond to Envoy's 1 s message_timeout. */
+const SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+
 export class Metrics {
   readonly registry = new Registry();
 
@@ -83,7 +86,7 @@ export class Metrics {
     name: 'svc_cache_decision_duration_seconds',
     help: 'Time spent answering one ext_proc message, by the message answered. Envoy waits for each answer (message_timeout).',
     labelNames: ['phase'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    buckets: SECONDS_BUCKETS,
     registers: [this.registry],
   });
 
@@ -117,7 +120,7 @@ export class Metrics {
     name: 'svc_cache_store_duration_seconds',
     help: 'Time a cache store operation took, failed ones included, by operation.',
     labelNames: ['operation'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    buckets: SECONDS_BUCKETS,
     registers: [this.registry],
   });
 
@@ -196,7 +199,7 @@ export class Metrics {
   private readonly purgeAcknowledgementSeconds = new Histogram({
     name: 'svc_cache_purge_ack_seconds',
     help: 'Time a purge (or an invalidation, or a store over a fresh entry) waited for every replica-local cache to acknowledge it, once its scripts had run.',
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    buckets: SECONDS_BUCKETS,
     registers: [this.registry],
   });
 

@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Config } from '../../src/config/index.js';
 import { createStore, isFresh, type CacheStore, type CachedResponse, type Lookup } from '../../src/store/index.js';
 import { RedisKeyLayout } from '../../src/store/redisLayout.js';
-import { startRedisServer, type RedisServer } from '../support/redis.js';
+import { redisServerForTests } from '../support/redisForTests.js';
 import { startTcpProxy, type ProxiedConnection, type TcpProxy } from '../support/tcpProxy.js';
 import { bodyText, jsonResponse, untilReady } from './contract.js';
 
@@ -13,20 +13,9 @@ import { bodyText, jsonResponse, untilReady } from './contract.js';
  * Redis's replies on one of its connections and tell its connections apart in CLIENT LIST.
  */
 
-let server: RedisServer;
-let inspector: Redis;
+const redis = redisServerForTests();
 let prefixNumber = 0;
 const cleanups: Array<() => Promise<void>> = [];
-
-beforeAll(async () => {
-  server = await startRedisServer();
-  inspector = new Redis(server.url);
-});
-
-afterAll(async () => {
-  inspector?.disconnect();
-  await server?.stop();
-});
 
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -46,8 +35,8 @@ async function openReplica(
   keyPrefix: string,
   options: { viaProxy?: boolean; localCache?: LocalCacheConfig; commandTimeoutMs?: number } = {},
 ): Promise<Replica> {
-  const proxy = options.viaProxy ? await startTcpProxy(server.port) : undefined;
-  const port = proxy?.port ?? server.port;
+  const proxy = options.viaProxy ? await startTcpProxy(redis.server.port) : undefined;
+  const port = proxy?.port ?? redis.server.port;
   let enabled = false;
   const acknowledgedPurges: number[] = [];
   const store = createStore(
@@ -98,7 +87,7 @@ async function cachedLocally(replica: Replica, key: string, text: string): Promi
 /** B's subscriber and command connections, as Redis lists them. */
 async function connectionsOf(replica: Replica): Promise<{ subscriber: ClientInfo; command: ClientInfo }> {
   const addresses = new Set(replica.proxy!.connections().map((connection) => connection.upstreamAddress));
-  const clients = parseClientList(String(await inspector.client('LIST'))).filter((client) => addresses.has(client.addr));
+  const clients = parseClientList(String(await redis.inspector.client('LIST'))).filter((client) => addresses.has(client.addr));
   const subscriber = clients.find((client) => client.flags.includes('P'));
   const command = clients.find((client) => client.flags.includes('t'));
   expect(subscriber?.name).toMatch(/^svc-cache-local-cache-/);
@@ -127,7 +116,7 @@ function parseClientList(list: string): ClientInfo[] {
 
 /** Commands Redis ran since RESETSTAT, but for the heartbeat's PING and the inspector's own. */
 async function commandStats(): Promise<Record<string, number>> {
-  const info = await inspector.info('commandstats');
+  const info = await redis.inspector.info('commandstats');
   const stats: Record<string, number> = {};
   for (const [, command = '', calls = '0'] of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
     if (!/^(info|config\|resetstat|ping)$/.test(command)) stats[command] = Number(calls);
@@ -141,7 +130,7 @@ describe('replica-local cache', () => {
     expect(await storeAfterMiss(a.store, 'fresh', 'fresh')).toBe(true);
     await cachedLocally(b, 'fresh', 'fresh');
 
-    await inspector.config('RESETSTAT');
+    await redis.inspector.config('RESETSTAT');
     for (let index = 0; index < 10; index += 1) {
       expect((await b.store.lookup('fresh')).localCache).toBe('hit');
       expect((await b.store.lookup(`missing-${index}`)).localCache).toBe('miss');
@@ -209,7 +198,7 @@ describe('replica-local cache', () => {
       await cachedLocally(b, 'query', 'first');
 
       const killed = (await connectionsOf(b))[connection];
-      await inspector.client('KILL', 'ID', killed.id);
+      await redis.inspector.client('KILL', 'ID', killed.id);
       await vi.waitFor(() => expect(b.enabled()).toBe(false), { interval: 1 });
       const meanwhile = b.store.lookup('query').catch(() => undefined);
       expect((await meanwhile)?.localCache).not.toBe('hit');
@@ -227,10 +216,10 @@ describe('replica-local cache', () => {
     const { a, b } = await twoReplicas('own-subscriber');
     expect(await storeAfterMiss(b.store, 'query', 'first')).toBe(true);
     await cachedLocally(b, 'query', 'first');
-    const aSubscriber = parseClientList(String(await inspector.client('LIST'))).find(
+    const aSubscriber = parseClientList(String(await redis.inspector.client('LIST'))).find(
       (client) => client.flags.includes('P') && !b.proxy!.connections().some((connection) => connection.upstreamAddress === client.addr),
     )!;
-    await inspector.client('KILL', 'ID', aSubscriber.id);
+    await redis.inspector.client('KILL', 'ID', aSubscriber.id);
     await vi.waitFor(() => expect(a.enabled()).toBe(false), { interval: 1 });
 
     expect(await a.store.invalidate(['Product'])).toBe(1);
@@ -241,7 +230,7 @@ describe('replica-local cache', () => {
     prefixNumber += 1;
     const keyPrefix = `ack-timeout-${prefixNumber}:`;
     const a = await openReplica(keyPrefix, { localCache: { maxBytes: 1024 * 1024, ackTimeoutMs: 300 } });
-    const silent = new Redis(server.url);
+    const silent = new Redis(redis.server.url);
     cleanups.push(async () => silent.disconnect());
     await silent.subscribe(new RedisKeyLayout(keyPrefix).barrierChannel());
 
@@ -265,11 +254,11 @@ describe('replica-local cache', () => {
       await cachedLocally(b, key, key);
     }
 
-    await inspector.del(layout.epochKey(layout.locate('one').shard));
+    await redis.inspector.del(layout.epochKey(layout.locate('one').shard));
     await vi.waitFor(async () => expect((await b.store.lookup('one')).localCache).toBe('miss'), { interval: 10 });
     expect((await b.store.lookup(otherShard)).localCache).toBe('hit');
 
-    await inspector.flushall();
+    await redis.inspector.flushall();
     await vi.waitFor(async () => expect((await b.store.lookup(otherShard)).localCache).toBe('miss'), { interval: 10 });
     expect((await b.store.lookup(otherShard)).entry).toBeUndefined();
   });
@@ -298,8 +287,8 @@ describe('replica-local cache', () => {
       const lookup: Lookup = await b.store.lookup('query');
       expect([bodyText(lookup), lookup.localCache]).toEqual(['first', undefined]);
     }
-    expect(String(await inspector.client('LIST'))).not.toContain('svc-cache-local-cache-');
-    expect(await inspector.pubsub('NUMSUB', new RedisKeyLayout(keyPrefix).barrierChannel())).toEqual([expect.any(String), 0]);
+    expect(String(await redis.inspector.client('LIST'))).not.toContain('svc-cache-local-cache-');
+    expect(await redis.inspector.pubsub('NUMSUB', new RedisKeyLayout(keyPrefix).barrierChannel())).toEqual([expect.any(String), 0]);
     expect(await a.store.invalidate(['Product:1'])).toBe(1);
     expect(a.acknowledgedPurges).toEqual([]);
   });
