@@ -17,7 +17,6 @@ import {
   STORE_ENTRY,
   type LuaScript,
   type RedisClient,
-  type ScriptConnection,
 } from './redisScripts.js';
 import { STALE_MARGIN_MS } from './softPurge.js';
 import { RedisPersistedQueryRegistry } from './redisPersistedQueries.js';
@@ -51,7 +50,6 @@ export class RedisStore implements CacheStore {
   private readonly layout: RedisKeyLayout;
   private readonly timeoutMs: number;
   private readonly localCache: RedisLocalCache | undefined;
-  private readonly scripts: ScriptConnection;
 
   constructor(config: RedisConfig, options: RedisStoreOptions = {}) {
     this.layout = new RedisKeyLayout(config.keyPrefix);
@@ -70,7 +68,6 @@ export class RedisStore implements CacheStore {
             logger,
             options.localCacheObserver,
           );
-    this.scripts = { client: this.client, untracked: this.localCache !== undefined };
     // Every (re)connection may find a Redis that lost its data: give each shard an epoch at once,
     // so stores are refused only in the moment before it, not until the first invalidation.
     this.client.on('ready', () => {
@@ -116,7 +113,7 @@ export class RedisStore implements CacheStore {
       ...this.recordsAndIndexes(shard, tags),
     ];
     const stored = await this.withinTimeout(
-      STORE_ENTRY.run(this.scripts, keys, [
+      STORE_ENTRY.run(this.client, keys, [
         Buffer.concat([encodeEntry(response), location.keyCheck]),
         ttlMs,
         mark.sequence,
@@ -173,7 +170,7 @@ export class RedisStore implements CacheStore {
     return this.onEveryShard(async (shard) => {
       for (const slice of slices(uniqueTags, KEYS_PER_CALL)) {
         const keys = [this.layout.sequenceKey(shard), this.layout.epochKey(shard), ...slice.map((tag) => this.layout.tagInvalidationKey(shard, tag))];
-        await this.withinTimeout(RECORD_TAG_INVALIDATION.run(this.scripts, keys, [INVALIDATION_RECORD_TTL_MS]), 'invalidation');
+        await this.withinTimeout(RECORD_TAG_INVALIDATION.run(this.client, keys, [INVALIDATION_RECORD_TTL_MS]), 'invalidation');
       }
       return this.ageIndexedEntries(shard, uniqueTags.map((tag) => this.layout.tagIndexKey(shard, tag)), nowMs);
     });
@@ -183,14 +180,14 @@ export class RedisStore implements CacheStore {
     const nowMs = Date.now();
     return this.onEveryShard(async (shard) => {
       const keys = [this.layout.sequenceKey(shard), this.layout.floorKey(shard), this.layout.epochKey(shard)];
-      await this.withinTimeout(RECORD_SHARD_INVALIDATION.run(this.scripts, keys, []), 'invalidation');
+      await this.withinTimeout(RECORD_SHARD_INVALIDATION.run(this.client, keys, []), 'invalidation');
       return this.ageIndexedEntries(shard, [this.layout.allEntriesKey(shard)], nowMs);
     });
   }
 
   /** The persisted-query registry on this store's connection, bounded to `maxBytes`. */
   persistedQueries(maxBytes: number): PersistedQueryRegistry {
-    return new RedisPersistedQueryRegistry(this.scripts, this.layout, this.timeoutMs, maxBytes);
+    return new RedisPersistedQueryRegistry(this.client, this.layout, this.timeoutMs, maxBytes);
   }
 
   /** Waits up to `commandTimeoutMs` for a connection that is still being made, then pings. */
@@ -255,7 +252,7 @@ export class RedisStore implements CacheStore {
   ): Promise<number> {
     let removed = 0;
     for (let firstCall = true; ; firstCall = false) {
-      const reply = await this.withinTimeout(script.run(this.scripts, keys, argumentsFor(firstCall)), 'invalidation');
+      const reply = await this.withinTimeout(script.run(this.client, keys, argumentsFor(firstCall)), 'invalidation');
       const [deleted, remaining] = parseDrainReply(reply);
       removed += deleted;
       if (remaining === 0) return removed;
@@ -279,7 +276,7 @@ export class RedisStore implements CacheStore {
     for (const slice of slices(indexes, KEYS_PER_CALL)) {
       for (let position = 1, cursor = '0'; position <= slice.length; ) {
         const reply = await this.withinTimeout(
-          AGE_INDEXED_ENTRIES.run(this.scripts, slice, [
+          AGE_INDEXED_ENTRIES.run(this.client, slice, [
             this.layout.entryKeyPrefix(shard),
             DRAIN_BUDGET,
             position,

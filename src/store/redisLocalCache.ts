@@ -7,6 +7,7 @@ import { LocalCache } from './localCache.js';
 import { PurgeAcknowledgements } from './purgeAcknowledgements.js';
 import type { LocalCacheSettings } from './redisConnection.js';
 import { SHARD_COUNT, type EntryLocation, type RedisKeyLayout } from './redisLayout.js';
+import { runScriptsUntracked } from './redisScripts.js';
 import type { LocalCacheObserver, Lookup } from './types.js';
 
 /**
@@ -16,7 +17,7 @@ import type { LocalCacheObserver, Lookup } from './types.js';
  * 1. A subscriber connection of its own: on each 'ready' it asks `CLIENT ID`, then subscribes to
  *    Redis's invalidation channel, the purge barrier and its own acknowledgement channel. Then the
  *    command connection turns on `CLIENT TRACKING ON REDIRECT <that id> OPTOUT` (RESP2's redirect
- *    mode; the store's scripts opt out, see LuaScript.run's `untracked`),
+ *    mode; the store's scripts opt out, see runScriptsUntracked),
  *    checked in the same transaction to name this replica's subscriber (a failover or a DNS change
  *    could have put the two connections on different servers, where the id names someone else).
  *    Only once that reply is in does the cache serve.
@@ -58,6 +59,7 @@ export class RedisLocalCache {
     private readonly logger: Logger,
     private readonly observer: LocalCacheObserver | undefined,
   ) {
+    runScriptsUntracked(client);
     this.cache = new LocalCache(settings.maxBytes, SHARD_COUNT);
     this.acknowledgements = new PurgeAcknowledgements(this.replicaId, settings.ackTimeoutMs);
     this.channels = { barrier: layout.barrierChannel(), acknowledgement: layout.acknowledgementChannel(this.replicaId) };

@@ -1,7 +1,7 @@
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import { withinTimeout } from './redisConnection.js';
 import type { RedisKeyLayout } from './redisLayout.js';
-import { REGISTER_PERSISTED_QUERY, type ScriptConnection } from './redisScripts.js';
+import { REGISTER_PERSISTED_QUERY, type RedisClient } from './redisScripts.js';
 
 /**
  * The persisted-query registry shared by every replica, on the Redis connection of the store. Its
@@ -10,14 +10,14 @@ import { REGISTER_PERSISTED_QUERY, type ScriptConnection } from './redisScripts.
  */
 export class RedisPersistedQueryRegistry implements PersistedQueryRegistry {
   constructor(
-    private readonly connection: ScriptConnection,
+    private readonly client: RedisClient,
     private readonly layout: RedisKeyLayout,
     private readonly timeoutMs: number,
     private readonly maxBytes: number,
   ) {}
 
   async get(hash: string): Promise<string | undefined> {
-    const query = await withinTimeout(this.connection.client.get(this.layout.persistedQueryKey(hash)), 'persisted query lookup', this.timeoutMs);
+    const query = await withinTimeout(this.client.get(this.layout.persistedQueryKey(hash)), 'persisted query lookup', this.timeoutMs);
     return query ?? undefined;
   }
 
@@ -25,6 +25,6 @@ export class RedisPersistedQueryRegistry implements PersistedQueryRegistry {
     const { index, sizes, bytes, sequence } = this.layout.persistedQueryIndexKeys();
     const keys = [index, sizes, bytes, this.layout.persistedQueryKey(hash), sequence];
     const args = [hash, query, Math.ceil(ttlSeconds * 1000), this.maxBytes, this.layout.persistedQueryKeyPrefix()];
-    await withinTimeout(REGISTER_PERSISTED_QUERY.run(this.connection, keys, args), 'persisted query registration', this.timeoutMs);
+    await withinTimeout(REGISTER_PERSISTED_QUERY.run(this.client, keys, args), 'persisted query registration', this.timeoutMs);
   }
 }

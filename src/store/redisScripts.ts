@@ -14,14 +14,16 @@ export type RedisClient = Redis | Cluster;
 type ScriptArgument = string | number | Buffer;
 
 /**
- * Where scripts run. `untracked`: the connection tracks its reads for the replica-local cache in
- * OPTOUT mode (src/store/redisLocalCache.ts), and Redis tracks the keys a script reads for the
- * script's caller, so each script opts out: otherwise every tag record and index a store or purge
- * reads would be tracked, and each later change to one pushed to this replica for nothing.
+ * Connections that track their reads for the replica-local cache in OPTOUT mode
+ * (src/store/redisLocalCache.ts). Redis tracks the keys a script reads for the script's caller, so
+ * on these each script opts out: otherwise every tag record and index a store or purge reads would
+ * be tracked, and each later change to one pushed to the replica for nothing.
  */
-export interface ScriptConnection {
-  client: RedisClient;
-  untracked: boolean;
+const trackingConnections = new WeakSet<RedisClient>();
+
+/** Scripts run on `client` from now on opt out of its read tracking. */
+export function runScriptsUntracked(client: RedisClient): void {
+  trackingConnections.add(client);
 }
 
 export class LuaScript {
@@ -32,23 +34,23 @@ export class LuaScript {
   }
 
   /** EVALSHA, falling back to EVAL once per server that has not seen the script (or was restarted). */
-  async run(connection: ScriptConnection, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
+  async run(client: RedisClient, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
     try {
-      return await this.call(connection, 'evalsha', this.sha, keys, args);
+      return await this.call(client, 'evalsha', this.sha, keys, args);
     } catch (error) {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      return this.call(connection, 'eval', this.source, keys, args);
+      return this.call(client, 'eval', this.source, keys, args);
     }
   }
 
   private async call(
-    { client, untracked }: ScriptConnection,
+    client: RedisClient,
     command: 'evalsha' | 'eval',
     script: string,
     keys: readonly string[],
     args: readonly ScriptArgument[],
   ): Promise<unknown> {
-    if (!untracked) return client[command](script, keys.length, ...keys, ...args);
+    if (!trackingConnections.has(client)) return client[command](script, keys.length, ...keys, ...args);
     // One pipeline, written at once, so that `CLIENT CACHING NO` applies to this very script (it
     // fails harmlessly while the connection's tracking is off, after a reconnection).
     const replies = await client
