@@ -167,7 +167,7 @@ export const configSchema = z
           .optional(),
         commandTimeoutMs: z.number().int().positive().default(250),
         /**
-         * The replica-local cache in front of Redis (README, Redis: the local cache). `enabled` defaults
+         * The replica-local cache in front of Redis (README, Redis: the replica-local cache). `enabled` defaults
          * to true for a standalone or Sentinel Redis and false with `cluster`, where it is refused;
          * `ackTimeoutMs` defaults to twice `commandTimeoutMs`.
          */

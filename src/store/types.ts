@@ -41,7 +41,7 @@ export interface Lookup {
   entry: CachedResponse | undefined;
   mark: InvalidationMark;
   /**
-   * Set by a store with a replica-local cache (the Redis store's, README Redis): `hit` when the
+   * Set by a store with a replica-local cache (the Redis store's, README, Redis: the replica-local cache): `hit` when the
    * answer came from it without asking Redis, `miss` when Redis was asked.
    */
   localCache?: 'hit' | 'miss';
