@@ -21,7 +21,7 @@ export interface BenchOptions {
 }
 
 /** What `--only` selects; every group when it is not given. */
-export const SCENARIO_GROUPS = ['hit', 'miss', 'storage', 'yoga', 'stampede', 'reset-close', 'get-throughput', 'fixed-rate'] as const;
+export const SCENARIO_GROUPS = ['hit', 'miss', 'storage', 'yoga', 'stampede', 'reset-close', 'get-throughput', 'fixed-rate', 'purge-ack'] as const;
 export type ScenarioGroup = (typeof SCENARIO_GROUPS)[number];
 
 export const USAGE = `usage: npm run bench -- [--json] [--duration S] [--warmup S] [--concurrency N] [--envoy-close C] [--cpu-prof]

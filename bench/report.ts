@@ -3,6 +3,7 @@ import type { EnvoyStreamClose } from './extprocStreams.js';
 import type { OpenLoopFigures } from './openLoop.js';
 import type { ScenarioGroup } from './options.js';
 import type { ProfileSummary } from './profileSummary.js';
+import type { PurgeAckFigures } from './purgeAck.js';
 import type { ServerThroughputFigures } from './serverThroughput.js';
 import type { StampedeFigures } from './stampede.js';
 
@@ -64,6 +65,8 @@ export interface BenchReport {
   getHitServerThroughputRatio: number | null;
   /** p99 of sidecar GET HITs minus the floor's, at a fixed rate of half the floor's capacity (see `fixedRate`). */
   hitAddedP99Ms: number | null;
+  /** p50 ms of a purge through a store whose barrier the replicas' local caches acknowledge (see `purgeAck`). */
+  purgeAckLatencyMs: number | null;
   scenarios: Partial<Record<ScenarioName, LoadFigures>>;
   /**
    * svc-cache's keys in Redis after the MISS scenario, in bytes per entry: MEMORY USAGE of the entry
@@ -85,6 +88,8 @@ export interface BenchReport {
     | { skipped: string };
   /** The same GET HITs, open loop at a fixed rate: half the floor's h2load throughput unless `--fixed-rate` says. */
   fixedRate?: { floorCapacityPerSecond: number | null; sidecar: OpenLoopFigures; floor: OpenLoopFigures } | { skipped: string };
+  /** A purge of one tag with the replicas' local caches acknowledging it, and without the local cache. */
+  purgeAck?: PurgeAckFigures;
   /** With --cpu-prof: where the sidecar's CPU time went during the HIT and the MISS scenario. */
   sidecarHitProfile?: ProfileSummary;
   sidecarMissProfile?: ProfileSummary;
@@ -160,7 +165,8 @@ type FigureKey =
   | 'resetCloseFailedStreams'
   | 'getHitsPerSecondPerCore'
   | 'getHitServerThroughputRatio'
-  | 'hitAddedP99Ms';
+  | 'hitAddedP99Ms'
+  | 'purgeAckLatencyMs';
 
 const FIGURE_ROWS: ReadonlyArray<readonly [FigureKey, (report: BenchReport) => string]> = [
   ['hitThroughputRatio', () => 'sidecar HIT streams/s ÷ floor HIT streams/s'],
@@ -208,6 +214,13 @@ const FIGURE_ROWS: ReadonlyArray<readonly [FigureKey, (report: BenchReport) => s
     'hitAddedP99Ms',
     ({ fixedRate }) =>
       skippedOr(fixedRate, `sidecar p99 − floor p99, ms, GET HITs open loop at ${fixedRate && 'sidecar' in fixedRate ? fixedRate.sidecar.ratePerSecond : '?'}/s`),
+  ],
+  [
+    'purgeAckLatencyMs',
+    ({ purgeAck }) =>
+      purgeAck
+        ? `p50 ms of a one-tag purge acknowledged by ${purgeAck.replicas} local caches; ${purgeAck.withoutLocalCacheP50Ms} ms without the local cache`
+        : NOT_RUN,
   ],
 ];
 

@@ -12,6 +12,7 @@ import { USAGE, parseOptions, type BenchOptions, type ScenarioGroup } from './op
 import { summariseProfile } from './profileSummary.js';
 import { grpcFrame } from './grpcFrame.js';
 import { runOpenLoop, type OpenLoopPlan } from './openLoop.js';
+import { measurePurgeAck, type PurgeAckFigures } from './purgeAck.js';
 import { RedisProbe } from './redisProbe.js';
 import { formatTable, type BenchReport } from './report.js';
 import { h2loadMissing, measureServerThroughput, type ServerThroughputPlan } from './serverThroughput.js';
@@ -59,9 +60,11 @@ const RESET_CLOSE_STREAMS = 3000;
  */
 const STORAGE_ENTRIES = 4096;
 const FILL_BATCH = 256;
-/** Keys as src/store/redisLayout.ts names them under the default prefix: entries are {prefix}{shard}:e:{entryId}. */
-const ALL_KEYS = 'svc-cache:*';
-const ENTRY_KEYS = 'svc-cache:{*}:e:*';
+/** The sidecar children's redis.keyPrefix: the default. */
+const SIDECAR_KEY_PREFIX = 'svc-cache:';
+/** Keys as src/store/redisLayout.ts names them under that prefix: entries are {prefix}{shard}:e:{entryId}. */
+const ALL_KEYS = `${SIDECAR_KEY_PREFIX}*`;
+const ENTRY_KEYS = `${SIDECAR_KEY_PREFIX}{*}:e:*`;
 
 const teardown = new Teardown();
 const interruption = new AbortController();
@@ -227,6 +230,11 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
   if (wanted('fixed-rate') && getHitFrame) {
     fixedRate = h2loadMissing === undefined || options.fixedRate !== undefined ? await measureFixedRate(options, sidecar!, floorHit!, getHitFrame, serverThroughput) : { skipped: h2loadMissing };
   }
+  let purgeAck: PurgeAckFigures | undefined;
+  if (wanted('purge-ack')) {
+    progress('purge latency, with and without the local caches acknowledging it');
+    purgeAck = await measurePurgeAck(redis.url, SIDECAR_KEY_PREFIX, interruption.signal);
+  }
   const profiles = options.cpuProfile
     ? {
         ...(scenarios.sidecarHit && { sidecarHitProfile: await summariseProfile(profileFiles.hit) }),
@@ -235,7 +243,7 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
       }
     : {};
 
-  return buildReport(options, { scenarios, redisRoundTripsPerHit, storage, stampede, resetClose, serverThroughput, fixedRate, profiles, loadAverageAtStart });
+  return buildReport(options, { scenarios, redisRoundTripsPerHit, storage, stampede, resetClose, serverThroughput, fixedRate, purgeAck, profiles, loadAverageAtStart });
 }
 
 interface StorageFigures {
@@ -256,7 +264,7 @@ async function fillStore(probe: RedisProbe, concurrency: number, miss: () => Pro
 
 function buildReport(
   options: BenchOptions,
-  measured: Pick<BenchReport, 'scenarios' | 'resetClose' | 'serverThroughput' | 'fixedRate'> & {
+  measured: Pick<BenchReport, 'scenarios' | 'resetClose' | 'serverThroughput' | 'fixedRate' | 'purgeAck'> & {
     redisRoundTripsPerHit: number | undefined;
     storage: StorageFigures | undefined;
     stampede: StampedeFigures | undefined;
@@ -306,6 +314,7 @@ function buildReport(
     getHitsPerSecondPerCore: throughput?.sidecar.requestsPerSecondPerCore ?? null,
     getHitServerThroughputRatio: ratio(throughput?.sidecar.requestsPerSecondPerCore, throughput?.floor.requestsPerSecondPerCore),
     hitAddedP99Ms: latency ? round(latency.sidecar.p99Ms - latency.floor.p99Ms, 3) : null,
+    purgeAckLatencyMs: measured.purgeAck?.withLocalCacheP50Ms ?? null,
     scenarios,
     storage: storage
       ? {
@@ -322,6 +331,7 @@ function buildReport(
     resetClose,
     serverThroughput,
     fixedRate,
+    purgeAck: measured.purgeAck,
     ...measured.profiles,
   };
 }

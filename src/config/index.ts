@@ -3,6 +3,7 @@ export { ConfigError } from './error.js';
 export { loadConfig, parseConfig, type ParseConfigOptions } from './load.js';
 export {
   configSchema,
+  LOCAL_CACHE_DEFAULT_MAX_BYTES,
   type CacheRule,
   type Config,
   type ConfigInput,

@@ -110,6 +110,9 @@ const rule = z
   })
   .strict();
 
+/** The local cache's bound when `redis.localCache.maxBytes` is not set: 64 MiB. */
+export const LOCAL_CACHE_DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
+
 const COMPRESSION_DEFAULTS = { encoding: 'gzip', minBytes: 256 } as const;
 
 /** gzip levels are 1-9 (0 stores uncompressed inside gzip framing), brotli qualities 0-11. */
@@ -163,6 +166,19 @@ export const configSchema = z
           .strict()
           .optional(),
         commandTimeoutMs: z.number().int().positive().default(250),
+        /**
+         * The replica-local cache in front of Redis (README, Redis: the replica-local cache). `enabled` defaults
+         * to true for a standalone or Sentinel Redis and false with `cluster`, where it is refused;
+         * `ackTimeoutMs` defaults to twice `commandTimeoutMs`.
+         */
+        localCache: z
+          .object({
+            enabled: z.boolean().optional(),
+            maxBytes: z.number().int().positive().default(LOCAL_CACHE_DEFAULT_MAX_BYTES),
+            ackTimeoutMs: z.number().int().positive().optional(),
+          })
+          .strict()
+          .optional(),
       })
       .strict()
       .optional(),
@@ -283,6 +299,14 @@ export const configSchema = z
     }
     if (redis.cluster !== undefined && redis.sentinel !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['redis', 'sentinel'], message: 'cluster and sentinel exclude each other: configure one of them' });
+    }
+    if (redis.cluster !== undefined && redis.localCache?.enabled === true) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['redis', 'localCache', 'enabled'],
+        message:
+          'the local cache is not available with redis.cluster: invalidation tracking and the purge acknowledgement are per node; remove it or set it to false',
+      });
     }
     if (/[{}]/.test(redis.keyPrefix)) {
       ctx.addIssue({

@@ -11,7 +11,7 @@ import { graphQLErrorResponse, type HttpResponse, type OwnErrorCode } from '../h
 import type { Logger } from '../observability/index.js';
 import { carriesPurgeToken, looksLikePurge } from '../purge/index.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
-import type { CacheStore, CachedResponse, InvalidationMark } from '../store/index.js';
+import { isFresh, type CacheStore, type CachedResponse, type InvalidationMark } from '../store/index.js';
 import { errorMessage } from '../util/index.js';
 import { cacheKey, type KeyedTarget } from './cacheKey.js';
 import type { Leadership, MissCoalescer } from './coalescing.js';
@@ -305,5 +305,5 @@ export async function lookupOrCoalesce(key: string, deps: LookupDependencies): P
 }
 
 function freshEntry(entry: CachedResponse | undefined, now: number): CachedResponse | undefined {
-  return entry !== undefined && now - entry.storedAt <= entry.maxAge * 1000 ? entry : undefined;
+  return entry !== undefined && isFresh(entry, now) ? entry : undefined;
 }

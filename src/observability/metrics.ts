@@ -62,6 +62,9 @@ export interface MetricsOptions {
   processMetrics?: boolean;
 }
 
+/** Histogram buckets for times from half a millisecond to Envoy's 1 s message_timeout. */
+const SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+
 export class Metrics {
   readonly registry = new Registry();
 
@@ -83,7 +86,7 @@ export class Metrics {
     name: 'svc_cache_decision_duration_seconds',
     help: 'Time spent answering one ext_proc message, by the message answered. Envoy waits for each answer (message_timeout).',
     labelNames: ['phase'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    buckets: SECONDS_BUCKETS,
     registers: [this.registry],
   });
 
@@ -117,7 +120,7 @@ export class Metrics {
     name: 'svc_cache_store_duration_seconds',
     help: 'Time a cache store operation took, failed ones included, by operation.',
     labelNames: ['operation'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    buckets: SECONDS_BUCKETS,
     registers: [this.registry],
   });
 
@@ -167,6 +170,36 @@ export class Metrics {
     name: 'svc_cache_stale_if_error_total',
     help: 'Requests answered with an expired entry because the origin failed (stale-if-error), by failure: origin-status (a 5xx) or origin-not-graphql (a 200 that is no GraphQL result). Also counted as HIT in svc_cache_requests_total.',
     labelNames: ['failure'] as const,
+    registers: [this.registry],
+  });
+
+  /** Counted as plain numbers on the HIT path, handed to prom-client when scraped. */
+  private readonly localCacheCounts = { hit: 0, miss: 0 };
+  private readonly localCacheReported = { hit: 0, miss: 0 };
+
+  private readonly localCacheLookups = new Counter({
+    name: 'svc_cache_local_cache_total',
+    help: 'Lookups of the Redis store with a replica-local cache, by result: hit (answered in process, no Redis round trip) or miss (Redis was asked).',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+    collect: () => {
+      for (const result of ['hit', 'miss'] as const) {
+        this.localCacheLookups.inc({ result }, this.localCacheCounts[result] - this.localCacheReported[result]);
+        this.localCacheReported[result] = this.localCacheCounts[result];
+      }
+    },
+  });
+
+  private readonly localCacheEnabled = new Gauge({
+    name: 'svc_cache_local_cache_enabled',
+    help: '1 while the replica-local cache serves (both Redis connections up, reads tracked), 0 otherwise.',
+    registers: [this.registry],
+  });
+
+  private readonly purgeAcknowledgementSeconds = new Histogram({
+    name: 'svc_cache_purge_ack_seconds',
+    help: 'Time a purge (or an invalidation, or a store over a fresh entry) waited for every replica-local cache to acknowledge it, once its scripts had run.',
+    buckets: SECONDS_BUCKETS,
     registers: [this.registry],
   });
 
@@ -269,6 +302,19 @@ export class Metrics {
   /** Requests answered by coalescing so far (the dashboard shows it). */
   get coalesced(): number {
     return this.coalescedCount;
+  }
+
+  /** One lookup of a store with a replica-local cache; on every HIT, so it only adds to a number. */
+  recordLocalCacheLookup(result: 'hit' | 'miss'): void {
+    this.localCacheCounts[result] += 1;
+  }
+
+  setLocalCacheEnabled(enabled: boolean): void {
+    this.localCacheEnabled.set(enabled ? 1 : 0);
+  }
+
+  observePurgeAcknowledgementSeconds(seconds: number): void {
+    this.purgeAcknowledgementSeconds.observe(seconds);
   }
 
   recordConfigReload(result: ConfigReloadResult): void {

@@ -12,8 +12,10 @@ export class MeasuredStore implements CacheStore {
     private readonly metrics: Metrics,
   ) {}
 
-  lookup(key: string): Promise<Lookup> {
-    return this.measure('lookup', () => this.inner.lookup(key));
+  async lookup(key: string): Promise<Lookup> {
+    const lookup = await this.measure('lookup', () => this.inner.lookup(key));
+    if (lookup.localCache !== undefined) this.metrics.recordLocalCacheLookup(lookup.localCache);
+    return lookup;
   }
 
   store(key: string, response: CachedResponse, options: StoreOptions): Promise<boolean> {

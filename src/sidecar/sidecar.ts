@@ -63,6 +63,10 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     memoryMaxBytes: config.cache.memoryMaxBytes,
     persistedQueryMaxBytes: config.apq.maxBytes,
     logger,
+    localCacheObserver: {
+      localCacheChanged: (enabled) => metrics.setLocalCacheEnabled(enabled),
+      acknowledged: (seconds) => metrics.observePurgeAcknowledgementSeconds(seconds),
+    },
   });
   const store = new MeasuredStore(stores.cache, metrics);
   const schemaSource = createSchemaSource(config, logger, {

@@ -4,20 +4,23 @@ import type { Logger } from '../observability/index.js';
 import { MemoryStore } from './memory.js';
 import { RedisStore } from './redis.js';
 import { hasRedisConnection } from './redisConnection.js';
-import type { CacheStore } from './types.js';
+import type { CacheStore, LocalCacheObserver } from './types.js';
 
-export type { CacheStore, CachedResponse, InvalidationMark, Lookup, StoreOptions } from './types.js';
+export type { CacheStore, CachedResponse, InvalidationMark, LocalCacheObserver, Lookup, StoreOptions } from './types.js';
+export { isFresh } from './freshness.js';
 export { compressBody, decompressBody, type BodyEncoding, type CompressionSettings } from './bodyEncoding.js';
 
 export interface CreateStoreOptions {
   /** Bound of the in-memory store, used when `config` names no Redis. */
   memoryMaxBytes: number;
   logger?: Logger;
+  /** Told of the Redis store's replica-local cache (README, Redis: the replica-local cache). */
+  localCacheObserver?: LocalCacheObserver;
 }
 
 /** The Redis store when `config` names a server, Cluster or Sentinel; otherwise the in-memory one. */
 export function createStore(config: Config['redis'] | undefined, options: CreateStoreOptions): CacheStore {
-  if (hasRedisConnection(config)) return new RedisStore(config, { logger: options.logger });
+  if (hasRedisConnection(config)) return new RedisStore(config, { logger: options.logger, localCacheObserver: options.localCacheObserver });
   return new MemoryStore({ maxBytes: options.memoryMaxBytes });
 }
 

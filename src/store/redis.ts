@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
+import { Redis } from 'ioredis';
 import { performance } from 'node:perf_hooks';
 import { silentLogger, type Logger } from '../observability/index.js';
 import { decodeEntry, encodeEntry, FORMAT_VERSION as ENTRY_FORMAT_VERSION } from './entryCodec.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
-import { connectRedis, withinTimeout, type RedisConfig } from './redisConnection.js';
-import { KEY_CHECK_BYTES, RedisKeyLayout, SHARD_COUNT } from './redisLayout.js';
+import { connectRedis, connectSubscriber, localCacheSettings, withinTimeout, type RedisConfig } from './redisConnection.js';
+import { RedisLocalCache } from './redisLocalCache.js';
+import { KEY_CHECK_BYTES, RedisKeyLayout, SHARD_COUNT, type EntryLocation } from './redisLayout.js';
 import {
   AGE_INDEXED_ENTRIES,
   INVALIDATE_SHARD,
@@ -18,10 +20,12 @@ import {
 } from './redisScripts.js';
 import { STALE_MARGIN_MS } from './softPurge.js';
 import { RedisPersistedQueryRegistry } from './redisPersistedQueries.js';
-import type { CacheStore, CachedResponse, InvalidationMark, Lookup, StoreOptions } from './types.js';
+import type { CacheStore, CachedResponse, InvalidationMark, LocalCacheObserver, Lookup, StoreOptions } from './types.js';
 
 export interface RedisStoreOptions {
   logger?: Logger;
+  /** Told when the replica-local cache turns on or off and how long purges wait for it. */
+  localCacheObserver?: LocalCacheObserver;
 }
 
 /**
@@ -36,16 +40,34 @@ export interface RedisStoreOptions {
  * refused without asking, since the records it would need may be gone. A mark also holds the
  * shard's epoch: when Redis loses its data the sequence counts again from zero, and a mark from the
  * lost lifetime must not pass for a current one.
+ *
+ * Local cache (redis.localCache, on by default but with a Cluster): a fresh entry read before is
+ * answered from this process without a round trip (src/store/redisLocalCache.ts), and every purge,
+ * and a store over a fresh entry, resolves only once every replica's local cache acknowledged it.
  */
 export class RedisStore implements CacheStore {
   private readonly client: RedisClient;
   private readonly layout: RedisKeyLayout;
   private readonly timeoutMs: number;
+  private readonly localCache: RedisLocalCache | undefined;
 
   constructor(config: RedisConfig, options: RedisStoreOptions = {}) {
     this.layout = new RedisKeyLayout(config.keyPrefix);
     this.timeoutMs = config.commandTimeoutMs;
-    this.client = connectRedis(config, options.logger ?? silentLogger());
+    const logger = options.logger ?? silentLogger();
+    const localCache = localCacheSettings(config);
+    this.client = connectRedis(config, logger);
+    this.localCache =
+      localCache === undefined || !(this.client instanceof Redis)
+        ? undefined
+        : new RedisLocalCache(
+            this.client,
+            (name) => connectSubscriber(config, logger, name),
+            this.layout,
+            localCache,
+            logger,
+            options.localCacheObserver,
+          );
     // Every (re)connection may find a Redis that lost its data: give each shard an epoch at once,
     // so stores are refused only in the moment before it, not until the first invalidation.
     this.client.on('ready', () => {
@@ -62,25 +84,11 @@ export class RedisStore implements CacheStore {
     ).catch(() => undefined);
   }
 
-  async lookup(key: string): Promise<Lookup> {
+  lookup(key: string): Promise<Lookup> {
     const location = this.layout.locate(key);
-    const [entryBytes, sequence, epoch] = await this.withinTimeout(
-      this.client.mgetBuffer(
-        this.layout.entryKey(location),
-        this.layout.sequenceKey(location.shard),
-        this.layout.epochKey(location.shard),
-      ),
-      'lookup',
-    );
-    return {
-      entry: entryBytes ? decodeCheckedEntry(entryBytes, location.keyCheck) : undefined,
-      mark: encodeMark({
-        shard: location.shard,
-        sequence: Number(sequence ?? 0),
-        takenAt: performance.now(),
-        epoch: epoch?.toString() ?? '',
-      }),
-    };
+    const entryKey = this.layout.entryKey(location);
+    if (this.localCache === undefined) return this.read(location, entryKey);
+    return this.localCache.lookup(entryKey, location, () => this.read(location, entryKey));
   }
 
   async store(key: string, response: CachedResponse, options: StoreOptions): Promise<boolean> {
@@ -112,10 +120,14 @@ export class RedisStore implements CacheStore {
         location.entryId,
         mark.epoch,
         this.layout.entryKeyPrefix(shard),
+        Date.now(),
+        ENTRY_FORMAT_VERSION,
       ]),
       'store',
     );
-    return stored === 1;
+    // 2: it replaced an entry still fresh, which local caches may hold (STORE_ENTRY).
+    if (stored === 2) await this.localCache?.barrier();
+    return stored === 1 || stored === 2;
   }
 
   async invalidate(tags: readonly string[]): Promise<number> {
@@ -190,6 +202,7 @@ export class RedisStore implements CacheStore {
   }
 
   async close(): Promise<void> {
+    await this.localCache?.close();
     try {
       await this.withinTimeout(this.client.quit(), 'close');
     } catch {
@@ -199,9 +212,30 @@ export class RedisStore implements CacheStore {
     }
   }
 
-  /** Runs `invalidateShard` on every shard at once; resolves to the total removed, rejects if any failed. */
+  /** One MGET: the entry, its shard's sequence and epoch (the mark). */
+  private async read(location: EntryLocation, entryKey: string): Promise<Lookup> {
+    const [entryBytes, sequence, epoch] = await this.withinTimeout(
+      this.client.mgetBuffer(entryKey, this.layout.sequenceKey(location.shard), this.layout.epochKey(location.shard)),
+      'lookup',
+    );
+    return {
+      entry: entryBytes ? decodeCheckedEntry(entryBytes, location.keyCheck) : undefined,
+      mark: encodeMark({
+        shard: location.shard,
+        sequence: Number(sequence ?? 0),
+        takenAt: performance.now(),
+        epoch: epoch?.toString() ?? '',
+      }),
+    };
+  }
+
+  /**
+   * Runs `invalidateShard` on every shard at once; resolves to the total removed once every local
+   * cache acknowledged it (the barrier), rejects if any shard failed or the barrier did.
+   */
   private async onEveryShard(invalidateShard: (shard: number) => Promise<number>): Promise<number> {
     const removed = await Promise.all(Array.from({ length: SHARD_COUNT }, (_, shard) => invalidateShard(shard)));
+    await this.localCache?.barrier();
     return removed.reduce((sum, count) => sum + count, 0);
   }
 

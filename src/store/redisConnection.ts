@@ -1,5 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import type { Config } from '../config/index.js';
+import { LOCAL_CACHE_DEFAULT_MAX_BYTES, type Config } from '../config/index.js';
 import type { Logger } from '../observability/index.js';
 import type { RedisClient } from './redisScripts.js';
 
@@ -18,16 +18,75 @@ export function hasRedisConnection(config: Config['redis'] | undefined): config 
  */
 export function connectRedis(config: RedisConfig, logger: Logger): RedisClient {
   const client = createClient(config);
-  reportConnectionChanges(client, logger);
+  reportConnectionChanges(client, logger, 'commands');
   return client;
 }
+
+/**
+ * The local cache's subscriber connection to the server (or Sentinel-managed master) `config`
+ * names, never a Cluster. It neither resubscribes nor replays commands on its own after a
+ * reconnection: src/store/redisLocalCache.ts sets each new connection up itself, in order.
+ */
+export function connectSubscriber(config: RedisConfig, logger: Logger, connectionName: string): Redis {
+  if (config.cluster !== undefined) throw new Error(LOCAL_CACHE_WITH_CLUSTER);
+  const subscriber = createStandaloneClient(config, {
+    autoResubscribe: false,
+    autoResendUnfulfilledCommands: false,
+    enableAutoPipelining: false,
+    connectionName,
+  });
+  reportConnectionChanges(subscriber, logger, 'local-cache subscriber');
+  return subscriber;
+}
+
+export interface LocalCacheSettings {
+  maxBytes: number;
+  /** How long a purge waits for every local cache's acknowledgement before it fails. */
+  ackTimeoutMs: number;
+}
+
+/** `redis.localCache` with its defaults, or undefined when it is off (README, Every key). */
+export function localCacheSettings(config: RedisConfig): LocalCacheSettings | undefined {
+  const enabled = config.localCache?.enabled ?? config.cluster === undefined;
+  if (!enabled) return undefined;
+  if (config.cluster !== undefined) throw new Error(LOCAL_CACHE_WITH_CLUSTER);
+  return {
+    maxBytes: config.localCache?.maxBytes ?? LOCAL_CACHE_DEFAULT_MAX_BYTES,
+    // A barrier is two Redis hops (its delivery, then each acknowledgement), each allowed
+    // commandTimeoutMs; with the default 250 ms that is 500 ms, inside Envoy's 1 s ext_proc
+    // message_timeout (deploy/sidecar/envoy.yaml), which a mutation's invalidation must answer within.
+    ackTimeoutMs: config.localCache?.ackTimeoutMs ?? 2 * config.commandTimeoutMs,
+  };
+}
+
+const LOCAL_CACHE_WITH_CLUSTER =
+  'redis.localCache is not available with redis.cluster: invalidation tracking and the purge acknowledgement are per node';
 
 function createClient(config: RedisConfig): RedisClient {
   if (config.cluster !== undefined && config.sentinel !== undefined) {
     throw new Error('redis.cluster and redis.sentinel exclude each other: configure one of them');
   }
-  const endpoint = config.url === undefined ? undefined : parseRedisUrl(config.url);
-  const commandOptions = {
+  if (config.cluster === undefined) return createStandaloneClient(config, {});
+  // The Cluster connects to nodes lazily, hands them commands only while they are new or ready,
+  // and reconnects as a whole after refreshing its slot map, so its own offline queue is the one
+  // to turn off.
+  return new Cluster(config.cluster.nodes.map(parseNodeAddress), {
+    redisOptions: commandOptions(config, endpointOf(config)),
+    enableOfflineQueue: false,
+    clusterRetryStrategy: reconnectDelayMs,
+    retryDelayOnFailover: RETRY_DELAY_IN_CLUSTER_MS,
+    retryDelayOnClusterDown: RETRY_DELAY_IN_CLUSTER_MS,
+    retryDelayOnTryAgain: RETRY_DELAY_IN_CLUSTER_MS,
+    slotsRefreshTimeout: Math.max(config.commandTimeoutMs, 1000),
+  });
+}
+
+function endpointOf(config: RedisConfig): RedisEndpoint | undefined {
+  return config.url === undefined ? undefined : parseRedisUrl(config.url);
+}
+
+function commandOptions(config: RedisConfig, endpoint: RedisEndpoint | undefined): RedisOptions {
+  return {
     username: endpoint?.username,
     password: endpoint?.password,
     tls: endpoint?.tls ? {} : undefined,
@@ -38,31 +97,25 @@ function createClient(config: RedisConfig): RedisClient {
     // was the largest single cost of a HIT (measured: HIT throughput 0.71-0.74 of the floor
     // without, 0.82-0.94 with). Each command keeps its own reply and timeout.
     enableAutoPipelining: true,
-    // Scripts (a MISS's store, invalidations, APQ registrations) are written at once: an
-    // auto-pipelined command waits for the next turn of the event loop, and for the batch before it
-    // to be answered, which cost a MISS's store about 35 µs alone (README, Performance: What a MISS adds).
-    autoPipeliningIgnoredCommands: ['evalsha', 'eval'],
-  } satisfies RedisOptions;
+    // Written at once rather than auto-pipelined: scripts (a MISS's store, invalidations, APQ
+    // registrations) because an auto-pipelined command waits for the next turn of the event loop,
+    // which cost a MISS's store about 35 µs alone (README, Performance: What a MISS adds); PUBLISH
+    // because an auto-pipelined batch leaves only once the previous one's replies are all in, and a
+    // purge's barrier and the other replicas' acknowledgements (src/store/redisLocalCache.ts) must
+    // not queue behind lookups.
+    autoPipeliningIgnoredCommands: ['evalsha', 'eval', 'publish'],
+  };
+}
 
-  if (config.cluster !== undefined) {
-    // The Cluster connects to nodes lazily, hands them commands only while they are new or ready,
-    // and reconnects as a whole after refreshing its slot map, so its own offline queue is the one
-    // to turn off.
-    return new Cluster(config.cluster.nodes.map(parseNodeAddress), {
-      redisOptions: commandOptions,
-      enableOfflineQueue: false,
-      clusterRetryStrategy: reconnectDelayMs,
-      retryDelayOnFailover: RETRY_DELAY_IN_CLUSTER_MS,
-      retryDelayOnClusterDown: RETRY_DELAY_IN_CLUSTER_MS,
-      retryDelayOnTryAgain: RETRY_DELAY_IN_CLUSTER_MS,
-      slotsRefreshTimeout: Math.max(config.commandTimeoutMs, 1000),
-    });
-  }
+/** A connection to the standalone server or the Sentinel-managed master, with `overrides` of the usual options. */
+function createStandaloneClient(config: RedisConfig, overrides: RedisOptions): Redis {
+  const endpoint = endpointOf(config);
   const connectionOptions = {
-    ...commandOptions,
+    ...commandOptions(config, endpoint),
     db: endpoint?.db ?? 0,
     enableOfflineQueue: false,
     retryStrategy: reconnectDelayMs,
+    ...overrides,
   } satisfies RedisOptions;
   if (config.sentinel !== undefined) {
     return new Redis({
@@ -130,16 +183,16 @@ function parseNodeAddress(address: string): { host: string; port: number } {
 }
 
 /** One line when the connection fails and one when it is back, not one per reconnect attempt. */
-function reportConnectionChanges(client: RedisClient, logger: Logger): void {
+function reportConnectionChanges(client: RedisClient, logger: Logger, connection: 'commands' | 'local-cache subscriber'): void {
   let failing = false;
   client.on('ready', () => {
     failing = false;
-    logger.info('redis connected');
+    logger.info({ connection }, 'redis connected');
   });
   client.on('error', (error: Error) => {
     if (failing) return;
     failing = true;
-    logger.warn({ err: error }, 'redis unavailable; requests pass to the origin until it is back');
+    logger.warn({ err: error, connection }, 'redis unavailable; requests pass to the origin until it is back');
   });
 }
 

@@ -18,6 +18,11 @@ import { createHash } from 'node:crypto';
  *   {prefix}{apq}:sizes           hash of registered hash to its bytes
  *   {prefix}{apq}:bytes           the registry's total bytes, kept under `apq.maxBytes`
  *
+ * and the local cache's Pub/Sub channels (src/store/redisLocalCache.ts), which hold no data:
+ *
+ *   {prefix}{lc}:barrier          a purge's barrier, `<replicaId>:<n>`, to every replica's local cache
+ *   {prefix}{lc}:ack:{replicaId}  the replicas' acknowledgements of that replica's barrier `<n>`
+ *
  * Entry ids are signed 64-bit integers in decimal, so that Redis keeps an index of up to 512 ids
  * (`set-max-intset-entries`) as an intset of 8 bytes per id: what an entry costs in the indexes is
  * about 10 bytes per tag (a sorted set of 22-byte ids cost about 120 once past 128 members). 64 bits
@@ -43,12 +48,14 @@ export interface EntryLocation {
 
 export class RedisKeyLayout {
   private readonly shardPrefixes: readonly string[];
+  private readonly epochShards: ReadonlyMap<string, number>;
 
   constructor(private readonly keyPrefix: string) {
     if (/[{}]/.test(keyPrefix)) {
       throw new Error(`redis.keyPrefix must not contain "{" or "}" (got "${keyPrefix}"): svc-cache places its own Cluster hash tags`);
     }
     this.shardPrefixes = SHARD_HASH_TAGS.map((hashTag) => `${keyPrefix}{${hashTag}}:`);
+    this.epochShards = new Map(this.shardPrefixes.map((_, shard) => [this.epochKey(shard), shard]));
   }
 
   locate(cacheKey: string): EntryLocation {
@@ -92,6 +99,21 @@ export class RedisKeyLayout {
    */
   epochKey(shard: number): string {
     return `${this.shardPrefix(shard)}epoch`;
+  }
+
+  /** The shard whose epoch key `key` is, or undefined for any other key. */
+  epochShard(key: string): number | undefined {
+    return this.epochShards.get(key);
+  }
+
+  /** Where a purge asks every replica's local cache to confirm it has seen the purge's invalidations. */
+  barrierChannel(): string {
+    return `${this.keyPrefix}{lc}:barrier`;
+  }
+
+  /** Where the replicas answer the barriers of `replicaId`. */
+  acknowledgementChannel(replicaId: string): string {
+    return `${this.keyPrefix}{lc}:ack:${replicaId}`;
   }
 
   /** Every persisted-query key shares one hash tag, so the registration script stays in one slot. */

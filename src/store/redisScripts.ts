@@ -13,6 +13,19 @@ import type { Cluster, Redis } from 'ioredis';
 export type RedisClient = Redis | Cluster;
 type ScriptArgument = string | number | Buffer;
 
+/**
+ * Connections that track their reads for the replica-local cache in OPTOUT mode
+ * (src/store/redisLocalCache.ts). Redis tracks the keys a script reads for the script's caller, so
+ * on these each script opts out: otherwise every tag record and index a store or purge reads would
+ * be tracked, and each later change to one pushed to the replica for nothing.
+ */
+const trackingConnections = new WeakSet<RedisClient>();
+
+/** Scripts run on `client` from now on opt out of its read tracking. */
+export function runScriptsUntracked(client: RedisClient): void {
+  trackingConnections.add(client);
+}
+
 export class LuaScript {
   private readonly sha: string;
 
@@ -23,11 +36,31 @@ export class LuaScript {
   /** EVALSHA, falling back to EVAL once per server that has not seen the script (or was restarted). */
   async run(client: RedisClient, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
     try {
-      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
+      return await this.call(client, 'evalsha', this.sha, keys, args);
     } catch (error) {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      return client.eval(this.source, keys.length, ...keys, ...args);
+      return this.call(client, 'eval', this.source, keys, args);
     }
+  }
+
+  private async call(
+    client: RedisClient,
+    command: 'evalsha' | 'eval',
+    script: string,
+    keys: readonly string[],
+    args: readonly ScriptArgument[],
+  ): Promise<unknown> {
+    if (!trackingConnections.has(client)) return client[command](script, keys.length, ...keys, ...args);
+    // One pipeline, written at once, so that `CLIENT CACHING NO` applies to this very script (it
+    // fails harmlessly while the connection's tracking is off, after a reconnection).
+    const replies = await client
+      .pipeline()
+      .call('CLIENT', 'CACHING', 'NO')
+      .call(command, script, keys.length, ...keys, ...args)
+      .exec();
+    const [error, reply] = replies?.[1] ?? [new Error(`redis ${command}: no reply`), undefined];
+    if (error) throw error;
+    return reply;
   }
 }
 
@@ -100,7 +133,11 @@ end
 /**
  * Stores an entry unless the mark is stale. KEYS: entry, floor, all-entries index, epoch, then the
  * tags' invalidation records, then the tags' indexes (same order). ARGV: encoded entry, ttl ms,
- * mark sequence, entry id, mark epoch, entry key prefix. Returns 1 when stored, 0 when refused.
+ * mark sequence, entry id, mark epoch, entry key prefix, now ms (the storing replica's clock, as
+ * `storedAt` is), entry format version. Returns 0 when refused, 1 when stored, 2 when stored over
+ * an entry that was still fresh (src/store/freshness.ts's rule, read from its header as
+ * AGE_INDEXED_ENTRIES reads it): replicas' local caches may hold that one, so the store waits for
+ * their acknowledgement before it resolves (src/store/redisLocalCache.ts).
  *
  * Each index the entry joins is trimmed: random ids are checked one at a time, and removed while
  * their entries are gone, until a live one or TRIM_PROBES of them. An index gains one id per store;
@@ -137,6 +174,13 @@ for first = 5, 4 + tagCount, ${RECORDS_PER_READ} do
     end
   end
 end
+local replaced = redis.call('GETRANGE', KEYS[1], 0, 16)
+local replacedFresh = false
+if #replaced == 17 and string.byte(replaced, 1) == tonumber(ARGV[8]) then
+  local storedAt = struct.unpack('>d', replaced, 2)
+  local maxAge = struct.unpack('>d', replaced, 10)
+  replacedFresh = tonumber(ARGV[7]) - storedAt <= maxAge * 1000
+end
 local ttlMs = tonumber(ARGV[2])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttlMs)
 local function index(key)
@@ -155,6 +199,9 @@ end
 index(KEYS[3])
 for i = 5 + tagCount, 4 + 2 * tagCount do
   index(KEYS[i])
+end
+if replacedFresh then
+  return 2
 end
 return 1
 `);

@@ -1,6 +1,10 @@
 /**
  * What the decision engine needs from wherever cached responses live. The in-memory store serves
  * one replica; the Redis store is shared by every replica, so a purge through one holds for all.
+ * The promise that holds across replicas: once a purge or invalidation has resolved, the next
+ * lookup on every replica misses what it removed, and no replica ever answers with an entry the
+ * store no longer holds in that form (the Redis store's replica-local cache keeps to it, README
+ * Redis).
  */
 
 import type { BodyEncoding } from './bodyEncoding.js';
@@ -36,6 +40,19 @@ export interface InvalidationMark {
 export interface Lookup {
   entry: CachedResponse | undefined;
   mark: InvalidationMark;
+  /**
+   * Set by a store with a replica-local cache (the Redis store's, README, Redis: the replica-local cache): `hit` when the
+   * answer came from it without asking Redis, `miss` when Redis was asked.
+   */
+  localCache?: 'hit' | 'miss';
+}
+
+/** What a store with a replica-local cache reports as it runs, for metrics (src/sidecar). */
+export interface LocalCacheObserver {
+  /** The local cache started serving (both connections up, reads tracked) or stopped (a connection was lost). */
+  localCacheChanged(enabled: boolean): void;
+  /** A purge (or a store over a fresh entry) waited this long for every local cache to acknowledge it. */
+  acknowledged(seconds: number): void;
 }
 
 export interface StoreOptions {
@@ -50,7 +67,11 @@ export interface StoreOptions {
 export interface CacheStore {
   /** Reads an entry and the current invalidation mark in one round trip. */
   lookup(key: string): Promise<Lookup>;
-  /** Stores the entry unless one of its tags was invalidated after `mark`; resolves to whether it did. */
+  /**
+   * Stores the entry unless one of its tags was invalidated after `mark`; resolves to whether it did.
+   * When it replaced an entry that was still fresh, it resolves only once no replica serves the
+   * replaced one any more (rejects when that cannot be confirmed).
+   */
   store(key: string, response: CachedResponse, options: StoreOptions): Promise<boolean>;
   /**
    * Removes every entry holding any of `tags` and resolves once that is durable for every replica

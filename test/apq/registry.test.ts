@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryPersistedQueryRegistry, type PersistedQueryRegistry } from '../../src/apq/index.js';
 import { createStores, type CacheStore } from '../../src/store/index.js';
-import { startRedisServer, type RedisServer } from '../support/redis.js';
+import { redisServerForTests } from '../support/redisForTests.js';
 import { sleep, untilReady } from '../store/contract.js';
 import { scanKeys } from '../store/redisInspection.js';
 
@@ -93,26 +92,16 @@ describeRegistryContract('memory', async () => ({
 }));
 
 describe('the Redis registry', () => {
-  let server: RedisServer;
-  let inspector: Redis;
+  const redis = redisServerForTests();
   let prefixNumber = 0;
   const stores: CacheStore[] = [];
-
-  beforeAll(async () => {
-    server = await startRedisServer();
-    inspector = new Redis(server.url);
-  });
-  afterAll(async () => {
-    inspector?.disconnect();
-    await server?.stop();
-  });
   afterEach(async () => {
     await Promise.all(stores.splice(0).map((store) => store.close()));
   });
 
   async function openRegistry(keyPrefix: string, maxBytes = BOUND): Promise<PersistedQueryRegistry> {
     const { cache, persistedQueries } = createStores(
-      { url: server.url, keyPrefix, commandTimeoutMs: 1000 },
+      { url: redis.server.url, keyPrefix, commandTimeoutMs: 1000 },
       { memoryMaxBytes: 0, persistedQueryMaxBytes: maxBytes },
     );
     stores.push(await untilReady(cache));
@@ -135,14 +124,14 @@ describe('the Redis registry', () => {
     for (let index = 0; index < 500; index += 1) {
       await registry.register(registration(index).hash, registration(index).query, 3600);
     }
-    const queryKeys = await scanKeys(inspector, `${keyPrefix}{apq}:q:*`);
+    const queryKeys = await scanKeys(redis.inspector, `${keyPrefix}{apq}:q:*`);
     expect(queryKeys).toHaveLength(10);
-    const bytes = Number(await inspector.get(`${keyPrefix}{apq}:bytes`));
+    const bytes = Number(await redis.inspector.get(`${keyPrefix}{apq}:bytes`));
     expect(bytes).toBeLessThanOrEqual(BOUND);
-    const stringBytes = await Promise.all(queryKeys.map((key) => inspector.strlen(key)));
+    const stringBytes = await Promise.all(queryKeys.map((key) => redis.inspector.strlen(key)));
     expect(bytes).toBe(stringBytes.reduce((sum, length) => sum + length + 64, 0));
-    expect(await inspector.zcard(`${keyPrefix}{apq}:index`)).toBe(10);
-    expect(await inspector.hlen(`${keyPrefix}{apq}:sizes`)).toBe(10);
+    expect(await redis.inspector.zcard(`${keyPrefix}{apq}:index`)).toBe(10);
+    expect(await redis.inspector.hlen(`${keyPrefix}{apq}:sizes`)).toBe(10);
   });
 
   it('keeps services with different key prefixes apart', async () => {
@@ -159,7 +148,7 @@ describe('the Redis registry', () => {
     await registering.register('e'.repeat(64), '{ e }', 1);
     expect(await reading.get('e'.repeat(64))).toBe('{ e }');
     // Gone from Redis (as the size bound may drop it): the reader still knows the text the hash names.
-    await inspector.del(`${keyPrefix}{apq}:q:${'e'.repeat(64)}`);
+    await redis.inspector.del(`${keyPrefix}{apq}:q:${'e'.repeat(64)}`);
     expect(await reading.get('e'.repeat(64))).toBe('{ e }');
     expect(await registering.get('e'.repeat(64))).toBeUndefined();
     await sleep(1200);

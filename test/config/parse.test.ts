@@ -442,4 +442,20 @@ describe('parseConfig: redis section', () => {
       'config.yaml: redis.keyPrefix: must not contain "{" or "}": svc-cache places its own Redis Cluster hash tags',
     );
   });
+
+  it('refuses the local cache turned on with a Cluster, and leaves it to its defaults otherwise', () => {
+    expect(parseRedis('  cluster:\n    nodes: [a:1]\n  localCache:\n    enabled: true\n')).toThrow(
+      'config.yaml: redis.localCache.enabled: the local cache is not available with redis.cluster: invalidation tracking and the purge acknowledgement are per node; remove it or set it to false',
+    );
+    expect(parseRedis('  cluster:\n    nodes: [a:1]\n  localCache:\n    enabled: false\n')().redis?.localCache).toEqual({
+      enabled: false,
+      maxBytes: 64 * 1024 * 1024,
+    });
+    expect(parseRedis('  url: redis://r:6379\n')().redis?.localCache).toBeUndefined();
+    expect(parseRedis('  url: redis://r:6379\n  localCache:\n    maxBytes: 1000\n    ackTimeoutMs: 800\n')().redis?.localCache).toEqual({
+      maxBytes: 1000,
+      ackTimeoutMs: 800,
+    });
+    expect(parseRedis('  url: redis://r:6379\n  localCache:\n    ackTimeoutMs: 0\n')).toThrow('config.yaml: redis.localCache.ackTimeoutMs:');
+  });
 });

@@ -134,6 +134,9 @@ describe('metrics with real traffic', () => {
       svc_cache_persisted_queries_total: 'counter',
       svc_cache_coalesced_requests_total: 'counter',
       svc_cache_stale_if_error_total: 'counter',
+      svc_cache_local_cache_total: 'counter',
+      svc_cache_local_cache_enabled: 'gauge',
+      svc_cache_purge_ack_seconds: 'histogram',
       svc_cache_config_reloads_total: 'counter',
       svc_cache_config_last_reload_successful: 'gauge',
     });

@@ -1,33 +1,22 @@
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createStore, type CacheStore } from '../../src/store/index.js';
 import { RedisKeyLayout, SHARD_COUNT } from '../../src/store/redisLayout.js';
-import { startRedisSentinel, startRedisServer, type RedisServer } from '../support/redis.js';
+import { startRedisSentinel, startRedisServer } from '../support/redis.js';
+import { redisServerForTests } from '../support/redisForTests.js';
 import { bodyText, describeStoreContract, jsonResponse, sleep, untilReady } from './contract.js';
 import { keysInSameShard, scanKeys } from './redisInspection.js';
 
-let server: RedisServer;
-let inspector: Redis;
+const redis = redisServerForTests();
 let prefixNumber = 0;
 const openStores: CacheStore[] = [];
-
-beforeAll(async () => {
-  server = await startRedisServer();
-  inspector = new Redis(server.url);
-});
-
-afterAll(async () => {
-  inspector?.disconnect();
-  await server?.stop();
-});
 
 function uniquePrefix(name: string): string {
   prefixNumber += 1;
   return `${name}-${prefixNumber}:`;
 }
 
-async function openStore(keyPrefix: string, commandTimeoutMs = 1000): Promise<CacheStore> {
-  const store = await untilReady(createStore({ url: server.url, keyPrefix, commandTimeoutMs }, { memoryMaxBytes: 0 }));
+async function openStore(keyPrefix: string, commandTimeoutMs = 1000, localCache?: { enabled: boolean; maxBytes: number }): Promise<CacheStore> {
+  const store = await untilReady(createStore({ url: redis.server.url, keyPrefix, commandTimeoutMs, localCache }, { memoryMaxBytes: 0 }));
   openStores.push(store);
   return store;
 }
@@ -50,7 +39,7 @@ describe('race guard across a loss of Redis data', () => {
     await store.invalidate(['Todo:1']);
     const { mark } = await store.lookup('todo-1');
     // A restart without persistence, a failover to an empty replica, FLUSHALL: the counters restart.
-    await inspector.flushall();
+    await redis.inspector.flushall();
     await store.invalidate(['Todo:1']);
     expect(await store.store('todo-1', jsonResponse('old'), { tags: ['Todo:1'], ttlSeconds: 60, mark })).toBe(false);
     expect((await store.lookup('todo-1')).entry).toBeUndefined();
@@ -60,7 +49,7 @@ describe('race guard across a loss of Redis data', () => {
     const store = await openStore(uniquePrefix('epoch'));
     const { mark } = await store.lookup('todo-3');
     await store.invalidate(['Todo:3']);
-    await inspector.flushall();
+    await redis.inspector.flushall();
     expect(await store.store('todo-3', jsonResponse('old'), { tags: ['Todo:3'], ttlSeconds: 60, mark })).toBe(false);
     const fresh = await store.lookup('todo-3');
     expect(await store.store('todo-3', jsonResponse('new'), { tags: ['Todo:3'], ttlSeconds: 60, mark: fresh.mark })).toBe(true);
@@ -70,7 +59,7 @@ describe('race guard across a loss of Redis data', () => {
     const store = await openStore(uniquePrefix('epoch'));
     await store.invalidate(['Todo:1']);
     const { mark } = await store.lookup('todo-2');
-    await inspector.flushall();
+    await redis.inspector.flushall();
     expect(await store.store('todo-2', jsonResponse('old'), { tags: ['Todo:2'], ttlSeconds: 60, mark })).toBe(false);
   });
 });
@@ -79,7 +68,7 @@ describe('Redis connection', () => {
   it('writes a store at once, ahead of the lookups that auto-pipelining holds for the next turn of the event loop', async () => {
     const store = await openStore(uniquePrefix('pipelining'));
     const { mark } = await store.lookup('todos');
-    const monitor = await inspector.duplicate().monitor();
+    const monitor = await redis.inspector.duplicate().monitor();
     const commands: string[] = [];
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (source !== 'lua' && ['mget', 'evalsha'].includes(args[0]!.toLowerCase())) commands.push(args[0]!.toLowerCase());
@@ -105,27 +94,27 @@ describe('Redis data model', () => {
 
     await storeAfterMiss(store, shortLived, ['Product:1', 'Product'], 1);
     await storeAfterMiss(store, longLived, ['Product'], 30);
-    expect(await inspector.pttl(layout.entryKey(layout.locate(shortLived)))).toBeLessThanOrEqual(1000);
-    expect(await inspector.scard(layout.tagIndexKey(shard, 'Product'))).toBe(2);
+    expect(await redis.inspector.pttl(layout.entryKey(layout.locate(shortLived)))).toBeLessThanOrEqual(1000);
+    expect(await redis.inspector.scard(layout.tagIndexKey(shard, 'Product'))).toBe(2);
     // An index outlives its longest-lived entry by up to an eighth of that entry's lifetime.
-    expect(await inspector.pttl(layout.tagIndexKey(shard, 'Product'))).toBeGreaterThan(30_000);
-    expect(await inspector.pttl(layout.tagIndexKey(shard, 'Product'))).toBeLessThanOrEqual(33_750);
-    expect(await inspector.pttl(layout.tagIndexKey(shard, 'Product:1'))).toBeGreaterThan(1000);
-    expect(await inspector.pttl(layout.tagIndexKey(shard, 'Product:1'))).toBeLessThanOrEqual(1125);
+    expect(await redis.inspector.pttl(layout.tagIndexKey(shard, 'Product'))).toBeGreaterThan(30_000);
+    expect(await redis.inspector.pttl(layout.tagIndexKey(shard, 'Product'))).toBeLessThanOrEqual(33_750);
+    expect(await redis.inspector.pttl(layout.tagIndexKey(shard, 'Product:1'))).toBeGreaterThan(1000);
+    expect(await redis.inspector.pttl(layout.tagIndexKey(shard, 'Product:1'))).toBeLessThanOrEqual(1125);
 
     await store.invalidate(['User:1']);
     for (let each = 0; each < SHARD_COUNT; each += 1) {
-      const recordTtl = await inspector.pttl(layout.tagInvalidationKey(each, 'User:1'));
+      const recordTtl = await redis.inspector.pttl(layout.tagInvalidationKey(each, 'User:1'));
       expect(recordTtl).toBeGreaterThan(0);
       expect(recordTtl).toBeLessThanOrEqual(70_000);
     }
 
     await sleep(1200);
-    expect(await inspector.exists(layout.tagIndexKey(shard, 'Product:1'))).toBe(0);
-    expect(await inspector.scard(layout.tagIndexKey(shard, 'Product'))).toBe(2);
+    expect(await redis.inspector.exists(layout.tagIndexKey(shard, 'Product:1'))).toBe(0);
+    expect(await redis.inspector.scard(layout.tagIndexKey(shard, 'Product'))).toBe(2);
 
-    const keys = await scanKeys(inspector, `${keyPrefix}*`);
-    const ttls = await Promise.all(keys.map((key) => inspector.pttl(key)));
+    const keys = await scanKeys(redis.inspector, `${keyPrefix}*`);
+    const ttls = await Promise.all(keys.map((key) => redis.inspector.pttl(key)));
     const keptForever = keys.filter((_, index) => ttls[index] === -1);
     const bookkeeping = Array.from({ length: SHARD_COUNT }, (_, each) => [layout.sequenceKey(each), layout.floorKey(each), layout.epochKey(each)]).flat();
     expect(keptForever.every((key) => bookkeeping.includes(key))).toBe(true);
@@ -139,13 +128,13 @@ describe('Redis data model', () => {
     const index = layout.tagIndexKey(layout.locate(first).shard, 'Product');
 
     await storeAfterMiss(store, first, ['Product'], 80);
-    await inspector.pexpire(index, 85_000);
+    await redis.inspector.pexpire(index, 85_000);
     await storeAfterMiss(store, second, ['Product'], 80);
-    expect(await inspector.pttl(index)).toBeLessThanOrEqual(85_000);
-    expect(await inspector.pttl(index)).toBeGreaterThan(80_000);
-    await inspector.pexpire(index, 70_000);
+    expect(await redis.inspector.pttl(index)).toBeLessThanOrEqual(85_000);
+    expect(await redis.inspector.pttl(index)).toBeGreaterThan(80_000);
+    await redis.inspector.pexpire(index, 70_000);
     await storeAfterMiss(store, second, ['Product'], 80);
-    expect(await inspector.pttl(index)).toBeGreaterThan(85_000);
+    expect(await redis.inspector.pttl(index)).toBeGreaterThan(85_000);
   });
 
   it('trims the ids of entries that are gone from an index a store joins, at most four per store', async () => {
@@ -157,13 +146,13 @@ describe('Redis data model', () => {
     for (const [index, key] of gone.entries()) await storeAfterMiss(store, key, ['Product', `Product:${index}`]);
     // Each entry is deleted through its own tag; the shared index and the shard's list still name it.
     expect(await store.invalidate(gone.map((_, index) => `Product:${index}`))).toBe(5);
-    expect(await inspector.scard(layout.tagIndexKey(shard, 'Product'))).toBe(5);
-    expect(await inspector.scard(layout.allEntriesKey(shard))).toBe(5);
+    expect(await redis.inspector.scard(layout.tagIndexKey(shard, 'Product'))).toBe(5);
+    expect(await redis.inspector.scard(layout.allEntriesKey(shard))).toBe(5);
 
     await storeAfterMiss(store, later, ['Product']);
     for (const index of [layout.tagIndexKey(shard, 'Product'), layout.allEntriesKey(shard)]) {
-      expect(await inspector.scard(index)).toBe(2);
-      expect(await inspector.sismember(index, layout.locate(later).entryId)).toBe(1);
+      expect(await redis.inspector.scard(index)).toBe(2);
+      expect(await redis.inspector.sismember(index, layout.locate(later).entryId)).toBe(1);
     }
   });
 
@@ -184,10 +173,10 @@ describe('Redis data model', () => {
     const keys = Array.from({ length: 2500 }, (_, index) => `list-${index}`);
     await Promise.all(keys.map((key) => storeAfterMiss(store, key, ['Product'])));
     expect(await store.invalidate(['Product'])).toBe(keys.length);
-    expect(await scanKeys(inspector, `${keyPrefix}*:ti:Product`)).toEqual([]);
-    expect(await scanKeys(inspector, `${keyPrefix}*:e:*`)).toEqual([]);
+    expect(await scanKeys(redis.inspector, `${keyPrefix}*:ti:Product`)).toEqual([]);
+    expect(await scanKeys(redis.inspector, `${keyPrefix}*:e:*`)).toEqual([]);
     expect(await store.invalidateAll()).toBe(0);
-    expect(await scanKeys(inspector, `${keyPrefix}*:ids`)).toEqual([]);
+    expect(await scanKeys(redis.inspector, `${keyPrefix}*:ids`)).toEqual([]);
     for (const key of keys.slice(0, 3)) expect((await store.lookup(key)).entry).toBeUndefined();
     expect(layout.entryKeyPrefix(0).startsWith(keyPrefix)).toBe(true);
   });
@@ -200,10 +189,10 @@ describe('Redis data model', () => {
     const keys = keysInSameShard(layout, 300);
     for (const key of keys) await storeAfterMiss(store, key, ['Product', longTag]);
     const { shard } = layout.locate(keys[0]!);
-    expect(await inspector.object('ENCODING', layout.tagIndexKey(shard, 'Product'))).toBe('intset');
-    expect(await inspector.object('ENCODING', layout.allEntriesKey(shard))).toBe('intset');
-    expect(await inspector.scard(layout.tagIndexKey(shard, 'Product'))).toBe(300);
-    const indexKeys = await scanKeys(inspector, `${keyPrefix}*:ti:*`);
+    expect(await redis.inspector.object('ENCODING', layout.tagIndexKey(shard, 'Product'))).toBe('intset');
+    expect(await redis.inspector.object('ENCODING', layout.allEntriesKey(shard))).toBe('intset');
+    expect(await redis.inspector.scard(layout.tagIndexKey(shard, 'Product'))).toBe(300);
+    const indexKeys = await scanKeys(redis.inspector, `${keyPrefix}*:ti:*`);
     expect(indexKeys.every((key) => !key.includes('xxxx') && key.length < keyPrefix.length + 60)).toBe(true);
     expect(await store.invalidate([longTag])).toBe(300);
   });
@@ -215,7 +204,7 @@ describe('Redis data model', () => {
     const [stored, other] = keysInSameShard(layout, 2) as [string, string];
     await storeAfterMiss(store, stored, ['A']);
     // What a collision of the 64-bit ids would leave: other's entry key holding stored's value.
-    await inspector.copy(layout.entryKey(layout.locate(stored)), layout.entryKey(layout.locate(other)));
+    await redis.inspector.copy(layout.entryKey(layout.locate(stored)), layout.entryKey(layout.locate(other)));
     expect((await store.lookup(stored)).entry).toBeDefined();
     expect((await store.lookup(other)).entry).toBeUndefined();
   });
@@ -234,7 +223,7 @@ describe('Redis data model', () => {
     const response = { ...jsonResponse('seed'), maxAge: 30, swr: 60 };
     expect(await store.store('seed', response, { tags: ['Product'], ttlSeconds: 90, mark })).toBe(true);
     const copies = 5000;
-    const pipeline = inspector.pipeline();
+    const pipeline = redis.inspector.pipeline();
     for (let id = 1; id <= copies; id += 1) {
       pipeline.copy(layout.entryKey(seed), `${layout.entryKeyPrefix(seed.shard)}${id}`);
       pipeline.sadd(layout.tagIndexKey(seed.shard, 'Product'), String(id));
@@ -242,12 +231,13 @@ describe('Redis data model', () => {
     }
     await pipeline.exec();
 
-    await inspector.config('RESETSTAT');
+    await redis.inspector.config('RESETSTAT');
     expect(await run(store)).toBe(copies + 1);
     const stats = await commandStats();
     const { evalsha = 0, sscan = 0 } = stats;
     // Commands of constant cost, and SSCAN with a COUNT: nothing copies or reads an index whole.
-    const boundedCommands = ['evalsha', 'exists', 'set', 'incr', 'sscan', 'getrange', 'setrange', 'pttl', 'pexpire'];
+    // With the local cache: each script opts out of tracking, and the purge ends with its barrier.
+    const boundedCommands = ['evalsha', 'exists', 'set', 'incr', 'sscan', 'getrange', 'setrange', 'pttl', 'pexpire', 'client|caching', 'publish'];
     expect(Object.keys(stats).filter((command) => !boundedCommands.includes(command))).toEqual([]);
     // One call per shard records the purge, one walks each other shard's empty index, and the
     // shard holding the index walks it in calls of about DRAIN_BUDGET (1,000) ids each.
@@ -259,11 +249,11 @@ describe('Redis data model', () => {
     expect(await run(store)).toBe(0);
   });
 
-  it('answers a lookup with one command and never lists or scans the keyspace', async () => {
-    const store = await openStore(uniquePrefix('round-trips'));
+  it('answers a lookup with one command and never lists or scans the keyspace (without the local cache, which answers repeated ones)', async () => {
+    const store = await openStore(uniquePrefix('round-trips'), 1000, { enabled: false, maxBytes: 1 });
     await storeAfterMiss(store, 'cached', ['A']);
 
-    await inspector.config('RESETSTAT');
+    await redis.inspector.config('RESETSTAT');
     for (let index = 0; index < 10; index += 1) {
       await store.lookup('cached');
       await store.lookup(`missing-${index}`);
@@ -287,18 +277,18 @@ describe('Redis data model', () => {
       const { mark } = await store.lookup(key);
       const response = { ...jsonResponse(key), body: Buffer.alloc(bodyBytes, 'x'), identityLength: bodyBytes };
       await store.store(key, response, { tags: ['Product', 'Product:1', 'Query.products'], ttlSeconds: 60, mark });
-      const entryBytes = await inspector.strlen(layout.entryKey(layout.locate(key)));
+      const entryBytes = await redis.inspector.strlen(layout.entryKey(layout.locate(key)));
       expect(entryBytes - bodyBytes).toBeLessThan(100);
       if (bodyBytes >= 10_000) {
         // Beyond the encoding, Redis adds its key and object headers and the allocator's size-class rounding.
-        const usage = (await inspector.memory('USAGE', layout.entryKey(layout.locate(key)), 'SAMPLES', 0)) as number;
+        const usage = (await redis.inspector.memory('USAGE', layout.entryKey(layout.locate(key)), 'SAMPLES', 0)) as number;
         expect(usage / bodyBytes).toBeLessThan(1.3);
       }
     }
   });
 
   it('rejects a key prefix that would break Cluster hash tags', () => {
-    expect(() => createStore({ url: server.url, keyPrefix: 'svc{a}:', commandTimeoutMs: 250 }, { memoryMaxBytes: 0 })).toThrow(
+    expect(() => createStore({ url: redis.server.url, keyPrefix: 'svc{a}:', commandTimeoutMs: 250 }, { memoryMaxBytes: 0 })).toThrow(
       /keyPrefix/,
     );
   });
@@ -341,7 +331,7 @@ describe('Redis shared by services and replicas', () => {
 });
 
 async function commandStats(): Promise<Record<string, number>> {
-  const info = await inspector.info('commandstats');
+  const info = await redis.inspector.info('commandstats');
   const stats: Record<string, number> = {};
   for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
     const [, command = '', calls = '0'] = match;
@@ -370,7 +360,7 @@ describe('Redis connection settings', () => {
   });
 
   it('finds the master through Sentinel', async () => {
-    const sentinel = await startRedisSentinel(server, 'svc-master');
+    const sentinel = await startRedisSentinel(redis.server, 'svc-master');
     try {
       const sentinels = [`127.0.0.1:${sentinel.port}`];
       const config = { sentinel: { name: 'svc-master', sentinels }, keyPrefix: uniquePrefix('sentinel'), commandTimeoutMs: 1000 };
@@ -378,7 +368,10 @@ describe('Redis connection settings', () => {
       openStores.push(store);
       await storeAfterMiss(store, 'query', ['A']);
       expect(bodyText(await store.lookup('query'))).toBe('query');
+      // The local cache's subscriber follows the same master.
+      await vi.waitFor(async () => expect((await store.lookup('query')).localCache).toBe('hit'), { timeout: 10_000, interval: 50 });
       expect(await store.invalidate(['A'])).toBe(1);
+      expect((await store.lookup('query')).entry).toBeUndefined();
     } finally {
       await Promise.all(openStores.splice(0).map((store) => store.close()));
       await sentinel.stop();

@@ -41,6 +41,17 @@ function uniquePrefix(name: string): string {
 describeStoreContract('Redis Cluster of three masters', () => openStore(uniquePrefix('contract')));
 
 describe('Redis Cluster', () => {
+  it('has no local cache: turning it on is refused, and by default every lookup reads Redis', async () => {
+    const nodes = cluster.nodes.map(({ host, port }) => `${host}:${port}`);
+    expect(() =>
+      createStore({ cluster: { nodes }, keyPrefix: 'x:', commandTimeoutMs: 1000, localCache: { enabled: true, maxBytes: 1024 } }, { memoryMaxBytes: 0 }),
+    ).toThrow('redis.localCache is not available with redis.cluster: invalidation tracking and the purge acknowledgement are per node');
+    const store = await openStore(uniquePrefix('no-local'));
+    const { mark } = await store.lookup('query');
+    expect(await store.store('query', jsonResponse('x'), { tags: ['A'], ttlSeconds: 60, mark })).toBe(true);
+    for (let index = 0; index < 3; index += 1) expect((await store.lookup('query')).localCache).toBeUndefined();
+  });
+
   it('keeps the persisted-query registry in one slot and under its bound, the oldest going first', async () => {
     const nodes = cluster.nodes.map(({ host, port }) => `${host}:${port}`);
     const { cache, persistedQueries } = createStores(
