@@ -21,7 +21,7 @@ import {
   withoutEmptyPurgeParentheses,
   type PurgeEvent,
 } from '../purge/index.js';
-import { compressBody, decompressBody, type CacheStore, type CachedResponse } from '../store/index.js';
+import { compressBody, identityBodyOf, type CacheStore, type CachedResponse } from '../store/index.js';
 import { errorMessage, isPlainObject } from '../util/index.js';
 import { MissCoalescer } from './coalescing.js';
 import { documentHashOf, Exchange, type BatchPlan, type Explanation, type MutationPlan, type RequestHead, type ResponsePlan, type StaleHold, type StorePlan } from './exchange.js';
@@ -726,7 +726,7 @@ function replayFor(
   const negotiated = negotiatedFor(headers, entry);
   if (negotiated === undefined) return undefined;
   // The stored bytes as they are when the client accepts their coding, else decompressed.
-  const served = negotiated.encoding === entry.encoding ? entry : { body: decompressBody(entry.body, entry.encoding), encoding: 'identity' as const };
+  const served = negotiated.encoding === entry.encoding ? entry : { body: identityBodyOf(entry), encoding: 'identity' as const };
   const overrides = [...mergeScopeHeaders(entry.headers, scopeHeaders), ...explanationHeaders(explanation)];
   return { entry: { ...entry, contentType: negotiated.contentType }, overrides, served };
 }

@@ -8,7 +8,7 @@ import type { CacheStore, LocalCacheObserver } from './types.js';
 
 export type { CacheStore, CachedResponse, InvalidationMark, LocalCacheObserver, Lookup, StoreOptions } from './types.js';
 export { isFresh } from './freshness.js';
-export { compressBody, decompressBody, type BodyEncoding, type CompressionSettings } from './bodyEncoding.js';
+export { compressBody, decompressBody, identityBodyOf, type BodyEncoding, type CompressionSettings } from './bodyEncoding.js';
 
 export interface CreateStoreOptions {
   /** Bound of the in-memory store, used when `config` names no Redis. */

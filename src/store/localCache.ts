@@ -149,7 +149,9 @@ const RECORD_OVERHEAD_BYTES = 256;
 function recordBytes(record: LocalRecord, key: string): number {
   const { entry } = record;
   const headerBytes = entry.headers.reduce((sum, [name, value]) => sum + name.length + value.length, 0);
-  return RECORD_OVERHEAD_BYTES + key.length + entry.body.length + entry.contentType.length + headerBytes;
+  // A compressed entry may also hold its identity body for clients without the coding (identityBodyOf).
+  const identityBytes = entry.encoding === 'identity' ? 0 : entry.identityLength;
+  return RECORD_OVERHEAD_BYTES + key.length + entry.body.length + identityBytes + entry.contentType.length + headerBytes;
 }
 
 /**

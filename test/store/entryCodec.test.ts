@@ -1,7 +1,7 @@
 import { pbkdf2, randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { compressBody, decompressBody, type CachedResponse, type CompressionSettings } from '../../src/store/index.js';
+import { compressBody, decompressBody, identityBodyOf, type CachedResponse, type CompressionSettings } from '../../src/store/index.js';
 import { decodeEntry, encodeEntry } from '../../src/store/entryCodec.js';
 
 const BODY = Buffer.from(JSON.stringify({ data: { todos: Array.from({ length: 40 }, (_, id) => ({ id: String(id), title: `todo ${id}`, done: id % 2 === 0 })) } }));
@@ -18,6 +18,23 @@ async function storedEntry(body: Buffer, settings: CompressionSettings): Promise
     swr: 30,
   };
 }
+
+describe('identityBodyOf', () => {
+  it.each(['gzip', 'br'] as const)('decompresses a %s entry once: the same entry gets the same bytes back without decompressing again', async (encoding) => {
+    const entry = await compressBody(BODY, { encoding, minBytes: 256 });
+    const first = identityBodyOf(entry);
+    expect(first.equals(BODY)).toBe(true);
+    // A memo keyed on the entry object: corrupting the stored bytes now shows only on another entry.
+    entry.body.fill(0);
+    expect(identityBodyOf(entry)).toBe(first);
+    expect(() => identityBodyOf({ ...entry })).toThrow();
+  });
+
+  it('an identity entry is its own body', () => {
+    const entry = { body: BODY, encoding: 'identity' as const };
+    expect(identityBodyOf(entry)).toBe(BODY);
+  });
+});
 
 describe('compressBody and decompressBody', () => {
   it.each(['gzip', 'br'] as const)('compresses a body of at least minBytes with %s, and decompresses it to the same bytes', async (encoding) => {
