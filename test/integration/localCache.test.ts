@@ -51,9 +51,12 @@ describe('replica-local cache, two sidecars on one Redis', () => {
   /** B reads the entry A stored from Redis once, then answers it from its local cache. */
   async function heldLocallyByB(): Promise<void> {
     const hitsBefore = (await metric(replicaB, 'svc_cache_local_cache_total', { result: 'hit' }))!;
+    const timedBefore = (await metric(replicaB, 'svc_cache_store_duration_seconds_count', { operation: 'lookup' })) ?? 0;
     expect(await cacheStatus(replicaB, TODO)).toBe('HIT');
     expect(await cacheStatus(replicaB, TODO)).toBe('HIT');
     expect(await metric(replicaB, 'svc_cache_local_cache_total', { result: 'hit' })).toBe(hitsBefore + 1);
+    // Only the read from Redis is a timed store operation; the local HIT is counted above.
+    expect(await metric(replicaB, 'svc_cache_store_duration_seconds_count', { operation: 'lookup' })).toBe(timedBefore + 1);
   }
 
   it('answers a repeated HIT on B locally, and B misses right after a purge through A', async () => {
