@@ -70,6 +70,7 @@ export function readPostRequest(path: string, headers: HeaderList, body: Uint8Ar
   const contentTypes = headerValues(headers, 'content-type').map((value) => value.trim());
   if (contentTypes.some((value) => value !== contentTypes[0])) return { kind: 'ambiguous', reason: 'conflicting-content-type' };
   if (mediaType(contentTypes[0]) !== 'application/json') return { kind: 'uninterpretable', reason: 'content-type' };
+  if (path.length + body.byteLength > MAX_REMEMBERED_REQUEST_CHARS) return readJsonBody(path, body);
   // A path holds no CR (Envoy refuses it in a header), so the first one ends it in the key.
   return remembered(`P${path}\r${Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('latin1')}`, () => readJsonBody(path, body));
 }
@@ -93,9 +94,17 @@ function remembered(bytes: string, read: () => RequestParameters): RequestParame
 }
 
 const MAX_REMEMBERED_REQUEST_CHARS = 16 * 1024;
-const REMEMBERED_REQUEST_CHARS = 2 * 1024 * 1024;
-// A reading holds about what its request's text does, hence twice the text.
-const rememberedRequests = new LRUCache<string, RequestParameters>({ maxSize: 2 * REMEMBERED_REQUEST_CHARS, sizeCalculation: (_, bytes) => 2 * bytes.length });
+const REMEMBERED_REQUEST_CHARS = 512 * 1024;
+/**
+ * What a reading can cost in memory per character of its request, at worst: JSON of many tiny
+ * members (`{}` repeated) makes an object of some 50 bytes per two characters. Counting every
+ * reading at that rate keeps the memo under about 16 MB whatever clients send.
+ */
+const WORST_BYTES_PER_CHAR = 32;
+const rememberedRequests = new LRUCache<string, RequestParameters>({
+  maxSize: WORST_BYTES_PER_CHAR * REMEMBERED_REQUEST_CHARS,
+  sizeCalculation: (_, bytes) => WORST_BYTES_PER_CHAR * bytes.length,
+});
 
 function deepFreeze<T>(value: T): T {
   if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;

@@ -198,7 +198,7 @@ export class Metrics {
 
   private readonly purgeAcknowledgementSeconds = new Histogram({
     name: 'svc_cache_purge_ack_seconds',
-    help: 'Time a purge (or an invalidation, or a store over a fresh entry) waited for every replica-local cache to acknowledge it, once its scripts had run.',
+    help: 'Time a purge (or an invalidation after a mutation) waited for every replica-local cache to acknowledge it, once its scripts had run.',
     buckets: SECONDS_BUCKETS,
     registers: [this.registry],
   });

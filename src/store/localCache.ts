@@ -69,7 +69,7 @@ export class LocalCache {
     if (entry === undefined || !this.isUnchangedSince(read) || !isFresh(entry, Date.now())) return;
     const own = ownCopy(entry);
     const lookup: Lookup = Object.freeze({ entry: own, mark: reply!.mark, localCache: 'hit' as const });
-    this.records.set(read.entryKey, { entry: own, lookup, keyCheck: Buffer.from(keyCheck), shard: read.shard });
+    this.records.set(read.entryKey, { entry: own, lookup, keyCheck: ownBytes(keyCheck), shard: read.shard });
   }
 
   /** Redis said `entryKey` changed (or may have). */
@@ -159,7 +159,15 @@ function recordBytes(record: LocalRecord, key: string): number {
  * holds other replies too, and a record keeping that view would keep all of it.
  */
 function ownCopy(entry: CachedResponse): CachedResponse {
-  const body = Buffer.allocUnsafeSlow(entry.body.length);
-  entry.body.copy(body);
-  return { ...entry, body };
+  return { ...entry, body: ownBytes(entry.body) };
+}
+
+/**
+ * Bytes in memory of their own. Buffer.from of a small buffer takes a slice of Node's shared 8 KiB
+ * pool, and a record keeping that slice keeps the whole pool slab alive, outside the byte bound.
+ */
+function ownBytes(bytes: Buffer): Buffer {
+  const own = Buffer.allocUnsafeSlow(bytes.length);
+  bytes.copy(own);
+  return own;
 }

@@ -1,8 +1,12 @@
 /**
  * The purging replica's side of a barrier (src/store/redisLocalCache.ts): it publishes
  * `<replicaId>:<n>` to every local cache, Redis answers how many subscribers received it, and the
- * barrier holds once as many acknowledgements of `<n>` came back. Acknowledgements may arrive
- * before PUBLISH's own reply (they come on another connection), so they are counted from the start.
+ * barrier holds once as many distinct replicas acknowledged `<n>` (an acknowledgement is
+ * `<n>:<acknowledgingReplicaId>`). Counting replicas, not messages, matters: ioredis sends a
+ * command again after a reconnection when its reply was lost, so a barrier or an acknowledgement
+ * may arrive twice, and two acknowledgements from one replica must not stand in for a slow one.
+ * Acknowledgements may arrive before PUBLISH's own reply (they come on another connection), so
+ * they are counted from the start.
  */
 export class PurgeAcknowledgements {
   private sequence = 0;
@@ -38,9 +42,9 @@ export class PurgeAcknowledgements {
     }
   }
 
-  /** A replica acknowledged barrier `<n>` (the payload of an acknowledgement). */
-  acknowledged(id: string): void {
-    this.pending.get(id)?.acknowledge();
+  /** Replica `replicaId` acknowledged barrier `<n>`. */
+  acknowledged(id: string, replicaId: string): void {
+    this.pending.get(id)?.acknowledge(replicaId);
   }
 
   /** Acknowledgements in flight are lost (this replica's subscriber connection went away, or it closes). */
@@ -51,7 +55,7 @@ export class PurgeAcknowledgements {
 
 class PendingBarrier {
   readonly done: Promise<void>;
-  private received = 0;
+  private readonly received = new Set<string>();
   private expected = Number.POSITIVE_INFINITY;
   private resolve!: () => void;
   private reject!: (error: Error) => void;
@@ -65,14 +69,14 @@ class PendingBarrier {
     this.done.catch(() => undefined);
   }
 
-  acknowledge(): void {
-    this.received += 1;
-    if (this.received >= this.expected) this.resolve();
+  acknowledge(replicaId: string): void {
+    this.received.add(replicaId);
+    if (this.received.size >= this.expected) this.resolve();
   }
 
   expect(receivers: number): void {
     this.expected = receivers;
-    if (this.received >= this.expected) this.resolve();
+    if (this.received.size >= this.expected) this.resolve();
   }
 
   fail(error: Error): void {
@@ -81,6 +85,6 @@ class PendingBarrier {
 
   progress(): string {
     const expected = Number.isFinite(this.expected) ? String(this.expected) : 'an unknown number (no PUBLISH reply yet)';
-    return `${this.received} of ${expected} acknowledged`;
+    return `${this.received.size} of ${expected} acknowledged`;
   }
 }

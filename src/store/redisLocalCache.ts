@@ -147,6 +147,9 @@ export class RedisLocalCache {
     const epoch = this.subscriberEpoch;
     const sentAt = performance.now();
     const id = String(await this.subscriber.client('ID'));
+    // A subscriber Redis evicts under maxmemory-clients loses the pushes in its buffer (Redis 7; an
+    // older Redis refuses the command, which changes nothing else).
+    await this.subscriber.call('CLIENT', 'NO-EVICT', 'ON').catch(() => undefined);
     await this.subscriber.subscribe(TRACKING_CHANNEL, this.channels.barrier, this.channels.acknowledgement);
     if (epoch !== this.subscriberEpoch) return undefined;
     this.heard(sentAt);
@@ -198,7 +201,7 @@ export class RedisLocalCache {
   private received(channel: string, message: unknown): void {
     if (channel === TRACKING_CHANNEL) this.invalidated(message);
     else if (channel === this.channels.barrier) this.answerBarrier(String(message));
-    else if (channel === this.channels.acknowledgement) this.acknowledgements.acknowledged(String(message));
+    else if (channel === this.channels.acknowledgement) this.acknowledgementArrived(String(message));
   }
 
   /** Step 3: RESP2 delivers the keys as an array of bulk strings, or null when the database was flushed. */
@@ -223,10 +226,17 @@ export class RedisLocalCache {
     const replicaId = payload.slice(0, separator);
     const id = payload.slice(separator + 1);
     if (replicaId === this.replicaId) {
-      this.acknowledgements.acknowledged(id);
+      this.acknowledgements.acknowledged(id, this.replicaId);
       return;
     }
     this.acknowledge(replicaId, id);
+  }
+
+  /** `<n>:<acknowledgingReplicaId>` on this replica's acknowledgement channel. */
+  private acknowledgementArrived(payload: string): void {
+    const separator = payload.indexOf(':');
+    if (separator <= 0) return;
+    this.acknowledgements.acknowledged(payload.slice(0, separator), payload.slice(separator + 1));
   }
 
   /**
@@ -240,7 +250,7 @@ export class RedisLocalCache {
       this.unsentAcknowledgements.push([replicaId, id]);
       return;
     }
-    this.client.publish(this.layout.acknowledgementChannel(replicaId), id).catch(() => undefined);
+    this.client.publish(this.layout.acknowledgementChannel(replicaId), `${id}:${this.replicaId}`).catch(() => undefined);
   }
 
   private sendUnsentAcknowledgements(): void {

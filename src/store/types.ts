@@ -51,7 +51,7 @@ export interface Lookup {
 export interface LocalCacheObserver {
   /** The local cache started serving (both connections up, reads tracked) or stopped (a connection was lost). */
   localCacheChanged(enabled: boolean): void;
-  /** A purge (or a store over a fresh entry) waited this long for every local cache to acknowledge it. */
+  /** A purge or an invalidation waited this long for every local cache to acknowledge it. */
   acknowledged(seconds: number): void;
 }
 

@@ -85,7 +85,11 @@ describe('readGetRequest', () => {
     expect(readGetRequest('/graphql?query=x&other=%FF&%zz=1')).toMatchObject({ kind: 'graphql', params: { query: 'x' } });
   });
 
-  it('decodes UTF-8 escapes and + as a space', () => {
+  it('keeps a leading byte order mark, as origins do: %EF%BB%BFFoo is not the operation Foo', () => {
+    expect(readGetRequest('/graphql?query=x&operationName=%EF%BB%BFFoo')).toMatchObject({ params: { operationName: '\uFEFFFoo' } });
+  });
+
+    it('decodes UTF-8 escapes and + as a space', () => {
     expect(readGetRequest('/graphql?query=%C3%A9+%F0%9F%98%80')).toMatchObject({ params: { query: 'é 😀' } });
   });
 });

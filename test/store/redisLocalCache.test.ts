@@ -155,7 +155,6 @@ describe('replica-local cache', () => {
     { purge: 'invalidateAll', run: (store: CacheStore) => store.invalidateAll(), after: 'gone' },
     { purge: 'markStale', run: (store: CacheStore) => store.markStale(['Product']), after: 'stale' },
     { purge: 'markAllStale', run: (store: CacheStore) => store.markAllStale(), after: 'stale' },
-    { purge: 'a store of a new body', run: (store: CacheStore) => storeAfterMiss(store, 'query', 'second'), after: 'second' },
   ])('$purge through replica A: the very next lookup on B does not answer the entry it held', async ({ run, after }) => {
     const { a, b } = await twoReplicas('purge');
     expect(await storeAfterMiss(a.store, 'query', 'first')).toBe(true);
@@ -167,8 +166,19 @@ describe('replica-local cache', () => {
     expect(next.localCache).toBe('miss');
     if (after === 'gone') expect(next.entry).toBeUndefined();
     if (after === 'stale') expect([bodyText(next), isFresh(next.entry!, Date.now())]).toEqual(['first', false]);
-    if (after === 'second') expect(bodyText(next)).toBe('second');
     expect(a.acknowledgedPurges).toHaveLength(1);
+  });
+
+  it('a store over a fresh entry waits for no replica: B drops the entry it held when Redis tells it, then reads the new one', async () => {
+    const { a, b } = await twoReplicas('restore');
+    expect(await storeAfterMiss(a.store, 'query', 'first')).toBe(true);
+    await cachedLocally(b, 'query', 'first');
+
+    expect(await storeAfterMiss(a.store, 'query', 'second')).toBe(true);
+    expect(a.acknowledgedPurges).toEqual([]);
+    await vi.waitFor(async () => expect(bodyText(await b.store.lookup('query'))).toBe('second'), { interval: 1 });
+    const held = await b.store.lookup('query');
+    expect([bodyText(held), held.localCache]).toEqual(['second', 'hit']);
   });
 
   it('returns a read answered after an invalidation that overtook it, and never keeps it', async () => {

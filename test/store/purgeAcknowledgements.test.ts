@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { PurgeAcknowledgements } from '../../src/store/purgeAcknowledgements.js';
+
+describe('PurgeAcknowledgements', () => {
+  it('holds once as many distinct replicas as PUBLISH counted acknowledged: a barrier or acknowledgement sent twice counts once', async () => {
+    const acknowledgements = new PurgeAcknowledgements('A', 1000);
+    let settled = false;
+    const collected = acknowledgements.collect(Promise.resolve(), async (payload) => {
+      expect(payload).toBe('A:1');
+      // ioredis sent the barrier again after a reconnection: every replica acknowledges twice.
+      for (const replica of ['A', 'B', 'A', 'B']) acknowledgements.acknowledged('1', replica);
+      return 3;
+    });
+    void collected.then(() => (settled = true));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(settled).toBe(false);
+    acknowledgements.acknowledged('1', 'C');
+    await collected;
+    expect(settled).toBe(true);
+  });
+
+  it('rejects after its timeout with how many replicas acknowledged, acknowledgements of other barriers not counting', async () => {
+    const acknowledgements = new PurgeAcknowledgements('A', 50);
+    const collected = acknowledgements.collect(Promise.resolve(), async () => {
+      acknowledgements.acknowledged('1', 'A');
+      acknowledgements.acknowledged('2', 'B');
+      return 2;
+    });
+    await expect(collected).rejects.toThrow('local caches did not acknowledge the purge within 50 ms (1 of 2 acknowledged)');
+  });
+});
