@@ -40,6 +40,22 @@ export interface OpenLoopFigures {
 
 export async function runOpenLoop(plan: OpenLoopPlan): Promise<OpenLoopFigures> {
   const sessions = await Promise.all(Array.from({ length: plan.connections }, () => openSession(plan.port)));
+  // A connection the server closes (GOAWAY) fails the streams sent on it, and is replaced, as
+  // Envoy replaces one: the schedule goes on.
+  const replaceWhenClosed = (slot: number): void => {
+    sessions[slot]!.once('close', () => {
+      if (plan.signal.aborted || closing) return;
+      openSession(plan.port).then(
+        (session) => {
+          sessions[slot] = session;
+          replaceWhenClosed(slot);
+        },
+        () => replaceWhenClosed(slot),
+      );
+    });
+  };
+  let closing = false;
+  sessions.forEach((_, slot) => replaceWhenClosed(slot));
   const latencies: number[] = [];
   const outcome = { errors: 0, firstError: undefined as string | undefined, unanswered: 0 };
   const intervalMs = 1000 / plan.ratePerSecond;
@@ -71,6 +87,7 @@ export async function runOpenLoop(plan: OpenLoopPlan): Promise<OpenLoopFigures> 
     const drainUntil = performance.now() + DRAIN_TIMEOUT_MS;
     while (outcome.unanswered > 0 && performance.now() < drainUntil) await sleep(5);
   } finally {
+    closing = true;
     for (const session of sessions) session.destroy();
   }
   const sorted = Float64Array.from(latencies).sort();
@@ -92,13 +109,18 @@ export async function runOpenLoop(plan: OpenLoopPlan): Promise<OpenLoopFigures> 
 
 const DRAIN_TIMEOUT_MS = 10_000;
 
-function openSession(port: number): Promise<ClientHttp2Session> {
+type OpenLoopSession = ClientHttp2Session & { goawayCode?: number };
+
+function openSession(port: number): Promise<OpenLoopSession> {
   return new Promise((resolve, reject) => {
-    const session = connect(`http://127.0.0.1:${port}`);
+    const session: OpenLoopSession = connect(`http://127.0.0.1:${port}`);
     session.once('connect', () => {
       session.off('error', reject);
       // Errors surface on the streams; a session error with no listener would end the process.
       session.on('error', () => undefined);
+      session.once('goaway', (code: number) => {
+        session.goawayCode = code;
+      });
       resolve(session);
     });
     session.once('error', reject);
@@ -106,9 +128,13 @@ function openSession(port: number): Promise<ClientHttp2Session> {
 }
 
 /** One stream: the frame, then the answer and the gRPC status in the trailers; `done` once. */
-function send(session: ClientHttp2Session, plan: OpenLoopPlan, done: (error?: string) => void): void {
+function send(session: OpenLoopSession, plan: OpenLoopPlan, done: (error?: string) => void): void {
   let responseBytes = 0;
   let grpcStatus: string | undefined;
+  if (session.closed || session.destroyed) {
+    done(`connection closed by the server${session.goawayCode === undefined ? '' : ` (GOAWAY code ${session.goawayCode})`}`);
+    return;
+  }
   const stream = session.request(GRPC_REQUEST_HEADERS);
   stream.on('data', (chunk: Buffer) => {
     responseBytes += chunk.length;
