@@ -109,7 +109,7 @@ export async function runOpenLoop(plan: OpenLoopPlan): Promise<OpenLoopFigures> 
 
 const DRAIN_TIMEOUT_MS = 10_000;
 
-type OpenLoopSession = ClientHttp2Session & { goawayCode?: number };
+type OpenLoopSession = ClientHttp2Session & { goawayCodeReceived?: number };
 
 function openSession(port: number): Promise<OpenLoopSession> {
   return new Promise((resolve, reject) => {
@@ -119,7 +119,7 @@ function openSession(port: number): Promise<OpenLoopSession> {
       // Errors surface on the streams; a session error with no listener would end the process.
       session.on('error', () => undefined);
       session.once('goaway', (code: number) => {
-        session.goawayCode = code;
+        session.goawayCodeReceived = code;
       });
       resolve(session);
     });
@@ -132,7 +132,7 @@ function send(session: OpenLoopSession, plan: OpenLoopPlan, done: (error?: strin
   let responseBytes = 0;
   let grpcStatus: string | undefined;
   if (session.closed || session.destroyed) {
-    done(`connection closed by the server${session.goawayCode === undefined ? '' : ` (GOAWAY code ${session.goawayCode})`}`);
+    done(`connection closed by the server${session.goawayCodeReceived === undefined ? '' : ` (GOAWAY code ${session.goawayCodeReceived})`}`);
     return;
   }
   const stream = session.request(GRPC_REQUEST_HEADERS);

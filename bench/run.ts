@@ -11,11 +11,11 @@ import { HttpPoster } from './httpPoster.js';
 import { USAGE, parseOptions, type BenchOptions, type ScenarioGroup } from './options.js';
 import { summariseProfile } from './profileSummary.js';
 import { grpcFrame } from './grpcFrame.js';
-import { runOpenLoop, type OpenLoopPlan } from './openLoop.js';
+import { runOpenLoop } from './openLoop.js';
 import { measurePurgeAck, type PurgeAckFigures } from './purgeAck.js';
 import { RedisProbe } from './redisProbe.js';
 import { formatTable, type BenchReport } from './report.js';
-import { h2loadMissing, measureServerThroughput, type ServerThroughputPlan } from './serverThroughput.js';
+import { h2loadMissing, measureFixedRateWithH2load, measureServerThroughput, type ServerThroughputPlan } from './serverThroughput.js';
 import { measureStampede, type StampedeFigures } from './stampede.js';
 import { Teardown } from './teardown.js';
 import {
@@ -404,21 +404,11 @@ async function measureFixedRate(
           ).requestsPerSecond
         : undefined;
   const ratePerSecond = options.fixedRate ?? Math.max(1, Math.round(floorCapacity! * FIXED_RATE_SHARE_OF_FLOOR));
-  const plan = (server: ChildServer): OpenLoopPlan => ({
-    port: server.port,
-    frame,
-    ratePerSecond,
-    connections: H2LOAD_CONNECTIONS,
-    warmupMs: options.warmupSeconds * 1000,
-    durationMs: options.durationSeconds * 1000,
-    // An immediate response carries the whole cached body; any other answer is far shorter.
-    answered: (responseBytes) => responseBytes > ORIGIN_RESPONSE_BODY.length,
-    signal: interruption.signal,
-  });
+  const plan = { frame, ratePerSecond, connections: H2LOAD_CONNECTIONS, warmupSeconds: options.warmupSeconds, durationSeconds: options.durationSeconds };
   progress(`GET HITs at a fixed ${ratePerSecond}/s (the floor's h2load throughput: ${floorCapacity ?? 'not measured'}/s): sidecar`);
-  const sidecarFigures = await runOpenLoop(plan(sidecar));
+  const sidecarFigures = await measureFixedRateWithH2load(sidecar, plan);
   progress(`GET HITs at a fixed ${ratePerSecond}/s: floor`);
-  const floorFigures = await runOpenLoop(plan(floor));
+  const floorFigures = await measureFixedRateWithH2load(floor, plan);
   return { floorCapacityPerSecond: floorCapacity ?? null, sidecar: sidecarFigures, floor: floorFigures };
 }
 

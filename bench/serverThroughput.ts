@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ChildServer } from './childServer.js';
-import { round } from './closedLoop.js';
+import { percentile, round } from './closedLoop.js';
+import type { OpenLoopFigures } from './openLoop.js';
 import { GRPC_REQUEST_HEADERS } from './grpcFrame.js';
 
 /**
@@ -82,6 +83,68 @@ export async function measureServerThroughput(server: ChildServer, plan: ServerT
     cpuMicrosPerRequest: round(serverCpuMicros / succeeded, 1),
   };
 }
+
+export interface FixedRatePlan {
+  frame: Buffer;
+  ratePerSecond: number;
+  connections: number;
+  warmupSeconds: number;
+  durationSeconds: number;
+}
+
+/**
+ * Latency at a fixed rate, from h2load (C) rather than a Node client, which on a 2-vCPU machine
+ * could not keep the schedule beside the server it loads: `--rps` starts each connection's
+ * requests on a timer whether or not earlier ones were answered (open loop), and `--log-file` gives
+ * each request's time to its end. Streams are not limited by h2load (`-m` far above what the rate
+ * keeps in flight), so none waits for another to end; the achieved rate is checked against the
+ * plan, which shows a schedule that slipped.
+ */
+export async function measureFixedRateWithH2load(server: ChildServer, plan: FixedRatePlan): Promise<OpenLoopFigures> {
+  const frameFile = join(tmpdir(), `svc-cache-bench-frame-${process.pid}.bin`);
+  const logFile = join(tmpdir(), `svc-cache-bench-fixed-rate-${process.pid}.log`);
+  await writeFile(frameFile, plan.frame);
+  await rm(logFile, { force: true });
+  await run([
+    '--rps', String(plan.ratePerSecond / plan.connections),
+    '--clients', String(plan.connections),
+    '--max-concurrent-streams', String(FIXED_RATE_MAX_STREAMS),
+    '--duration', String(plan.durationSeconds),
+    '--warm-up-time', String(plan.warmupSeconds),
+    '--log-file', logFile,
+    '--data', frameFile,
+    ...Object.entries(GRPC_REQUEST_HEADERS)
+      .filter(([name]) => !name.startsWith(':'))
+      .flatMap(([name, value]) => ['--header', `${name}: ${value}`]),
+    `http://127.0.0.1:${server.port}${GRPC_REQUEST_HEADERS[':path']}`,
+  ]);
+  const rows = (await readFile(logFile, 'utf8')).split('\n').filter((line) => line !== '').map((line) => line.split('\t').map(Number));
+  await rm(logFile, { force: true });
+  const answered = rows.filter(([, status]) => status === 200);
+  const sorted = Float64Array.from(answered, ([, , micros]) => micros! / 1000).sort();
+  const errors = rows.length - answered.length;
+  const achieved = rows.length / plan.durationSeconds;
+  const slipped = achieved < plan.ratePerSecond * MIN_ACHIEVED_SHARE;
+  return {
+    ratePerSecond: plan.ratePerSecond,
+    durationSeconds: plan.durationSeconds,
+    requests: rows.length,
+    errors: errors + (slipped ? 1 : 0),
+    p50Ms: round(percentile(sorted, 0.5), 3),
+    p99Ms: round(percentile(sorted, 0.99), 3),
+    maxMs: round(sorted[sorted.length - 1] ?? NaN, 3),
+    ...(slipped
+      ? { firstError: `h2load sent ${round(achieved, 0)}/s of the ${plan.ratePerSecond}/s planned: the schedule slipped` }
+      : errors > 0
+        ? { firstError: `${errors} streams failed or were not answered with 200` }
+        : {}),
+  };
+}
+
+/** Streams h2load may keep open per connection: far above what half the floor's rate keeps in flight. */
+const FIXED_RATE_MAX_STREAMS = 1000;
+/** Below this share of the planned rate, the figures do not describe that rate. */
+const MIN_ACHIEVED_SHARE = 0.95;
 
 /** One run's duration (h2load's own clock) and the requests that ended with a 2xx status. */
 export function parseH2loadOutput(output: string): { seconds: number; succeeded: number } {
