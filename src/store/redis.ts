@@ -137,16 +137,14 @@ export class RedisStore implements CacheStore {
         location.entryId,
         mark.epoch,
         this.layout.entryKeyPrefix(shard),
-        Date.now(),
-        ENTRY_FORMAT_VERSION,
       ]),
       'store',
     );
-    // 2: it replaced an entry still fresh (STORE_ENTRY). Local caches holding the old one drop it
-    // when Redis's invalidation reaches them, and a MISS does not wait for that: both answers are
-    // the origin's to this request and fresh, so serving the replaced one a moment longer is no
-    // stale answer, while waiting on every replica would turn a slow one into a PASS here.
-    return stored === 1 || stored === 2;
+    // Over an entry still fresh, local caches holding the old one drop it when Redis's
+    // invalidation reaches them, and a MISS does not wait for that: both answers are the origin's
+    // to this request and fresh, so serving the replaced one a moment longer is no stale answer,
+    // while waiting on every replica would turn a slow one into a PASS here.
+    return stored === 1;
   }
 
   async invalidate(tags: readonly string[]): Promise<number> {

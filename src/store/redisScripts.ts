@@ -133,11 +133,7 @@ end
 /**
  * Stores an entry unless the mark is stale. KEYS: entry, floor, all-entries index, epoch, then the
  * tags' invalidation records, then the tags' indexes (same order). ARGV: encoded entry, ttl ms,
- * mark sequence, entry id, mark epoch, entry key prefix, now ms (the storing replica's clock, as
- * `storedAt` is), entry format version. Returns 0 when refused, 1 when stored, 2 when stored over
- * an entry that was still fresh (src/store/freshness.ts's rule, read from its header as
- * AGE_INDEXED_ENTRIES reads it): replicas' local caches may hold that one, so the store waits for
- * their acknowledgement before it resolves (src/store/redisLocalCache.ts).
+ * mark sequence, entry id, mark epoch, entry key prefix. Returns 1 when stored, 0 when refused.
  *
  * Each index the entry joins is trimmed: random ids are checked one at a time, and removed while
  * their entries are gone, until a live one or TRIM_PROBES of them. An index gains one id per store;
@@ -174,13 +170,6 @@ for first = 5, 4 + tagCount, ${RECORDS_PER_READ} do
     end
   end
 end
-local replaced = redis.call('GETRANGE', KEYS[1], 0, 16)
-local replacedFresh = false
-if #replaced == 17 and string.byte(replaced, 1) == tonumber(ARGV[8]) then
-  local storedAt = struct.unpack('>d', replaced, 2)
-  local maxAge = struct.unpack('>d', replaced, 10)
-  replacedFresh = tonumber(ARGV[7]) - storedAt <= maxAge * 1000
-end
 local ttlMs = tonumber(ARGV[2])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttlMs)
 local function index(key)
@@ -199,9 +188,6 @@ end
 index(KEYS[3])
 for i = 5 + tagCount, 4 + 2 * tagCount do
   index(KEYS[i])
-end
-if replacedFresh then
-  return 2
 end
 return 1
 `);

@@ -69,8 +69,8 @@ export interface CacheStore {
   lookup(key: string): Promise<Lookup>;
   /**
    * Stores the entry unless one of its tags was invalidated after `mark`; resolves to whether it did.
-   * When it replaced an entry that was still fresh, it resolves only once no replica serves the
-   * replaced one any more (rejects when that cannot be confirmed).
+   * It waits for no replica: one holding an entry this replaces (as fresh, and as much the origin's
+   * answer) drops it when the store tells it so.
    */
   store(key: string, response: CachedResponse, options: StoreOptions): Promise<boolean>;
   /**
