@@ -115,7 +115,6 @@ export function acceptedEncoding(acceptEncoding: string | undefined, stored: str
   return acceptable.includes('identity') ? 'identity' : undefined;
 }
 
-
 /**
  * The media type of svc-cache's own answers (errors, 405, purge results), per the GraphQL over
  * HTTP spec: `application/graphql-response+json` when the client names it with a q-value at least
