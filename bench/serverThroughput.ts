@@ -51,17 +51,12 @@ export async function h2loadMissing(): Promise<string | undefined> {
 
 /** A short unmeasured run to warm the server's JIT and connections, then the measured one. */
 export async function measureServerThroughput(server: ChildServer, plan: ServerThroughputPlan): Promise<ServerThroughputFigures> {
-  const frameFile = join(tmpdir(), `svc-cache-bench-frame-${process.pid}.bin`);
-  await writeFile(frameFile, plan.frame);
+  const stream = await grpcStreamArguments(server, plan.frame);
   const argumentsFor = (requests: number): string[] => [
     '--requests', String(requests),
     '--clients', String(plan.connections),
     '--max-concurrent-streams', String(plan.streamsPerConnection),
-    '--data', frameFile,
-    ...Object.entries(GRPC_REQUEST_HEADERS)
-      .filter(([name]) => !name.startsWith(':'))
-      .flatMap(([name, value]) => ['--header', `${name}: ${value}`]),
-    `http://127.0.0.1:${server.port}${GRPC_REQUEST_HEADERS[':path']}`,
+    ...stream,
   ];
   await run(argumentsFor(Math.max(plan.connections * plan.streamsPerConnection, Math.round(plan.requests / WARMUP_FRACTION))));
   await plan.window?.opened();
@@ -101,9 +96,7 @@ export interface FixedRatePlan {
  * plan, which shows a schedule that slipped.
  */
 export async function measureFixedRateWithH2load(server: ChildServer, plan: FixedRatePlan): Promise<OpenLoopFigures> {
-  const frameFile = join(tmpdir(), `svc-cache-bench-frame-${process.pid}.bin`);
   const logFile = join(tmpdir(), `svc-cache-bench-fixed-rate-${process.pid}.log`);
-  await writeFile(frameFile, plan.frame);
   await rm(logFile, { force: true });
   await run([
     '--rps', String(plan.ratePerSecond / plan.connections),
@@ -112,11 +105,7 @@ export async function measureFixedRateWithH2load(server: ChildServer, plan: Fixe
     '--duration', String(plan.durationSeconds),
     '--warm-up-time', String(plan.warmupSeconds),
     '--log-file', logFile,
-    '--data', frameFile,
-    ...Object.entries(GRPC_REQUEST_HEADERS)
-      .filter(([name]) => !name.startsWith(':'))
-      .flatMap(([name, value]) => ['--header', `${name}: ${value}`]),
-    `http://127.0.0.1:${server.port}${GRPC_REQUEST_HEADERS[':path']}`,
+    ...(await grpcStreamArguments(server, plan.frame)),
   ]);
   const rows = (await readFile(logFile, 'utf8')).split('\n').filter((line) => line !== '').map((line) => line.split('\t').map(Number));
   await rm(logFile, { force: true });
@@ -145,6 +134,19 @@ export async function measureFixedRateWithH2load(server: ChildServer, plan: Fixe
 const FIXED_RATE_MAX_STREAMS = 1000;
 /** Below this share of the planned rate, the figures do not describe that rate. */
 const MIN_ACHIEVED_SHARE = 0.95;
+
+/** h2load's arguments for streams that each send `frame` to the server's ext_proc method over h2c, with gRPC's headers. */
+async function grpcStreamArguments(server: ChildServer, frame: Buffer): Promise<string[]> {
+  const frameFile = join(tmpdir(), `svc-cache-bench-frame-${process.pid}.bin`);
+  await writeFile(frameFile, frame);
+  return [
+    '--data', frameFile,
+    ...Object.entries(GRPC_REQUEST_HEADERS)
+      .filter(([name]) => !name.startsWith(':'))
+      .flatMap(([name, value]) => ['--header', `${name}: ${value}`]),
+    `http://127.0.0.1:${server.port}${GRPC_REQUEST_HEADERS[':path']}`,
+  ];
+}
 
 /** One run's duration (h2load's own clock) and the requests that ended with a 2xx status. */
 export function parseH2loadOutput(output: string): { seconds: number; succeeded: number } {
