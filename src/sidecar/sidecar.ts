@@ -17,6 +17,7 @@ import { createStores, type CacheStore } from '../store/index.js';
 import { startAdminServer } from './admin.js';
 import { engineActions } from './dashboardWiring.js';
 import { engineEventsRecordedIn } from './engineEvents.js';
+import { stopPretenuring } from './garbageCollection.js';
 import { errorMessage } from '../util/index.js';
 
 export interface SidecarOptions {
@@ -55,6 +56,7 @@ export interface Sidecar {
 
 /** `svc-cache serve`: the ext_proc server, its store, schema and config, and the admin port. */
 export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
+  stopPretenuring();
   let config = options.config;
   const logger = withSecretHeaders(options.logger, secretHeaderNames(config));
   let closing = false;
