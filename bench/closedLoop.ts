@@ -116,7 +116,8 @@ export async function runInterleaved<Name extends string>(
   return Object.fromEntries(names.map((name) => [name, medianByCpu(measured.get(name)!)])) as Record<Name, LoadFigures>;
 }
 
-function medianByCpu(runs: readonly LoadFigures[]): LoadFigures {
+/** The run of median CPU per request (the lower middle one of an even count). */
+export function medianByCpu<Figures extends { cpuMicrosPerRequest: number }>(runs: readonly Figures[]): Figures {
   const sorted = [...runs].sort((a, b) => a.cpuMicrosPerRequest - b.cpuMicrosPerRequest);
   return sorted[Math.floor((sorted.length - 1) / 2)]!;
 }

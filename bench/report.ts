@@ -84,7 +84,15 @@ export interface BenchReport {
   resetClose?: { streams: number; failedStreams: number; firstError?: string };
   /** GET HITs answered on their request headers, one prebuilt message per stream, sent by h2load. */
   serverThroughput?:
-    | { tool: 'h2load'; connections: number; streamsPerConnection: number; sidecar: ServerThroughputFigures; floor: ServerThroughputFigures }
+    | {
+        tool: 'h2load';
+        connections: number;
+        streamsPerConnection: number;
+        /** Sidecar then floor, this many times; each server's figures are its median round by CPU per request. */
+        rounds: number;
+        sidecar: ServerThroughputFigures;
+        floor: ServerThroughputFigures;
+      }
     | { skipped: string };
   /** The same GET HITs, open loop at a fixed rate: half the floor's h2load throughput unless `--fixed-rate` says. */
   fixedRate?: { floorCapacityPerSecond: number | null; sidecar: OpenLoopFigures; floor: OpenLoopFigures } | { skipped: string };
