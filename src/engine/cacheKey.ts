@@ -15,7 +15,8 @@ export interface KeyedTarget {
  * HIT is answered in a type the client accepts (README, HIT, MISS, PASS).
  */
 export function cacheKey(bucket: string, target: KeyedTarget, operationName: string, normalisedDocument: string, canonicalVariables: string): string {
-  const digest = createHash('sha256');
-  for (const part of [target.host, target.endpoint, operationName, normalisedDocument]) digest.update(part).update('\u0000');
-  return `${bucket}/${digest.update(canonicalVariables).digest('base64url')}`;
+  // One update of the parts joined by NUL hashes the same bytes as an update per part, so keys
+  // stay those of earlier versions; each update is a call into native code (2% of a HIT).
+  const hashed = `${target.host}\u0000${target.endpoint}\u0000${operationName}\u0000${normalisedDocument}\u0000${canonicalVariables}`;
+  return `${bucket}/${createHash('sha256').update(hashed).digest('base64url')}`;
 }

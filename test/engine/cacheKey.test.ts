@@ -1,0 +1,17 @@
+import { describe, expect, it } from 'vitest';
+import { cacheKey } from '../../src/engine/cacheKey.js';
+
+describe('cacheKey', () => {
+  it('keeps the keys of earlier versions, so an upgrade finds the entries stored before it', () => {
+    // Values computed by the previous implementation, which hashed each part with an update of its own.
+    expect(cacheKey('PUBLIC', { host: 'http://api.example', endpoint: '/graphql' }, 'Todos', 'query Todos {\n  todos {\n    id\n  }\n}', '{"first":10}')).toBe(
+      'PUBLIC/psbfrItfsXl1hwZhnmOoeyta6levBQjZcIBSTsZRFdA',
+    );
+    expect(cacheKey('b', { host: 'h', endpoint: '/e' }, '', 'd', '{}')).toBe('b/rhLTmCS2UBmWT0PYXnVLN6pBuLpw4Sj02UYrFuei9AE');
+  });
+
+  it('tells apart parts that would read the same run together', () => {
+    const target = { host: 'h', endpoint: '/e' };
+    expect(cacheKey('b', target, 'ab', 'c', '{}')).not.toBe(cacheKey('b', target, 'a', 'bc', '{}'));
+  });
+});
