@@ -95,7 +95,15 @@ export interface BenchReport {
       }
     | { skipped: string };
   /** The same GET HITs, open loop at a fixed rate: half the floor's h2load throughput unless `--fixed-rate` says. */
-  fixedRate?: { floorCapacityPerSecond: number | null; sidecar: OpenLoopFigures; floor: OpenLoopFigures } | { skipped: string };
+  fixedRate?:
+    | {
+        floorCapacityPerSecond: number | null;
+        /** Sidecar then floor, this many times; each server's figures are its run of median p99. */
+        rounds: number;
+        sidecar: OpenLoopFigures;
+        floor: OpenLoopFigures;
+      }
+    | { skipped: string };
   /** A purge of one tag with the replicas' local caches acknowledging it, and without the local cache. */
   purgeAck?: PurgeAckFigures;
   /** With --cpu-prof: where the sidecar's CPU time went during the HIT and the MISS scenario. */
