@@ -2,6 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { ProcessingRequest, ProcessingResponse } from '../../src/extproc/messages.js';
 import { MAX_GRPC_MESSAGE_BYTES, externalProcessorService } from '../../src/extproc/protocol.js';
 import { ORIGIN_CONTENT_TYPE, ORIGIN_RESPONSE_BODY } from '../workload.js';
+import { stopPretenuring } from '../../src/sidecar/garbageCollection.js';
 import { answerHarness } from './control.js';
 
 /**
@@ -26,6 +27,9 @@ const HIT_ANSWER: ProcessingResponse = {
     body: ORIGIN_RESPONSE_BODY,
   },
 };
+
+// The sidecar's runtime, V8 settings included (README, Performance, Garbage collection).
+stopPretenuring();
 
 const mode = process.argv[2];
 if (mode !== 'hit' && mode !== 'continue') throw new Error('usage: floor.ts hit|continue');

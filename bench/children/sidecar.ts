@@ -8,7 +8,7 @@ import { answerHarness } from './control.js';
  */
 const { configSchema } = (await import(new URL('../../dist/config/schema.js', import.meta.url).href)) as typeof import('../../src/config/schema.js');
 const { silentLogger } = (await import(new URL('../../dist/observability/log.js', import.meta.url).href)) as typeof import('../../src/observability/log.js');
-const { startSidecar } = (await import(new URL('../../dist/sidecar/sidecar.js', import.meta.url).href)) as typeof import('../../src/sidecar/sidecar.js');
+const { startSidecar, stopPretenuring } = (await import(new URL('../../dist/sidecar/index.js', import.meta.url).href)) as typeof import('../../src/sidecar/index.js');
 
 // `dashboard off` measures what the dashboard's per-request bookkeeping costs a HIT (README, Performance);
 // `header` and `jwt` put every query in a scope keyed on a header, or on a verified JWT's `sub`.
@@ -18,6 +18,8 @@ if (redisUrl === undefined || originUrl === undefined || (dashboard !== 'on' && 
 }
 const SCOPE_NAMES: Record<string, string> = { public: 'PUBLIC', header: 'TEAM', jwt: 'USER' };
 
+// As `svc-cache serve` does before it starts the sidecar (README, Performance, Garbage collection).
+stopPretenuring();
 const sidecar = await startSidecar({
   config: configSchema.parse({
     origin: { url: originUrl },

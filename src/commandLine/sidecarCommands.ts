@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from '../config/index.js';
 import { createLogger } from '../observability/index.js';
-import { startSidecar } from '../sidecar/index.js';
+import { startSidecar, stopPretenuring } from '../sidecar/index.js';
 import { checkConfigFile } from './check.js';
 import type { Command } from './program.js';
 import { handleShutdownSignals } from './signals.js';
@@ -22,6 +22,9 @@ export const serveCommand: Command = {
     { name: 'admin-port', value: 'N', default: '9901', meaning: 'admin port on every interface: /healthz, /readyz, /metrics (nothing secret)' },
   ],
   run: async (values) => {
+    // A process-wide V8 setting, so the process's entry makes it, not startSidecar (tests and the
+    // demo run sidecars inside other processes).
+    stopPretenuring();
     const configPath = values.config as string;
     const config = await loadConfig(configPath);
     const logger = createLogger(config.logging.level);

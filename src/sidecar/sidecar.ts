@@ -17,7 +17,6 @@ import { createStores, type CacheStore } from '../store/index.js';
 import { startAdminServer } from './admin.js';
 import { engineActions } from './dashboardWiring.js';
 import { engineEventsRecordedIn } from './engineEvents.js';
-import { stopPretenuring } from './garbageCollection.js';
 import { errorMessage } from '../util/index.js';
 
 export interface SidecarOptions {
@@ -56,7 +55,6 @@ export interface Sidecar {
 
 /** `svc-cache serve`: the ext_proc server, its store, schema and config, and the admin port. */
 export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
-  stopPretenuring();
   let config = options.config;
   const logger = withSecretHeaders(options.logger, secretHeaderNames(config));
   let closing = false;
