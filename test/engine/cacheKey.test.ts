@@ -8,6 +8,11 @@ describe('cacheKey', () => {
       'PUBLIC/psbfrItfsXl1hwZhnmOoeyta6levBQjZcIBSTsZRFdA',
     );
     expect(cacheKey('b', { host: 'h', endpoint: '/e' }, '', 'd', '{}')).toBe('b/rhLTmCS2UBmWT0PYXnVLN6pBuLpw4Sj02UYrFuei9AE');
+    // Non-ASCII text, a surrogate pair and lone surrogates (UTF-8 encodes each lone one as U+FFFD).
+    const text = 'query Grüße { todos(filter: "日本語 \ud83d\ude00 \ud800") { id } }';
+    expect(cacheKey('TEAM:x', { host: 'bücher.example', endpoint: '/graphql' }, 'Grüße', text, '{"q":"é\udfff"}')).toBe(
+      'TEAM:x/FJak19RD_u_U5-y5f0gAEE9rAvapgSjphyYpJmmBrok',
+    );
   });
 
   it('tells apart parts that would read the same run together', () => {
