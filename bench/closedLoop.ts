@@ -113,12 +113,13 @@ export async function runInterleaved<Name extends string>(
       if (round > 0) measured.get(name)!.push(figures);
     }
   }
-  return Object.fromEntries(names.map((name) => [name, medianByCpu(measured.get(name)!)])) as Record<Name, LoadFigures>;
+  return Object.fromEntries(names.map((name) => [name, medianRunBy(measured.get(name)!, (run) => run.cpuMicrosPerRequest)])) as Record<Name, LoadFigures>;
 }
 
-/** The run of median CPU per request (the lower middle one of an even count). */
-export function medianByCpu<Figures extends { cpuMicrosPerRequest: number }>(runs: readonly Figures[]): Figures {
-  const sorted = [...runs].sort((a, b) => a.cpuMicrosPerRequest - b.cpuMicrosPerRequest);
+/** The run of median `figure` (the lower middle one of an even count); runs whose figure is NaN sort last. */
+export function medianRunBy<Run>(runs: readonly Run[], figure: (run: Run) => number): Run {
+  const key = (run: Run): number => (Number.isNaN(figure(run)) ? Infinity : figure(run));
+  const sorted = [...runs].sort((a, b) => key(a) - key(b));
   return sorted[Math.floor((sorted.length - 1) / 2)]!;
 }
 

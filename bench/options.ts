@@ -35,7 +35,8 @@ export const USAGE = `usage: npm run bench -- [--json] [--duration S] [--warmup 
                     call, as Envoy with ext_proc_graceful_grpc_close) or reset (half-close then
                     RST_STREAM, Envoy's default)
   --cpu-prof        CPU-profile the sidecar during the HIT, MISS and GET HIT (h2load) scenarios and summarise where its
-                    time went (slows those scenarios; the .cpuprofile files stay in the temp directory)
+                    time went (slows the HIT and MISS scenarios; the GET HITs get an extra h2load round that is not
+                    counted; the .cpuprofile files stay in the temp directory)
   --only GROUP,...  run only these scenario groups (figures of the others are null): ${SCENARIO_GROUPS.join(', ')}
   --h2load-requests N
                     streams per h2load run of get-throughput (default 30000)

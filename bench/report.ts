@@ -97,8 +97,9 @@ export interface BenchReport {
   /** The same GET HITs, open loop at a fixed rate: half the floor's h2load throughput unless `--fixed-rate` says. */
   fixedRate?:
     | {
+        /** The floor's streams/s in its median h2load throughput round; the rate is half of it. */
         floorCapacityPerSecond: number | null;
-        /** Sidecar then floor, this many times; each server's figures are its run of median p99. */
+        /** Sidecar then floor, this many times; each server's figures are its run of median p99, with the errors of every round. */
         rounds: number;
         sidecar: OpenLoopFigures;
         floor: OpenLoopFigures;
