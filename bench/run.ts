@@ -436,7 +436,9 @@ async function measureFixedRate(
   return { floorCapacityPerSecond: floorCapacity ?? null, rounds: H2LOAD_ROUNDS, sidecar: medianP99Run(measured.sidecar), floor: medianP99Run(measured.floor) };
 }
 
-const byCpu = (run: ServerThroughputFigures): number => run.cpuMicrosPerRequest;
+function byCpu(run: ServerThroughputFigures): number {
+  return run.cpuMicrosPerRequest;
+}
 
 /** The run of median p99, with the errors of every round: a failed or slipped round is not hidden by the median. */
 function medianP99Run(runs: readonly OpenLoopFigures[]): OpenLoopFigures {
