@@ -122,28 +122,36 @@ export class RedisStore implements CacheStore {
     }
     const { shard } = location;
     const tags = [...new Set(options.tags)];
+    const entryKey = this.layout.entryKey(location);
     const keys = [
-      this.layout.entryKey(location),
+      entryKey,
       this.layout.floorKey(shard),
       this.layout.allEntriesKey(shard),
       this.layout.epochKey(shard),
       ...this.recordsAndIndexes(shard, tags),
     ];
-    const stored = await this.withinTimeout(
-      STORE_ENTRY.run(this.client, keys, [
-        Buffer.concat([encodeEntry(response), location.keyCheck]),
-        ttlMs,
-        mark.sequence,
-        location.entryId,
-        mark.epoch,
-        this.layout.entryKeyPrefix(shard),
-      ]),
-      'store',
-    );
-    // Over an entry still fresh, local caches holding the old one drop it when Redis's
-    // invalidation reaches them, and a MISS does not wait for that: both answers are the origin's
-    // to this request and fresh, so serving the replaced one a moment longer is no stale answer,
-    // while waiting on every replica would turn a slow one into a PASS here.
+    let stored: unknown;
+    try {
+      stored = await this.withinTimeout(
+        STORE_ENTRY.run(this.client, keys, [
+          Buffer.concat([encodeEntry(response), location.keyCheck]),
+          ttlMs,
+          mark.sequence,
+          location.entryId,
+          mark.epoch,
+          this.layout.entryKeyPrefix(shard),
+        ]),
+        'store',
+      );
+    } finally {
+      // This replica's own next lookup reads what it just stored, without waiting for Redis's
+      // invalidation push, which may come later (a contract test caught the replaced entry served).
+      this.localCache?.forget(entryKey);
+    }
+    // Over an entry still fresh, other replicas' local caches holding the old one drop it when
+    // Redis's invalidation reaches them, and a MISS does not wait for that: both answers are the
+    // origin's to this request and fresh, so serving the replaced one a moment longer is no stale
+    // answer, while waiting on every replica would turn a slow one into a PASS here.
     return stored === 1;
   }
 

@@ -95,6 +95,11 @@ export class RedisLocalCache {
     }
   }
 
+  /** This replica changed `entryKey` itself: its record goes now, as when Redis says so. */
+  forget(entryKey: string): void {
+    this.cache.invalidate(entryKey);
+  }
+
   /**
    * Resolves once every replica's local cache has seen the invalidations Redis made before this
    * call (src/store/purgeAcknowledgements.ts); rejects when that cannot be confirmed in time. Also

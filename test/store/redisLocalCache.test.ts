@@ -181,6 +181,19 @@ describe('replica-local cache', () => {
     expect([bodyText(held), held.localCache]).toEqual(['second', 'hit']);
   });
 
+  it("reads what it stored itself at once, before Redis's invalidation of its old record arrives", async () => {
+    const { a, b } = await twoReplicas('own-store');
+    expect(await storeAfterMiss(a.store, 'query', 'first')).toBe(true);
+    await cachedLocally(b, 'query', 'first');
+    const subscriber = proxiedConnection(b, (await connectionsOf(b)).subscriber);
+
+    subscriber.hold();
+    expect(await storeAfterMiss(b.store, 'query', 'second')).toBe(true);
+    const next = await b.store.lookup('query');
+    subscriber.release();
+    expect([bodyText(next), next.localCache]).toEqual(['second', 'miss']);
+  });
+
   it('returns a read answered after an invalidation that overtook it, and never keeps it', async () => {
     const { a, b } = await twoReplicas('race');
     expect(await storeAfterMiss(a.store, 'race', 'before')).toBe(true);
