@@ -6,8 +6,8 @@ import { rewrittenForOrigin } from '../graphql/index.js';
 import { ambiguousRequestResponse, type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { operationViolation } from '../graphql/index.js';
 import { selectionOf } from '../graphql/index.js';
-import { hitNegotiation, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
-import { headerValue, type HeaderList } from '../http/index.js';
+import { hitNegotiation, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
+import { headerValue, varyNames, type HeaderList } from '../http/index.js';
 import { endpointOf, hostKey } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { mutationInvalidationTags } from '../invalidation/index.js';
@@ -731,9 +731,16 @@ function replayFor(
   return { entry: { ...entry, contentType: negotiated.contentType }, overrides, served };
 }
 
-/** The content type and coding an entry is answered in for these request headers, or undefined when the client accepts neither. */
+/**
+ * The content type and coding an entry is answered in for these request headers, or undefined when
+ * the client accepts neither, or when the origin said its answer varies on `Accept` and the client
+ * names a streaming type: that origin may answer this request with a stream, not the stored JSON
+ * (README, HIT, MISS, PASS).
+ */
 function negotiatedFor(headers: HeaderList, entry: CachedResponse): HitNegotiation | undefined {
-  return hitNegotiation(headerValue(headers, 'accept'), headerValue(headers, 'accept-encoding'), entry.contentType, entry.encoding);
+  const accept = headerValue(headers, 'accept');
+  if (namesStreamingType(accept) && varyNames(entry.headers).includes('accept')) return undefined;
+  return hitNegotiation(accept, headerValue(headers, 'accept-encoding'), entry.contentType, entry.encoding);
 }
 
 function requestHeadOf(exchange: Exchange): RequestHead {

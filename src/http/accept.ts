@@ -48,6 +48,20 @@ export function acceptsNoJson(accept: string | undefined): boolean {
 }
 
 /**
+ * The client names a streaming type (`text/event-stream`, `multipart/mixed`) with q > 0. An origin
+ * whose answer varies on `Accept` may then stream it: clients opt into GraphQL over SSE and
+ * incremental delivery by naming the type, while `*\/*` or no `Accept` gets JSON (README, HIT, MISS,
+ * PASS). Remembered per `Accept` as hitNegotiation is.
+ */
+export function namesStreamingType(accept: string | undefined): boolean {
+  return remembered(streamingNamers, accept ?? '\n', () =>
+    new Negotiator({ headers: { accept } }).mediaTypes().some((range) => STREAMING_TYPES.has(range.toLowerCase())),
+  );
+}
+
+const STREAMING_TYPES = new Set(['text/event-stream', 'multipart/mixed']);
+
+/**
  * `compute()`, remembered under `key` for the last REMEMBERED_ANSWERS keys of at most
  * MAX_REMEMBERED_KEY_CHARS characters, which bounds each memo at about 1 MB whatever clients send.
  */
@@ -64,6 +78,7 @@ const REMEMBERED_ANSWERS = 1024;
 const MAX_REMEMBERED_KEY_CHARS = 512;
 const negotiations = new LRUCache<string, { answer: HitNegotiation | undefined }>({ max: REMEMBERED_ANSWERS });
 const jsonRefusals = new LRUCache<string, { answer: boolean }>({ max: REMEMBERED_ANSWERS });
+const streamingNamers = new LRUCache<string, { answer: boolean }>({ max: REMEMBERED_ANSWERS });
 
 function negotiate(accept: string | undefined, acceptEncoding: string | undefined, storedType: string, storedEncoding: string): HitNegotiation | undefined {
   const contentType = hitContentType(accept, storedType);

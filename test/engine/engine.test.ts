@@ -253,6 +253,22 @@ describe('DecisionEngine', () => {
     expect(await contentTypeOf('application/json')).toBe('application/json; charset=utf-8');
   });
 
+  it("serves an origin's answer that varies on Accept only to clients that name no streaming type", async () => {
+    const withAccept = (accept: string) => post({ query: '{ todos { id } }' }, [['accept', accept]]);
+    const stored = await roundTrip(withAccept('application/json'), { headers: [...JSON_HEADERS, ['vary', 'Accept']] });
+    expect(stored.status).toBe('MISS');
+    const outcomeFor = async (accept: string) => {
+      const decision = await decide(withAccept(accept).head, withAccept(accept).body);
+      return decision.kind === 'respond' ? 'HIT' : decision.kind === 'forward' && decision.plan;
+    };
+    // That origin may stream to a client that asks for a stream by name (urql, Apollo with @defer).
+    expect(await outcomeFor('application/graphql-response+json, application/json, text/event-stream, multipart/mixed')).toEqual({ kind: 'pass', reason: 'not-acceptable' });
+    expect(await outcomeFor('multipart/mixed;deferSpec=20220824, application/json')).toEqual({ kind: 'pass', reason: 'not-acceptable' });
+    expect(await outcomeFor('*/*')).toBe('HIT');
+    expect(await outcomeFor('application/graphql-response+json')).toBe('HIT');
+    expect(await outcomeFor('text/event-stream;q=0, application/json')).toBe('HIT');
+  });
+
   it('keys the host and endpoint: another host misses, a default port does not', async () => {
     const at = (authority: string) => {
       const request = post({ query: '{ todos { id } }' }, [[':authority', authority], [':scheme', 'http']]);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { acceptedEncoding, acceptedGraphQLResponseType, acceptsNoJson, hitNegotiation, ownAnswerMediaType } from '../../src/http/accept.js';
+import { acceptedEncoding, acceptedGraphQLResponseType, acceptsNoJson, hitNegotiation, namesStreamingType, ownAnswerMediaType } from '../../src/http/accept.js';
 
 const GR = 'application/graphql-response+json';
 const JSON_TYPE = 'application/json';
@@ -178,5 +178,23 @@ describe('hitNegotiation: the type and coding of a HIT, remembered per pair of h
       expect(hitNegotiation(accept, 'gzip', STORED, 'gzip')).toEqual(refusing ? undefined : { contentType: STORED, encoding: 'gzip' });
     }
     expect(hitNegotiation('text/x-0', 'gzip', STORED, 'gzip')).toBeUndefined();
+  });
+});
+
+describe('namesStreamingType', () => {
+  it.each([
+    [URQL, true],
+    [APOLLO_3_DEFER, true],
+    ['text/event-stream', true],
+    ['Multipart/Mixed;deferSpec=20220824, application/json', true],
+    ['*/*', false],
+    ['text/*, application/json', false],
+    ['text/event-stream;q=0, */*', false],
+    [APOLLO_3, false],
+    [undefined, false],
+    ['', false],
+  ])('%j: %s, the first time and when remembered', (accept, expected) => {
+    expect(namesStreamingType(accept)).toBe(expected);
+    expect(namesStreamingType(accept)).toBe(expected);
   });
 });

@@ -28,7 +28,7 @@ import Negotiator from 'negotiator';
  * keys (a request header outside the key would make two requests the cache may not tell apart get
  * different answers): `cc=<cache-control>`,
  * `expires=0|past|future`, `pragma`, `set-cookie`, `vary=<extra names, e.g. accept or *>`,
- * `stream=sse|multipart`. An answer a shared cache must not reuse (RFC 9111: no-store, no-cache,
+ * `stream=sse|multipart` (a stream to a client that names its type, with `Vary: accept`). An answer a shared cache must not reuse (RFC 9111: no-store, no-cache,
  * private, max-age=0, expired, Pragma without Cache-Control; Set-Cookie, `Vary: *`, a streamed
  * content type) carries a number new on every call, as a per-request answer would: a HIT of it is
  * never what the origin answers now.
@@ -223,7 +223,8 @@ function isReusable(directives: Directives): boolean {
 
 function responseHeaders(directives: Directives): Record<string, string> {
   const headers: Record<string, string> = {};
-  const vary = [...directives.reads, ...directives.vary];
+  // Asked to stream, the answer's type depends on more of Accept than which JSON type: said so.
+  const vary = [...directives.reads, ...directives.vary, ...(directives.stream === undefined ? [] : ['accept'])];
   if (vary.length > 0) headers.vary = vary.join(', ');
   if (directives.cacheControl !== undefined) headers['cache-control'] = directives.cacheControl;
   if (directives.expires === '0') headers.expires = '0';
@@ -349,11 +350,14 @@ function plainVariables(variables: unknown): Record<string, unknown> | undefined
   return JSON.parse(losslessStringify(variables) ?? 'null', (_key, value: unknown) => (isLosslessNumber(value) ? Number(value) : value)) as Record<string, unknown>;
 }
 
-/** `accept` admits the streaming type asked for, a GraphQL JSON type, or else a streaming type. */
+/**
+ * The streaming type asked for when `accept` names it (clients opt into a stream by name; `*\/*` gets
+ * JSON, as GraphQL servers answer it), else a GraphQL JSON type, else a streaming type.
+ */
 function negotiate(accept: string | undefined, stream: Directives['stream']): string | undefined {
   const negotiator = new Negotiator({ headers: { accept: accept ?? '*/*' } });
   const streamType = stream === 'sse' ? 'text/event-stream' : stream === 'multipart' ? 'multipart/mixed' : undefined;
-  if (streamType !== undefined && negotiator.mediaTypes([streamType]).length > 0) return streamType;
+  if (streamType !== undefined && negotiator.mediaTypes().some((range) => range.toLowerCase() === streamType)) return streamType;
   return negotiator.mediaTypes(['application/graphql-response+json', 'application/json', 'text/event-stream', 'multipart/mixed'])[0];
 }
 
