@@ -1,9 +1,12 @@
+import { deferred } from '../util/index.js';
+
 /**
  * Request coalescing: while one request (the leader) fetches a missing entry from the origin,
  * identical requests (same cache key, so never across scope buckets) wait for it instead of
  * stampeding the origin, then read the entry it stored. Waits are bounded, and a leader that never
  * reports back (a client that went away mid-request) is forgotten after a while.
  */
+
 export class MissCoalescer {
   private readonly leaders = new Map<string, Leader>();
 
@@ -51,18 +54,14 @@ export interface Leadership {
 }
 
 class Leader {
-  readonly finished: Promise<void>;
-  done = false;
-  private resolve!: () => void;
+  private readonly finishing = deferred();
+  readonly finished = this.finishing.promise;
 
-  constructor() {
-    this.finished = new Promise<void>((resolve) => {
-      this.resolve = resolve;
-    });
+  get done(): boolean {
+    return this.finishing.settled;
   }
 
   finish(): void {
-    this.done = true;
-    this.resolve();
+    this.finishing.resolve();
   }
 }

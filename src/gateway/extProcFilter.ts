@@ -27,6 +27,7 @@ import {
 } from './mutation.js';
 import type { ProcessorClient, ProcessorStream } from './processorClient.js';
 import type { GatewayStatsCollector, RequestRecord } from './stats.js';
+import { deferred } from '../util/index.js';
 
 export interface FilterCallbacks {
   /** The filter answers the HTTP request itself: an immediate_response or an ext_proc error. */
@@ -601,15 +602,11 @@ function sameOverrideMode(allowed: ProcessingMode, mode: ProcessingMode): boolea
 
 /** A one-shot signal that a held message may go on. */
 class Gate {
-  readonly promise: Promise<void>;
-  private resolve!: () => void;
-
-  constructor() {
-    this.promise = new Promise((resolve) => (this.resolve = resolve));
-  }
+  private readonly opening = deferred();
+  readonly promise = this.opening.promise;
 
   open(): void {
-    this.resolve();
+    this.opening.resolve();
   }
 }
 

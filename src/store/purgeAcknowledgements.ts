@@ -1,3 +1,5 @@
+import { deferred } from '../util/index.js';
+
 /**
  * The purging replica's side of a barrier (src/store/redisLocalCache.ts): it publishes
  * `<replicaId>:<n>` to every local cache, Redis answers how many subscribers received it, and the
@@ -54,33 +56,28 @@ export class PurgeAcknowledgements {
 }
 
 class PendingBarrier {
-  readonly done: Promise<void>;
+  private readonly settling = deferred();
+  readonly done = this.settling.promise;
   private readonly received = new Set<string>();
   private expected = Number.POSITIVE_INFINITY;
-  private resolve!: () => void;
-  private reject!: (error: Error) => void;
 
   constructor() {
-    this.done = new Promise<void>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
     // Failing before anyone awaits `done` (a timeout while PUBLISH is still out) is reported by collect().
     this.done.catch(() => undefined);
   }
 
   acknowledge(replicaId: string): void {
     this.received.add(replicaId);
-    if (this.received.size >= this.expected) this.resolve();
+    if (this.received.size >= this.expected) this.settling.resolve();
   }
 
   expect(receivers: number): void {
     this.expected = receivers;
-    if (this.received.size >= this.expected) this.resolve();
+    if (this.received.size >= this.expected) this.settling.resolve();
   }
 
   fail(error: Error): void {
-    this.reject(error);
+    this.settling.reject(error);
   }
 
   progress(): string {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../observability/index.js';
-import { errorMessage } from '../util/index.js';
+import { deferred, errorMessage } from '../util/index.js';
 import { LocalCache } from './localCache.js';
 import { PurgeAcknowledgements } from './purgeAcknowledgements.js';
 import type { LocalCacheSettings } from './redisConnection.js';
@@ -319,24 +319,4 @@ interface Subscription {
   /** The subscriber connection's CLIENT ID. */
   id: string;
   epoch: number;
-}
-
-interface Deferred {
-  promise: Promise<void>;
-  resolve(): void;
-  settled: boolean;
-}
-
-function deferred(): Deferred {
-  let resolve!: () => void;
-  const promise = new Promise<void>((settle) => (resolve = settle));
-  const state: Deferred = {
-    promise,
-    settled: false,
-    resolve: () => {
-      state.settled = true;
-      resolve();
-    },
-  };
-  return state;
 }

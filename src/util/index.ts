@@ -1,3 +1,4 @@
 /** Small helpers every folder may use; they depend on nothing in svc-cache. */
+export { deferred, type Deferred } from './deferred.js';
 export { errorMessage } from './errorMessage.js';
 export { isPlainObject } from './isPlainObject.js';
