@@ -33,14 +33,14 @@ export async function measurePurgeAck(redisUrl: string, keyPrefix: string, signa
   try {
     const [, receivers] = (await inspector.pubsub('NUMSUB', new RedisKeyLayout(keyPrefix).barrierChannel())) as [string, number];
     const timings = { with: [] as number[], without: [] as number[] };
-    for (let round = 0; round <= ROUNDS; round += 1) {
+    for (let roundNumber = 0; roundNumber <= ROUNDS; roundNumber += 1) {
       for (const kind of ['with', 'without'] as const) {
         for (let purge = 0; purge < PURGES_PER_ROUND; purge += 1) {
           signal.throwIfAborted();
           const started = performance.now();
           await stores[kind].invalidate([PURGED_TAG]);
           // The first round warms the connections and loads the scripts.
-          if (round > 0) timings[kind].push(performance.now() - started);
+          if (roundNumber > 0) timings[kind].push(performance.now() - started);
         }
       }
     }
