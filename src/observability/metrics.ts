@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { MutationPolicy } from '../config/index.js';
+import { PhaseHistogram } from './phaseHistogram.js';
 
 /**
  * svc-cache's Prometheus metrics, served on the admin port's `/metrics`. Every metric lives on a
@@ -13,14 +14,10 @@ import type { MutationPolicy } from '../config/index.js';
 /** What became of one request: served from cache, stored, passed through, or answered with svc-cache's own error. */
 export type RequestOutcome = 'HIT' | 'MISS' | 'PASS' | 'ERROR';
 
+const MESSAGE_PHASES = ['request_headers', 'request_body', 'request_trailers', 'response_headers', 'response_body', 'response_trailers'] as const;
+
 /** The ext_proc message being answered. */
-export type MessagePhase =
-  | 'request_headers'
-  | 'request_body'
-  | 'request_trailers'
-  | 'response_headers'
-  | 'response_body'
-  | 'response_trailers';
+export type MessagePhase = (typeof MESSAGE_PHASES)[number];
 
 export type StoreOperation =
   | 'lookup'
@@ -82,13 +79,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  private readonly decisionSeconds = new Histogram({
-    name: 'svc_cache_decision_duration_seconds',
-    help: 'Time spent answering one ext_proc message, by the message answered. Envoy waits for each answer (message_timeout).',
-    labelNames: ['phase'] as const,
-    buckets: SECONDS_BUCKETS,
-    registers: [this.registry],
-  });
+  private readonly decisionSeconds = new PhaseHistogram(
+    'svc_cache_decision_duration_seconds',
+    'Time spent answering one ext_proc message, by the message answered. Envoy waits for each answer (message_timeout).',
+    'phase',
+    MESSAGE_PHASES,
+    SECONDS_BUCKETS,
+  ).registerOn(this.registry);
 
   private readonly bytesServedFromCache = new Counter({
     name: 'svc_cache_bytes_served_from_cache_total',
@@ -244,7 +241,7 @@ export class Metrics {
   }
 
   observeDecisionSeconds(phase: MessagePhase, seconds: number): void {
-    this.decisionSeconds.observe({ phase }, seconds);
+    this.decisionSeconds.observe(phase, seconds);
   }
 
   addBytesServedFromCache(bytes: number): void {
