@@ -280,7 +280,8 @@ export interface LookupDependencies {
 export async function lookupOrCoalesce(key: string, deps: LookupDependencies): Promise<LookupResult> {
   let lookup;
   try {
-    lookup = await deps.store.lookup(key);
+    const found = deps.store.lookup(key);
+    lookup = found instanceof Promise ? await found : found;
   } catch (error) {
     return { kind: 'unavailable', error: errorMessage(error) };
   }

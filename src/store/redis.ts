@@ -103,7 +103,7 @@ export class RedisStore implements CacheStore {
     ).catch(() => undefined);
   }
 
-  lookup(key: string): Promise<Lookup> {
+  lookup(key: string): Lookup | Promise<Lookup> {
     const { location, entryKey } = this.located(key);
     if (this.localCache === undefined) return this.read(location, entryKey);
     return this.localCache.lookup(entryKey, location, () => this.read(location, entryKey));

@@ -78,21 +78,11 @@ export class RedisLocalCache {
   }
 
   /**
-   * A fresh local record's lookup, or `read` (the Redis lookup) noted as in flight, its reply kept
-   * when nothing changed meanwhile.
+   * A fresh local record's lookup, at once, or `read` (the Redis lookup) noted as in flight, its
+   * reply kept when nothing changed meanwhile.
    */
-  async lookup(entryKey: string, location: EntryLocation, read: () => Promise<Lookup>): Promise<Lookup> {
-    const local = this.cache.get(entryKey, location.keyCheck);
-    if (local !== undefined) return local;
-    const pending = this.cache.beginRead(entryKey, location.shard);
-    let reply: Lookup | undefined;
-    try {
-      reply = await read();
-      reply.localCache = 'miss';
-      return reply;
-    } finally {
-      if (pending !== undefined) this.cache.endRead(pending, location.keyCheck, reply);
-    }
+  lookup(entryKey: string, location: EntryLocation, read: () => Promise<Lookup>): Lookup | Promise<Lookup> {
+    return this.cache.get(entryKey, location.keyCheck) ?? this.readThrough(entryKey, location, read);
   }
 
   /** This replica changed `entryKey` itself: its record goes now, as when Redis says so. */
@@ -121,6 +111,18 @@ export class RedisLocalCache {
       // Unreachable: there is nothing to unsubscribe from.
     } finally {
       this.subscriber.disconnect();
+    }
+  }
+
+  private async readThrough(entryKey: string, location: EntryLocation, read: () => Promise<Lookup>): Promise<Lookup> {
+    const pending = this.cache.beginRead(entryKey, location.shard);
+    let reply: Lookup | undefined;
+    try {
+      reply = await read();
+      reply.localCache = 'miss';
+      return reply;
+    } finally {
+      if (pending !== undefined) this.cache.endRead(pending, location.keyCheck, reply);
     }
   }
 

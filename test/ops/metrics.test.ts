@@ -9,6 +9,7 @@ import { MeasuredStore } from '../../src/sidecar/measuredStore.js';
 import { Metrics } from '../../src/observability/metrics.js';
 import { startSidecar, type Sidecar } from '../../src/sidecar/sidecar.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import type { Lookup } from '../../src/store/index.js';
 import type { RequestSummary } from '../../src/engine/engine.js';
 import { demoSchemaSDL, startDemoOrigin } from '../support/origin.js';
 import { startStack, type Stack } from '../support/stack.js';
@@ -198,6 +199,16 @@ describe('store errors', () => {
     expect(sampleValue(text, 'svc_cache_store_errors_total', { operation: 'ping' })).toBe(1);
     expect(sampleValue(text, 'svc_cache_store_errors_total', { operation: 'lookup' })).toBeUndefined();
     expect(sampleValue(text, 'svc_cache_store_duration_seconds_count', { operation: 'lookup' })).toBe(1);
+  });
+
+  it('hand back a replica-local answer at once, counted and not timed', async () => {
+    const metrics = new Metrics({ processMetrics: false });
+    const local: Lookup = { entry: undefined, mark: { value: 'mark' }, localCache: 'hit' };
+    const store = new MeasuredStore(Object.assign(new MemoryStore({ maxBytes: 1024 }), { lookup: () => local }), metrics);
+    expect(store.lookup('key')).toBe(local);
+    const text = await metrics.exposition();
+    expect(sampleValue(text, 'svc_cache_local_cache_total', { result: 'hit' })).toBe(1);
+    expect(sampleValue(text, 'svc_cache_store_duration_seconds_count', { operation: 'lookup' })).toBeUndefined();
   });
 });
 

@@ -30,7 +30,7 @@ afterEach(async () => {
 /** Every store operation, each expected to reject while Redis cannot answer. */
 function everyOperation(mark: InvalidationMark): Array<[string, () => Promise<unknown>]> {
   return [
-    ['lookup', () => store.lookup('query')],
+    ['lookup', async () => store.lookup('query')],
     ['store', () => store.store('query', jsonResponse('x'), { tags: ['A'], ttlSeconds: 60, mark })],
     ['invalidate', () => store.invalidate(['A'])],
     ['invalidateAll', () => store.invalidateAll()],
