@@ -36,6 +36,7 @@ import {
   readParameters,
   resolveApq,
   scopeAndKey,
+  scopeExplanation,
   usesIncrementalDelivery,
   type CheckedOperation,
   type DocumentAnalysis,
@@ -404,7 +405,7 @@ export class DecisionEngine {
       this.deps.logger.warn({ err: found.error }, 'cache store unavailable; passing to origin');
       return this.passOn(exchange, 'store-unavailable', undefined, context);
     }
-    if (exchange.explanation) exchange.explanation = scoped.explanation;
+    if (exchange.explanation) exchange.explanation = scopeExplanation(policy, scoped.bucket, config);
     if (found.kind === 'hit') {
       // The entry is the origin's answer with data to this very query.
       if (exchange.registration) await this.registerPersistedQuery(exchange);

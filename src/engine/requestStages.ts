@@ -231,7 +231,6 @@ export interface ScopedKey {
   varyNames: string[];
   /** Headers that cached answers of this scope carry. */
   scopeHeaders: Array<[string, string]>;
-  explanation: Explanation;
 }
 
 export function scopeAndKey(
@@ -249,12 +248,16 @@ export function scopeAndKey(
   const varyNames = scopeVaryHeaders(policy.scopes, config.scopes);
   const scopeHeaders: Array<[string, string]> =
     policy.scopes.length === 0 ? [] : [['cache-control', 'private, no-cache'], ['vary', varyNames.join(', ')]];
-  const explanation: Explanation = {
+  return { bucket, key, varyNames, scopeHeaders };
+}
+
+/** What `svc-debug` shows of a request's scope, bucket and rules; built only for a request that asks. */
+export function scopeExplanation(policy: CachePolicy, bucket: string, config: Config): Explanation {
+  return {
     scope: policy.scopes.length === 0 ? 'PUBLIC' : policy.scopes.join('+'),
     bucket,
     rules: policy.matched.map((rule) => rule.description ?? `rules[${config.rules.indexOf(rule)}]`).join('; '),
   };
-  return { bucket, key, varyNames, scopeHeaders, explanation };
 }
 
 // Stage 6: lookup/coalesce.

@@ -11,6 +11,7 @@ import {
   readParameters,
   resolveApq,
   scopeAndKey,
+  scopeExplanation,
   usesIncrementalDelivery,
   type CheckedOperation,
   type DocumentAnalysis,
@@ -221,7 +222,7 @@ describe('scopeAndKey', () => {
     expect(alice.bucket).toMatch(/^AUTHENTICATED:[A-Za-z0-9_-]{43}$/);
     expect(alice.key.startsWith(`${alice.bucket}/`)).toBe(true);
     expect(JSON.stringify(alice)).not.toContain('alice');
-    expect([alice.varyNames, alice.scopeHeaders, alice.explanation]).toEqual([
+    expect([alice.varyNames, alice.scopeHeaders, scopeExplanation(policy, alice.bucket, scoped)]).toEqual([
       ['authorization'],
       [['cache-control', 'private, no-cache'], ['vary', 'authorization']],
       { scope: 'AUTHENTICATED', bucket: alice.bucket, rules: 'all' },
