@@ -66,7 +66,7 @@ export class Metrics {
   readonly registry = new Registry();
 
   /** Counted as plain numbers on every request, handed to prom-client when scraped. */
-  private readonly outcomeCounts = new UnreportedCounts<RequestOutcome>([]);
+  private readonly outcomeCounts = new UnreportedCounts<RequestOutcome>(['HIT', 'MISS', 'PASS', 'ERROR']);
 
   private readonly requests = new Counter({
     name: 'svc_cache_requests_total',
@@ -212,7 +212,6 @@ export class Metrics {
   });
 
   constructor(options: MetricsOptions = {}) {
-    for (const outcome of ['HIT', 'MISS', 'PASS', 'ERROR'] as const) this.requests.inc({ outcome }, 0);
     this.lastConfigReloadSuccessful.set(1);
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }

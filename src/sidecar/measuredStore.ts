@@ -18,7 +18,13 @@ export class MeasuredStore implements CacheStore {
    */
   lookup(key: string): Lookup | Promise<Lookup> {
     const started = process.hrtime.bigint();
-    const found = this.inner.lookup(key);
+    let found: Lookup | Promise<Lookup>;
+    try {
+      found = this.inner.lookup(key);
+    } catch (error) {
+      this.failed('lookup', started);
+      throw error;
+    }
     if (found instanceof Promise) return this.measure('lookup', () => found, started).then((lookup) => this.countedLocally(lookup));
     return this.countedLocally(found);
   }
@@ -53,16 +59,27 @@ export class MeasuredStore implements CacheStore {
 
   /** Runs `run`, counting a failure and timing it from `started`. */
   private async measure<T>(operation: StoreOperation, run: () => Promise<T>, started = process.hrtime.bigint()): Promise<T> {
+    let result: T;
     try {
-      return await run();
+      result = await run();
     } catch (error) {
-      this.metrics.recordStoreError(operation);
+      this.failed(operation, started);
       throw error;
-    } finally {
-      this.metrics.observeStoreSeconds(operation, Number(process.hrtime.bigint() - started) / 1e9);
     }
+    this.timed(operation, started);
+    return result;
   }
 
+  private failed(operation: StoreOperation, started: bigint): void {
+    this.metrics.recordStoreError(operation);
+    this.timed(operation, started);
+  }
+
+  private timed(operation: StoreOperation, started: bigint): void {
+    this.metrics.observeStoreSeconds(operation, Number(process.hrtime.bigint() - started) / 1e9);
+  }
+
+  /** A lookup's replica-local result, counted (a store without a local cache reports none). */
   private countedLocally(lookup: Lookup): Lookup {
     if (lookup.localCache !== undefined) this.metrics.recordLocalCacheLookup(lookup.localCache);
     return lookup;

@@ -68,7 +68,7 @@ export interface CacheStore {
   /**
    * Reads an entry and the current invalidation mark in one round trip. An answer the replica-local
    * cache holds comes back at once, not as a promise: awaiting it would cost a HIT turns of the
-   * microtask queue for nothing (README, Performance).
+   * microtask queue for nothing (README, Performance). A failure may throw as well as reject.
    */
   lookup(key: string): Lookup | Promise<Lookup>;
   /**

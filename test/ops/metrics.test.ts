@@ -187,8 +187,15 @@ describe('store errors', () => {
     const text = await scrape(stack.sidecar.adminPort);
     expect(sampleValue(text, 'svc_cache_store_errors_total', { operation: 'lookup' })).toBeGreaterThanOrEqual(1);
   });
+});
 
-  it('leave results and rejections of the wrapped store unchanged', async () => {
+describe('the measured store', () => {
+  const measured = (lookup: () => Lookup | Promise<Lookup>) => {
+    const metrics = new Metrics({ processMetrics: false });
+    return { metrics, store: new MeasuredStore(Object.assign(new MemoryStore({ maxBytes: 1024 }), { lookup }), metrics) };
+  };
+
+  it('leaves results and rejections of the wrapped store unchanged', async () => {
     const metrics = new Metrics({ processMetrics: false });
     const failure = new Error('store down');
     const failing = Object.assign(new MemoryStore({ maxBytes: 1024 }), { ping: () => Promise.reject(failure) });
@@ -201,14 +208,33 @@ describe('store errors', () => {
     expect(sampleValue(text, 'svc_cache_store_duration_seconds_count', { operation: 'lookup' })).toBe(1);
   });
 
-  it('hand back a replica-local answer at once, counted and not timed', async () => {
-    const metrics = new Metrics({ processMetrics: false });
+  it('hands back a replica-local answer at once, counted and not timed', async () => {
     const local: Lookup = { entry: undefined, mark: { value: 'mark' }, localCache: 'hit' };
-    const store = new MeasuredStore(Object.assign(new MemoryStore({ maxBytes: 1024 }), { lookup: () => local }), metrics);
+    const { metrics, store } = measured(() => local);
     expect(store.lookup('key')).toBe(local);
     const text = await metrics.exposition();
     expect(sampleValue(text, 'svc_cache_local_cache_total', { result: 'hit' })).toBe(1);
     expect(sampleValue(text, 'svc_cache_store_duration_seconds_count', { operation: 'lookup' })).toBeUndefined();
+  });
+
+  it('times a lookup the local cache sent on to Redis, and counts it as a local miss', async () => {
+    const read: Lookup = { entry: undefined, mark: { value: 'mark' }, localCache: 'miss' };
+    const { metrics, store } = measured(() => Promise.resolve(read));
+    expect(await store.lookup('key')).toBe(read);
+    const text = await metrics.exposition();
+    expect(sampleValue(text, 'svc_cache_local_cache_total', { result: 'miss' })).toBe(1);
+    expect(sampleValue(text, 'svc_cache_store_duration_seconds_count', { operation: 'lookup' })).toBe(1);
+  });
+
+  it('counts and times a lookup that throws as one that rejects', async () => {
+    const failure = new Error('cannot locate');
+    const { metrics, store } = measured(() => {
+      throw failure;
+    });
+    expect(() => store.lookup('key')).toThrow(failure);
+    const text = await metrics.exposition();
+    expect(sampleValue(text, 'svc_cache_store_errors_total', { operation: 'lookup' })).toBe(1);
+    expect(sampleValue(text, 'svc_cache_store_duration_seconds_count', { operation: 'lookup' })).toBe(1);
   });
 });
 

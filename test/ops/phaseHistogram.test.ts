@@ -6,8 +6,9 @@ import { PhaseHistogram } from '../../src/observability/phaseHistogram.js';
 
 const BOUNDS = [0.001, 0.01, 0.1];
 const PHASES = ['request_headers', 'request_body', 'response_body'] as const;
-// Below, on and between the bounds, and above the last; response_body is never observed.
+// Below, on and between the bounds, and above the last, request_body first; response_body is never observed.
 const OBSERVED: Array<[(typeof PHASES)[number], number]> = [
+  ['request_body', 0.02],
   ['request_headers', 0.0002],
   ['request_headers', 0.001],
   ['request_headers', 0.005],
@@ -47,8 +48,9 @@ describe('PhaseHistogram', () => {
     expect(await fast.metrics()).not.toContain('response_body');
   });
 
-  it('refuses a label value it was not made with', () => {
+  it('refuses a label value it was not made with, and a time that is not a finite number', () => {
     const { fastHistogram } = twoRegistries();
     expect(() => fastHistogram.observe('response_trailers' as never, 0.1)).toThrow(RangeError);
+    expect(() => fastHistogram.observe('request_body', Number.NaN)).toThrow(TypeError);
   });
 });
