@@ -107,17 +107,16 @@ export async function measureFixedRateWithH2load(server: ChildServer, plan: Fixe
     '--log-file', logFile,
     ...(await grpcStreamArguments(server, plan.frame)),
   ]);
-  const rows = (await readFile(logFile, 'utf8')).split('\n').filter((line) => line !== '').map((line) => line.split('\t').map(Number));
+  const log = readFixedRateLog(await readFile(logFile, 'utf8'));
   await rm(logFile, { force: true });
-  const answered = rows.filter(([, status]) => status === 200);
-  const sorted = Float64Array.from(answered, ([, , micros]) => micros! / 1000).sort();
-  const errors = rows.length - answered.length;
-  const achieved = rows.length / plan.durationSeconds;
+  const sorted = log.answeredMs.sort();
+  const errors = log.errors;
+  const achieved = log.closed / plan.durationSeconds;
   const slipped = achieved < plan.ratePerSecond * MIN_ACHIEVED_SHARE;
   return {
     ratePerSecond: plan.ratePerSecond,
     durationSeconds: plan.durationSeconds,
-    requests: rows.length,
+    requests: log.closed,
     errors: errors + (slipped ? 1 : 0),
     p50Ms: round(percentile(sorted, 0.5), 3),
     p99Ms: round(percentile(sorted, 0.99), 3),
@@ -128,6 +127,28 @@ export async function measureFixedRateWithH2load(server: ChildServer, plan: Fixe
         ? { firstError: `${errors} streams failed or were not answered with 200` }
         : {}),
   };
+}
+
+/**
+ * An h2load `--log-file`: per stream that closed in the measured phase, its start (µs since the
+ * epoch), HTTP status and time to its end (µs). A failed stream is logged with status -1. h2load
+ * records a status only for response headers that arrive in the measured phase (nghttp2's h2load.cc,
+ * `Client::on_status_code`), so a stream answered during the warm-up that closed after it is logged
+ * with status 0: it succeeded, as h2load's own summary counts it, and it is neither an error nor a
+ * latency of the measured phase.
+ */
+export function readFixedRateLog(text: string): { answeredMs: Float64Array; errors: number; closed: number } {
+  const answeredMs: number[] = [];
+  let errors = 0;
+  let closed = 0;
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    const [, status, micros] = line.split('\t').map(Number);
+    closed += 1;
+    if (status === 200) answeredMs.push(micros! / 1000);
+    else if (status !== 0) errors += 1;
+  }
+  return { answeredMs: Float64Array.from(answeredMs), errors, closed };
 }
 
 /** Streams h2load may keep open per connection: far above what half the floor's rate keeps in flight. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { grpcFrame } from '../../bench/grpcFrame.js';
 import { SCENARIO_GROUPS, parseOptions } from '../../bench/options.js';
-import { parseH2loadOutput } from '../../bench/serverThroughput.js';
+import { parseH2loadOutput, readFixedRateLog } from '../../bench/serverThroughput.js';
 import { getRequestHeaders } from '../../bench/workload.js';
 import { externalProcessorService } from '../../src/extproc/protocol.js';
 
@@ -24,6 +24,21 @@ describe('bench harness', () => {
     expect(parseH2loadOutput(output)).toEqual({ seconds: 2.87, succeeded: 29990 });
     expect(parseH2loadOutput(output.replace('2.87s', '870.5ms'))).toEqual({ seconds: 0.8705, succeeded: 29990 });
     expect(() => parseH2loadOutput('connect: Connection refused')).toThrow('unexpected h2load output');
+  });
+
+  it('counts failed and non-200 streams of an h2load log as errors, not those answered during the warm-up', () => {
+    const log = readFixedRateLog(
+      [
+        '1795636150257209\t0\t319709', // answered in the warm-up, closed after it
+        '1795636150257211\t200\t6215',
+        '1795636150257212\t-1\t1500', // failed
+        '1795636150257213\t503\t900',
+        '1795636150257215\t200\t4000',
+        '',
+      ].join('\n'),
+    );
+    expect([...log.answeredMs]).toEqual([6.215, 4]);
+    expect([log.errors, log.closed]).toEqual([2, 5]);
   });
 
   it('runs every scenario group unless --only names some, and refuses unknown ones', () => {
