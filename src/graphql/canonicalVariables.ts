@@ -203,9 +203,9 @@ function flatten(piece: Piece): string {
  * A value read: its members, elements and canonical text are built on first access and kept, its
  * raw text cut when asked for, since a request's body is read for a few members (`query`,
  * `operationName`, `variables`), not for every value in it; one class, so that a value costs one
- * small object. Reading a 107-byte body with
- * variables and using it as operationOf does took 18.7 µs with an object literal with getters per
- * value and an eager copy of each object's members, 3.9 µs with this (README, Performance).
+ * small object. Reading a 107-byte body with variables and using it as operationOf does took 18.7 µs
+ * with an object literal with getters per value and an eager copy of each object's members, 3.9 µs
+ * with this (README, Performance).
  */
 class ReadValue implements JsonValue {
   readonly kind: JsonValue['kind'];
