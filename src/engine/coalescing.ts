@@ -6,7 +6,6 @@ import { deferred } from '../util/index.js';
  * stampeding the origin, then read the entry it stored. Waits are bounded, and a leader that never
  * reports back (a client that went away mid-request) is forgotten after a while.
  */
-
 export class MissCoalescer {
   private readonly leaders = new Map<string, Leader>();
 
