@@ -1,0 +1,68 @@
+import { TypeInfo, buildSchema, getNamedType, isAbstractType, parse, visit, visitWithTypeInfo, type DocumentNode, type GraphQLNamedType, type GraphQLSchema } from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { selectionOf } from '../../src/graphql/selection.js';
+
+const schema = buildSchema(`
+  interface Node { id: ID! }
+  type Todo implements Node { id: ID! title: String author: User tags: [String!]! }
+  type User implements Node { id: ID! name: String todos(first: Int): [Todo!]! }
+  union SearchResult = Todo | User
+  input TodoFilter { done: Boolean }
+  type Query { node(id: ID!): Node search(text: String!): [SearchResult!]! todos(filter: TodoFilter): [Todo!]! me: User }
+  type Mutation { addTodo(title: String!): Todo }
+`);
+
+/** What graphql-js's own TypeInfo says a document selects: the walk selectionOf must agree with. */
+function typeInfoSelection(schema: GraphQLSchema, document: DocumentNode): { types: Set<string>; fields: Set<string> } {
+  const types = new Set<string>();
+  const fields = new Set<string>();
+  const typeInfo = new TypeInfo(schema);
+  const addType = (type: GraphQLNamedType): string[] => {
+    const names = isAbstractType(type) ? [type.name, ...schema.getPossibleTypes(type).map((t) => t.name)] : [type.name];
+    for (const name of names) types.add(name);
+    return names;
+  };
+  visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      OperationDefinition() {
+        const root = typeInfo.getType();
+        if (root) addType(getNamedType(root));
+      },
+      Field(node) {
+        const parent = typeInfo.getParentType();
+        const returned = typeInfo.getType();
+        if (!parent || !returned) return;
+        for (const owner of addType(parent)) fields.add(`${owner}.${node.name.value}`);
+        addType(getNamedType(returned));
+      },
+    }),
+  );
+  return { types, fields };
+}
+
+const sorted = (selection: { types: ReadonlySet<string>; fields: ReadonlySet<string> }) => ({ types: [...selection.types].sort(), fields: [...selection.fields].sort() });
+
+describe('selectionOf', () => {
+  it('names the types and fields a query selects, an abstract type as each of its possible types', () => {
+    expect(sorted(selectionOf(schema, parse('{ node(id: 1) { id ... on Todo { title } } }')))).toEqual({
+      types: ['ID', 'Node', 'Query', 'String', 'Todo', 'User'],
+      fields: ['Node.id', 'Query.node', 'Todo.id', 'Todo.title', 'User.id'],
+    });
+  });
+
+  it.each([
+    ['nested lists and arguments', '{ me { name todos(first: 2) { id tags author { name } } } }'],
+    ['a union, its __typename and fragments on its members', '{ search(text: "a") { __typename ... on User { name } ... on Todo { title } } }'],
+    ['meta fields on the query root and elsewhere', '{ __typename __schema { types { name } } __type(name: "Todo") { name } me { __typename __schema { x } } }'],
+    ['fragment definitions, used or not, and spreads not followed', 'query Q { me { ...U } } fragment U on User { name todos { ...T } } fragment T on Todo { title } fragment N on Node { id }'],
+    ['unknown fields, whose inline fragments with a condition are still read', '{ nope { id ... on Todo { title } ... { name } } me { nope { ... on User { name } } } }'],
+    ['fragments on unknown, input and scalar types', '{ me { ... on Missing { id } ... on TodoFilter { done } ... on String { x } } } fragment F on Missing { id }'],
+    ['a selection set on a scalar, and inline fragments without a condition', '{ me { name { length } ... { id ... { name } } } }'],
+    ['a mutation, and an operation type the schema lacks', 'mutation { addTodo(title: "a") { id author { id } } } subscription S { me { id } }'],
+    ['type-system definitions beside the operation', 'type Extra { me: User } { todos { id } }'],
+  ])('reads %s as TypeInfo does', (_, query) => {
+    const document = parse(query);
+    expect(sorted(selectionOf(schema, document))).toEqual(sorted(typeInfoSelection(schema, document)));
+  });
+});
