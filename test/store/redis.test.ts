@@ -65,22 +65,43 @@ describe('race guard across a loss of Redis data', () => {
 });
 
 describe('Redis connection', () => {
-  it('writes a store at once, ahead of the lookups that auto-pipelining holds for the next turn of the event loop', async () => {
-    const store = await openStore(uniquePrefix('pipelining'));
-    const { mark } = await store.lookup('todos');
+  /** The MGETs and EVALSHAs Redis receives from this test's store while `act` runs, in order. */
+  async function commandsReceived(act: () => Promise<unknown>): Promise<string[]> {
     const monitor = await redis.inspector.duplicate().monitor();
     const commands: string[] = [];
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (source !== 'lua' && ['mget', 'evalsha'].includes(args[0]!.toLowerCase())) commands.push(args[0]!.toLowerCase());
     });
     try {
-      const lookup = store.lookup('users');
-      const stored = store.store('todos', jsonResponse('todos'), { tags: ['Todo'], ttlSeconds: 60, mark });
-      await Promise.all([lookup, stored]);
-      await vi.waitFor(() => expect(commands).toEqual(['evalsha', 'mget']));
+      const expected = (await act()) as unknown[];
+      await vi.waitFor(() => expect(commands).toHaveLength(expected.length));
+      return commands;
     } finally {
       monitor.disconnect();
     }
+  }
+
+  it('writes a lookup at once while no other lookup waits on Redis, and a store at once too', async () => {
+    const store = await openStore(uniquePrefix('lookup-alone'));
+    const { mark } = await store.lookup('todos');
+    const commands = await commandsReceived(() =>
+      Promise.all([store.lookup('users'), store.store('todos', jsonResponse('todos'), { tags: ['Todo'], ttlSeconds: 60, mark })]),
+    );
+    expect(commands).toEqual(['mget', 'evalsha']);
+  });
+
+  it('holds lookups made while one waits on Redis for the next turn of the event loop, and writes a store ahead of them', async () => {
+    const store = await openStore(uniquePrefix('pipelining'));
+    const { mark } = await store.lookup('todos');
+    const commands = await commandsReceived(() =>
+      Promise.all([
+        store.lookup('users'),
+        store.lookup('tags'),
+        store.lookup('lists'),
+        store.store('todos', jsonResponse('todos'), { tags: ['Todo'], ttlSeconds: 60, mark }),
+      ]),
+    );
+    expect(commands).toEqual(['mget', 'evalsha', 'mget', 'mget']);
   });
 });
 
