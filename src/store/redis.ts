@@ -256,22 +256,21 @@ export class RedisStore implements CacheStore {
 
   /**
    * An MGET of Buffers, written at once while no other lookup waits on Redis: auto-pipelining would
-   * hold it for the next turn of the event loop, about 50 µs of a MISS at concurrency 1 (README,
+   * hold it for the next turn of the event loop, about 40 µs of a MISS at concurrency 1 (README,
    * Performance, What a MISS adds). Lookups made while one waits are auto-pipelined, so that under
    * load they still leave together, in one socket write (src/store/redisConnection.ts). A Cluster's
    * lookups are all auto-pipelined, each batch to its node.
+   *
+   * A lookup written at once may overtake auto-pipelined commands of the same turn, such as the
+   * epochs set on a new connection: its mark then carries no epoch and its store is refused, once.
    */
   private mget(keys: string[]): Promise<Array<Buffer | null>> {
-    const alone = this.lookupsWaiting === 0 && this.client instanceof Redis;
+    if (!(this.client instanceof Redis)) return this.client.mgetBuffer(...keys);
+    const reply =
+      this.lookupsWaiting === 0
+        ? writeAtOnce(this.client, new Command('mget', keys, { replyEncoding: null, keyPrefix: this.client.options.keyPrefix }))
+        : this.client.mgetBuffer(...keys);
     this.lookupsWaiting += 1;
-    let reply: Promise<Array<Buffer | null>>;
-    if (alone) {
-      const command = new Command('mget', keys, { replyEncoding: null });
-      this.client.sendCommand(command);
-      reply = command.promise as Promise<Array<Buffer | null>>;
-    } else {
-      reply = this.client.mgetBuffer(...keys);
-    }
     return reply.finally(() => {
       this.lookupsWaiting -= 1;
     });
@@ -388,6 +387,12 @@ function decodeCheckedEntry(bytes: Buffer, keyCheck: Buffer): CachedResponse | u
   const checkAt = bytes.length - KEY_CHECK_BYTES;
   if (checkAt < 0 || !bytes.subarray(checkAt).equals(keyCheck)) return undefined;
   return decodeEntry(bytes.subarray(0, checkAt));
+}
+
+/** Sends `command` past auto-pipelining, as ioredis sends a pipeline's commands. */
+function writeAtOnce(client: Redis, command: Command): Promise<Array<Buffer | null>> {
+  client.sendCommand(command);
+  return command.promise as Promise<Array<Buffer | null>>;
 }
 
 function parseDrainReply(reply: unknown): [deleted: number, remaining: number] {
