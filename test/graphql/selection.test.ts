@@ -4,7 +4,8 @@ import { selectionOf } from '../../src/graphql/selection.js';
 
 const schema = buildSchema(`
   interface Node { id: ID! }
-  type Todo implements Node { id: ID! title: String author: User tags: [String!]! }
+  interface Entry implements Node { id: ID! title: String }
+  type Todo implements Node & Entry { id: ID! title: String author: User tags: [String!]! }
   type User implements Node { id: ID! name: String todos(first: Int): [Todo!]! }
   union SearchResult = Todo | User
   input TodoFilter { done: Boolean }
@@ -52,6 +53,7 @@ describe('selectionOf', () => {
   });
 
   it.each([
+    ['an interface implementing another, and fragments on either', '{ node(id: 1) { ... on Entry { title ... on Node { id } } } }'],
     ['nested lists and arguments', '{ me { name todos(first: 2) { id tags author { name } } } }'],
     ['a union, its __typename and fragments on its members', '{ search(text: "a") { __typename ... on User { name } ... on Todo { title } } }'],
     ['meta fields on the query root and elsewhere', '{ __typename __schema { types { name } } __type(name: "Todo") { name } me { __typename __schema { x } } }'],
