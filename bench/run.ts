@@ -119,10 +119,10 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
     ['floor (continue)', 'floor.ts', ['continue'], wanted('miss')],
     ['Yoga', 'yoga.ts', [], wanted('yoga')],
   ]);
-  // Started after the others, so that seven children do not contend for the CPUs at once.
+  // Started after the others, so that eight children do not contend for the CPUs at once.
   // The identity client's HITs get a sidecar of their own: a scenario measured on a process right
   // after another one's load cost 5-10% less CPU than the same scenario measured first (README,
-  // Performance, Method), so every HIT scenario is its process's only one.
+  // Performance), so every HIT scenario is its process's only one.
   const [sidecarHeaderScope, sidecarJwtScope, sidecarIdentityClient] = await startChildren([
     ['sidecar (header scope)', 'sidecar.ts', [redis.url, origin.url, 'on', 'header'], wanted('hit', 'miss')],
     ['sidecar (JWT scope)', 'sidecar.ts', [redis.url, origin.url, 'on', 'jwt'], wanted('hit')],
