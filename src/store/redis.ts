@@ -15,6 +15,7 @@ import {
   RECORD_SHARD_INVALIDATION,
   RECORD_TAG_INVALIDATION,
   STORE_ENTRY,
+  TRIM_INDEXES,
   type LuaScript,
   type RedisClient,
 } from './redisScripts.js';
@@ -50,11 +51,13 @@ export class RedisStore implements CacheStore {
   private readonly layout: RedisKeyLayout;
   private readonly timeoutMs: number;
   private readonly localCache: RedisLocalCache | undefined;
+  private readonly logger: Logger;
 
   constructor(config: RedisConfig, options: RedisStoreOptions = {}) {
     this.layout = new RedisKeyLayout(config.keyPrefix);
     this.timeoutMs = config.commandTimeoutMs;
     const logger = options.logger ?? silentLogger();
+    this.logger = logger;
     const localCache = localCacheSettings(config);
     this.client = connectRedis(config, logger);
     this.localCache =
@@ -123,13 +126,10 @@ export class RedisStore implements CacheStore {
     }
     const { shard } = location;
     const tags = [...new Set(options.tags)];
-    const keys = [
-      entryKey,
-      this.layout.floorKey(shard),
-      this.layout.allEntriesKey(shard),
-      this.layout.epochKey(shard),
-      ...this.recordsAndIndexes(shard, tags),
-    ];
+    const allEntries = this.layout.allEntriesKey(shard);
+    const records = tags.map((tag) => this.layout.tagInvalidationKey(shard, tag));
+    const indexes = tags.map((tag) => this.layout.tagIndexKey(shard, tag));
+    const keys = [entryKey, this.layout.floorKey(shard), allEntries, this.layout.epochKey(shard), ...records, ...indexes];
     let stored: unknown;
     try {
       stored = await this.withinTimeout(
@@ -139,7 +139,6 @@ export class RedisStore implements CacheStore {
           mark.sequence,
           location.entryId,
           mark.epoch,
-          this.layout.entryKeyPrefix(shard),
         ]),
         'store',
       );
@@ -152,7 +151,11 @@ export class RedisStore implements CacheStore {
     // Redis's invalidation reaches them, and a MISS does not wait for that: both answers are the
     // origin's to this request and fresh, so serving the replaced one a moment longer is no stale
     // answer, while waiting on every replica would turn a slow one into a PASS here.
-    return stored === 1;
+    if (stored !== 1) return false;
+    // Once the answer is on its way: it is written in this turn of the event loop, and Node runs
+    // immediates after that turn's writes.
+    setImmediate(() => this.trimIndexes(shard, [allEntries, ...indexes]));
+    return true;
   }
 
   async invalidate(tags: readonly string[]): Promise<number> {
@@ -306,6 +309,17 @@ export class RedisStore implements CacheStore {
       removed += deleted;
       if (remaining === 0) return removed;
     }
+  }
+
+  /**
+   * Trims the indexes a store joined (TRIM_INDEXES). A trim that fails leaves ids of gone entries
+   * listed for a later store's trim, and at worst an extra MISS (redisLayout.ts): it is logged, not
+   * retried.
+   */
+  private trimIndexes(shard: number, indexes: string[]): void {
+    this.withinTimeout(TRIM_INDEXES.run(this.client, indexes, [this.layout.entryKeyPrefix(shard)]), 'trim').catch((error: unknown) => {
+      this.logger.debug({ err: error, shard }, 'redis index trim failed');
+    });
   }
 
   /** The tags' invalidation records, then their indexes, in the same order (KEYS of the tag scripts). */

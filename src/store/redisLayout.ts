@@ -31,9 +31,9 @@ import { createHash } from 'node:crypto';
  * MAX_PLAIN_TAG_BYTES are named by their hash, which bounds the length of every key.
  *
  * Indexes are trimmed lazily: an entry deleted through one tag, expired, or stored again with other
- * tags stays listed until a store into the index samples it and finds its entry gone (see
- * STORE_ENTRY), or the index expires. Invalidating through such a listing removes whatever entry is
- * at that key now: at worst an extra MISS, never a stale HIT.
+ * tags stays listed until the trim after a store into the index samples it and finds its entry gone
+ * (see TRIM_INDEXES), or the index expires. Invalidating through such a listing removes whatever
+ * entry is at that key now: at worst an extra MISS, never a stale HIT.
  */
 
 export const SHARD_COUNT = 16;

@@ -133,16 +133,12 @@ end
 /**
  * Stores an entry unless the mark is stale. KEYS: entry, floor, all-entries index, epoch, then the
  * tags' invalidation records, then the tags' indexes (same order). ARGV: encoded entry, ttl ms,
- * mark sequence, entry id, mark epoch, entry key prefix. Returns 1 when stored, 0 when refused.
+ * mark sequence, entry id, mark epoch. Returns 1 when stored, 0 when refused.
  *
- * Each index the entry joins is trimmed: random ids are checked one at a time, and removed while
- * their entries are gone, until a live one or TRIM_PROBES of them. An index gains one id per store;
- * when a share d of its ids are dead, a store removes d + d² + d³ + d⁴ of them on average, which
- * reaches that one id at d ≈ 0.52: it stays within about twice its live entries. When nearly all
- * are live (the usual case) this is one SRANDMEMBER and one EXISTS per index, which is what the
- * script's time goes on (README, Performance: What a MISS adds). An index's lifetime is extended
- * only when its longest-lived entry would outlive it, and then by an eighth more, so most stores
- * leave it as it is; it expires at most that eighth after its last entry.
+ * An index's lifetime is extended only when its longest-lived entry would outlive it, and then by
+ * an eighth more, so most stores leave it as it is; it expires at most that eighth after its last
+ * entry. The indexes the entry joined are trimmed afterwards, by TRIM_INDEXES: a MISS's answer
+ * waits for this script, and trimming was half of its time (README, Performance: What a MISS adds).
  */
 export const STORE_ENTRY = new LuaScript(`${ENSURE_EPOCH}
 local tagCount = (#KEYS - 4) / 2
@@ -173,13 +169,6 @@ end
 local ttlMs = tonumber(ARGV[2])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttlMs)
 local function index(key)
-  for _ = 1, ${TRIM_PROBES} do
-    local id = redis.call('SRANDMEMBER', key)
-    if not id or redis.call('EXISTS', ARGV[6] .. id) == 1 then
-      break
-    end
-    redis.call('SREM', key, id)
-  end
   redis.call('SADD', key, ARGV[4])
   if redis.call('PTTL', key) < ttlMs then
     redis.call('PEXPIRE', key, ttlMs + math.floor(ttlMs / ${INDEX_TTL_SLACK_DIVISOR}))
@@ -190,6 +179,31 @@ for i = 5 + tagCount, 4 + 2 * tagCount do
   index(KEYS[i])
 end
 return 1
+`);
+
+/**
+ * Trims the indexes KEYS, which a store just joined: in each, random ids are checked one at a time,
+ * and removed while their entries are gone, until a live one or TRIM_PROBES of them. ARGV: entry key
+ * prefix. Returns the number of ids removed.
+ *
+ * An index gains one id per store; when a share d of its ids are dead, a store's trim removes
+ * d + d² + d³ + d⁴ of them on average, which reaches that one id at d ≈ 0.52: it stays within about
+ * twice its live entries. When nearly all are live (the usual case) this is one SRANDMEMBER and one
+ * EXISTS per index. An id is removed only while its entry is absent, inside this script, so a store
+ * of that entry made before or after it keeps its id listed.
+ */
+export const TRIM_INDEXES = new LuaScript(`
+local removed = 0
+for i = 1, #KEYS do
+  for _ = 1, ${TRIM_PROBES} do
+    local id = redis.call('SRANDMEMBER', KEYS[i])
+    if not id or redis.call('EXISTS', ARGV[1] .. id) == 1 then
+      break
+    end
+    removed = removed + redis.call('SREM', KEYS[i], id)
+  end
+end
+return removed
 `);
 
 /**
