@@ -394,12 +394,18 @@ export class DecisionEngine {
     if (identified.kind === 'refused') return this.passOn(exchange, identified.failure, identified.detail, context);
     const { canonicalVariables, target } = request;
     const scoped = scopeAndKey(policy, checked.selected, canonicalVariables, target, head.headers, config, this.deps.scopeKeySecret, identified.identities);
+    // What a MISS forwards is worked out while Redis answers the lookup, when it is not answered at
+    // once: for a document not seen before that is about 40 µs off the MISS's path (README,
+    // Performance: What a MISS adds); a HIT from Redis pays a remembered read.
+    let prepared: PreparedOperation | undefined;
+    const prepare = (): PreparedOperation => (prepared ??= prepareOperation(schema, checked.selected.document, config.keyFields, listArgumentIndex(schema, config.listArguments)));
     const found = await lookupOrCoalesce(scoped.key, {
       store: this.deps.store,
       coalescer: this.coalescer,
       now: this.now,
       coalesceWaitMs: config.cache.coalesceWaitMs,
       onCoalesced: () => this.report((events) => events.coalesced()),
+      meanwhile: prepare,
     });
     if (found.kind === 'unavailable') {
       this.deps.logger.warn({ err: found.error }, 'cache store unavailable; passing to origin');
@@ -413,7 +419,6 @@ export class DecisionEngine {
     }
     exchange.lead(found.leadership);
     exchange.staleHold = this.holdForOriginFailure(context, found.expired, { key: scoped.key, staleIfError: policy.staleIfError, scopeHeaders: scoped.scopeHeaders });
-    const prepared = prepareOperation(schema, checked.selected.document, config.keyFields, listArgumentIndex(schema, config.listArguments));
     const plan: StorePlan = {
       kind: 'store',
       key: scoped.key,
@@ -423,12 +428,12 @@ export class DecisionEngine {
       mark: found.mark,
       policy,
       schema,
-      prepared,
+      prepared: prepare(),
       scopeHeaders: scoped.scopeHeaders,
       keyedRequestHeaders: keyedRequestHeaders(policy, config),
       limits: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes, ignoreOriginCacheControl: config.cache.ignoreOriginCacheControl },
     };
-    return this.forward(context, plan, originQueryOf(prepared));
+    return this.forward(context, plan, originQueryOf(plan.prepared));
   }
 
   /**

@@ -278,12 +278,15 @@ export interface LookupDependencies {
   coalesceWaitMs: number;
   /** Told of each request answered from the entry its leader's fetch stored. */
   onCoalesced: () => void;
+  /** Run while the store answers the lookup, when it does not answer at once. */
+  meanwhile: () => void;
 }
 
 export async function lookupOrCoalesce(key: string, deps: LookupDependencies): Promise<LookupResult> {
   let lookup;
   try {
     const found = deps.store.lookup(key);
+    if (found instanceof Promise) deps.meanwhile();
     lookup = found instanceof Promise ? await found : found;
   } catch (error) {
     return { kind: 'unavailable', error: errorMessage(error) };

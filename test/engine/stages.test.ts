@@ -20,6 +20,7 @@ import {
 import { cachePolicyFor, selectsUnnamedIntrospection } from '../../src/engine/rules.js';
 import { selectionOf } from '../../src/graphql/selection.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import type { CacheStore } from '../../src/store/index.js';
 import { MemoryPersistedQueryRegistry } from '../../src/apq/registry.js';
 import { silentLogger } from '../../src/observability/index.js';
 import { demoSchemaSDL } from '../support/origin.js';
@@ -266,7 +267,7 @@ describe('lookupOrCoalesce', () => {
   it('hits a fresh entry, leads the fetch of a missing one, and follows no one without waiting', async () => {
     const store = await withStored(1_000, 60, 0);
     const coalescer = new MissCoalescer();
-    const deps = { store, coalescer, now: () => 2_000, coalesceWaitMs: 0, onCoalesced: () => {} };
+    const deps = { store, coalescer, now: () => 2_000, coalesceWaitMs: 0, onCoalesced: () => {}, meanwhile: () => {} };
     expect(await lookupOrCoalesce('k', deps)).toMatchObject({ kind: 'hit', entry: { storedAt: 1_000 } });
     const miss = await lookupOrCoalesce('other', deps);
     expect(miss).toMatchObject({ kind: 'miss', leadership: { release: expect.any(Function) } });
@@ -276,7 +277,7 @@ describe('lookupOrCoalesce', () => {
   it('serves a stale entry within swr while another request refreshes it', async () => {
     const store = await withStored(0, 10, 30);
     const coalescer = new MissCoalescer();
-    const deps = { store, coalescer, now: () => 20_000, coalesceWaitMs: 0, onCoalesced: () => {} };
+    const deps = { store, coalescer, now: () => 20_000, coalesceWaitMs: 0, onCoalesced: () => {}, meanwhile: () => {} };
     expect(await lookupOrCoalesce('k', deps)).toMatchObject({ kind: 'miss', leadership: { release: expect.any(Function) } });
     expect(await lookupOrCoalesce('k', deps)).toMatchObject({ kind: 'hit', entry: { storedAt: 0 } });
   });
@@ -285,7 +286,7 @@ describe('lookupOrCoalesce', () => {
     const store = new MemoryStore({ maxBytes: 1024 * 1024 });
     let coalesced = 0;
     const { coalescer, following } = watchedCoalescer();
-    const deps = { store, coalescer, now: () => 2_000, coalesceWaitMs: 60_000, onCoalesced: () => (coalesced += 1) };
+    const deps = { store, coalescer, now: () => 2_000, coalesceWaitMs: 60_000, onCoalesced: () => (coalesced += 1), meanwhile: () => {} };
     const leader = await lookupOrCoalesce('k', deps);
     if (leader.kind !== 'miss' || !leader.leadership) throw new Error('the first request should lead');
     const follower = lookupOrCoalesce('k', deps);
@@ -300,7 +301,7 @@ describe('lookupOrCoalesce', () => {
     const store = new MemoryStore({ maxBytes: 1024 * 1024 });
     let coalesced = 0;
     const { coalescer, following } = watchedCoalescer();
-    const deps = { store, coalescer, now: () => 2_000, coalesceWaitMs: 60_000, onCoalesced: () => (coalesced += 1) };
+    const deps = { store, coalescer, now: () => 2_000, coalesceWaitMs: 60_000, onCoalesced: () => (coalesced += 1), meanwhile: () => {} };
     const leader = await lookupOrCoalesce('k', deps);
     if (leader.kind !== 'miss' || !leader.leadership) throw new Error('the first request should lead');
     const follower = lookupOrCoalesce('k', deps);
@@ -313,6 +314,31 @@ describe('lookupOrCoalesce', () => {
   it('says the store is unavailable rather than throwing', async () => {
     const store = new MemoryStore({ maxBytes: 1024 });
     store.lookup = () => Promise.reject(new Error('redis down'));
-    expect(await lookupOrCoalesce('k', { store, coalescer: new MissCoalescer(), now: () => 0, coalesceWaitMs: 0, onCoalesced: () => {} })).toEqual({ kind: 'unavailable', error: 'redis down' });
+    expect(await lookupOrCoalesce('k', { store, coalescer: new MissCoalescer(), now: () => 0, coalesceWaitMs: 0, onCoalesced: () => {}, meanwhile: () => {} })).toEqual({ kind: 'unavailable', error: 'redis down' });
+  });
+
+  it('runs the work a MISS needs while the store answers, and not when the store answers at once', async () => {
+    const store = await withStored(1_000, 60, 0);
+    const events: string[] = [];
+    const meanwhile = () => events.push('meanwhile');
+    const stored = store.lookup.bind(store);
+    store.lookup = (key) => {
+      events.push('asked');
+      return stored(key).then((found) => {
+        events.push('answered');
+        return found;
+      });
+    };
+    const deps = { store, coalescer: new MissCoalescer(), now: () => 2_000, coalesceWaitMs: 0, onCoalesced: () => {}, meanwhile };
+    expect(await lookupOrCoalesce('k', deps)).toMatchObject({ kind: 'hit' });
+    expect(events).toEqual(['asked', 'meanwhile', 'answered']);
+
+    events.length = 0;
+    const answered = await stored('k');
+    // As the local cache answers a lookup it holds: the Lookup itself, not a promise.
+    const atOnce: CacheStore = store;
+    atOnce.lookup = () => answered;
+    expect(await lookupOrCoalesce('k', deps)).toMatchObject({ kind: 'hit' });
+    expect(events).toEqual([]);
   });
 });
