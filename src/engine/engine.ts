@@ -396,16 +396,24 @@ export class DecisionEngine {
     const scoped = scopeAndKey(policy, checked.selected, canonicalVariables, target, head.headers, config, this.deps.scopeKeySecret, identified.identities);
     // What a MISS forwards is worked out while Redis answers the lookup, when it is not answered at
     // once: for a document not seen before that is about 40 µs off the MISS's path (README,
-    // Performance: What a MISS adds); a HIT from Redis pays a remembered read.
+    // Performance: What a MISS adds). A HIT from Redis pays it once per document this process has
+    // not prepared. An error here is left for the MISS's own call below, inside guarded(), as before.
     let prepared: PreparedOperation | undefined;
     const prepare = (): PreparedOperation => (prepared ??= prepareOperation(schema, checked.selected.document, config.keyFields, listArgumentIndex(schema, config.listArguments)));
+    const prepareMeanwhile = (): void => {
+      try {
+        prepare();
+      } catch {
+        // Thrown again by prepare() when the lookup misses.
+      }
+    };
     const found = await lookupOrCoalesce(scoped.key, {
       store: this.deps.store,
       coalescer: this.coalescer,
       now: this.now,
       coalesceWaitMs: config.cache.coalesceWaitMs,
       onCoalesced: () => this.report((events) => events.coalesced()),
-      meanwhile: prepare,
+      meanwhile: prepareMeanwhile,
     });
     if (found.kind === 'unavailable') {
       this.deps.logger.warn({ err: found.error }, 'cache store unavailable; passing to origin');

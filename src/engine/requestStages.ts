@@ -278,7 +278,10 @@ export interface LookupDependencies {
   coalesceWaitMs: number;
   /** Told of each request answered from the entry its leader's fetch stored. */
   onCoalesced: () => void;
-  /** Run while the store answers the lookup, when it does not answer at once. */
+  /**
+   * Run while the store answers the lookup, when it does not answer at once. Must not throw: the
+   * lookup is not awaited yet, so its rejection would go unhandled.
+   */
   meanwhile: () => void;
 }
 
