@@ -127,8 +127,7 @@ export class RedisStore implements CacheStore {
     const { shard } = location;
     const tags = [...new Set(options.tags)];
     const allEntries = this.layout.allEntriesKey(shard);
-    const records = tags.map((tag) => this.layout.tagInvalidationKey(shard, tag));
-    const indexes = tags.map((tag) => this.layout.tagIndexKey(shard, tag));
+    const { records, indexes } = this.recordsAndIndexes(shard, tags);
     const keys = [entryKey, this.layout.floorKey(shard), allEntries, this.layout.epochKey(shard), ...records, ...indexes];
     let stored: unknown;
     try {
@@ -152,8 +151,10 @@ export class RedisStore implements CacheStore {
     // origin's to this request and fresh, so serving the replaced one a moment longer is no stale
     // answer, while waiting on every replica would turn a slow one into a PASS here.
     if (stored !== 1) return false;
-    // Once the answer is on its way: it is written in this turn of the event loop, and Node runs
-    // immediates after that turn's writes.
+    // Once the answer is on its way: the engine hands it to grpc-js in this turn of the event loop
+    // (storeResponse, then the ext_proc stream's call.write), HTTP/2 writes it to the socket from a
+    // native immediate, and Node runs those before setImmediate callbacks. Under backpressure the
+    // trim may leave first; the answer never waits for it.
     setImmediate(() => this.trimIndexes(shard, [allEntries, ...indexes]));
     return true;
   }
@@ -166,9 +167,10 @@ export class RedisStore implements CacheStore {
     return this.onEveryShard(async (shard) => {
       let removed = 0;
       for (const slice of slices(uniqueTags, KEYS_PER_CALL)) {
+        const { records, indexes } = this.recordsAndIndexes(shard, slice);
         removed += await this.drainShard(
           INVALIDATE_TAGS,
-          [this.layout.sequenceKey(shard), this.layout.epochKey(shard), ...this.recordsAndIndexes(shard, slice)],
+          [this.layout.sequenceKey(shard), this.layout.epochKey(shard), ...records, ...indexes],
           (firstCall) => [this.layout.entryKeyPrefix(shard), INVALIDATION_RECORD_TTL_MS, DRAIN_BUDGET, firstCall ? '1' : '0'],
         );
       }
@@ -322,9 +324,12 @@ export class RedisStore implements CacheStore {
     });
   }
 
-  /** The tags' invalidation records, then their indexes, in the same order (KEYS of the tag scripts). */
-  private recordsAndIndexes(shard: number, tags: readonly string[]): string[] {
-    return [...tags.map((tag) => this.layout.tagInvalidationKey(shard, tag)), ...tags.map((tag) => this.layout.tagIndexKey(shard, tag))];
+  /** The tags' invalidation records and their indexes, in the tags' order (KEYS of the tag scripts, records first). */
+  private recordsAndIndexes(shard: number, tags: readonly string[]): { records: string[]; indexes: string[] } {
+    return {
+      records: tags.map((tag) => this.layout.tagInvalidationKey(shard, tag)),
+      indexes: tags.map((tag) => this.layout.tagIndexKey(shard, tag)),
+    };
   }
 
   /**

@@ -99,7 +99,7 @@ local function ensureEpoch(key)
 end
 `;
 
-/** At most this many ids a store checks in each index it joins (README, Performance: Redis memory). */
+/** At most this many ids the trim after a store checks in each index the store joined (TRIM_INDEXES). */
 const TRIM_PROBES = 4;
 /** An index outlives its longest-lived entry by up to 1/8 of that entry's lifetime, so stores in that time need not extend it. */
 const INDEX_TTL_SLACK_DIVISOR = 8;
@@ -184,26 +184,25 @@ return 1
 /**
  * Trims the indexes KEYS, which a store just joined: in each, random ids are checked one at a time,
  * and removed while their entries are gone, until a live one or TRIM_PROBES of them. ARGV: entry key
- * prefix. Returns the number of ids removed.
+ * prefix.
  *
  * An index gains one id per store; when a share d of its ids are dead, a store's trim removes
  * d + d² + d³ + d⁴ of them on average, which reaches that one id at d ≈ 0.52: it stays within about
  * twice its live entries. When nearly all are live (the usual case) this is one SRANDMEMBER and one
- * EXISTS per index. An id is removed only while its entry is absent, inside this script, so a store
- * of that entry made before or after it keeps its id listed.
+ * EXISTS per index. The id the store just added can be drawn too, and ends the sampling as any live
+ * one does. An id is removed only while its entry is absent, inside this script, so a store of that
+ * entry made before or after it keeps its id listed.
  */
 export const TRIM_INDEXES = new LuaScript(`
-local removed = 0
 for i = 1, #KEYS do
   for _ = 1, ${TRIM_PROBES} do
     local id = redis.call('SRANDMEMBER', KEYS[i])
     if not id or redis.call('EXISTS', ARGV[1] .. id) == 1 then
       break
     end
-    removed = removed + redis.call('SREM', KEYS[i], id)
+    redis.call('SREM', KEYS[i], id)
   end
 end
-return removed
 `);
 
 /**
