@@ -1,4 +1,4 @@
-import { BREAK, OperationTypeNode, visit, type DocumentNode, type GraphQLSchema } from 'graphql';
+import { BREAK, Kind, OperationTypeNode, visit, type ASTNode, type DirectiveNode, type DocumentNode, type GraphQLSchema, type SelectionSetNode } from 'graphql';
 import { resolvePersistedQuery, type PersistedQueryRefusal, type PersistedQueryRegistration } from '../apq/index.js';
 import type { Config } from '../config/index.js';
 import { parseDocument, selectOperation } from '../graphql/index.js';
@@ -117,12 +117,50 @@ export interface DocumentAnalysis {
   unnamedIntrospection: boolean;
 }
 
-/** Whether a document asks for an incremental (streamed) answer anywhere in it. */
+/**
+ * Whether a document asks for an incremental (streamed) answer anywhere in it: `@defer` or
+ * `@stream` on any node. Operations and fragments are read directly, which took a new document's
+ * check from 3.4 to 0.3 µs against graphql's `visit` (README, Performance: What a MISS adds); any
+ * other definition (type-system ones, which no origin runs) is visited.
+ */
 export function usesIncrementalDelivery(document: DocumentNode): boolean {
+  return document.definitions.some((definition) => {
+    switch (definition.kind) {
+      case Kind.OPERATION_DEFINITION:
+      case Kind.FRAGMENT_DEFINITION:
+        return (
+          hasIncrementalDirective(definition.directives) ||
+          (definition.variableDefinitions ?? []).some((variable) => hasIncrementalDirective(variable.directives)) ||
+          selectsIncrementally(definition.selectionSet)
+        );
+      default:
+        return visitedIncrementally(definition);
+    }
+  });
+}
+
+function selectsIncrementally(selectionSet: SelectionSetNode | undefined): boolean {
+  return (
+    selectionSet !== undefined &&
+    selectionSet.selections.some(
+      (selection) => hasIncrementalDirective(selection.directives) || (selection.kind !== Kind.FRAGMENT_SPREAD && selectsIncrementally(selection.selectionSet)),
+    )
+  );
+}
+
+function hasIncrementalDirective(directives: readonly DirectiveNode[] | undefined): boolean {
+  return directives !== undefined && directives.some(isIncrementalDirective);
+}
+
+function isIncrementalDirective(directive: DirectiveNode): boolean {
+  return directive.name.value === 'defer' || directive.name.value === 'stream';
+}
+
+function visitedIncrementally(node: ASTNode): boolean {
   let found = false;
-  visit(document, {
-    Directive(node) {
-      if (node.name.value !== 'defer' && node.name.value !== 'stream') return undefined;
+  visit(node, {
+    Directive(directive) {
+      if (!isIncrementalDirective(directive)) return undefined;
       found = true;
       return BREAK;
     },

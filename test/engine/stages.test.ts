@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { buildSchema, type DocumentNode } from 'graphql';
+import { BREAK, buildSchema, parse, visit, type DocumentNode } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { configSchema, type Config } from '../../src/config/schema.js';
 import { MissCoalescer } from '../../src/engine/coalescing.js';
@@ -144,6 +144,39 @@ describe('checkSentQueryText and checkLimits', () => {
       errorCode: 'QUERY_TOO_DEEP',
       response: { status: 400 },
     });
+  });
+});
+
+describe('usesIncrementalDelivery', () => {
+  /** What it answered when it visited every node with graphql's `visit`: the oracle the direct walk is held to. */
+  function visitedIncrementally(document: DocumentNode): boolean {
+    let found = false;
+    visit(document, {
+      Directive(node) {
+        if (node.name.value !== 'defer' && node.name.value !== 'stream') return undefined;
+        found = true;
+        return BREAK;
+      },
+    });
+    return found;
+  }
+
+  it.each([
+    ['no directive', '{ todos { id } }', false],
+    ['another directive, deep', '{ todos { id ... on Todo { author { name @skip(if: true) } } } }', false],
+    ['@defer on an inline fragment', '{ todos { id ... @defer { title } } }', true],
+    ['@defer on a fragment spread', '{ todos { ...F @defer } } fragment F on Todo { id }', true],
+    ['@stream in a fragment definition', '{ ...F } fragment F on Query { todos @stream { id } }', true],
+    ['@defer on an aliased field deep down', '{ a: todos { b: author { c: name @defer } } }', true],
+    ['@defer on the operation', 'query Q @defer { todos { id } }', true],
+    ['@stream on a variable definition', 'query Q($first: Int @stream) { todos { id } }', true],
+    ['@defer on a fragment definition', 'query Q { ...F } fragment F on Query @defer { todos { id } }', true],
+    ['type-system definitions with other directives', '{ todos { id } } type T { f: Int @deprecated }', false],
+    ['@stream in a type-system definition', 'type T { f: Int @stream } { todos { id } }', true],
+  ])('%s', (_, query, streams) => {
+    const document = parse(query, { noLocation: true });
+    expect(usesIncrementalDelivery(document)).toBe(streams);
+    expect(visitedIncrementally(document)).toBe(streams);
   });
 });
 
