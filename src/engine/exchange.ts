@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { DocumentNode, GraphQLSchema } from 'graphql';
 import type { PersistedQueryRegistration } from '../apq/index.js';
 import type { MutationPolicy } from '../config/index.js';
@@ -137,12 +137,13 @@ export class Exchange {
  * popular document again and again.
  */
 export function documentHashOf(selected: { document: DocumentNode; normalised: string }): string {
-  let hash = hashesByDocument.get(selected.document);
-  if (hash === undefined) {
-    hash = createHash('sha256').update(selected.normalised).digest('hex').slice(0, 12);
-    hashesByDocument.set(selected.document, hash);
+  let documentHash = hashesByDocument.get(selected.document);
+  if (documentHash === undefined) {
+    // One-shot, as the cache key's (cacheKey.ts): no Hash object per new document.
+    documentHash = hash('sha256', selected.normalised, 'hex').slice(0, 12);
+    hashesByDocument.set(selected.document, documentHash);
   }
-  return hash;
+  return documentHash;
 }
 
 const hashesByDocument = new WeakMap<DocumentNode, string>();
