@@ -3,7 +3,7 @@ import { LRUCache } from 'lru-cache';
 import type { JwtScopeSettings } from '../config/index.js';
 import { cookieValue, headerValues, type HeaderList } from '../http/index.js';
 import { TokenVerifier, type JwtFailure, type KeySetOptions } from '../jwt/index.js';
-import { definitionOf, scopeSources, type ScopeDefinitions } from './scopes.js';
+import { sourcesOf, type ScopeDefinitions, type ScopeSource } from './scopes.js';
 
 /**
  * The identities of a request's JWT scopes (README, Scopes): each scope's token is verified once
@@ -43,7 +43,7 @@ export class JwtScopes {
       const configured = definitions[scope];
       if (configured === undefined || typeof configured === 'string') continue;
       identities ??= new Map();
-      const token = tokenOf(definitionOf(configured), headers);
+      const token = tokenOf(sourcesOf(definitions, scope), headers);
       if (token === undefined) {
         identities.set(scope, undefined);
         continue;
@@ -115,8 +115,8 @@ class RememberingVerifier {
  * The token in a JWT scope's one source: undefined when the request has none, '' when it is not one
  * token (the header sent twice, or empty); a `Bearer ` prefix is dropped.
  */
-function tokenOf(definition: string, headers: HeaderList): string | undefined {
-  const [source] = scopeSources(definition);
+function tokenOf(sources: readonly ScopeSource[], headers: HeaderList): string | undefined {
+  const [source] = sources;
   if (source === undefined) return undefined;
   if (source.kind === 'cookie') return cookieValue(headers, source.name);
   const values = headerValues(headers, source.name);

@@ -66,7 +66,7 @@ export function scopeBucketKey(
 }
 
 /** A scope's sources, parsed once per config's scope definitions rather than on every request. */
-function sourcesOf(definitions: ScopeDefinitions, scope: string): readonly ScopeSource[] {
+export function sourcesOf(definitions: ScopeDefinitions, scope: string): readonly ScopeSource[] {
   let byScope = sourcesByDefinitions.get(definitions);
   if (byScope === undefined) {
     byScope = new Map();
