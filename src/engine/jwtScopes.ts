@@ -1,4 +1,4 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac, hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { JwtScopeSettings } from '../config/index.js';
 import { cookieValue, headerValues, type HeaderList } from '../http/index.js';
@@ -126,5 +126,6 @@ function tokenOf(sources: readonly ScopeSource[], headers: HeaderList): string |
 }
 
 function hashOf(token: string): string {
-  return createHash('sha256').update(token).digest('base64url');
+  // One-shot, as the cache key's (cacheKey.ts): every JWT-scoped request hashes its token.
+  return hash('sha256', token, 'base64url');
 }
