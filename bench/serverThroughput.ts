@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -51,7 +51,11 @@ export async function h2loadMissing(): Promise<string | undefined> {
 
 /** A short unmeasured run to warm the server's JIT and connections, then the measured one. */
 export async function measureServerThroughput(server: ChildServer, plan: ServerThroughputPlan): Promise<ServerThroughputFigures> {
-  const stream = await grpcStreamArguments(server, plan.frame);
+  return inScratchDirectory(async (directory) => measureThroughputWithFrameIn(directory, server, plan));
+}
+
+async function measureThroughputWithFrameIn(directory: string, server: ChildServer, plan: ServerThroughputPlan): Promise<ServerThroughputFigures> {
+  const stream = await grpcStreamArguments(directory, server, plan.frame);
   const argumentsFor = (requests: number): string[] => [
     '--requests', String(requests),
     '--clients', String(plan.connections),
@@ -96,8 +100,25 @@ export interface FixedRatePlan {
  * plan, which shows a schedule that slipped.
  */
 export async function measureFixedRateWithH2load(server: ChildServer, plan: FixedRatePlan): Promise<OpenLoopFigures> {
-  const logFile = join(tmpdir(), `svc-cache-bench-fixed-rate-${process.pid}.log`);
-  await rm(logFile, { force: true });
+  return inScratchDirectory(async (directory) => measureFixedRateWithFilesIn(directory, server, plan));
+}
+
+/**
+ * Runs `use` with a new directory under the system's temporary one, and removes the directory
+ * afterwards whether `use` succeeded or threw: each h2load run reads its frame from a file and
+ * writes its log to one, and a bench run, failed or not, leaves neither behind.
+ */
+export async function inScratchDirectory<T>(use: (directory: string) => Promise<T>): Promise<T> {
+  const directory = await mkdtemp(join(tmpdir(), 'svc-cache-bench-'));
+  try {
+    return await use(directory);
+  } finally {
+    await rm(directory, { recursive: true, force: true });
+  }
+}
+
+async function measureFixedRateWithFilesIn(directory: string, server: ChildServer, plan: FixedRatePlan): Promise<OpenLoopFigures> {
+  const logFile = join(directory, 'fixed-rate.log');
   await run([
     '--rps', String(plan.ratePerSecond / plan.connections),
     '--clients', String(plan.connections),
@@ -105,10 +126,9 @@ export async function measureFixedRateWithH2load(server: ChildServer, plan: Fixe
     '--duration', String(plan.durationSeconds),
     '--warm-up-time', String(plan.warmupSeconds),
     '--log-file', logFile,
-    ...(await grpcStreamArguments(server, plan.frame)),
+    ...(await grpcStreamArguments(directory, server, plan.frame)),
   ]);
   const log = readFixedRateLog(await readFile(logFile, 'utf8'));
-  await rm(logFile, { force: true });
   const sorted = log.answeredMs.sort();
   const errors = log.errors;
   const achieved = log.closed / plan.durationSeconds;
@@ -156,9 +176,12 @@ const FIXED_RATE_MAX_STREAMS = 1000;
 /** Below this share of the planned rate, the figures do not describe that rate. */
 const MIN_ACHIEVED_SHARE = 0.95;
 
-/** h2load's arguments for streams that each send `frame` to the server's ext_proc method over h2c, with gRPC's headers. */
-async function grpcStreamArguments(server: ChildServer, frame: Buffer): Promise<string[]> {
-  const frameFile = join(tmpdir(), `svc-cache-bench-frame-${process.pid}.bin`);
+/**
+ * h2load's arguments for streams that each send `frame` to the server's ext_proc method over h2c,
+ * with gRPC's headers; the frame is written to a file in `directory`.
+ */
+async function grpcStreamArguments(directory: string, server: ChildServer, frame: Buffer): Promise<string[]> {
+  const frameFile = join(directory, 'frame.bin');
   await writeFile(frameFile, frame);
   return [
     '--data', frameFile,

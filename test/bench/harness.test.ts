@@ -1,7 +1,10 @@
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { grpcFrame } from '../../bench/grpcFrame.js';
 import { SCENARIO_GROUPS, parseOptions } from '../../bench/options.js';
-import { parseH2loadOutput, readFixedRateLog } from '../../bench/serverThroughput.js';
+import { inScratchDirectory, parseH2loadOutput, readFixedRateLog } from '../../bench/serverThroughput.js';
 import { getRequestHeaders } from '../../bench/workload.js';
 import { externalProcessorService } from '../../src/extproc/protocol.js';
 
@@ -24,6 +27,24 @@ describe('bench harness', () => {
     expect(parseH2loadOutput(output)).toEqual({ seconds: 2.87, succeeded: 29990 });
     expect(parseH2loadOutput(output.replace('2.87s', '870.5ms'))).toEqual({ seconds: 0.8705, succeeded: 29990 });
     expect(() => parseH2loadOutput('connect: Connection refused')).toThrow('unexpected h2load output');
+  });
+
+  it("removes h2load's scratch directory, files included, after a run and after one that failed", async () => {
+    const directories: string[] = [];
+    const answer = await inScratchDirectory(async (directory) => {
+      directories.push(directory);
+      await writeFile(join(directory, 'frame.bin'), 'x');
+      return 'measured';
+    });
+    const failure = inScratchDirectory(async (directory) => {
+      directories.push(directory);
+      await writeFile(join(directory, 'fixed-rate.log'), 'x');
+      throw new Error('h2load failed');
+    });
+    await expect(failure).rejects.toThrow('h2load failed');
+    expect(answer).toBe('measured');
+    expect(directories).toHaveLength(2);
+    expect(directories.filter((directory) => existsSync(directory))).toEqual([]);
   });
 
   it('counts failed and non-200 streams of an h2load log as errors, not those answered during the warm-up', () => {
