@@ -51,5 +51,7 @@ COPY proto ./proto
 USER 1000:1000
 # 50051 ext_proc gRPC (and gRPC health), 9901 admin (/healthz, /readyz, /metrics).
 EXPOSE 50051 9901
-ENTRYPOINT ["node", "dist/cli.js"]
+# A young generation that stays at its full size through quiet spells, which Node accepts on its
+# command line only (README, Performance, Garbage collection).
+ENTRYPOINT ["node", "--min-semi-space-size=16", "dist/cli.js"]
 CMD ["serve", "--config", "/etc/svc-cache/config.yaml"]

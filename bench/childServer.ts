@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { SIDECAR_NODE_FLAGS } from '../src/sidecar/garbageCollection.js';
 import type { ChildMessage, ControlCommand } from './children/control.js';
 
 /** A server the harness runs in a child process of its own (see children/control.ts). */
@@ -17,7 +18,8 @@ export interface ChildServer {
 
 /** `script` is a file under bench/children, run by Node with tsx as the harness itself runs. */
 export async function startChildServer(name: string, script: string, args: readonly string[] = []): Promise<ChildServer> {
-  const child = spawn(process.execPath, ['--import', TSX_LOADER, fileURLToPath(new URL(`./children/${script}`, import.meta.url)), ...args], {
+  // Every server runs with the Node flags production's sidecar runs with, the floor and Yoga too.
+  const child = spawn(process.execPath, [...SIDECAR_NODE_FLAGS, '--import', TSX_LOADER, fileURLToPath(new URL(`./children/${script}`, import.meta.url)), ...args], {
     // The child's stdout goes to the harness's stderr: with --json, stdout carries the JSON alone.
     stdio: ['ignore', 2, 'inherit', 'ipc'],
   });

@@ -1,3 +1,3 @@
 /** The folder's one door: what other folders of src/ may use. */
 export { startSidecar } from './sidecar.js';
-export { stopPretenuring } from './garbageCollection.js';
+export { SIDECAR_NODE_FLAGS, stopPretenuring } from './garbageCollection.js';

@@ -1,4 +1,5 @@
 import { SIDECAR_MAX_REQUESTS_PER_CONNECTION } from '../../src/gateway/processorClient.js';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -6,6 +7,7 @@ import { parse as parseYaml } from 'yaml';
 import { parseConfig } from '../../src/config/index.js';
 import { configSchema } from '../../src/config/schema.js';
 import { EXT_PROC_SERVICE } from '../../src/extproc/protocol.js';
+import { SIDECAR_NODE_FLAGS } from '../../src/sidecar/index.js';
 
 /**
  * The files that run svc-cache for real (deploy/sidecar/envoy.yaml, the Dockerfile and
@@ -171,12 +173,22 @@ describe('Dockerfile and .dockerignore', () => {
     expect(demoStage).toContain('COPY --from=build /app/dist-dev ./dist-dev');
   });
 
-  it('runs as a non-root user with node dist/cli.js serve --config /etc/svc-cache/config.yaml', () => {
+  it("runs as a non-root user with node, the sidecar's Node flags, dist/cli.js serve --config /etc/svc-cache/config.yaml", () => {
     const user = finalStage.find((line) => line.startsWith('USER '))?.slice('USER '.length);
     expect(user).toBeDefined();
     expect(user).not.toMatch(/^(0|root)(:|$)/);
-    expect(finalStage).toContain('ENTRYPOINT ["node", "dist/cli.js"]');
+    expect(finalStage).toContain(`ENTRYPOINT [${['node', ...SIDECAR_NODE_FLAGS, 'dist/cli.js'].map((part) => `"${part}"`).join(', ')}]`);
     expect(finalStage).toContain('CMD ["serve", "--config", "/etc/svc-cache/config.yaml"]');
+  });
+
+  it("passes Node flags this Node accepts, which give the young generation its full size from the start", () => {
+    const newSpace = spawnSync(
+      process.execPath,
+      [...SIDECAR_NODE_FLAGS, '-e', "process.stdout.write(String(require('node:v8').getHeapSpaceStatistics().find((space) => space.space_name === 'new_space').space_size))"],
+      { encoding: 'utf8' },
+    );
+    expect(newSpace.stderr).toBe('');
+    expect(Number(newSpace.stdout)).toBeGreaterThanOrEqual(16 * 1024 * 1024);
   });
 
   it('sends only what the build copies', () => {
