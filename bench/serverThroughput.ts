@@ -51,7 +51,7 @@ export async function h2loadMissing(): Promise<string | undefined> {
 
 /** A short unmeasured run to warm the server's JIT and connections, then the measured one. */
 export async function measureServerThroughput(server: ChildServer, plan: ServerThroughputPlan): Promise<ServerThroughputFigures> {
-  return inScratchDirectory(async (directory) => measureThroughputWithFrameIn(directory, server, plan));
+  return inScratchDirectory((directory) => measureThroughputWithFrameIn(directory, server, plan));
 }
 
 async function measureThroughputWithFrameIn(directory: string, server: ChildServer, plan: ServerThroughputPlan): Promise<ServerThroughputFigures> {
@@ -100,13 +100,13 @@ export interface FixedRatePlan {
  * plan, which shows a schedule that slipped.
  */
 export async function measureFixedRateWithH2load(server: ChildServer, plan: FixedRatePlan): Promise<OpenLoopFigures> {
-  return inScratchDirectory(async (directory) => measureFixedRateWithFilesIn(directory, server, plan));
+  return inScratchDirectory((directory) => measureFixedRateWithFilesIn(directory, server, plan));
 }
 
 /**
  * Runs `use` with a new directory under the system's temporary one, and removes the directory
  * afterwards whether `use` succeeded or threw: each h2load run reads its frame from a file and
- * writes its log to one, and a bench run, failed or not, leaves neither behind.
+ * writes its log to one, and a measurement that returns or throws leaves neither behind.
  */
 export async function inScratchDirectory<T>(use: (directory: string) => Promise<T>): Promise<T> {
   const directory = await mkdtemp(join(tmpdir(), 'svc-cache-bench-'));
