@@ -18,7 +18,8 @@ export interface ChildServer {
 
 /** `script` is a file under bench/children, run by Node with tsx as the harness itself runs. */
 export async function startChildServer(name: string, script: string, args: readonly string[] = []): Promise<ChildServer> {
-  // Every server runs with the Node flags production's sidecar runs with, the floor and Yoga too.
+  // Every server runs with the Node flags production's sidecar runs with: the floor, as the
+  // sidecar's runtime, and Yoga too, so that the comparison is of the code and not of V8 settings.
   const child = spawn(process.execPath, [...SIDECAR_NODE_FLAGS, '--import', TSX_LOADER, fileURLToPath(new URL(`./children/${script}`, import.meta.url)), ...args], {
     // The child's stdout goes to the harness's stderr: with --json, stdout carries the JSON alone.
     stdio: ['ignore', 2, 'inherit', 'ipc'],

@@ -24,14 +24,18 @@ export function stopPretenuring(): void {
 
 /**
  * The Node flags `svc-cache serve` should run with, which a running process cannot set for itself
- * (V8 sizes its young generation when the process starts, and Node refuses them in NODE_OPTIONS):
- * the production image's entry point passes them (Dockerfile), and the bench's servers run with them.
+ * (V8 sizes its young generation when the process starts, and Node refuses the minimum in
+ * NODE_OPTIONS): the production image's entry point passes them (Dockerfile), and the bench's
+ * servers run with them.
  *
- * `--min-semi-space-size=16` keeps the young generation at V8's usual maximum, 16 MiB per
- * semi-space, instead of letting it shrink to 1 MiB whenever traffic pauses and grow back through
- * dozens of collections when it resumes. Measured in turns of load and pause (`npm run bench --
- * --only hit`): the first sidecar's POST HIT cost 73-78 µs of CPU in 6 of 6 runs with it, against
- * 102-130 without, and no scenario cost more. The price is memory: the 32 MiB V8 would take under
- * load anyway, now kept when idle too (README, Performance, Garbage collection).
+ * A young generation of 16 MiB per semi-space, always. V8 otherwise sizes it from the memory it
+ * sees, which Node reports as the container's limit: under the pod's 512 MiB that is 1 MiB, a
+ * collection every megabyte allocated (on a large host V8 allows 16 MiB). And it shrinks it to
+ * 1 MiB whenever traffic pauses, growing it back through dozens of collections when traffic
+ * resumes. Measured in turns of load and pause (`npm run bench -- --only hit`): the first sidecar's
+ * POST HIT cost 72.8-78.5 µs of CPU in 7 of 7 runs with a 16 MiB minimum, against 102.9-129.6
+ * without, and no scenario cost more. The price is memory, 48 MiB of young generation (two
+ * semi-spaces and as much for large young objects), which deploy/sidecar/pod.yaml budgets for
+ * (README, Performance, Garbage collection).
  */
-export const SIDECAR_NODE_FLAGS: readonly string[] = ['--min-semi-space-size=16'];
+export const SIDECAR_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=16', '--min-semi-space-size=16'];

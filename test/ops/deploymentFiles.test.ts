@@ -181,7 +181,7 @@ describe('Dockerfile and .dockerignore', () => {
     expect(finalStage).toContain('CMD ["serve", "--config", "/etc/svc-cache/config.yaml"]');
   });
 
-  it("passes Node flags this Node accepts, which give the young generation its full size from the start", () => {
+  it("passes Node flags this Node accepts, which give the young generation 16 MiB a semi-space from the start, whatever the host's memory", () => {
     const newSpace = spawnSync(
       process.execPath,
       [...SIDECAR_NODE_FLAGS, '-e', "process.stdout.write(String(require('node:v8').getHeapSpaceStatistics().find((space) => space.space_name === 'new_space').space_size))"],
@@ -220,6 +220,8 @@ describe('docker-compose.yml', () => {
     const svcCache = services['svc-cache']!;
     expect(svcCache.ports).toContain('8080:8080');
     expect(svcCache.command).toEqual(['serve', '--config', '/etc/svc-cache/config.yaml']);
+    // The image's entry point carries the sidecar's Node flags.
+    expect(svcCache.entrypoint).toBeUndefined();
     expect(mountsOf('svc-cache')).toEqual([{ source: './deploy/compose/config.yaml', target: '/etc/svc-cache/config.yaml' }]);
     for (const mount of [...mountsOf('svc-cache'), ...mountsOf('envoy')]) expect(existsSync(join(ROOT, mount.source))).toBe(true);
     expect(Object.keys(svcCache.environment)).toEqual(['SVC_PURGE_TOKEN', 'SVC_SCOPE_KEY_SECRET']);

@@ -134,6 +134,11 @@ describe.skipIf(kubectlMissing !== undefined)('the sidecar component added to th
     expect(objects.some((each) => each.kind === 'Secret'), 'secret values in the repository').toBe(false);
   });
 
+  it("keeps the image's entry point, whose Node flags size the young generation the memory limit budgets for", () => {
+    expect(container('svc-cache').command).toBeUndefined();
+    expect(container('svc-cache').env.find((each: Yaml) => each.name === 'NODE_OPTIONS')?.value).toBe('--max-old-space-size=336');
+  });
+
   it('keeps the ext_proc port on the pod loopback and publishes only Envoy and the admin port', () => {
     const args = container('svc-cache').args as string[];
     expect(args).not.toContain('--grpc-host');
