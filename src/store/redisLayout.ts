@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * Where things live in Redis. Every key that a script touches together carries the same hash tag,
@@ -59,7 +59,8 @@ export class RedisKeyLayout {
   }
 
   locate(cacheKey: string): EntryLocation {
-    const digest = createHash('sha256').update(cacheKey).digest();
+    // One-shot, as the cache key's own hash (src/engine/cacheKey.ts): every new key is located once.
+    const digest = hash('sha256', cacheKey, 'buffer');
     return { shard: digest.readUInt8(0) % SHARD_COUNT, entryId: digest.readBigInt64BE(1).toString(), keyCheck: digest.subarray(9, 9 + KEY_CHECK_BYTES) };
   }
 
@@ -145,7 +146,7 @@ const MAX_PLAIN_TAG_BYTES = 64;
 /** The tag as is, or `#` and 128 bits of its SHA-256 when long (or when it starts with `#`, so no plain tag reads as a hash). */
 function tagName(tag: string): string {
   if (Buffer.byteLength(tag) <= MAX_PLAIN_TAG_BYTES && !tag.startsWith('#')) return tag;
-  return `#${createHash('sha256').update(tag).digest().subarray(0, 16).toString('base64url')}`;
+  return `#${hash('sha256', tag, 'buffer').subarray(0, 16).toString('base64url')}`;
 }
 
 const CLUSTER_SLOTS = 16384;
