@@ -32,9 +32,9 @@ export function stopPretenuring(): void {
  * sees, which Node reports as the container's limit: in a memory cgroup of the pod's 512 MiB it
  * started at 1 MiB and grew to 2 MiB under allocation, a collection every megabyte or two (on a
  * large host V8 allows 16 MiB). And it shrinks it to 1 MiB whenever traffic pauses, growing it back
- * through dozens of collections when traffic resumes. Measured in turns of load and pause (`npm run bench -- --only hit`): the first sidecar's
- * POST HIT cost 72.8-78.5 µs of CPU in 7 of 7 runs with a 16 MiB minimum, against 102.9-129.6
- * without, and no scenario cost more. The price is memory, 48 MiB of young generation (two
+ * through dozens of collections when traffic resumes. Measured in turns of load and pause
+ * (`npm run bench -- --only hit`): the first sidecar's POST HIT cost 72.8-78.5 µs of CPU in 7 of 7
+ * runs with a 16 MiB minimum, against 102.9-129.6 without, and no scenario cost more. The price is memory, 48 MiB of young generation (two
  * semi-spaces and as much for large young objects), which deploy/sidecar/pod.yaml budgets for
  * (README, Performance, Garbage collection).
  */
