@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto';
-import { writeFile, mkdtemp } from 'node:fs/promises';
+import { writeFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema, type JwtScopeSettings } from '../../src/config/schema.js';
 import { MAX_VERIFIED_MS, TokenVerifier } from '../../src/jwt/index.js';
 import { HS_SECRET, hsToken, noneToken, rsaKey, rsToken, startJwksServer, withPayload, type JwksServer, type SigningKey } from '../support/jwt.js';
@@ -133,6 +133,16 @@ describe('RS256', () => {
   afterAll(async () => {
     await jwks.close();
   });
+  // The JWKS files' directories, removed after each test so that runs leave nothing in the temporary directory.
+  const jwksDirectories: string[] = [];
+  const jwksFilePath = async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'svc-jwks-'));
+    jwksDirectories.push(directory);
+    return join(directory, 'jwks.json');
+  };
+  afterEach(async () => {
+    await Promise.all(jwksDirectories.splice(0).map((directory) => rm(directory, { recursive: true, force: true })));
+  });
 
   it('verifies with a PEM public key, and refuses an HS256 token signed with that key as a secret', async () => {
     const { createPublicKey } = await import('node:crypto');
@@ -198,7 +208,7 @@ describe('RS256', () => {
   });
 
   it('reads a JWKS file, and reads it again for an unknown kid once the cooldown is over', async () => {
-    const path = join(await mkdtemp(join(tmpdir(), 'svc-jwks-')), 'jwks.json');
+    const path = await jwksFilePath();
     await writeFile(path, JSON.stringify({ keys: [first.publicJwk] }));
     const verifier = new TokenVerifier(settings({ claim: 'sub', algorithms: ['RS256'], jwksFile: path }), { ...TIMING, cooldownMs: 1000 });
     expect((await verifier.verify(await rsToken(first, { sub: 'alice' }))).ok).toBe(true);
@@ -210,7 +220,7 @@ describe('RS256', () => {
   });
 
   it('does not read a missing JWKS file again within the failure backoff', async () => {
-    const path = join(await mkdtemp(join(tmpdir(), 'svc-jwks-')), 'jwks.json');
+    const path = await jwksFilePath();
     const clock = { now: 1_000_000 };
     const verifier = new TokenVerifier(settings({ claim: 'sub', algorithms: ['RS256'], jwksFile: path }), { ...TIMING, now: () => clock.now });
     const token = await rsToken(first, { sub: 'alice' });
