@@ -85,9 +85,11 @@ export async function startExtProcServer(options: ExtProcServerOptions): Promise
 /**
  * Messages of one stream are handled strictly in order, one answer each. Envoy ends a stream with a
  * half-close followed at once by a cancel (docs/ext-proc.md, Stream close): both are normal. The
- * request's outcome is counted once, whichever way the stream ends.
+ * request's outcome is counted once, whichever way the stream ends, and the stream's listeners are
+ * then taken off the call: a finished call can outlive its stream in the heap (README, Performance,
+ * Garbage collection), and without them it holds none of the exchange.
  */
-function serveStream(
+export function serveStream(
   call: grpc.ServerDuplexStream<ProcessingRequest, ProcessingResponse>,
   options: ExtProcServerOptions,
   onClosed: () => void,
@@ -115,6 +117,7 @@ function serveStream(
       logger.error({ err: errorMessage(error) }, 'a request observer failed');
     }
     onClosed();
+    call.off('data', onData).off('end', onEnd).off('cancelled', onEndedEarly).off('error', onEndedEarly);
   };
 
   const fail = (code: grpc.status.INVALID_ARGUMENT | grpc.status.INTERNAL, details: string): void => {
@@ -125,7 +128,7 @@ function serveStream(
     call.emit('error', { code, details, metadata: new grpc.Metadata() });
   };
 
-  call.on('data', (message: ProcessingRequest) => {
+  const onData = (message: ProcessingRequest): void => {
     pending = pending.then(async () => {
       if (finished) return;
       const started = process.hrtime.bigint();
@@ -150,21 +153,18 @@ function serveStream(
         if (!(error instanceof ProtocolViolation)) logger.error({ err: errorMessage(error) }, 'ext_proc stream failed');
       }
     });
-  });
-  call.on('end', () => {
+  };
+  const onEnd = (): void => {
     pending = pending.then(() => {
       countOutcome();
       if (finished) return;
       finished = true;
       call.end();
     });
-  });
-  call.on('cancelled', () => {
+  };
+  const onEndedEarly = (): void => {
     finished = true;
     countOutcome();
-  });
-  call.on('error', () => {
-    finished = true;
-    countOutcome();
-  });
+  };
+  call.on('data', onData).on('end', onEnd).on('cancelled', onEndedEarly).on('error', onEndedEarly);
 }
