@@ -12,6 +12,8 @@ export interface ChildServer {
   startProfile(): Promise<void>;
   /** Writes the profile taken since `startProfile` to `file` (a .cpuprofile). */
   stopProfile(file: string): Promise<void>;
+  /** Has the child's V8 run a full garbage collection. */
+  collectGarbage(): Promise<void>;
   /** Asks the child to close and exit, and kills it if it has not within a few seconds. */
   stop(): Promise<void>;
 }
@@ -106,6 +108,9 @@ function controlled(name: string, port: number, child: ChildProcess, exited: Pro
     },
     stopProfile: async (file) => {
       await ask({ command: 'stop-profile', file });
+    },
+    collectGarbage: async () => {
+      await ask({ command: 'collect-garbage' });
     },
     stop: async () => {
       if (!running) return;

@@ -17,6 +17,8 @@ export interface LoadPlan {
   serverCpuMicros: () => Promise<number>;
   /** Called as the measured window opens and closes, e.g. to profile exactly that stretch. */
   window?: { opened(): Promise<void>; closing(): Promise<void> };
+  /** A full garbage collection of the server; runInterleaved asks for one under load before it measures. */
+  collectGarbage?: () => Promise<void>;
   /** Ends the run early; it then rejects. */
   signal: AbortSignal;
 }
@@ -98,6 +100,9 @@ export async function runClosedLoop(plan: LoadPlan): Promise<LoadFigures> {
  * first seconds of load cost it more than later ones (the JIT, the heap still growing) however long
  * the warm-up of a single run, so scenarios compared with each other are measured alike: after the
  * same amount of earlier load, interleaved so a change in the machine's load touches them all.
+ * Each server also has a full garbage collection under load in the unmeasured round: a Node HTTP/2
+ * server costs more per request after its first one than before (README, Performance, Garbage
+ * collection), and a server in production has had one within minutes.
  */
 export async function runInterleaved<Name extends string>(
   plans: Readonly<Record<Name, LoadPlan>>,
@@ -109,11 +114,17 @@ export async function runInterleaved<Name extends string>(
   for (let round = 0; round <= rounds; round += 1) {
     onRound?.(round);
     for (const name of names) {
-      const figures = await runClosedLoop(round === rounds ? plans[name] : { ...plans[name], window: undefined });
+      const figures = await runClosedLoop(round === rounds ? plans[name] : { ...plans[name], window: round === 0 ? collectingWindow(plans[name]) : undefined });
       if (round > 0) measured.get(name)!.push(figures);
     }
   }
   return Object.fromEntries(names.map((name) => [name, medianRunBy(measured.get(name)!, (run) => run.cpuMicrosPerRequest)])) as Record<Name, LoadFigures>;
+}
+
+/** A window of an unmeasured run that has the server collect its garbage as the window opens, under load. */
+function collectingWindow(plan: LoadPlan): LoadPlan['window'] {
+  const { collectGarbage } = plan;
+  return collectGarbage && { opened: collectGarbage, closing: async () => undefined };
 }
 
 /** The run of median `figure` (the lower middle one of an even count); runs whose figure is NaN sort last. */

@@ -140,6 +140,7 @@ async function runBenchmark(options: BenchOptions): Promise<BenchReport> {
     durationMs: options.durationSeconds * 1000,
     request,
     serverCpuMicros: () => server.cpuMicros(),
+    collectGarbage: () => server.collectGarbage(),
     signal: interruption.signal,
   });
   const sidecarHitRequest = () => expectHit(sidecarStreams, hitBody);

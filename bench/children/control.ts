@@ -1,17 +1,21 @@
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import { findSourceMap } from 'node:module';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 
 /**
  * The IPC conversation between the harness and a server it runs in a child process, so that the
  * server's CPU time is counted apart from the load generator's. The child says when it listens;
- * the harness asks for CPU time, for a CPU profile of a stretch of time, and for the end.
+ * the harness asks for CPU time, for a CPU profile of a stretch of time, for a full garbage
+ * collection, and for the end.
  */
 
 export type ControlCommand =
   | { command: 'cpu-usage' }
   | { command: 'start-profile' }
   | { command: 'stop-profile'; file: string }
+  | { command: 'collect-garbage' }
   | { command: 'stop' };
 
 export type ControlRequest = ControlCommand & { id: number };
@@ -56,6 +60,9 @@ export function answerHarness(server: ServedByChild): void {
         await writeFile(request.file, JSON.stringify(withSourcePositions(profile)));
         return {};
       }
+      case 'collect-garbage':
+        fullGarbageCollection();
+        return {};
       case 'stop':
         await server.close();
         return {};
@@ -70,6 +77,15 @@ export function answerHarness(server: ServedByChild): void {
   });
   process.on('disconnect', () => process.exit(0));
   send({ kind: 'ready', port: server.port });
+}
+
+/**
+ * A full collection on demand, without `--expose-gc` on the child's command line: V8 gives `gc` to
+ * contexts made once the flag is set.
+ */
+export function fullGarbageCollection(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
 }
 
 /** Finer than Node's 1 ms default: a HIT takes a few hundred microseconds of CPU, and a run lasts seconds. */

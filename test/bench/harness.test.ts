@@ -1,7 +1,10 @@
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
+import { fullGarbageCollection } from '../../bench/children/control.js';
+import { runInterleaved, type LoadPlan } from '../../bench/closedLoop.js';
 import { grpcFrame } from '../../bench/grpcFrame.js';
 import { SCENARIO_GROUPS, parseOptions } from '../../bench/options.js';
 import { inScratchDirectory, parseH2loadOutput, readFixedRateLog } from '../../bench/serverThroughput.js';
@@ -69,5 +72,38 @@ describe('bench harness', () => {
     expect(some !== 'help' && [...some.only]).toEqual(['miss', 'fixed-rate']);
     expect(some !== 'help' && some.fixedRate).toBe(500);
     expect(() => parseOptions(['--only', 'miss,misses'])).toThrow('unknown scenario group misses');
+  });
+
+  it('has each server collect its garbage once, under load, in the unmeasured round of interleaved scenarios', async () => {
+    const collections: string[] = [];
+    const plan = (name: string): LoadPlan => {
+      let inFlight = 0;
+      return {
+        concurrency: 2,
+        warmupMs: 5,
+        durationMs: 10,
+        request: async () => {
+          inFlight += 1;
+          await sleep(1);
+          inFlight -= 1;
+        },
+        serverCpuMicros: async () => 0,
+        collectGarbage: async () => {
+          collections.push(`${name} round ${round}, ${inFlight} in flight`);
+        },
+        signal: new AbortController().signal,
+      };
+    };
+    let round = -1;
+    await runInterleaved({ a: plan('a'), b: plan('b') }, 2, (next) => (round = next));
+    expect(collections).toEqual(['a round 0, 2 in flight', 'b round 0, 2 in flight']);
+  });
+
+  it("runs a full collection in a child on the harness's request, which clears weak references", async () => {
+    const weak = ((): WeakRef<object> => new WeakRef({ held: 'nowhere' }))();
+    // A WeakRef keeps its target until the job that made it ends; young collections never clear one.
+    await nextTurn();
+    fullGarbageCollection();
+    expect(weak.deref()).toBeUndefined();
   });
 });
