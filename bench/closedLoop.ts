@@ -100,9 +100,10 @@ export async function runClosedLoop(plan: LoadPlan): Promise<LoadFigures> {
  * first seconds of load cost it more than later ones (the JIT, the heap still growing) however long
  * the warm-up of a single run, so scenarios compared with each other are measured alike: after the
  * same amount of earlier load, interleaved so a change in the machine's load touches them all.
- * Each server also has a full garbage collection under load in the unmeasured round: a Node HTTP/2
- * server costs more per request after its first one than before (README, Performance, Garbage
- * collection), and a server in production has had one within minutes.
+ * Each server also has a full garbage collection under load in the unmeasured round: after one, every
+ * stream the loaded connection finishes survives young collections until the next full one, and a
+ * request costs more (README, Performance, Garbage collection). A connection Envoy keeps open is in
+ * that state after its first, and each scenario's load uses one connection through every round.
  */
 export async function runInterleaved<Name extends string>(
   plans: Readonly<Record<Name, LoadPlan>>,
@@ -114,14 +115,18 @@ export async function runInterleaved<Name extends string>(
   for (let round = 0; round <= rounds; round += 1) {
     onRound?.(round);
     for (const name of names) {
-      const figures = await runClosedLoop(round === rounds ? plans[name] : { ...plans[name], window: round === 0 ? collectingWindow(plans[name]) : undefined });
+      const plan = plans[name];
+      const figures = await runClosedLoop(round === rounds ? plan : { ...plan, window: round === 0 ? collectingWindow(plan) : undefined });
       if (round > 0) measured.get(name)!.push(figures);
     }
   }
   return Object.fromEntries(names.map((name) => [name, medianRunBy(measured.get(name)!, (run) => run.cpuMicrosPerRequest)])) as Record<Name, LoadFigures>;
 }
 
-/** A window of an unmeasured run that has the server collect its garbage as the window opens, under load. */
+/**
+ * The window of an unmeasured run, whose figures are dropped, used for its moment: as it opens the
+ * warm-up is over and the load runs, and the server collects its garbage then.
+ */
 function collectingWindow(plan: LoadPlan): LoadPlan['window'] {
   const { collectGarbage } = plan;
   return collectGarbage && { opened: collectGarbage, closing: async () => undefined };

@@ -86,8 +86,9 @@ export async function startExtProcServer(options: ExtProcServerOptions): Promise
  * Messages of one stream are handled strictly in order, one answer each. Envoy ends a stream with a
  * half-close followed at once by a cancel (docs/ext-proc.md, Stream close): both are normal. The
  * request's outcome is counted once, whichever way the stream ends, and the stream's listeners are
- * then taken off the call: a finished call can outlive its stream in the heap (README, Performance,
- * Garbage collection), and without them it holds none of the exchange.
+ * then taken off the call: a finished HTTP/2 stream, and the call it holds, can stay in the heap
+ * until the next full collection (README, Performance, Garbage collection), and without them the
+ * call holds none of the exchange.
  */
 export function serveStream(
   call: grpc.ServerDuplexStream<ProcessingRequest, ProcessingResponse>,
@@ -104,6 +105,8 @@ export function serveStream(
   const countOutcome = (): void => {
     if (counted) return;
     counted = true;
+    // First, so that a throw below cannot skip it (the handlers are defined further down).
+    call.off('data', onData).off('end', onEnd).off('cancelled', onCancelledOrFailed).off('error', onCancelledOrFailed);
     stream.close();
     const summary = stream.summary;
     metrics.streamClosed();
@@ -117,7 +120,6 @@ export function serveStream(
       logger.error({ err: errorMessage(error) }, 'a request observer failed');
     }
     onClosed();
-    call.off('data', onData).off('end', onEnd).off('cancelled', onEndedEarly).off('error', onEndedEarly);
   };
 
   const fail = (code: grpc.status.INVALID_ARGUMENT | grpc.status.INTERNAL, details: string): void => {
@@ -162,9 +164,9 @@ export function serveStream(
       call.end();
     });
   };
-  const onEndedEarly = (): void => {
+  const onCancelledOrFailed = (): void => {
     finished = true;
     countOutcome();
   };
-  call.on('data', onData).on('end', onEnd).on('cancelled', onEndedEarly).on('error', onEndedEarly);
+  call.on('data', onData).on('end', onEnd).on('cancelled', onCancelledOrFailed).on('error', onCancelledOrFailed);
 }

@@ -7,17 +7,22 @@ import { serveStream } from '../../src/extproc/server.js';
 import { Metrics, silentLogger } from '../../src/observability/index.js';
 
 /**
- * serveStream over a stand-in for grpc-js's call. Node's HTTP/2 session keeps its streams in a Map,
- * and once a full collection has promoted that Map's table under load, V8 keeps every finished
- * stream (and what it references) alive until the next full collection (README, Performance,
- * Garbage collection): a finished call must hold none of the exchange.
+ * serveStream over a stand-in for grpc-js's call: once the stream ends, the call holds none of its
+ * listeners (why: src/extproc/server.ts, serveStream).
  */
 
 const EVENTS = ['data', 'end', 'cancelled', 'error'] as const;
+type CallEvent = (typeof EVENTS)[number];
 
 class StandInCall extends EventEmitter {
   readonly written: ProcessingResponse[] = [];
   ended = false;
+
+  constructor() {
+    super();
+    // As grpc-js's ServerDuplexStreamImpl does: its own listener ends the call on an error.
+    this.on('error', () => this.end());
+  }
 
   write(answer: ProcessingResponse): boolean {
     this.written.push(answer);
@@ -29,8 +34,10 @@ class StandInCall extends EventEmitter {
     return this;
   }
 
-  listenersLeft(): Record<(typeof EVENTS)[number], number> {
-    return Object.fromEntries(EVENTS.map((event) => [event, this.listenerCount(event)])) as Record<(typeof EVENTS)[number], number>;
+  /** Listeners other than the stand-in's own. */
+  listenersLeft(): Record<CallEvent, number> {
+    const own = (event: CallEvent): number => (event === 'error' ? 1 : 0);
+    return Object.fromEntries(EVENTS.map((event) => [event, this.listenerCount(event) - own(event)])) as Record<CallEvent, number>;
   }
 }
 
@@ -55,7 +62,8 @@ function serve(): { call: StandInCall; closed: () => number } {
   const call = new StandInCall();
   let closed = 0;
   const options = { engine: hittingEngine, logger: silentLogger(), metrics: new Metrics({ processMetrics: false }), port: 0 };
-  serveStream(call as unknown as grpc.ServerDuplexStream<ProcessingRequest, ProcessingResponse>, options, () => (closed += 1));
+  const asGrpcCall = call as unknown as grpc.ServerDuplexStream<ProcessingRequest, ProcessingResponse>;
+  serveStream(asGrpcCall, options, () => (closed += 1));
   return { call, closed: () => closed };
 }
 
@@ -75,13 +83,22 @@ describe('serveStream', () => {
     expect(call.listenersLeft()).toEqual({ data: 0, end: 0, cancelled: 0, error: 0 });
   });
 
-  it('takes them off once the stream is cancelled, and counts the request once', async () => {
+  it("takes them off when Envoy's cancel follows its half-close at once, and counts the request once", async () => {
     const { call, closed } = serve();
     call.emit('data', GET_HEADERS);
     await settled();
-    call.emit('cancelled');
     call.emit('end');
+    call.emit('cancelled');
     await settled();
+    expect(closed()).toBe(1);
+    expect(call.listenersLeft()).toEqual({ data: 0, end: 0, cancelled: 0, error: 0 });
+  });
+
+  it('takes them off when a message breaks the protocol and the call fails', async () => {
+    const { call, closed } = serve();
+    call.emit('data', { request: 'request_headers', request_headers: { headers: { headers: [] }, end_of_stream: true } });
+    await settled();
+    expect(call.ended).toBe(true);
     expect(closed()).toBe(1);
     expect(call.listenersLeft()).toEqual({ data: 0, end: 0, cancelled: 0, error: 0 });
   });
