@@ -2,7 +2,6 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import type { ChildServer } from './childServer.js';
 import { percentile, round } from './closedLoop.js';
@@ -14,9 +13,7 @@ import { GRPC_REQUEST_HEADERS } from './grpcFrame.js';
  * message per stream over h2c, a GET's request headers that the server answers with an immediate
  * response, so the Node server and not the load generator is what runs out of CPU. The server's own
  * CPU time over the run turns its rate into HITs per second per core, comparable across machines
- * and loads more than the raw rate is. Each h2load run opens new connections, so the server has a
- * full garbage collection under each measured run's load, as the HIT scenarios have under theirs
- * (closedLoop.ts, runInterleaved; README, Performance, Garbage collection).
+ * and loads more than the raw rate is.
  */
 
 export interface ServerThroughputPlan {
@@ -68,8 +65,7 @@ async function measureThroughputWithFrameIn(directory: string, server: ChildServ
   await run(argumentsFor(Math.max(plan.connections * plan.streamsPerConnection, Math.round(plan.requests / WARMUP_FRACTION))));
   await plan.window?.opened();
   const cpuBefore = await server.cpuMicros();
-  // Counted in the run's CPU: a server in the steady state has full collections anyway.
-  const output = await collectingPartWay(run(argumentsFor(plan.requests)), COLLECTION_AFTER_MS, () => server.collectGarbage());
+  const output = await run(argumentsFor(plan.requests));
   const serverCpuMicros = (await server.cpuMicros()) - cpuBefore;
   await plan.window?.closing();
   const { seconds, succeeded } = parseH2loadOutput(output);
@@ -123,7 +119,7 @@ export async function inScratchDirectory<T>(use: (directory: string) => Promise<
 
 async function measureFixedRateWithFilesIn(directory: string, server: ChildServer, plan: FixedRatePlan): Promise<OpenLoopFigures> {
   const logFile = join(directory, 'fixed-rate.log');
-  const running = run([
+  await run([
     '--rps', String(plan.ratePerSecond / plan.connections),
     '--clients', String(plan.connections),
     '--max-concurrent-streams', String(FIXED_RATE_MAX_STREAMS),
@@ -132,8 +128,6 @@ async function measureFixedRateWithFilesIn(directory: string, server: ChildServe
     '--log-file', logFile,
     ...(await grpcStreamArguments(directory, server, plan.frame)),
   ]);
-  // Halfway through h2load's warm-up, so the collection's pause is in no latency that counts.
-  await collectingPartWay(running, (plan.warmupSeconds * 1000) / 2, () => server.collectGarbage());
   const log = readFixedRateLog(await readFile(logFile, 'utf8'));
   const sorted = log.answeredMs.sort();
   const errors = log.errors;
@@ -154,22 +148,6 @@ async function measureFixedRateWithFilesIn(directory: string, server: ChildServe
         : {}),
   };
 }
-
-/**
- * Waits for `running`, having `collect` run `afterMs` into it when it is still running then: a full
- * garbage collection under the run's load.
- */
-export async function collectingPartWay<T>(running: Promise<T>, afterMs: number, collect: () => Promise<void>): Promise<T> {
-  const ended = running.then(
-    () => true,
-    () => true,
-  );
-  if (!(await Promise.race([ended, sleep(afterMs).then(() => false)]))) await collect();
-  return running;
-}
-
-/** Into a measured throughput run: its connections are up and its streams flowing by then. */
-const COLLECTION_AFTER_MS = 100;
 
 /**
  * An h2load `--log-file`: per stream that closed in the measured phase, its start (µs since the

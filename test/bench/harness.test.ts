@@ -7,7 +7,7 @@ import { fullGarbageCollection } from '../../bench/children/control.js';
 import { runInterleaved, type LoadPlan } from '../../bench/closedLoop.js';
 import { grpcFrame } from '../../bench/grpcFrame.js';
 import { SCENARIO_GROUPS, parseOptions } from '../../bench/options.js';
-import { collectingPartWay, inScratchDirectory, parseH2loadOutput, readFixedRateLog } from '../../bench/serverThroughput.js';
+import { inScratchDirectory, parseH2loadOutput, readFixedRateLog } from '../../bench/serverThroughput.js';
 import { getRequestHeaders } from '../../bench/workload.js';
 import { externalProcessorService } from '../../src/extproc/protocol.js';
 
@@ -97,19 +97,6 @@ describe('bench harness', () => {
     };
     await runInterleaved({ a: plan('a'), b: plan('b') }, 2, (next) => (round = next));
     expect(collections).toEqual(['a round 0, 2 in flight', 'b round 0, 2 in flight']);
-  });
-
-  it('has the server collect its garbage part way into an h2load run that is still running, and only then', async () => {
-    const collections: string[] = [];
-    let running = true;
-    const longRun = sleep(60).then(() => ((running = false), 'output'));
-    const collect = async (): Promise<void> => {
-      collections.push(running ? 'during the run' : 'after it');
-    };
-    await expect(collectingPartWay(longRun, 10, collect)).resolves.toBe('output');
-    await expect(collectingPartWay(Promise.resolve('quick'), 10, collect)).resolves.toBe('quick');
-    await expect(collectingPartWay(Promise.reject(new Error('h2load failed')), 10, collect)).rejects.toThrow('h2load failed');
-    expect(collections).toEqual(['during the run']);
   });
 
   it('runs a full collection without --expose-gc on the command line, which clears weak references', async () => {
