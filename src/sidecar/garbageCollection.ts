@@ -34,8 +34,10 @@ export function stopPretenuring(): void {
  * large host V8 allows 16 MiB). And it shrinks it to 1 MiB whenever traffic pauses, growing it back
  * through dozens of collections when traffic resumes. Measured in turns of load and pause
  * (`npm run bench -- --only hit`): the first sidecar's POST HIT cost 72.8-78.5 µs of CPU in 7 of 7
- * runs with a 16 MiB minimum, against 102.9-129.6 without, and no scenario cost more. The price is memory, 48 MiB of young generation (two
- * semi-spaces and as much for large young objects), which deploy/sidecar/pod.yaml budgets for
- * (README, Performance, Garbage collection).
+ * runs with a 16 MiB minimum, against 102.9-129.6 without, and no scenario cost more; those runs
+ * measured it before its first full collection under load, and the flags' effect after one was not
+ * measured apart. The price is memory, 48 MiB of young generation (two semi-spaces and as much for
+ * large young objects), which deploy/sidecar/pod.yaml budgets for (README, Performance, Garbage
+ * collection).
  */
 export const SIDECAR_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=16', '--min-semi-space-size=16'];
