@@ -6,6 +6,7 @@ import type { Metrics } from '../observability/index.js';
 import type { ProcessingRequest, ProcessingResponse } from './messages.js';
 import { EXT_PROC_SERVICE, MAX_GRPC_MESSAGE_BYTES, externalProcessorService } from './protocol.js';
 import { ProcessingStream, ProtocolViolation } from './stream.js';
+import { adoptStreamTables } from './streamTable.js';
 import { errorMessage } from '../util/index.js';
 
 export interface ExtProcServerOptions {
@@ -64,6 +65,7 @@ export async function startExtProcServer(options: ExtProcServerOptions): Promise
       error ? reject(error) : resolve(bound),
     ),
   );
+  adoptStreamTables(server, (reason) => logger.warn({ reason }, 'HTTP/2 sessions keep Node\'s own stream map'));
   return {
     port,
     close: (graceMs = 10_000) =>
