@@ -6,10 +6,11 @@ import { types } from 'node:util';
 export type StreamTableRefusal = 'no-http2-servers' | 'unknown-session-shape';
 
 /**
- * Every HTTP/2 session a bound grpc-js server accepts from now on keeps its open streams in a
- * StreamTable. grpc-js does not expose its HTTP/2 servers, so they are found under the field it
- * keeps them in. `onRefused` hears at most once per reason of a server, or a session, left as it is;
- * such a server serves as before, with the garbage collection cost this avoids.
+ * Every HTTP/2 session of a bound grpc-js server, those it has accepted and those it accepts from
+ * now on, keeps its open streams in a StreamTable. grpc-js does not expose its HTTP/2 servers or
+ * their sessions, so they are found under the field it keeps them in. `onRefused` is called once if
+ * the server has no HTTP/2 servers there, and once for the first session whose internals differ;
+ * such sessions keep Node's `Map` and serve as before, with the garbage collection cost it brings.
  */
 export function adoptStreamTables(server: grpc.Server, onRefused: (reason: StreamTableRefusal) => void): void {
   const http2Servers: unknown = (server as unknown as { http2Servers?: unknown }).http2Servers;
@@ -18,12 +19,16 @@ export function adoptStreamTables(server: grpc.Server, onRefused: (reason: Strea
     return;
   }
   let refusedSession = false;
-  for (const http2Server of (http2Servers as Map<http2.Http2Server, unknown>).keys()) {
-    http2Server.on('session', (session: http2.Http2Session) => {
-      if (adoptStreamTable(session) || refusedSession) return;
-      refusedSession = true;
-      onRefused('unknown-session-shape');
-    });
+  const adopt = (session: http2.Http2Session): void => {
+    if (adoptStreamTable(session) || refusedSession) return;
+    refusedSession = true;
+    onRefused('unknown-session-shape');
+  };
+  for (const [http2Server, entry] of http2Servers as Map<http2.Http2Server, unknown>) {
+    // grpc-js makes the bindAsync callback before Node polls for connections, so this set is empty
+    // when the caller adopts at once; a later caller finds the sessions accepted before it here.
+    for (const session of sessionsTrackedIn(entry)) adopt(session);
+    http2Server.on('session', adopt);
   }
 }
 
@@ -46,7 +51,7 @@ export function adoptStreamTable(session: http2.Http2Session): boolean {
   if (state === undefined || !types.isMap(state.streams)) return false;
   const table = new StreamTable<unknown>();
   for (const [id, stream] of Map.prototype.entries.call(state.streams as Map<unknown, unknown>)) {
-    if (typeof id !== 'number' || !isStreamId(id)) return false;
+    if (!isStreamId(id)) return false;
     table.set(id, stream);
   }
   state.streams = table;
@@ -56,17 +61,14 @@ export function adoptStreamTable(session: http2.Http2Session): boolean {
 /**
  * An open-addressing hash table from HTTP/2 stream identifier to stream, with the part of `Map`'s
  * interface Node's session uses. Linear probing with backward-shift deletion leaves no tombstones,
- * so the arrays are replaced only when the number of open streams doubles.
+ * so the arrays are replaced only to grow, when the streams would fill more than half the slots,
+ * or to shrink, when they fill less than an eighth of them.
  */
 export class StreamTable<V> {
-  private ids: Uint32Array;
-  private values: (V | undefined)[];
+  /** A power of two long, as `values` is. */
+  private ids = new Uint32Array(MIN_CAPACITY);
+  private values = new Array<V | undefined>(MIN_CAPACITY).fill(undefined);
   private count = 0;
-
-  constructor(capacity = MIN_CAPACITY) {
-    this.ids = new Uint32Array(capacity);
-    this.values = new Array<V | undefined>(capacity).fill(undefined);
-  }
 
   get size(): number {
     return this.count;
@@ -109,6 +111,8 @@ export class StreamTable<V> {
   }
 
   private find(id: number): number {
+    // Node asks for stream 0 when a frame of the connection itself fails.
+    if (id === EMPTY) return -1;
     const mask = this.ids.length - 1;
     for (let slot = homeSlot(id, mask); ; slot = (slot + 1) & mask) {
       const present = this.ids[slot];
@@ -159,13 +163,18 @@ export class StreamTable<V> {
 const EMPTY = 0;
 const MIN_CAPACITY = 64;
 
-function isStreamId(id: number): boolean {
-  return Number.isInteger(id) && id > 0 && id <= 0x7fffffff;
+function isStreamId(id: unknown): id is number {
+  return typeof id === 'number' && Number.isInteger(id) && id > 0 && id <= 0x7fffffff;
 }
 
 /** A client's stream identifiers are consecutive odd numbers: dropping the low bit spreads them over consecutive slots. */
 function homeSlot(id: number, mask: number): number {
   return (id >>> 1) & mask;
+}
+
+function sessionsTrackedIn(entry: unknown): Iterable<http2.Http2Session> {
+  const sessions: unknown = typeof entry === 'object' && entry !== null ? (entry as { sessions?: unknown }).sessions : undefined;
+  return types.isSet(sessions) ? (sessions as Set<http2.Http2Session>) : [];
 }
 
 function sessionState(session: http2.Http2Session): { streams: unknown } | undefined {

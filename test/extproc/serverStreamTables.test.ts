@@ -12,7 +12,7 @@ vi.mock('../../src/extproc/streamTable.js', async (importOriginal) => {
 });
 
 describe('startExtProcServer', () => {
-  it("gives its bound gRPC server's HTTP/2 sessions the stream table (src/extproc/streamTable.ts)", async () => {
+  it('hands its bound gRPC server to adoptStreamTables (src/extproc/streamTable.ts)', async () => {
     const { logger, messages } = recordingLogger();
     // No stream opens here, so no decision is asked for.
     const server = await startExtProcServer({ engine: {} as DecisionEngine, logger, metrics: new Metrics({ processMetrics: false }), port: 0 });
