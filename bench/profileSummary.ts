@@ -64,12 +64,14 @@ interface CpuProfile {
   samples: number[];
 }
 
-const SVC_CACHE_SOURCE = '/src/';
+/** This checkout, as profiles name its files: its sources through tsx, its build as the bench's sidecar runs it. */
+const REPOSITORY = new URL('../', import.meta.url).href;
+const SVC_CACHE_FOLDERS = ['src/', 'dist/'];
 const PACKAGES = '/node_modules/';
 const MAX_STACK_DEPTH = 1000;
 
 function isSvcCacheSource(url: string): boolean {
-  return url.includes(SVC_CACHE_SOURCE) && !url.includes(PACKAGES);
+  return url.startsWith(REPOSITORY) && SVC_CACHE_FOLDERS.some((folder) => url.startsWith(folder, REPOSITORY.length));
 }
 
 function add(counts: Map<string, number>, key: string): void {
@@ -86,8 +88,7 @@ function functionName(frame: CallFrame): string {
 function shortLocation(url: string): string {
   const packageAt = url.lastIndexOf(PACKAGES);
   if (packageAt >= 0) return url.slice(packageAt + PACKAGES.length);
-  const sourceAt = url.lastIndexOf(SVC_CACHE_SOURCE);
-  if (sourceAt >= 0) return url.slice(sourceAt + 1);
+  if (isSvcCacheSource(url)) return url.slice(REPOSITORY.length);
   return url.replace(/^file:\/\//, '');
 }
 
@@ -100,6 +101,6 @@ function areaOf(stack: readonly CallFrame[]): string {
     const [scopeOrName = '', name = ''] = location.split('/');
     return scopeOrName.startsWith('@') ? `${scopeOrName}/${name}` : scopeOrName;
   }
-  if (location.startsWith('src/')) return `svc-cache ${location.split('/').slice(0, 2).join('/')}`;
+  if (isSvcCacheSource(caller.url)) return `svc-cache ${location.split('/').slice(0, 2).join('/')}`;
   return location;
 }
