@@ -1,37 +1,57 @@
 import * as grpc from '@grpc/grpc-js';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { StreamTable, adoptStreamTable, adoptStreamTables, type StreamTableRefusal } from '../../src/extproc/streamTable.js';
 
 // Why the table exists: src/extproc/streamTable.ts and README, Performance, Garbage collection.
 
+/** How long to wait for what the servers' events make true a few turns of the event loop later. */
+const WAIT_FOR_EVENTS = { timeout: 2_000, interval: 10 };
+
+/**
+ * A stretch of a connection's life: consecutive streams open (up to 1,200, so the table grows to
+ * 2,048 slots and, as they close, shrinks back), streams open at scattered ids (whose slots
+ * collide), or open streams close.
+ */
+const connectionStep = fc.oneof(
+  fc.record({ open: fc.integer({ min: 1, max: 1_200 }) }),
+  fc.record({ openAt: fc.array(fc.integer({ min: 0, max: 1_000_000 }), { maxLength: 50 }) }),
+  fc.record({ close: fc.array(fc.nat(), { maxLength: 1_200 }) }),
+);
+
 describe('StreamTable', () => {
   it('answers get, size and delete as a Map does over streams that open and close in any order', () => {
-    const table = new StreamTable<string>();
-    const reference = new Map<number, string>();
-    const random = seededRandom(17);
-    let nextId = 1;
-    for (let step = 0; step < 20_000; step += 1) {
-      const open = [...reference.keys()];
-      // Waves of opening and closing make the table grow past its first capacity and shrink back.
-      const opening = Math.floor(step / 2_000) % 2 === 0 ? 0.7 : 0.3;
-      if (open.length === 0 || random() < opening) {
-        const id = random() < 0.9 ? nextId : 1 + 2 * Math.floor(random() * 1_000_000);
-        nextId += 2;
-        table.set(id, `stream ${id}`);
-        reference.set(id, `stream ${id}`);
-      } else {
-        const id = open[Math.floor(random() * open.length)]!;
-        expect(table.delete(id)).toBe(true);
-        reference.delete(id);
-      }
-      expect(table.size).toBe(reference.size);
-      const probe = open[Math.floor(random() * Math.max(1, open.length))] ?? 1;
-      expect(table.get(probe)).toBe(reference.get(probe));
-    }
-    for (const [id, value] of reference) expect(table.get(id)).toBe(value);
-    expect(table.delete(nextId)).toBe(false);
+    fc.assert(
+      fc.property(fc.array(connectionStep, { maxLength: 20 }), (steps) => {
+        const table = new StreamTable<string>();
+        const reference = new Map<number, string>();
+        const openIds: number[] = [];
+        let nextId = 1;
+        const open = (id: number): void => {
+          if (!reference.has(id)) openIds.push(id);
+          table.set(id, `stream ${id}`);
+          reference.set(id, `stream ${id}`);
+          expect(table.size).toBe(reference.size);
+        };
+        const close = (index: number): void => {
+          const id = openIds[index]!;
+          openIds[index] = openIds[openIds.length - 1]!;
+          openIds.pop();
+          expect(table.delete(id)).toBe(true);
+          reference.delete(id);
+          expect([table.size, table.get(id)]).toEqual([reference.size, undefined]);
+        };
+        for (const step of steps) {
+          if ('open' in step) for (let count = 0; count < step.open; count += 1, nextId += 2) open(nextId);
+          else if ('openAt' in step) for (const half of step.openAt) open(1 + 2 * half);
+          else for (const pick of step.close) if (openIds.length > 0) close(pick % openIds.length);
+          for (const [id, value] of reference) expect(table.get(id)).toBe(value);
+        }
+        expect(table.delete(nextId)).toBe(false);
+      }),
+    );
   });
 
   it('replaces the value of a stream identifier it already holds', () => {
@@ -113,11 +133,11 @@ describe('adoptStreamTable', () => {
     });
     const client = await connectedClient(server, closers);
     for (let index = 0; index < 3; index += 1) client.request({ ':path': '/never-answered' }).on('error', () => undefined);
-    await waitUntil(() => opened.length === 3);
+    await vi.waitFor(() => expect(opened).toHaveLength(3), WAIT_FOR_EVENTS);
     expect(closed).toEqual([]);
 
     client.destroy();
-    await waitUntil(() => closed.length === 3);
+    await vi.waitFor(() => expect(closed).toHaveLength(3), WAIT_FOR_EVENTS);
 
     expect(adopted).toEqual([true]);
     expect(closed.sort((a, b) => a - b)).toEqual([1, 3, 5]);
@@ -148,12 +168,12 @@ describe('adoptStreamTables', () => {
       await new Promise((resolve) => client.once('remoteSettings', resolve));
     };
     await connect();
-    await waitUntil(() => grpcSessions(server).length === 1);
+    await vi.waitFor(() => expect(grpcSessions(server)).toHaveLength(1), WAIT_FOR_EVENTS);
 
     const refusals: StreamTableRefusal[] = [];
     adoptStreamTables(server, (reason) => refusals.push(reason));
     await connect();
-    await waitUntil(() => grpcSessions(server).length === 2);
+    await vi.waitFor(() => expect(grpcSessions(server)).toHaveLength(2), WAIT_FOR_EVENTS);
 
     expect(refusals).toEqual([]);
     expect(grpcSessions(server).map((session) => streamsOf(session) instanceof StreamTable)).toEqual([true, true]);
@@ -196,20 +216,4 @@ function request(client: http2.ClientHttp2Session, path: string): Promise<string
     stream.on('end', () => resolve(body));
     stream.on('error', reject);
   });
-}
-
-async function waitUntil(condition: () => boolean): Promise<void> {
-  for (let attempt = 0; attempt < 200 && !condition(); attempt += 1) await new Promise((resolve) => setTimeout(resolve, 10));
-  expect(condition()).toBe(true);
-}
-
-/** mulberry32: the same sequence every run, so a failure reproduces. */
-function seededRandom(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let mixed = Math.imul(state ^ (state >>> 15), 1 | state);
-    mixed = (mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed)) ^ mixed;
-    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4_294_967_296;
-  };
 }
