@@ -47,253 +47,459 @@ export function readJsonBytes(bytes: Uint8Array): JsonValue | JsonBytesReadError
   return readJson(text);
 }
 
-/** Canonical text as a tree of fragments, so sorting members moves references, not text. */
-type Piece = string | Piece[];
-
-interface Node {
-  kind: JsonValue['kind'];
-  start: number;
-  end: number;
-  piece: Piece;
-  string?: string;
-  members?: Map<string, Node>;
-  elements?: Node[];
-}
-
-interface OpenContainer {
-  node: Node;
-  entries: Array<{ key: string; node: Node }>;
-  pendingKey: string | undefined;
-}
-
-const WHITESPACE = new Set([' ', '\t', '\n', '\r']);
-const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
-const LITERALS = ['true', 'false', 'null'] as const;
-
-/** Reads one JSON text (RFC 8259) whole. */
+/**
+ * Reads one JSON text (RFC 8259) whole, into a tape: one record per value and member key, in text
+ * order, in typed arrays, so that reading costs no object per value. Values are decoded, members
+ * sorted and canonical text built only when asked for, and only for the values asked about. Each
+ * character is looked at a bounded number of times: a 1 MB body of nested arrays or of empty
+ * objects is read in tens of milliseconds, where a tree of objects per value took over a second,
+ * most of it in the garbage collector.
+ */
 export function readJson(text: string): JsonValue | JsonReadError {
-  const stack: OpenContainer[] = [];
-  let index = skipWhitespace(text, 0);
-  let root: Node | undefined;
-  // After a value, inside a container: expect `,` or the closing bracket.
+  const tape = new Tape(text);
+  const open: number[] = [];
+  // Insignificant whitespace inside a container makes its canonical text differ from its text.
+  const skip = (from: number): number => {
+    const to = skipWhitespace(text, from);
+    if (to !== from && open.length > 0) tape.verbatim[open[open.length - 1]!] = 0;
+    return to;
+  };
+  // A member, element or key whose canonical text is not its text makes its container's differ too.
+  const placed = (record: number): void => {
+    if (tape.verbatim[record] === 0 && open.length > 0) tape.verbatim[open[open.length - 1]!] = 0;
+  };
+  let index = skip(0);
+  // After a value: expect `,` or the closing bracket of the open container, or the end of the text.
   let afterValue = false;
-  while (root === undefined) {
-    const open = stack[stack.length - 1];
+  for (;;) {
     if (afterValue) {
-      const char = text[index];
-      const close = open?.node.kind === 'object' ? '}' : ']';
-      if (char === ',') {
-        index = skipWhitespace(text, index + 1);
+      const container = open[open.length - 1];
+      if (container === undefined) break;
+      const isObject = tape.kinds[container] === OBJECT;
+      const code = text.charCodeAt(index);
+      if (code === COMMA) {
+        index = skip(index + 1);
+        if (isObject) index = readKey(tape, index, container);
+        if (index < 0) return 'invalid-json';
+        if (isObject) placed(tape.count - 1);
         afterValue = false;
-        if (open!.node.kind === 'object') {
-          const key = readKey(text, index);
-          if (key === undefined) return 'invalid-json';
-          open!.pendingKey = key.value;
-          index = key.end;
-        }
         continue;
       }
-      if (char !== close) return 'invalid-json';
-      index++;
-      stack.pop();
-      const closed = closeContainer(open!, index);
-      if (closed === 'ambiguous') return closed;
-      const placed = place(stack, closed);
-      if (placed) root = closed;
-      index = skipWhitespace(text, index);
+      if (code !== (isObject ? CLOSE_BRACE : CLOSE_BRACKET)) return 'invalid-json';
+      open.pop();
+      tape.close(container, index + 1);
+      const members = isObject ? memberOrder(tape, container) : 'ascending';
+      if (members === 'ambiguous') return members;
+      if (members === 'unsorted') tape.verbatim[container] = 0;
+      placed(container);
+      index = skip(index + 1);
       continue;
     }
-    const char = text[index];
-    let node: Node | undefined;
-    if (char === '{' || char === '[') {
-      const container: OpenContainer = {
-        node: { kind: char === '{' ? 'object' : 'array', start: index, end: index, piece: [] },
-        entries: [],
-        pendingKey: undefined,
-      };
-      index = skipWhitespace(text, index + 1);
-      const empty = text[index] === (char === '{' ? '}' : ']');
-      if (!empty && char === '{') {
-        const key = readKey(text, index);
-        if (key === undefined) return 'invalid-json';
-        container.pendingKey = key.value;
-        index = key.end;
-      }
-      stack.push(container);
-      if (empty) afterValue = true;
+    const code = text.charCodeAt(index);
+    if (code === OPEN_BRACE || code === OPEN_BRACKET) {
+      const isObject = code === OPEN_BRACE;
+      const container = tape.open(isObject ? OBJECT : ARRAY, index);
+      open.push(container);
+      index = skip(index + 1);
+      if (text.charCodeAt(index) === (isObject ? CLOSE_BRACE : CLOSE_BRACKET)) afterValue = true;
+      else if (isObject) index = readKey(tape, index, container);
+      if (index < 0) return 'invalid-json';
+      if (isObject && !afterValue) placed(tape.count - 1);
       continue;
     }
-    if (char === '"') {
-      const string = readString(text, index);
-      if (string === undefined) return 'invalid-json';
-      node = { kind: 'string', start: index, end: string.end, piece: JSON.stringify(string.value), string: string.value };
-      index = string.end;
-    } else {
-      NUMBER.lastIndex = index;
-      const number = NUMBER.exec(text);
-      const literal = LITERALS.find((word) => text.startsWith(word, index));
-      if (number) {
-        node = { kind: 'number', start: index, end: index + number[0].length, piece: number[0] };
-      } else if (literal) {
-        node = { kind: literal, start: index, end: index + literal.length, piece: literal };
-      } else {
-        return 'invalid-json';
-      }
-      index = node.end;
-    }
-    index = skipWhitespace(text, index);
-    if (place(stack, node)) root = node;
-    else afterValue = true;
+    const end = readScalar(tape, index);
+    if (end < 0) return 'invalid-json';
+    placed(tape.count - 1);
+    index = skip(end);
+    afterValue = true;
   }
   if (index !== text.length) return 'invalid-json';
-  return new ReadValue(text, root);
+  return new ReadValue(tape, 0);
 }
 
-/** Adds a finished value to the open container; true when it is the whole text. */
-function place(stack: OpenContainer[], node: Node): boolean {
-  const open = stack[stack.length - 1];
-  if (open === undefined) return true;
-  open.entries.push({ key: open.pendingKey ?? '', node });
-  return false;
-}
+const OBJECT = 0;
+const ARRAY = 1;
+/** A string without escapes: its value is the text between its quotes. */
+const PLAIN_STRING = 2;
+const ESCAPED_STRING = 3;
+const NUMBER = 4;
+const TRUE = 5;
+const FALSE = 6;
+const NULL = 7;
+/** A member's key (a string), followed on the tape by the member's value. */
+const PLAIN_KEY = 8;
+const ESCAPED_KEY = 9;
 
-function closeContainer(open: OpenContainer, end: number): Node | 'ambiguous' {
-  const node = open.node;
-  node.end = end;
-  if (node.kind === 'array') {
-    node.elements = open.entries.map((entry) => entry.node);
-    node.piece = ['[', ...joined(node.elements.map((element) => element.piece)), ']'];
-    return node;
+const KIND_NAMES: Readonly<Record<number, JsonValue['kind']>> = {
+  [OBJECT]: 'object',
+  [ARRAY]: 'array',
+  [PLAIN_STRING]: 'string',
+  [ESCAPED_STRING]: 'string',
+  [NUMBER]: 'number',
+  [TRUE]: 'true',
+  [FALSE]: 'false',
+  [NULL]: 'null',
+};
+
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COLON = 0x3a;
+const COMMA = 0x2c;
+const MINUS = 0x2d;
+const PLUS = 0x2b;
+const DOT = 0x2e;
+const ZERO = 0x30;
+const NINE = 0x39;
+const LITERALS = [
+  ['true', TRUE],
+  ['false', FALSE],
+  ['null', NULL],
+] as const;
+
+/**
+ * Records in text order: a container's members or elements follow it, and `after` is the record
+ * after its last one, so its children are walked by jumping from one child's `after` to the next.
+ * Every record starts at its own character of the text, so the text's length bounds their number.
+ */
+class Tape {
+  readonly kinds: Uint8Array;
+  readonly starts: Int32Array;
+  readonly ends: Int32Array;
+  readonly after: Int32Array;
+  /** 1 when the record's canonical text is its text as sent: no whitespace, escape or unsorted key in it. */
+  readonly verbatim: Uint8Array;
+  count = 0;
+
+  constructor(readonly text: string) {
+    const capacity = text.length + 1;
+    this.kinds = new Uint8Array(capacity);
+    this.starts = new Int32Array(capacity);
+    this.ends = new Int32Array(capacity);
+    this.after = new Int32Array(capacity);
+    this.verbatim = new Uint8Array(capacity);
   }
-  // Sorted by decoded key (UTF-16 code units, as JavaScript compares), so spellings of a key agree.
-  const entries = [...open.entries].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  const members = new Map<string, Node>();
-  for (const { key, node: value } of entries) {
-    const seen = members.get(key);
-    if (seen === undefined) members.set(key, value);
-    else if (flatten(seen.piece) !== flatten(value.piece)) return 'ambiguous';
+
+  /** A value or key whose text is known whole. */
+  add(kind: number, start: number, end: number, verbatim = true): number {
+    const record = this.open(kind, start);
+    this.close(record, end);
+    if (!verbatim) this.verbatim[record] = 0;
+    return record;
   }
-  node.members = members;
-  node.piece = ['{', ...joined([...members].map(([key, value]): Piece => [JSON.stringify(key), ':', value.piece])), '}'];
-  return node;
+
+  open(kind: number, start: number): number {
+    const record = this.count++;
+    this.kinds[record] = kind;
+    this.starts[record] = start;
+    this.verbatim[record] = 1;
+    return record;
+  }
+
+  close(record: number, end: number): void {
+    this.ends[record] = end;
+    this.after[record] = this.count;
+  }
+
+  /** The records of an object's members (key, value) or an array's elements, in text order. */
+  children(container: number): number[] {
+    const children: number[] = [];
+    for (let child = container + 1; child < this.after[container]!; child = this.after[child]!) children.push(child);
+    return children;
+  }
+
+  /** The decoded value of a string or key record. */
+  stringOf(record: number): string {
+    const start = this.starts[record]!;
+    const end = this.ends[record]!;
+    const kind = this.kinds[record];
+    return kind === PLAIN_STRING || kind === PLAIN_KEY ? this.text.slice(start + 1, end - 1) : decodeEscapedString(this.text, start, end);
+  }
+
+  /** An object's members by decoded key, in sorted key order; of a key given twice (with one value, as reading checked), the first. */
+  membersOf(object: number): Member[] {
+    const children = this.children(object);
+    const members: Member[] = [];
+    for (let index = 0; index < children.length; index += 2) {
+      members.push({ key: this.stringOf(children[index]!), keyRecord: children[index]!, value: children[index + 1]! });
+    }
+    // Sorted by decoded key (UTF-16 code units, as JavaScript compares), so spellings of a key agree; stable.
+    members.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return members.filter((member, index) => index === 0 || member.key !== members[index - 1]!.key);
+  }
 }
 
-function joined(pieces: Piece[]): Piece[] {
-  const result: Piece[] = [];
-  pieces.forEach((piece, index) => {
-    if (index > 0) result.push(',');
-    result.push(piece);
-  });
-  return result;
+interface Member {
+  key: string;
+  keyRecord: number;
+  value: number;
 }
 
-/** The text of a piece tree, walked without recursion. */
-function flatten(piece: Piece): string {
-  const out: string[] = [];
-  const pending: Piece[] = [piece];
-  while (pending.length > 0) {
-    const next = pending.pop()!;
-    if (typeof next === 'string') out.push(next);
-    else for (let index = next.length - 1; index >= 0; index--) pending.push(next[index]!);
+/** A member key of `object` and the colon after it, at `start`; where its value starts, or -1 when there is none. */
+function readKey(tape: Tape, start: number, object: number): number {
+  const { text } = tape;
+  if (text.charCodeAt(start) !== QUOTE) return -1;
+  const end = readString(tape, start, PLAIN_KEY, ESCAPED_KEY);
+  if (end < 0) return -1;
+  const colon = skipWhitespace(text, end);
+  if (text.charCodeAt(colon) !== COLON) return -1;
+  const value = skipWhitespace(text, colon + 1);
+  if (colon !== end || value !== colon + 1) tape.verbatim[object] = 0;
+  return value;
+}
+
+/** A string, number or literal at `start`; the index after it, or -1 when there is none. */
+function readScalar(tape: Tape, start: number): number {
+  const { text } = tape;
+  if (text.charCodeAt(start) === QUOTE) return readString(tape, start, PLAIN_STRING, ESCAPED_STRING);
+  const end = numberEnd(text, start);
+  if (end > start) {
+    tape.add(NUMBER, start, end);
+    return end;
   }
-  return out.join('');
+  for (const [word, kind] of LITERALS) {
+    if (text.startsWith(word, start)) {
+      tape.add(kind, start, start + word.length);
+      return start + word.length;
+    }
+  }
+  return -1;
 }
 
 /**
- * A value read: its members, elements and canonical text are built on first access and kept, its
- * raw text cut when asked for, since a request's body is read for a few members (`query`,
- * `operationName`, `variables`), not for every value in it; one class, so that a value costs one
- * small object. Reading a 107-byte body with variables and using it as operationOf does took 18.7 µs
- * with an object literal with getters per value and an eager copy of each object's members, 3.9 µs
- * with this (README, Performance).
+ * How a just closed object's keys are ordered: `ambiguous` when it names one key twice with
+ * different values (origins differ on which one wins). Two values are compared by their canonical
+ * text, the longer one built only as far as the shorter one's length, so that comparing never costs
+ * more than the smaller value.
+ */
+function memberOrder(tape: Tape, object: number): 'ascending' | 'unsorted' | 'ambiguous' {
+  const children = tape.children(object);
+  const keys: string[] = [];
+  let ascending = true;
+  for (let index = 0; index < children.length; index += 2) {
+    keys.push(tape.stringOf(children[index]!));
+    if (keys.length > 1 && !(keys[keys.length - 2]! < keys[keys.length - 1]!)) ascending = false;
+  }
+  if (ascending) return 'ascending';
+  const firstValueByKey = new Map<string, number>();
+  for (const [index, key] of keys.entries()) {
+    const value = children[2 * index + 1]!;
+    const first = firstValueByKey.get(key);
+    if (first === undefined) firstValueByKey.set(key, value);
+    else if (!sameCanonicalText(tape, first, value)) return 'ambiguous';
+  }
+  return 'unsorted';
+}
+
+function sameCanonicalText(tape: Tape, a: number, b: number): boolean {
+  const shorter = tape.ends[a]! - tape.starts[a]! <= tape.ends[b]! - tape.starts[b]! ? a : b;
+  const shorterText = canonicalTextOf(tape, shorter, Infinity)!;
+  return canonicalTextOf(tape, shorter === a ? b : a, shorterText.length) === shorterText;
+}
+
+/**
+ * The canonical text of a record's value, walked with an explicit stack: numbers as written, strings
+ * as JSON.stringify spells them, members sorted by key, no whitespace. Undefined when it would be
+ * longer than `limit` characters.
+ */
+function canonicalTextOf(tape: Tape, root: number, limit: number): string | undefined {
+  let text = '';
+  // The open containers: the next element's record of an array, the next member's index of an object.
+  const containers: number[] = [];
+  const nexts: number[] = [];
+  const memberLists: Array<Member[] | undefined> = [];
+  let record = root;
+  for (;;) {
+    if (record >= 0) {
+      const kind = tape.kinds[record];
+      if (tape.verbatim[record] === 1) {
+        text += tape.text.slice(tape.starts[record], tape.ends[record]);
+      } else if (kind === ARRAY || kind === OBJECT) {
+        text += kind === ARRAY ? '[' : '{';
+        containers.push(record);
+        nexts.push(kind === ARRAY ? record + 1 : 0);
+        memberLists.push(kind === ARRAY ? undefined : tape.membersOf(record));
+      } else {
+        text += scalarText(tape, record);
+      }
+      if (text.length > limit) return undefined;
+      record = -1;
+    }
+    const top = containers.length - 1;
+    if (top < 0) return text;
+    const container = containers[top]!;
+    const next = nexts[top]!;
+    const members = memberLists[top];
+    if (members === undefined ? next === tape.after[container] : next === members.length) {
+      text += members === undefined ? ']' : '}';
+      containers.pop();
+      nexts.pop();
+      memberLists.pop();
+    } else if (members === undefined) {
+      if (next !== container + 1) text += ',';
+      record = next;
+      nexts[top] = tape.after[next]!;
+    } else {
+      const member = members[next]!;
+      text += `${next > 0 ? ',' : ''}${scalarText(tape, member.keyRecord)}:`;
+      nexts[top] = next + 1;
+      record = member.value;
+    }
+  }
+}
+
+/** A string's, key's, number's or literal's canonical text. */
+function scalarText(tape: Tape, record: number): string {
+  const kind = tape.kinds[record];
+  if (kind === ESCAPED_STRING || kind === ESCAPED_KEY) return JSON.stringify(tape.stringOf(record));
+  const raw = tape.text.slice(tape.starts[record], tape.ends[record]);
+  if ((kind === PLAIN_STRING || kind === PLAIN_KEY) && LONE_SURROGATE.test(raw)) return JSON.stringify(tape.stringOf(record));
+  return raw;
+}
+
+/**
+ * A value read: its members, elements, string and canonical text are worked out on first access
+ * and kept, since a request's body is read for a few members (`query`, `operationName`,
+ * `variables`), not for every value in it; one class, so that a value costs one small object.
  */
 class ReadValue implements JsonValue {
   readonly kind: JsonValue['kind'];
+  private stringRead: string | undefined;
   private membersRead: ReadonlyMap<string, JsonValue> | undefined;
   private elementsRead: readonly JsonValue[] | undefined;
   private canonicalText: string | undefined;
 
   constructor(
-    private readonly text: string,
-    private readonly node: Node,
+    private readonly tape: Tape,
+    private readonly record: number,
   ) {
-    this.kind = node.kind;
+    this.kind = KIND_NAMES[tape.kinds[record]!]!;
   }
 
   get raw(): string {
-    return this.text.slice(this.node.start, this.node.end);
+    return this.tape.text.slice(this.tape.starts[this.record], this.tape.ends[this.record]);
   }
 
   get string(): string | undefined {
-    return this.node.string;
+    if (this.kind !== 'string') return undefined;
+    return (this.stringRead ??= this.tape.stringOf(this.record));
   }
 
   get members(): ReadonlyMap<string, JsonValue> | undefined {
-    const members = this.node.members;
-    if (members === undefined) return undefined;
-    return (this.membersRead ??= new Map([...members].map(([key, member]) => [key, new ReadValue(this.text, member)])));
+    if (this.kind !== 'object') return undefined;
+    return (this.membersRead ??= new Map(this.tape.membersOf(this.record).map(({ key, value }) => [key, new ReadValue(this.tape, value)])));
   }
 
   get elements(): readonly JsonValue[] | undefined {
-    const elements = this.node.elements;
-    if (elements === undefined) return undefined;
-    return (this.elementsRead ??= elements.map((element) => new ReadValue(this.text, element)));
+    if (this.kind !== 'array') return undefined;
+    return (this.elementsRead ??= this.tape.children(this.record).map((element) => new ReadValue(this.tape, element)));
   }
 
   canonical(): string {
-    return (this.canonicalText ??= flatten(this.node.piece));
+    return (this.canonicalText ??= canonicalTextOf(this.tape, this.record, Infinity)!);
   }
 }
 
 function skipWhitespace(text: string, start: number): number {
   let index = start;
-  while (index < text.length && WHITESPACE.has(text[index]!)) index++;
+  for (;;) {
+    const code = text.charCodeAt(index);
+    if (code !== 0x20 && code !== 0x0a && code !== 0x0d && code !== 0x09) return index;
+    index++;
+  }
+}
+
+/** The index after the number starting at `start` (RFC 8259 section 6), or `start` when none does. */
+function numberEnd(text: string, start: number): number {
+  let index = start;
+  if (text.charCodeAt(index) === MINUS) index++;
+  const first = text.charCodeAt(index);
+  if (first === ZERO) index++;
+  else if (isDigit(first)) index = digitsEnd(text, index);
+  else return start;
+  if (text.charCodeAt(index) === DOT && isDigit(text.charCodeAt(index + 1))) index = digitsEnd(text, index + 1);
+  const exponent = text.charCodeAt(index);
+  if (exponent === 0x65 || exponent === 0x45) {
+    const sign = text.charCodeAt(index + 1);
+    const digits = sign === PLUS || sign === MINUS ? index + 2 : index + 1;
+    if (isDigit(text.charCodeAt(digits))) index = digitsEnd(text, digits);
+  }
   return index;
 }
 
-/** A member's key and the colon after it; `end` is where its value starts. */
-function readKey(text: string, start: number): { value: string; end: number } | undefined {
-  if (text[start] !== '"') return undefined;
-  const key = readString(text, start);
-  if (key === undefined) return undefined;
-  const colon = skipWhitespace(text, key.end);
-  if (text[colon] !== ':') return undefined;
-  return { value: key.value, end: skipWhitespace(text, colon + 1) };
+function digitsEnd(text: string, start: number): number {
+  let index = start;
+  while (isDigit(text.charCodeAt(index))) index++;
+  return index;
 }
 
-const ESCAPES: Readonly<Record<string, string>> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
-const HEX4 = /^[0-9a-fA-F]{4}$/;
+function isDigit(code: number): boolean {
+  return code >= ZERO && code <= NINE;
+}
 
-/** A string starting at its opening quote: its decoded value and the index after its closing quote. */
-function readString(text: string, start: number): { value: string; end: number } | undefined {
-  const parts: string[] = [];
-  let chunkStart = start + 1;
+/**
+ * The string opening at `start`, recorded as `plain` or, when it holds an escape, as `escaped`; the
+ * index after its closing quote, or -1 when it is not a JSON string.
+ */
+function readString(tape: Tape, start: number, plain: number, escaped: number): number {
+  const { text } = tape;
+  let hasEscape = false;
+  // JSON.stringify escapes a lone surrogate, which text handed to this reader may hold.
+  let hasSurrogate = false;
   let index = start + 1;
   while (index < text.length) {
     const code = text.charCodeAt(index);
-    if (code === 0x22) {
-      parts.push(text.slice(chunkStart, index));
-      return { value: parts.join(''), end: index + 1 };
+    if (code === QUOTE) {
+      tape.add(hasEscape ? escaped : plain, start, index + 1, !hasEscape && !hasSurrogate);
+      return index + 1;
     }
-    if (code < 0x20) return undefined;
-    if (code === 0x5c) {
-      parts.push(text.slice(chunkStart, index));
-      const escape = text[index + 1];
-      if (escape === 'u') {
-        const hex = text.slice(index + 2, index + 6);
-        if (!HEX4.test(hex)) return undefined;
-        parts.push(String.fromCharCode(Number.parseInt(hex, 16)));
-        index += 6;
-      } else {
-        const decoded = escape === undefined ? undefined : ESCAPES[escape];
-        if (decoded === undefined) return undefined;
-        parts.push(decoded);
-        index += 2;
-      }
-      chunkStart = index;
+    if (code < 0x20) return -1;
+    if (code !== BACKSLASH) {
+      if (code >= 0xd800 && code <= 0xdfff) hasSurrogate = true;
+      index++;
       continue;
     }
-    index++;
+    hasEscape = true;
+    const escape = text[index + 1];
+    if (escape === 'u') {
+      if (!HEX4.test(text.slice(index + 2, index + 6))) return -1;
+      index += 6;
+    } else {
+      if (escape === undefined || ESCAPES[escape] === undefined) return -1;
+      index += 2;
+    }
   }
-  return undefined;
+  return -1;
 }
+
+/** The value of a string (checked by readString) that holds escapes, decoded part by part. */
+function decodeEscapedString(text: string, start: number, end: number): string {
+  const parts: string[] = [];
+  let chunkStart = start + 1;
+  let index = start + 1;
+  while (index < end - 1) {
+    if (text.charCodeAt(index) !== BACKSLASH) {
+      index++;
+      continue;
+    }
+    parts.push(text.slice(chunkStart, index));
+    const escape = text[index + 1]!;
+    if (escape === 'u') {
+      parts.push(String.fromCharCode(Number.parseInt(text.slice(index + 2, index + 6), 16)));
+      index += 6;
+    } else {
+      parts.push(ESCAPES[escape]!);
+      index += 2;
+    }
+    chunkStart = index;
+  }
+  parts.push(text.slice(chunkStart, end - 1));
+  return parts.join('');
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const ESCAPES: Readonly<Record<string, string>> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
+const HEX4 = /^[0-9a-fA-F]{4}$/;

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalJsonText, readJson, readJsonBytes } from '../../src/graphql/canonicalVariables.js';
 
@@ -69,7 +70,48 @@ describe('canonicalJsonText', () => {
     expect(canonical(text)).toEqual({ ok: false, error: 'invalid-json' });
   });
 
-  it.each(['{"a":1,"a":2}', '{"a":1,"b":0,"a":"1"}', '{"x":[{"k":true,"k":false}]}', '{"\\u0061":1,"a":2}'])(
+  it.each([
+    // Only a nested container differs from its canonical text: it is rewritten, and so is what holds it.
+    ['{"x":[ [ 1 ] ]}', '{"x":[[1]]}'],
+    ['[{"b":1,"a":2}]', '[{"a":2,"b":1}]'],
+    ['{"a":{"b":0,"a":1}}', '{"a":{"a":1,"b":0}}'],
+    ['[["\\u0061"],1]', '[["a"],1]'],
+    ['{"k" :1}', '{"k":1}'],
+    ['{"k": 1}', '{"k":1}'],
+    ['[["\ud800"]]', '[["\\ud800"]]'],
+    ['["\ud83d\ude00"]', '["\ud83d\ude00"]'],
+    ['{"a":[1, 2],"a":[1,2]}', '{"a":[1,2]}'],
+  ])('%j is %j', (text, expected) => {
+    expect(canonical(text)).toEqual({ ok: true, text: expected });
+  });
+
+  it('is JSON.stringify of the value with its keys sorted, whatever whitespace and member order it is sent with', () => {
+    // Written out by hand: an object puts integer-like keys first whatever order they are set in.
+    const sortedText = (value: unknown): string =>
+      Array.isArray(value)
+        ? `[${value.map(sortedText).join(',')}]`
+        : typeof value === 'object' && value !== null
+          ? `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${sortedText((value as Record<string, unknown>)[key])}`).join(',')}}`
+          : JSON.stringify(value);
+    // The value written with whitespace where a choice says so and members in a shuffled order.
+    const written = (value: unknown, choices: () => number): string => {
+      const space = () => [' ', '', '\n ', '\t', ''][choices() % 5]!;
+      if (Array.isArray(value)) return `[${space()}${value.map((element) => written(element, choices) + space()).join(`,${space()}`)}]`;
+      if (typeof value !== 'object' || value === null) return JSON.stringify(value);
+      const keys = Object.keys(value).sort((a, b) => (choices() % 3) - 1 || (a < b ? -1 : 1));
+      return `{${space()}${keys.map((key) => `${JSON.stringify(key)}${space()}:${space()}${written((value as Record<string, unknown>)[key], choices)}`).join(`,${space()}`)}${space()}}`;
+    };
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.infiniteStream(fc.nat()), (value, stream) => {
+        const choices = stream[Symbol.iterator]();
+        const text = written(value, () => choices.next().value as number);
+        expect(canonical(text)).toEqual({ ok: true, text: sortedText(value) });
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it.each(['{"a":1,"a":2}', '{"a":1,"b":0,"a":"1"}', '{"x":[{"k":true,"k":false}]}', '{"\\u0061":1,"a":2}', '{"a":[1,2],"a":[1,2,3]}', '{"a":"x","a":[[[[1]]]]}'])(
     '%j names one key with two values: ambiguous',
     (text) => {
       expect(canonical(text)).toEqual({ ok: false, error: 'ambiguous' });
