@@ -33,6 +33,7 @@ import {
   isVerdict,
   lookupOrCoalesce,
   ownError,
+  possibleMutations,
   readParameters,
   resolveApq,
   scopeAndKey,
@@ -261,7 +262,7 @@ export class DecisionEngine {
         // Origins differ on which reading wins: never forwarded (README, Bad input).
         return this.conclude(exchange, ambiguousRequest(head));
       case 'uninterpretable':
-        return this.passOn(exchange, parameters.reason === 'invalid-utf8' ? 'invalid-utf8' : 'uninterpretable-body', parameters.reason);
+        return this.passUnread(exchange, parameters.reason === 'invalid-utf8' ? 'invalid-utf8' : 'uninterpretable-body', parameters.reason, body);
       case 'batch':
         return this.decideBatch(exchange, parameters.operations);
       case 'graphql':
@@ -559,6 +560,23 @@ export class DecisionEngine {
     return { kind: 'respond', response: inOwnMediaType(verdict.response, requestHeadOf(exchange)) };
   }
 
+  /**
+   * A request svc-cache cannot read goes on untouched, but the origin may read it another way and
+   * run a mutation (README, Bad input): any mutation a reading finds invalidates its root fields'
+   * types once the origin answered, as an answer svc-cache cannot read does.
+   */
+  private passUnread(exchange: Exchange, reason: PassReason, detail: string, body: Buffer): RequestDecision {
+    const { config, schema } = this.deps.state();
+    const head = requestHeadOf(exchange);
+    if (head.method !== 'POST' || !schema || config.mutationPolicy === 'None') return this.passOn(exchange, reason, detail);
+    const mutations = possibleMutations(head, body, config.limits, (document) => this.analysisOf(document, config, schema));
+    if (isVerdict(mutations)) return this.conclude(exchange, mutations);
+    if (mutations.length === 0) return this.passOn(exchange, reason, detail);
+    this.deps.logger.debug({ passReason: reason, detail, mutations: mutations.length }, 'request passed; it may run mutations');
+    exchange.forward({ kind: 'pass', reason, unread: mutations.map((document) => mutationPlan(document, config, schema)) });
+    return { kind: 'forward', requestHeaders: { set: [], remove: exchange.tokenHeader === undefined ? [] : [exchange.tokenHeader] } };
+  }
+
   /** The request goes on to the origin untouched but for the purge token, and is not stored. */
   private passOn(exchange: Exchange, reason: PassReason, detail?: string, context?: RequestContext): RequestDecision {
     this.deps.logger.debug({ passReason: reason, ...(detail === undefined ? {} : { detail }) }, 'request passed');
@@ -584,6 +602,7 @@ export class DecisionEngine {
     }
     // A mutation whose answer will not be read (streamed, not GraphQL JSON, encoded, bodiless).
     if (forwarded.kind === 'mutation' && plan.kind !== 'mutation') await this.invalidateByRootFieldTypes(forwarded);
+    if (forwarded.kind === 'pass' && forwarded.unread) await this.invalidateByRootFieldTypes(...forwarded.unread);
     if (forwarded.kind === 'batch' && plan.kind !== 'batch') await this.invalidateAfterBatch(forwarded, undefined);
     if (status !== 200 || endOfStream || !isReadable(headers)) exchange.registration = undefined;
     const wantsBody = wantsResponseBody(plan, headers, endOfStream) || exchange.registration !== undefined || exchange.staleHold !== undefined;
@@ -670,9 +689,11 @@ export class DecisionEngine {
   }
 
   /** An answer svc-cache cannot read still names no less than its root fields' types (`Type`). */
-  private async invalidateByRootFieldTypes(plan: MutationPlan): Promise<void> {
-    if (plan.policy === 'None') return;
-    await this.invalidate(plan.policy, rootFieldTypeTags(plan.schema, plan.prepared), 'root-field-types');
+  private async invalidateByRootFieldTypes(...plans: MutationPlan[]): Promise<void> {
+    const policy = plans[0]?.policy;
+    if (policy === undefined || policy === 'None') return;
+    const tags = new Set(plans.flatMap((plan) => rootFieldTypeTags(plan.schema, plan.prepared)));
+    await this.invalidate(policy, [...tags], 'root-field-types');
   }
 
   /**

@@ -183,6 +183,8 @@ export interface PassPlan {
   kind: 'pass';
   reason: PassReason;
   added?: PreparedOperation;
+  /** Mutations an origin might run from a request svc-cache could not read: they invalidate their root fields' types once it answered. */
+  unread?: MutationPlan[];
 }
 
 /** What `svc-debug-*` response headers show: what the decision was based on. */

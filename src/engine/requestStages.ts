@@ -4,7 +4,7 @@ import type { Config } from '../config/index.js';
 import { parseDocument, selectOperation } from '../graphql/index.js';
 import type { GraphQLParams } from '../graphql/index.js';
 import { queryTextViolation, type LimitViolation } from '../graphql/index.js';
-import { readGetRequest, readPostRequest, type RequestParameters } from '../graphql/index.js';
+import { possibleOperations, readGetRequest, readPostRequest, type RequestParameters } from '../graphql/index.js';
 import { acceptsNoJson } from '../http/index.js';
 import { headerValue, type HeaderList } from '../http/index.js';
 import { graphQLErrorResponse, type HttpResponse, type OwnErrorCode } from '../http/index.js';
@@ -194,6 +194,36 @@ export function checkLimits(
   const analysis = analyse(selected.document);
   if (analysis.violation) return limitExceeded(analysis.violation);
   return { selected, analysis };
+}
+
+/**
+ * The mutations an origin might run from a POST body svc-cache could not read (README, Bad input):
+ * any operation a reading of it names that is a mutation the origin could pick. Each reading is
+ * held to the limits a readable request is held to, and refused as one would be.
+ */
+export function possibleMutations(
+  head: RequestHead,
+  body: Buffer,
+  limits: Config['limits'],
+  analyse: (document: DocumentNode) => DocumentAnalysis,
+): Verdict | DocumentNode[] {
+  const mutations: DocumentNode[] = [];
+  for (const { query, operationName } of possibleOperations(head.headers, body)) {
+    const tooLarge = queryTextViolation(query, limits);
+    if (tooLarge) return limitExceeded(tooLarge);
+    const parsed = parseDocument(query);
+    if ('kind' in parsed) continue;
+    for (const operation of parsed.operations) {
+      const name = operation.name?.value;
+      if (operation.operation !== OperationTypeNode.MUTATION || (operationName !== undefined && name !== operationName)) continue;
+      const selected = selectOperation(parsed, parsed.operations.length === 1 ? undefined : name);
+      if (selected.kind === 'invalid') continue;
+      const { violation } = analyse(selected.document);
+      if (violation) return limitExceeded(violation);
+      mutations.push(selected.document);
+    }
+  }
+  return mutations;
 }
 
 function limitExceeded(violation: LimitViolation): Verdict {

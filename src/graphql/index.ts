@@ -4,5 +4,13 @@ export { parseDocument, selectOperation } from './document.js';
 export { FragmentMemo, collectFields, fragmentsOf } from './fragments.js';
 export { rewrittenForOrigin, type GraphQLParams } from './httpRequest.js';
 export { operationViolation, queryTextViolation, type LimitViolation } from './limits.js';
-export { ambiguousRequestResponse, readGetRequest, readPostRequest, type GraphQLOperation, type RequestParameters } from './requestParameters.js';
+export {
+  ambiguousRequestResponse,
+  possibleOperations,
+  readGetRequest,
+  readPostRequest,
+  type GraphQLOperation,
+  type PossibleOperation,
+  type RequestParameters,
+} from './requestParameters.js';
 export { selectionOf, type Selection } from './selection.js';

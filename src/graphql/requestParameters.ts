@@ -242,6 +242,36 @@ function urlParameters(path: string): UrlParameters {
   return { kind: 'parameters', values };
 }
 
+/** A query text an origin may run, and the operation it names (README, Bad input). */
+export interface PossibleOperation {
+  query: string;
+  operationName: string | undefined;
+}
+
+/**
+ * What an origin might run from a POST body svc-cache could not read: origins differ on what they
+ * accept (bytes that are not UTF-8 decoded with U+FFFD in their place, JSON or a form under another
+ * content type, a bare query as `application/graphql`), so every reading that finds a query counts,
+ * whatever the content type says but for a bare query. A mutation among them must still invalidate
+ * (README, Invalidation after mutations). Linear in the body; a batch is read up to MAX_BATCH_OPERATIONS.
+ */
+export function possibleOperations(headers: HeaderList, body: Uint8Array): PossibleOperation[] {
+  const text = new TextDecoder().decode(body);
+  const operations: PossibleOperation[] = [];
+  const json = readJson(text.trim());
+  const objects = typeof json === 'string' ? [] : json.kind === 'array' ? (json.elements ?? []).slice(0, MAX_BATCH_OPERATIONS) : [json];
+  for (const object of objects) {
+    const query = object.members?.get('query')?.string;
+    if (query !== undefined) operations.push({ query, operationName: object.members?.get('operationName')?.string });
+  }
+  const form = new URLSearchParams(text);
+  const formQuery = form.get('query');
+  if (formQuery !== null) operations.push({ query: formQuery, operationName: form.get('operationName') ?? undefined });
+  const bareQuery = headerValues(headers, 'content-type').some((value) => mediaType(value) === 'application/graphql');
+  if (bareQuery) operations.push({ query: text, operationName: undefined });
+  return operations;
+}
+
 /** Repeats agree when equal, or, for JSON parameters, equal as canonical JSON (origins run the same). */
 function sameRepeat(name: ParameterName, first: string, second: string): boolean {
   if (first === second) return true;

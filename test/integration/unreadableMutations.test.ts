@@ -58,3 +58,67 @@ describe.each(['Entity', 'Type', 'None'] as const)('mutationPolicy %s: a mutatio
     expect(await statuses([TODO_1, USERS])).toEqual([policy === 'None' ? 'HIT' : 'MISS', 'HIT']);
   });
 });
+
+/**
+ * A request svc-cache cannot read may still be a mutation to the origin, which may read it another
+ * way (README, Bad input): every reading that finds a mutation invalidates by its root fields' types.
+ */
+const UNREAD_REQUESTS: Array<[string, Buffer, string]> = [
+  [
+    'JSON whose bytes are not UTF-8',
+    Buffer.concat([Buffer.from('{"query":"mutation { updateTodo(id: \\"1\\", title: \\"Caf'), Buffer.from([0xe9]), Buffer.from(' au lait\\") { id title } }"}')]),
+    'application/json',
+  ],
+  ['JSON sent as text/plain', Buffer.from(JSON.stringify({ query: UPDATE_TODO })), 'text/plain'],
+  ['a form', Buffer.from(`query=${encodeURIComponent(UPDATE_TODO)}`), 'application/x-www-form-urlencoded'],
+  ['a bare query', Buffer.from(UPDATE_TODO), 'application/graphql'],
+  [
+    'a named mutation picked by operationName, in a form',
+    Buffer.from(`query=${encodeURIComponent(`query Q { todos { id } } ${UPDATE_TODO.replace('mutation', 'mutation M')}`)}&operationName=M`),
+    'application/x-www-form-urlencoded',
+  ],
+];
+
+describe('a request svc-cache cannot read that an origin may run as a mutation', () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await startStack({ mutationPolicy: 'Entity' });
+  });
+  afterAll(async () => {
+    await stack.close();
+  });
+  beforeEach(async () => {
+    stack.origin.reset();
+    await stack.sidecar.store.invalidateAll();
+  });
+
+  async function send(body: Buffer, contentType: string): Promise<Response> {
+    return fetch(stack.url, { method: 'POST', headers: { 'content-type': contentType, accept: 'application/json' }, body: new Uint8Array(body) });
+  }
+
+  it.each(UNREAD_REQUESTS)('%s: passes it as sent and invalidates the types its root fields return', async (_name, body, contentType) => {
+    expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    expect((await postGraphQL(stack.url, { query: USERS })).headers['svc-cache']).toBe('MISS');
+    stack.origin.setBehaviour({ forcedResponse: { status: 200, headers: { 'content-type': 'application/json' }, body: '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}' } });
+    const mutation = await send(body, contentType);
+    expect([mutation.status, mutation.headers.get('svc-cache')]).toEqual([200, 'PASS']);
+    expect(stack.origin.requests.at(-1)?.body).toBe(body.toString());
+    stack.origin.setBehaviour({ forcedResponse: null });
+    expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    expect((await postGraphQL(stack.url, { query: USERS })).headers['svc-cache']).toBe('HIT');
+  });
+
+  it('leaves the cache alone when no reading finds a mutation', async () => {
+    expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    const query = await send(Buffer.from(JSON.stringify({ query: TODO_1 })), 'text/plain');
+    expect(query.headers.get('svc-cache')).toBe('PASS');
+    expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('HIT');
+  });
+
+  it('refuses a reading over the query size limit, as it refuses a readable request', async () => {
+    const tooLarge = `mutation { updateTodo(id: "1", title: "${'x'.repeat(110 * 1024)}") { id } }`;
+    const answer = await send(Buffer.from(`query=${encodeURIComponent(tooLarge)}`), 'application/x-www-form-urlencoded');
+    expect([answer.status, ((await answer.json()) as { errors: Array<{ extensions: { code: string } }> }).errors[0]?.extensions.code]).toEqual([400, 'QUERY_TOO_LARGE']);
+  });
+});
