@@ -16,6 +16,7 @@ import {
 } from 'graphql';
 import { entityKeyText } from './keyFields.js';
 import type { PreparedOperation } from './entityFields.js';
+import { rootFieldTypeTags } from './rootFieldTypes.js';
 import { entityKeyField, type KeyFields } from './keyFields.js';
 import type { ListArgumentIndex } from './listArguments.js';
 import { fragmentsFor, operationPlan, type SelectionPlan } from './selectionPlan.js';
@@ -123,8 +124,12 @@ export function mutationInvalidationTags(
   const entityTypes = new Set<string>();
   /** Types invalidated whole because their objects could not be named precisely. */
   const unnamedTypes = new Set<string>();
-  // With errors, a value may be null because its field failed, not because the object has none.
+  // With errors, a value may be null because its field failed, not because the object has none:
+  // the mutation may have run, and changed objects the answer no longer names (a non-null field
+  // that failed after the write nulls its parent, up to `data`). Such a place invalidates the
+  // types it could have held (README, Invalidation after mutations).
   const trusted = !isPlainObject(result) || result.errors === undefined;
+  if (!trusted && !isPlainObject((result as { data?: unknown }).data)) return rootFieldTypeTags(schema, prepared);
   const lists = policy === 'List' && prepared.lists?.matching && trusted ? new ReturnedLists(prepared.lists, prepared.keyFields) : undefined;
   walkResponse(schema, prepared, result, {
     object(type, key, _inList, value) {
@@ -136,7 +141,10 @@ export function mutationInvalidationTags(
       }
       return true;
     },
-    vacancy: () => true,
+    vacancy(types) {
+      if (!trusted) for (const type of types) unnamedTypes.add(type.name);
+      return true;
+    },
     unidentified(types) {
       for (const type of types) unnamedTypes.add(type.name);
       return true;

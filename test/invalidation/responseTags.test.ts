@@ -189,6 +189,16 @@ describe('mutationInvalidationTags', () => {
     expect(await mutationTags('mutation { updateTodo(id: "404", done: true) { done } deleteTodo(id: "2") }', 'Type')).toEqual([]);
   });
 
+  it('invalidates what an errored place could have held: the mutation may have written before the error nulled it', () => {
+    const prepared = prepare('mutation { updateTodo(id: "1", title: "x") { id title author { name } } }');
+    const nulledRoot = { errors: [{ message: 'failed after the write', path: ['updateTodo', 'title'] }], data: { updateTodo: null } };
+    expect(mutationInvalidationTags(schema, prepared, nulledRoot, 'Entity')).toEqual([tag.type('Todo')]);
+    const nulledData = { errors: [{ message: 'failed after the write', path: ['updateTodo'] }], data: null };
+    expect(mutationInvalidationTags(schema, prepared, nulledData, 'Entity')).toEqual([tag.type('Todo')]);
+    const nulledAuthor = { errors: [{ message: 'no author', path: ['updateTodo', 'author', 'name'] }], data: { updateTodo: { id: '1', title: 'x', author: null } } };
+    expect(sorted(mutationInvalidationTags(schema, prepared, nulledAuthor, 'Entity'))).toEqual(sorted([tag.entity('Todo', '1'), tag.type('User')]));
+  });
+
   it('invalidates every type an object could be when its __typename is unknown', () => {
     const nodeSchema = buildSchema(`
       interface Node { id: ID! }
