@@ -6,19 +6,31 @@ export interface KeyedTarget {
   host: string;
   /** The configured endpoint: the path without its query string. */
   endpoint: string;
+  /** The query string's parameters other than GraphQL's, as sent; '' when none. */
+  parameters: string;
 }
 
 /**
  * The cache key (docs/graphql-caching.md, Cache key): scope bucket, host, endpoint path, operation
- * name, normalised document and canonical variables (their literal text, canonicalVariables.ts).
+ * name, normalised document and canonical variables (their literal text, canonicalVariables.ts),
+ * then the other URL parameters and `extensions` but for `persistedQuery` when there are any.
  * `Accept` is not in it: a cacheable answer has the same body under both GraphQL JSON types, and a
  * HIT is answered in a type the client accepts (README, HIT, MISS, PASS).
  */
-export function cacheKey(bucket: string, target: KeyedTarget, operationName: string, normalisedDocument: string, canonicalVariables: string): string {
+export function cacheKey(
+  bucket: string,
+  target: KeyedTarget,
+  operationName: string,
+  normalisedDocument: string,
+  canonicalVariables: string,
+  canonicalExtensions: string,
+): string {
   // The parts joined by NUL hash the same UTF-8 bytes as the update per part of earlier versions,
   // so their keys stay: a NUL stands between any two parts, so no surrogate pair is split or joined
   // by the joining. One-shot `hash` (Node 20.12) spares the Hash object: createHash, update and
   // digest were 3% of a GET HIT's CPU in a `--cpu-prof` profile (README, Performance).
-  const hashed = `${target.host}\u0000${target.endpoint}\u0000${operationName}\u0000${normalisedDocument}\u0000${canonicalVariables}`;
+  // A request without the later parts keeps the key it had before they were keyed.
+  const later = target.parameters === '' && canonicalExtensions === '' ? '' : `\u0000${target.parameters}\u0000${canonicalExtensions}`;
+  const hashed = `${target.host}\u0000${target.endpoint}\u0000${operationName}\u0000${normalisedDocument}\u0000${canonicalVariables}${later}`;
   return `${bucket}/${hash('sha256', hashed, 'base64url')}`;
 }

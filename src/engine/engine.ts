@@ -2,7 +2,7 @@ import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphq
 import { persistedQueryNotFound, registerPersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/index.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import type { Config, MutationPolicy } from '../config/index.js';
-import { rewrittenForOrigin } from '../graphql/index.js';
+import { otherUrlParameters, rewrittenForOrigin } from '../graphql/index.js';
 import { ambiguousRequestResponse, type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { operationViolation } from '../graphql/index.js';
 import { selectionOf } from '../graphql/index.js';
@@ -393,8 +393,8 @@ export class DecisionEngine {
     const pending = this.jwtScopes.identify(policy.scopes, config.scopes, head.headers);
     const identified = pending instanceof Promise ? await pending : pending;
     if (identified.kind === 'refused') return this.passOn(exchange, identified.failure, identified.detail, context);
-    const { canonicalVariables, target } = request;
-    const scoped = scopeAndKey(policy, checked.selected, canonicalVariables, target, head.headers, config, this.deps.scopeKeySecret, identified.identities);
+    const { target } = request;
+    const scoped = scopeAndKey(policy, checked.selected, request, target, head.headers, config, this.deps.scopeKeySecret, identified.identities);
     // What a MISS forwards is worked out while Redis answers the lookup, when it is not answered at
     // once: for a document not seen before that is about 40 µs off the MISS's path (README,
     // Performance: What a MISS adds). A HIT from Redis pays it once per document this process has
@@ -840,6 +840,7 @@ function keyedTargetOf(head: RequestHead, config: Config): KeyedTarget {
   return {
     host: hostKey(headerValue(head.headers, ':authority') ?? '', headerValue(head.headers, ':scheme') ?? ''),
     endpoint: endpointOf(head.path, config.endpoints) ?? head.path,
+    parameters: otherUrlParameters(head.path),
   };
 }
 

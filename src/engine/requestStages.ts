@@ -304,7 +304,7 @@ export interface ScopedKey {
 export function scopeAndKey(
   policy: CachePolicy,
   selected: SelectedOperation,
-  canonicalVariables: string,
+  parameters: { canonicalVariables: string; canonicalExtensions: string },
   target: KeyedTarget,
   headers: HeaderList,
   config: Config,
@@ -312,7 +312,7 @@ export function scopeAndKey(
   jwtIdentities: ReadonlyMap<string, string | undefined>,
 ): ScopedKey {
   const bucket = scopeBucketKey(policy.scopes, config.scopes, headers, scopeKeySecret, jwtIdentities);
-  const key = cacheKey(bucket, target, selected.name, selected.normalised, canonicalVariables);
+  const key = cacheKey(bucket, target, selected.name, selected.normalised, parameters.canonicalVariables, parameters.canonicalExtensions);
   const varyNames = scopeVaryHeaders(policy.scopes, config.scopes);
   const scopeHeaders: Array<[string, string]> =
     policy.scopes.length === 0 ? [] : [['cache-control', 'private, no-cache'], ['vary', varyNames.join(', ')]];

@@ -17,6 +17,11 @@ export interface GraphQLOperation {
   params: GraphQLParams;
   /** The key's form of the variables (see canonicalVariables.ts): `{}` when absent or `null`. */
   canonicalVariables: string;
+  /**
+   * The key's form of `extensions` but for `persistedQuery`, which svc-cache resolves itself: an
+   * origin may read the rest (a tenant, a flag), so they are keyed; '' when there is none.
+   */
+  canonicalExtensions: string;
 }
 
 export type AmbiguityReason =
@@ -169,7 +174,7 @@ function batchOf(elements: readonly JsonValue[]): RequestParameters {
     if (element.kind !== 'object') return { kind: 'uninterpretable', reason: 'body-not-object' };
     const operation = operationOf(element.members ?? new Map());
     if (operation.kind !== 'graphql') return operation;
-    operations.push({ params: operation.params, canonicalVariables: operation.canonicalVariables });
+    operations.push({ params: operation.params, canonicalVariables: operation.canonicalVariables, canonicalExtensions: operation.canonicalExtensions });
   }
   return { kind: 'batch', operations };
 }
@@ -200,7 +205,28 @@ function operationOf(members: ReadonlyMap<string, JsonValue>): RequestParameters
       extensions: extensions?.kind === 'object' ? (JSON.parse(extensions.canonical()) as Record<string, unknown>) : {},
     },
     canonicalVariables,
+    canonicalExtensions: extensions?.kind === 'object' ? canonicalWithout(extensions, 'persistedQuery') : '',
   };
+}
+
+/** An object's canonical text without one member; '' when nothing else is left. */
+function canonicalWithout(object: JsonValue, omitted: string): string {
+  const members = [...(object.members ?? [])].filter(([name]) => name !== omitted);
+  return members.length === 0 ? '' : `{${members.map(([name, value]) => `${JSON.stringify(name)}:${value.canonical()}`).join(',')}}`;
+}
+
+/**
+ * The request target's query string but for the GraphQL parameters, as sent: an origin may read
+ * them (a tenant, a version), so they are keyed (README, Cache key); '' when there are none.
+ */
+export function otherUrlParameters(path: string): string {
+  const queryStart = path.indexOf('?');
+  if (queryStart < 0) return '';
+  return path
+    .slice(queryStart + 1)
+    .split('&')
+    .filter((pair) => pair !== '' && !isParameterName(formDecode(pair.split('=', 1)[0]!)))
+    .join('&');
 }
 
 /** Whether a URL parameter's value gives what the body member gives. */

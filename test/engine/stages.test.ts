@@ -66,6 +66,7 @@ describe('readParameters', () => {
       kind: 'graphql',
       params: { query: '{a}', operationName: 'A', variables: {}, extensions: {} },
       canonicalVariables: '{}',
+      canonicalExtensions: '',
     });
     expect(readParameters(head('POST'), Buffer.from('{"query":"{a}","variables":{"y":1.0, "x":1}}'))).toMatchObject({
       kind: 'graphql',
@@ -248,11 +249,11 @@ describe('scopeAndKey', () => {
   const selected = checked('{ me { id } }', scoped).selected;
   const policy = cachePolicyFor(scoped.rules, selectionOf(schema, selected.document))!;
   const secret = Buffer.from('k');
-  const target = { host: 'a.test', endpoint: '/graphql' };
+  const target = { host: 'a.test', endpoint: '/graphql', parameters: '' };
 
   it('keys per scope value and names the bucket without the raw value', () => {
-    const alice = scopeAndKey(policy, selected, '{}', target, [['authorization', 'Bearer alice']], scoped, secret, new Map());
-    const bob = scopeAndKey(policy, selected, '{}', target, [['authorization', 'Bearer bob']], scoped, secret, new Map());
+    const alice = scopeAndKey(policy, selected, { canonicalVariables: '{}', canonicalExtensions: '' }, target, [['authorization', 'Bearer alice']], scoped, secret, new Map());
+    const bob = scopeAndKey(policy, selected, { canonicalVariables: '{}', canonicalExtensions: '' }, target, [['authorization', 'Bearer bob']], scoped, secret, new Map());
     expect(alice.key).not.toBe(bob.key);
     expect(alice.bucket).toMatch(/^AUTHENTICATED:[A-Za-z0-9_-]{43}$/);
     expect(alice.key.startsWith(`${alice.bucket}/`)).toBe(true);
@@ -274,12 +275,15 @@ describe('scopeAndKey', () => {
   });
 
   it('keys the canonical variables text, host and endpoint, but not Accept', () => {
-    const key = (variables: string, at = target, headers: Array<[string, string]> = [['authorization', 'a']]) =>
-      scopeAndKey(policy, selected, variables, at, headers, scoped, secret, new Map()).key;
+    const key = (variables: string, at = target, headers: Array<[string, string]> = [['authorization', 'a']], extensions = '') =>
+      scopeAndKey(policy, selected, { canonicalVariables: variables, canonicalExtensions: extensions }, at, headers, scoped, secret, new Map()).key;
     expect(key('{"a":1}')).not.toBe(key('{"a":1.0}'));
     expect(key('{"a":1}')).not.toBe(key('{"a":2}'));
-    expect(key('{}', { host: 'b.test', endpoint: '/graphql' })).not.toBe(key('{}'));
-    expect(key('{}', { host: 'a.test', endpoint: '/t/acme/graphql' })).not.toBe(key('{}'));
+    expect(key('{}', { host: 'b.test', endpoint: '/graphql', parameters: '' })).not.toBe(key('{}'));
+    expect(key('{}', { host: 'a.test', endpoint: '/t/acme/graphql', parameters: '' })).not.toBe(key('{}'));
+    expect(key('{}', { ...target, parameters: 'tenant=acme' })).not.toBe(key('{}', { ...target, parameters: 'tenant=globex' }));
+    expect(key('{}', target, undefined, '{"tenant":"acme"}')).not.toBe(key('{}', target, undefined, '{"tenant":"globex"}'));
+    expect(key('{}', { ...target, parameters: 'a=1' })).not.toBe(key('{}', target, undefined, 'a=1'));
     expect(key('{}', target, [['authorization', 'a'], ['accept', 'application/json']])).toBe(key('{}'));
   });
 });

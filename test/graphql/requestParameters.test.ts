@@ -3,6 +3,7 @@ import type { HeaderList } from '../../src/http/headers.js';
 import {
   ambiguousRequestResponse,
   MAX_BATCH_OPERATIONS,
+  otherUrlParameters,
   readGetRequest,
   readPostRequest,
   type RequestParameters,
@@ -19,6 +20,7 @@ describe('readGetRequest', () => {
       kind: 'graphql',
       params: { query: '{ me }', operationName: 'Me', variables: { a: 2 ** 53, b: 1 }, extensions: {} },
       canonicalVariables: '{"a":9007199254740993,"b":1.0}',
+      canonicalExtensions: '',
     });
   });
 
@@ -94,12 +96,30 @@ describe('readGetRequest', () => {
   });
 });
 
+describe('what else the origin sees, for the key', () => {
+  it('extensions but persistedQuery, in their canonical text', () => {
+    const hash = { version: 1, sha256Hash: 'a'.repeat(64) };
+    expect(post(JSON.stringify({ query: 'x', extensions: { persistedQuery: hash } }))).toMatchObject({ canonicalExtensions: '' });
+    expect(post(JSON.stringify({ query: 'x', extensions: { tenant: 'acme', persistedQuery: hash } }))).toMatchObject({ canonicalExtensions: '{"tenant":"acme"}' });
+    expect(post('{"query":"x","extensions":{ "b" : 1.0, "a":"\\u0061" }}')).toMatchObject({ canonicalExtensions: '{"a":"a","b":1.0}' });
+    expect(readGetRequest(`/graphql?query=x&extensions=${encodeURIComponent('{"tenant":"acme"}')}`)).toMatchObject({ canonicalExtensions: '{"tenant":"acme"}' });
+  });
+
+  it('the URL parameters other than GraphQL\'s, as sent', () => {
+    expect(otherUrlParameters('/graphql')).toBe('');
+    expect(otherUrlParameters('/graphql?query=x&variables=%7B%7D&operationName=A&extensions=%7B%7D')).toBe('');
+    expect(otherUrlParameters('/graphql?tenant=acme&query=x&&v=2&%71uery=y')).toBe('tenant=acme&v=2');
+    expect(otherUrlParameters('/graphql?flag')).toBe('flag');
+  });
+});
+
 describe('readPostRequest', () => {
   it('reads the body members, keeping number literals in the canonical variables', () => {
     expect(post('{"query":"query Q($n: Int) { n(v: $n) }","operationName":"Q","variables":{"n":1.0},"extensions":{"e":true},"other":1}')).toEqual({
       kind: 'graphql',
       params: { query: 'query Q($n: Int) { n(v: $n) }', operationName: 'Q', variables: { n: 1 }, extensions: { e: true } },
       canonicalVariables: '{"n":1.0}',
+      canonicalExtensions: '{"e":true}',
     });
   });
 
@@ -108,6 +128,7 @@ describe('readPostRequest', () => {
       kind: 'graphql',
       params: { query: undefined, operationName: undefined, variables: {}, extensions: {} },
       canonicalVariables: '{}',
+      canonicalExtensions: '',
     });
   });
 
@@ -199,8 +220,8 @@ describe('readPostRequest', () => {
       expect(post('[{"query":"a","variables":{"n":1.0}}, {"query":"mutation { m }","operationName":"M"}]')).toEqual({
         kind: 'batch',
         operations: [
-          { params: { query: 'a', operationName: undefined, variables: { n: 1 }, extensions: {} }, canonicalVariables: '{"n":1.0}' },
-          { params: { query: 'mutation { m }', operationName: 'M', variables: {}, extensions: {} }, canonicalVariables: '{}' },
+          { params: { query: 'a', operationName: undefined, variables: { n: 1 }, extensions: {} }, canonicalVariables: '{"n":1.0}', canonicalExtensions: '' },
+          { params: { query: 'mutation { m }', operationName: 'M', variables: {}, extensions: {} }, canonicalVariables: '{}', canonicalExtensions: '' },
         ],
       });
     });
@@ -226,6 +247,7 @@ describe('remembered readings', () => {
       kind: 'graphql',
       params: { query: 'query Q($n: Int) { n(v: $n) }', operationName: undefined, variables: { n: { deep: [1] } }, extensions: {} },
       canonicalVariables: '{"n":{"deep":[1]}}',
+      canonicalExtensions: '',
     });
     const params = (first as Extract<RequestParameters, { kind: 'graphql' }>).params;
     expect(() => {

@@ -82,6 +82,10 @@ interface Read {
   badByte: number | null;
   /** A POST of a JSON array: this operation, then another. */
   batchWith: Operation | null;
+  /** A member of `extensions` besides `persistedQuery`, which the origin reads. */
+  tenantExtension: string | null;
+  /** A URL parameter besides GraphQL's, which the origin reads. */
+  tenantParameter: string | null;
 }
 
 interface Bump {
@@ -148,6 +152,8 @@ const readFields = {
   response: responseArbitrary,
   badByte: weighted<number | null>([[6, fc.constant(null)], [1, fc.constantFrom(0xfe, 0xff)]]),
   batchWith: weighted<Operation | null>([[6, fc.constant(null)], [1, OPERATIONS]]),
+  tenantExtension: mostly<string | null>(null, fc.constantFrom('acme', 'globex')),
+  tenantParameter: mostly<string | null>(null, fc.constantFrom('acme', 'globex')),
 };
 type ReadFields = Omit<Read, 'kind'>;
 
@@ -213,13 +219,21 @@ function variablesText(operation: Operation, response: string | null): string | 
   return operation.variables === undefined ? `{${asked}}` : `${operation.variables.slice(0, -1)},${asked}}`;
 }
 
-function memberJson(operation: Operation, apq: Read['apq'], response: string | null): string {
+function memberJson(operation: Operation, apq: Read['apq'], response: string | null, tenant: string | null = null): string {
   const parts: string[] = [];
   const variables = variablesText(operation, response);
   if (apq !== 'hash-only') parts.push(`"query":${JSON.stringify(operation.query)}`);
   if (variables !== undefined) parts.push(`"variables":${variables}`);
-  if (apq !== 'none') parts.push(`"extensions":{"persistedQuery":{"version":1,"sha256Hash":"${sha256(operation.query)}"}}`);
+  const extensions = extensionsJson(operation, apq, tenant);
+  if (extensions !== undefined) parts.push(`"extensions":${extensions}`);
   return `{${parts.join(',')}}`;
+}
+
+function extensionsJson(operation: Operation, apq: Read['apq'], tenant: string | null): string | undefined {
+  const members: string[] = [];
+  if (tenant !== null) members.push(`"tenant":${JSON.stringify(tenant)}`);
+  if (apq !== 'none') members.push(`"persistedQuery":{"version":1,"sha256Hash":"${sha256(operation.query)}"}`);
+  return members.length === 0 ? undefined : `{${members.join(',')}}`;
 }
 
 function readWire(read: Read): WireRequest {
@@ -231,13 +245,12 @@ function readWire(read: Read): WireRequest {
     if (repeated !== undefined && read.apq !== 'hash-only') url.searchParams.append('query', repeated);
     const variables = variablesText(read.operation, read.response);
     if (variables !== undefined) url.searchParams.append('variables', variables);
-    if (read.apq !== 'none') {
-      url.searchParams.append('extensions', JSON.stringify({ persistedQuery: { version: 1, sha256Hash: sha256(read.operation.query) } }));
-    }
+    const extensions = extensionsJson(read.operation, read.apq, read.tenantExtension);
+    if (extensions !== undefined) url.searchParams.append('extensions', extensions);
   } else {
     if (read.path === REFLECTING_PATH) url.searchParams.append('msg', 'hello');
     if (repeated !== undefined) url.searchParams.append('query', repeated);
-    const member = memberJson(read.operation, read.apq, read.response);
+    const member = memberJson(read.operation, read.apq, read.response, read.tenantExtension);
     body = Buffer.from(read.batchWith === null ? member : `[${member},${memberJson(read.batchWith, 'none', null)}]`);
     if (read.badByte !== null) {
       body = Buffer.concat([
@@ -247,6 +260,7 @@ function readWire(read: Read): WireRequest {
       ]);
     }
   }
+  if (read.tenantParameter !== null) url.searchParams.append('tenant', read.tenantParameter);
   const lines: Array<[string, string]> = [];
   if (read.method === 'POST') lines.push(['content-type', 'application/json']);
   if (read.accept !== null) lines.push(['accept', read.accept]);
