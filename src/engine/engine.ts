@@ -60,7 +60,7 @@ import { cachePolicyFor, selectsUnnamedIntrospection, type CachePolicy } from '.
 import { JwtScopes } from './jwtScopes.js';
 import { scopeKeyedHeaders } from './scopes.js';
 import { cacheStatusHeader, explanationHeaders, hitResponse, mergeScopeHeaders, type HeaderChanges, type Replay } from './responses.js';
-import { failureByHead, isGraphQLResult, staleIfErrorUntil, staleResponse, type OriginFailure } from './staleIfError.js';
+import { failureByHead, isGraphQLResult, staleResponse, withinStaleIfError, type OriginFailure } from './staleIfError.js';
 import type { HttpResponse } from '../http/index.js';
 import { stripAddedFields } from '../invalidation/index.js';
 
@@ -464,8 +464,7 @@ export class DecisionEngine {
    * type (README, Stale-if-error).
    */
   private holdForOriginFailure(context: RequestContext, expired: CachedResponse | undefined, hold: StaleHold): StaleHold | undefined {
-    if (expired === undefined || hold.staleIfError <= 0) return undefined;
-    if (this.now() > staleIfErrorUntil(expired, hold.staleIfError)) return undefined;
+    if (expired === undefined || !withinStaleIfError(expired, hold.staleIfError, this.now())) return undefined;
     // Only whether the client could take it: the answer itself is built when the origin fails.
     return negotiatedFor(context.head.headers, expired) === undefined ? undefined : hold;
   }
@@ -499,7 +498,7 @@ export class DecisionEngine {
       this.deps.logger.warn({ err: errorMessage(error) }, 'cache store unavailable; relaying the origin failure');
       return undefined;
     }
-    if (entry === undefined || this.now() > staleIfErrorUntil(entry, hold.staleIfError)) return undefined;
+    if (entry === undefined || !withinStaleIfError(entry, hold.staleIfError, this.now())) return undefined;
     return replayFor(requestHeadOf(exchange).headers, exchange.explanation, entry, hold.scopeHeaders);
   }
 

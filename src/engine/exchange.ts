@@ -8,6 +8,7 @@ import type { PreparedOperation } from '../invalidation/index.js';
 import type { RequestOutcome } from '../observability/index.js';
 import type { InvalidationMark } from '../store/index.js';
 import type { Leadership } from './coalescing.js';
+import type { EntryLifetime } from './originResponse.js';
 import type { PassReason } from './passReason.js';
 import type { CachePolicy } from './rules.js';
 
@@ -211,8 +212,8 @@ export interface StorePlan {
   /** Request headers the cache key already covers; an origin `vary` on anything else is not cacheable. */
   keyedRequestHeaders: ReadonlySet<string>;
   limits: { maxResponseBodyBytes: number; ignoreOriginCacheControl: boolean };
-  /** Seconds the entry stays fresh: set once the origin's response headers allowed storing it. */
-  maxAge?: number;
+  /** How long the entry is fresh, then served stale: set once the origin's response headers allowed storing it. */
+  lifetime?: EntryLifetime;
 }
 
 /** A mutation whose answer names what it changed. */

@@ -1,6 +1,7 @@
-import { storability } from '../http/index.js';
+import { staleLimits, storability } from '../http/index.js';
 import { headerValue, mediaType, type HeaderList } from '../http/index.js';
 import type { PassReason } from './passReason.js';
+import type { CachePolicy } from './rules.js';
 
 /**
  * Whether the origin's response headers allow storing it, and for how long (docs/graphql-caching.md,
@@ -13,8 +14,8 @@ export interface StoreContext {
   /** Lower-case names of the request headers whose whole value the key covers or the HIT negotiates. */
   keyedRequestHeaders: ReadonlySet<string>;
   maxResponseBodyBytes: number;
-  /** The matched rules' maxAge: the longest an entry may live. */
-  ruleMaxAge: number;
+  /** The matched rules' maxAge, swr and staleIfError: the longest an entry may be fresh, then served stale. */
+  rules: Pick<CachePolicy, 'maxAge' | 'swr' | 'staleIfError'>;
   /** README, Every key: the origin's freshness then no longer shortens or refuses the lifetime. */
   ignoreOriginCacheControl: boolean;
   /** Epoch milliseconds, for `Expires` without a valid `Date`. */
@@ -39,8 +40,18 @@ export function isEncoded(headers: HeaderList): boolean {
   return encoding !== undefined && encoding.trim().toLowerCase() !== 'identity';
 }
 
-/** Why a response with these headers must not be stored, or how many seconds it may be stored for. */
-export function storeVerdict(status: number, headers: HeaderList, context: StoreContext): { reason: PassReason } | { maxAge: number } {
+/**
+ * How long a stored answer is fresh (`maxAge`), then how long past that it may be served stale while
+ * one request refreshes it (`swr`) or in place of an origin that fails (`staleIfError`), in seconds.
+ */
+export interface EntryLifetime {
+  maxAge: number;
+  swr: number;
+  staleIfError: number;
+}
+
+/** Why a response with these headers must not be stored, or for how long it may be stored and served. */
+export function storeVerdict(status: number, headers: HeaderList, context: StoreContext): { reason: PassReason } | EntryLifetime {
   if (status !== 200) return { reason: 'origin-status' };
   if (isStreaming(headers)) return { reason: 'origin-streaming' };
   if (!isGraphQLJson(headers)) return { reason: 'origin-content-type' };
@@ -51,12 +62,20 @@ export function storeVerdict(status: number, headers: HeaderList, context: Store
   if (headerValue(headers, 'set-cookie') !== undefined) return { reason: 'origin-set-cookie' };
   if (isEncoded(headers)) return { reason: 'origin-encoded' };
   if (Number(headerValue(headers, 'content-length')) > context.maxResponseBodyBytes) return { reason: 'response-too-large' };
-  if (context.ignoreOriginCacheControl || originSeconds === undefined) return { maxAge: context.ruleMaxAge };
-  return { maxAge: Math.min(context.ruleMaxAge, originSeconds) };
+  const { rules } = context;
+  const maxAge = context.ignoreOriginCacheControl || originSeconds === undefined ? rules.maxAge : Math.min(rules.maxAge, originSeconds);
+  // The origin's bounds on serving stale hold under ignoreOriginCacheControl too (LIFETIME_REASONS).
+  const origin = staleLimits(headers);
+  return { maxAge, swr: atMost(rules.swr, origin.whileRevalidate), staleIfError: atMost(rules.staleIfError, origin.ifError) };
+}
+
+function atMost(ruleSeconds: number, originSeconds: number | undefined): number {
+  return originSeconds === undefined ? ruleSeconds : Math.min(ruleSeconds, originSeconds);
 }
 
 /**
- * What `cache.ignoreOriginCacheControl` sets aside: the origin's say on how long (README, Every key),
- * never its say on whether (`no-store`, `private`, `no-cache`, `Pragma`, `Vary`).
+ * What `cache.ignoreOriginCacheControl` sets aside: the origin's say on how long it is fresh (README,
+ * Every key), never its say on whether (`no-store`, `private`, `no-cache`, `Pragma`, `Vary`) nor on
+ * serving it stale.
  */
 const LIFETIME_REASONS: ReadonlySet<PassReason> = new Set(['origin-max-age-zero', 'origin-max-age-invalid', 'origin-expired']);

@@ -6,9 +6,8 @@ import { responseTags } from '../invalidation/index.js';
 import { invalidationTag } from '../invalidation/index.js';
 import type { CachedResponse } from '../store/index.js';
 import type { PassPlan, ResponsePlan, StorePlan } from './exchange.js';
-import { isEncoded, isGraphQLJson, storeVerdict } from './originResponse.js';
+import { isEncoded, isGraphQLJson, storeVerdict, type EntryLifetime } from './originResponse.js';
 import type { PassReason } from './passReason.js';
-import type { CachePolicy } from './rules.js';
 import { replayableHeaders } from './responses.js';
 
 /**
@@ -33,13 +32,13 @@ export function planAfterResponseHead(plan: ResponsePlan, status: number, header
       const verdict = storeVerdict(status, headers, {
         keyedRequestHeaders: plan.keyedRequestHeaders,
         maxResponseBodyBytes: plan.limits.maxResponseBodyBytes,
-        ruleMaxAge: plan.policy.maxAge,
+        rules: plan.policy,
         ignoreOriginCacheControl: plan.limits.ignoreOriginCacheControl,
         now,
       });
       if ('reason' in verdict) return { kind: 'pass', reason: verdict.reason, ...addedFields(plan.prepared) };
       if (endOfStream) return { kind: 'pass', reason: 'origin-no-body', ...addedFields(plan.prepared) };
-      return { ...plan, maxAge: verdict.maxAge };
+      return { ...plan, lifetime: verdict };
     }
   }
 }
@@ -74,8 +73,8 @@ export function entryToStore(
   if (!isPlainObject(result.data)) return { reason: 'response-not-graphql' };
   const tags = responseTags(plan.schema, plan.prepared, result, plan.operationName, plan.variables);
   if (!tags) return { reason: 'untaggable-response' };
-  const maxAge = plan.maxAge ?? plan.policy.maxAge;
-  if (maxAge <= 0) return { reason: 'origin-max-age-zero' };
+  const lifetime = plan.lifetime ?? plan.policy;
+  if (lifetime.maxAge <= 0) return { reason: 'origin-max-age-zero' };
   const clientBody = stripAddedFields(plan.prepared, body);
   const entry: CachedResponse = {
     body: clientBody,
@@ -84,18 +83,19 @@ export function entryToStore(
     contentType: headerValue(responseHeaders, 'content-type') ?? 'application/json',
     headers: replayableHeaders(responseHeaders),
     storedAt: now,
-    maxAge,
-    swr: plan.policy.swr,
+    maxAge: lifetime.maxAge,
+    swr: lifetime.swr,
+    staleIfError: lifetime.staleIfError,
   };
-  return { entry, tags: [invalidationTag.bucket(plan.bucket), ...tags], ttlSeconds: retentionSeconds(maxAge, plan.policy) };
+  return { entry, tags: [invalidationTag.bucket(plan.bucket), ...tags], ttlSeconds: retentionSeconds(lifetime) };
 }
 
 /**
  * How long an entry stays in the store: fresh for `maxAge`, then kept as long as a stale answer may
  * still be served, while it is refreshed (`swr`) or when the origin fails (`staleIfError`).
  */
-export function retentionSeconds(maxAge: number, policy: Pick<CachePolicy, 'swr' | 'staleIfError'>): number {
-  return maxAge + Math.max(policy.swr, policy.staleIfError);
+export function retentionSeconds(lifetime: EntryLifetime): number {
+  return lifetime.maxAge + Math.max(lifetime.swr, lifetime.staleIfError);
 }
 
 /** The answers of a batch, one per operation, or undefined when the body is not such an array. */

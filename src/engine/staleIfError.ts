@@ -18,9 +18,14 @@ export type OriginFailure = 'origin-status' | 'origin-not-graphql';
 
 export const STALE_HEADER = 'svc-cache-stale';
 
-/** When an entry stops being served for a failing origin: staleIfError seconds after it expired. */
-export function staleIfErrorUntil(entry: CachedResponse, staleIfError: number): number {
-  return entry.storedAt + (entry.maxAge + staleIfError) * 1000;
+/**
+ * Whether an expired entry may answer for a failing origin at `now`: within the shorter of its own
+ * staleIfError (the rules' when stored, bounded by the origin's `cache-control`) and that of the
+ * rules the request was decided under, past its expiry.
+ */
+export function withinStaleIfError(entry: CachedResponse, ruleStaleIfError: number, now: number): boolean {
+  const seconds = Math.min(entry.staleIfError, ruleStaleIfError);
+  return seconds > 0 && now <= entry.storedAt + (entry.maxAge + seconds) * 1000;
 }
 
 /**

@@ -35,6 +35,9 @@ export interface StorabilityContext {
 /** RFC 9111 section 1.2.2: a delta-seconds too large to represent counts as 2^31. */
 const MAX_DELTA_SECONDS = 2 ** 31;
 
+/** The directives under which a shared cache must not serve a stale answer (RFC 9111 section 4.2.4). */
+const STALE_FORBIDDING = ['must-revalidate', 'proxy-revalidate', 's-maxage'];
+
 export function storability(status: number, headers: HeaderList, context: StorabilityContext): Storability {
   // svc-cache stores only complete GraphQL results, which are 200.
   if (status !== 200) return { storable: false, reason: 'origin-status' };
@@ -51,6 +54,29 @@ export function storability(status: number, headers: HeaderList, context: Storab
   if (vary === '*') return { storable: false, reason: 'origin-vary-star' };
   if (vary !== undefined) return { storable: false, reason: 'origin-vary', header: vary };
   return freshness(directives, headers, context.now);
+}
+
+/**
+ * How long past its freshness the origin lets a shared cache serve its answer stale, per use, in
+ * seconds: `undefined` where the origin says nothing (the rules decide), else a bound on the rules'
+ * window (README, Request coalescing and stale-while-revalidate; Stale-if-error).
+ */
+export interface StaleLimits {
+  /** RFC 5861 section 3, `stale-while-revalidate`: served while one request refreshes it. */
+  whileRevalidate: number | undefined;
+  /** RFC 5861 section 4, `stale-if-error`: served in place of an origin that fails. */
+  ifError: number | undefined;
+}
+
+/**
+ * RFC 9111 section 4.2.4: a cache must not serve stale what `must-revalidate`, `proxy-revalidate`
+ * or `s-maxage` (which section 5.2.2.10 gives proxy-revalidate's meaning) forbids; svc-cache never
+ * revalidates, so such an answer is fresh or not served. Otherwise RFC 5861's windows bound it.
+ */
+export function staleLimits(headers: HeaderList): StaleLimits {
+  const directives = cacheControlDirectives(headers);
+  if (STALE_FORBIDDING.some((name) => directives.has(name))) return { whileRevalidate: 0, ifError: 0 };
+  return { whileRevalidate: staleWindow(directives, 'stale-while-revalidate'), ifError: staleWindow(directives, 'stale-if-error') };
 }
 
 /**
@@ -93,6 +119,12 @@ function freshness(directives: Map<string, string | undefined | null>, headers: 
   if (ageSeconds === undefined) return { storable: false, reason: 'origin-expired' };
   const remaining = lifetime - ageSeconds;
   return remaining > 0 ? { storable: true, freshSeconds: remaining } : { storable: false, reason: 'origin-expired' };
+}
+
+/** A window the origin gives; an invalid or self-contradicting one grants nothing (section 4.2.1's caution). */
+function staleWindow(directives: Map<string, string | undefined | null>, name: string): number | undefined {
+  if (!directives.has(name)) return undefined;
+  return deltaSeconds(directives.get(name)) ?? 0;
 }
 
 /** RFC 9111 section 1.2.2 delta-seconds (the quoted form accepted, as section 5.2 asks). */

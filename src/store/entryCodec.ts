@@ -5,19 +5,19 @@ import type { CachedResponse } from './types.js';
  * The byte layout of a cached response in Redis: a small binary header followed by the body exactly
  * as stored (compressed or not), so a HIT never parses or copies the body through JSON.
  *
- *   u8 format version | f64 storedAt | f64 maxAge | f64 swr
+ *   u8 format version | f64 storedAt | f64 maxAge | f64 swr | f64 staleIfError
  *   u8 body encoding (0 identity, 1 gzip, 2 br) | u32 identity body length
  *   u16 content-type length | content-type (UTF-8)
  *   u16 header count | per header: u16 name length | name | u32 value length | value
  *   body (the rest)
  *
  * Numbers are big-endian. A value written by another format version (version 1 had no encoding and
- * length), or one that is truncated or malformed, reads as absent: a rolling upgrade that changes the
- * layout, or a damaged value, costs misses, not errors.
+ * length, version 2 no staleIfError), or one that is truncated or malformed, reads as absent: a
+ * rolling upgrade that changes the layout, or a damaged value, costs misses, not errors.
  */
 
-export const FORMAT_VERSION = 2;
-const FIXED_HEADER_BYTES = 1 + 8 + 8 + 8;
+export const FORMAT_VERSION = 3;
+const FIXED_HEADER_BYTES = 1 + 8 + 8 + 8 + 8;
 const ENCODINGS: readonly BodyEncoding[] = ['identity', 'gzip', 'br'];
 
 export function encodeEntry(response: CachedResponse): Buffer {
@@ -30,6 +30,7 @@ export function encodeEntry(response: CachedResponse): Buffer {
   offset = prefix.writeDoubleBE(response.storedAt, offset);
   offset = prefix.writeDoubleBE(response.maxAge, offset);
   offset = prefix.writeDoubleBE(response.swr, offset);
+  offset = prefix.writeDoubleBE(response.staleIfError, offset);
   offset = prefix.writeUInt8(ENCODINGS.indexOf(response.encoding), offset);
   offset = prefix.writeUInt32BE(response.identityLength, offset);
   offset = prefix.writeUInt16BE(contentType.length, offset);
@@ -58,6 +59,7 @@ function readEntry(reader: ByteReader): CachedResponse | undefined {
   const storedAt = reader.double();
   const maxAge = reader.double();
   const swr = reader.double();
+  const staleIfError = reader.double();
   const encoding = ENCODINGS[reader.uint8()];
   const identityLength = reader.uint32();
   const contentType = reader.text(reader.uint16());
@@ -69,7 +71,7 @@ function readEntry(reader: ByteReader): CachedResponse | undefined {
   }
   const body = reader.rest();
   if (encoding === undefined || !isPlausibleBody(body, encoding, identityLength)) return undefined;
-  return { body, encoding, identityLength, contentType, headers, storedAt, maxAge, swr };
+  return { body, encoding, identityLength, contentType, headers, storedAt, maxAge, swr, staleIfError };
 }
 
 class ByteReader {

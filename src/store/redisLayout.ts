@@ -6,7 +6,7 @@ import { hash } from 'node:crypto';
  * comes from hashing its cache key. Invalidation runs on every shard. On a standalone server the
  * layout is the same, so one code path serves both.
  *
- *   {prefix}{shard}:e:{entryId}   string, the encoded response and the key check, expires at maxAge + swr
+ *   {prefix}{shard}:e:{entryId}   string, the encoded response and the key check, expires at maxAge + max(swr, staleIfError)
  *   {prefix}{shard}:ti:{tag}      set of the entry ids holding the tag, expires at most an eighth of its lifetime after its longest-lived entry
  *   {prefix}{shard}:ids           set of every entry id of the shard, the same way
  *   {prefix}{shard}:i:{tag}       sequence number of the tag's last invalidation, short-lived

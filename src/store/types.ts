@@ -26,6 +26,11 @@ export interface CachedResponse {
   maxAge: number;
   /** Seconds past maxAge during which the stale entry may still be served while it is refreshed. */
   swr: number;
+  /**
+   * Seconds past maxAge during which the stale entry may still answer for an origin that fails
+   * (README, Stale-if-error); the rules a request is decided under may shorten it.
+   */
+  staleIfError: number;
 }
 
 /**
@@ -58,7 +63,7 @@ export interface LocalCacheObserver {
 export interface StoreOptions {
   /** Invalidation tags: entities `Type:key`, types, list types, root fields, operation names, scope buckets. */
   tags: readonly string[];
-  /** Lifetime of the entry in the store (maxAge + swr). */
+  /** Lifetime of the entry in the store (maxAge + the longer of swr and staleIfError). */
   ttlSeconds: number;
   /** From the lookup that missed. */
   mark: InvalidationMark;

@@ -11,12 +11,18 @@ const JSON_TYPE: [string, string] = ['content-type', 'application/json'];
 const keyed = new Set(['accept', 'authorization']);
 
 const NOW = Date.UTC(2026, 10, 23, 12, 0, 0);
-const context = { keyedRequestHeaders: keyed, maxResponseBodyBytes: 1000, ruleMaxAge: 60, ignoreOriginCacheControl: false, now: NOW };
+const RULES = { maxAge: 60, swr: 30, staleIfError: 600 };
+const context = { keyedRequestHeaders: keyed, maxResponseBodyBytes: 1000, rules: RULES, ignoreOriginCacheControl: false, now: NOW };
+
+/** A storable verdict: fresh `maxAge` seconds, then the rules' stale windows unless the origin bounds them. */
+function lifetime(maxAge: number, swr = RULES.swr, staleIfError = RULES.staleIfError) {
+  return { maxAge, swr, staleIfError };
+}
 
 describe('storeVerdict', () => {
   it.each([
-    ['a 200 GraphQL JSON answer', 200, [JSON_TYPE], { maxAge: 60 }],
-    ['graphql-response+json', 200, [['content-type', 'application/graphql-response+json; charset=utf-8']], { maxAge: 60 }],
+    ['a 200 GraphQL JSON answer', 200, [JSON_TYPE], lifetime(60)],
+    ['graphql-response+json', 200, [['content-type', 'application/graphql-response+json; charset=utf-8']], lifetime(60)],
     ['a non-200 status', 404, [JSON_TYPE], { reason: 'origin-status' }],
     ['text/html', 200, [['content-type', 'text/html']], { reason: 'origin-content-type' }],
     ['an event stream', 200, [['content-type', 'text/event-stream']], { reason: 'origin-streaming' }],
@@ -24,20 +30,20 @@ describe('storeVerdict', () => {
     ['no-store', 200, [JSON_TYPE, ['cache-control', 'max-age=5, No-Store']], { reason: 'origin-no-store' }],
     ['no-cache', 200, [JSON_TYPE, ['cache-control', 'no-cache']], { reason: 'origin-no-cache' }],
     ['Pragma: no-cache without Cache-Control', 200, [JSON_TYPE, ['pragma', 'no-cache']], { reason: 'origin-pragma-no-cache' }],
-    ['Pragma: no-cache beside Cache-Control', 200, [JSON_TYPE, ['pragma', 'no-cache'], ['cache-control', 'max-age=5']], { maxAge: 5 }],
+    ['Pragma: no-cache beside Cache-Control', 200, [JSON_TYPE, ['pragma', 'no-cache'], ['cache-control', 'max-age=5']], lifetime(5)],
     ['private', 200, [JSON_TYPE, ['cache-control', 'private']], { reason: 'origin-private' }],
     ['Expires: 0', 200, [JSON_TYPE, ['expires', '0']], { reason: 'origin-expired' }],
     ['Expires in the past', 200, [JSON_TYPE, ['expires', 'Mon, 23 Nov 2026 11:00:00 GMT']], { reason: 'origin-expired' }],
-    ['Expires minus Date', 200, [JSON_TYPE, ['date', 'Mon, 23 Nov 2026 10:00:00 GMT'], ['expires', 'Mon, 23 Nov 2026 10:00:30 GMT']], { maxAge: 30 }],
-    ['max-age over Expires', 200, [JSON_TYPE, ['cache-control', 'max-age=7'], ['expires', '0']], { maxAge: 7 }],
-    ['s-maxage over max-age', 200, [JSON_TYPE, ['cache-control', 's-maxage=7, max-age=5']], { maxAge: 7 }],
-    ['a max-age over the rule', 200, [JSON_TYPE, ['cache-control', 'max-age=600']], { maxAge: 60 }],
+    ['Expires minus Date', 200, [JSON_TYPE, ['date', 'Mon, 23 Nov 2026 10:00:00 GMT'], ['expires', 'Mon, 23 Nov 2026 10:00:30 GMT']], lifetime(30)],
+    ['max-age over Expires', 200, [JSON_TYPE, ['cache-control', 'max-age=7'], ['expires', '0']], lifetime(7)],
+    ['s-maxage over max-age, and never stale', 200, [JSON_TYPE, ['cache-control', 's-maxage=7, max-age=5']], lifetime(7, 0, 0)],
+    ['a max-age over the rule', 200, [JSON_TYPE, ['cache-control', 'max-age=600']], lifetime(60)],
     ['max-age=0', 200, [JSON_TYPE, ['cache-control', 'max-age=0']], { reason: 'origin-max-age-zero' }],
     ['an invalid max-age', 200, [JSON_TYPE, ['cache-control', 'max-age=soon']], { reason: 'origin-max-age-invalid' }],
     ['set-cookie', 200, [JSON_TYPE, ['set-cookie', 'a=b']], { reason: 'origin-set-cookie' }],
     ['gzip', 200, [JSON_TYPE, ['content-encoding', 'gzip']], { reason: 'origin-encoded' }],
-    ['identity encoding', 200, [JSON_TYPE, ['content-encoding', 'identity']], { maxAge: 60 }],
-    ['vary on a keyed header', 200, [JSON_TYPE, ['vary', 'Accept, Authorization']], { maxAge: 60 }],
+    ['identity encoding', 200, [JSON_TYPE, ['content-encoding', 'identity']], lifetime(60)],
+    ['vary on a keyed header', 200, [JSON_TYPE, ['vary', 'Accept, Authorization']], lifetime(60)],
     ['vary on an unkeyed header', 200, [JSON_TYPE, ['vary', 'X-Tenant']], { reason: 'origin-vary' }],
     ['vary *', 200, [JSON_TYPE, ['vary', 'Accept, *']], { reason: 'origin-vary-star' }],
     ['content-length over the limit', 200, [JSON_TYPE, ['content-length', '1001']], { reason: 'response-too-large' }],
@@ -47,12 +53,35 @@ describe('storeVerdict', () => {
 
   it("under ignoreOriginCacheControl takes the rule's lifetime, but still refuses what the origin forbids storing", () => {
     const ignoring = { ...context, ignoreOriginCacheControl: true };
-    expect(storeVerdict(200, [JSON_TYPE, ['cache-control', 'max-age=5']], ignoring)).toEqual({ maxAge: 60 });
-    expect(storeVerdict(200, [JSON_TYPE, ['cache-control', 'max-age=0']], ignoring)).toEqual({ maxAge: 60 });
-    expect(storeVerdict(200, [JSON_TYPE, ['expires', '0']], ignoring)).toEqual({ maxAge: 60 });
+    expect(storeVerdict(200, [JSON_TYPE, ['cache-control', 'max-age=5']], ignoring)).toEqual(lifetime(60));
+    expect(storeVerdict(200, [JSON_TYPE, ['cache-control', 'max-age=0']], ignoring)).toEqual(lifetime(60));
+    expect(storeVerdict(200, [JSON_TYPE, ['expires', '0']], ignoring)).toEqual(lifetime(60));
     expect(storeVerdict(200, [JSON_TYPE, ['cache-control', 'no-store']], ignoring)).toEqual({ reason: 'origin-no-store' });
     expect(storeVerdict(200, [JSON_TYPE, ['cache-control', 'private']], ignoring)).toEqual({ reason: 'origin-private' });
     expect(storeVerdict(200, [JSON_TYPE, ['vary', 'cookie']], ignoring)).toEqual({ reason: 'origin-vary' });
+  });
+
+  it.each([
+    ['must-revalidate', 'max-age=1, must-revalidate', lifetime(1, 0, 0)],
+    ['proxy-revalidate', 'max-age=1, proxy-revalidate', lifetime(1, 0, 0)],
+    ['s-maxage', 's-maxage=1', lifetime(1, 0, 0)],
+    ['stale-if-error=0', 'max-age=1, stale-if-error=0', lifetime(1, 30, 0)],
+    ['stale-while-revalidate=0', 'max-age=1, stale-while-revalidate=0', lifetime(1, 0, 600)],
+    ['windows shorter than the rules', 'max-age=1, stale-while-revalidate=5, stale-if-error=60', lifetime(1, 5, 60)],
+    ['windows longer than the rules', 'max-age=1, stale-while-revalidate=300, stale-if-error=6000', lifetime(1, 30, 600)],
+  ])("bounds the rules' stale windows by the origin's %s", (_name, cacheControl, verdict) => {
+    expect(storeVerdict(200, [JSON_TYPE, ['cache-control', cacheControl]], context)).toEqual(verdict);
+  });
+
+  it('gives no stale window the rules do not give', () => {
+    const withoutStale = { ...context, rules: { maxAge: 60, swr: 0, staleIfError: 0 } };
+    expect(storeVerdict(200, [JSON_TYPE, ['cache-control', 'max-age=60, stale-while-revalidate=30, stale-if-error=600']], withoutStale)).toEqual(lifetime(60, 0, 0));
+  });
+
+  it("under ignoreOriginCacheControl still keeps to the origin's word on serving stale", () => {
+    const ignoring = { ...context, ignoreOriginCacheControl: true };
+    expect(storeVerdict(200, [JSON_TYPE, ['cache-control', 'max-age=0, must-revalidate']], ignoring)).toEqual(lifetime(60, 0, 0));
+    expect(storeVerdict(200, [JSON_TYPE, ['cache-control', 'max-age=5, stale-if-error=10']], ignoring)).toEqual(lifetime(60, 30, 10));
   });
 
   it('tells GraphQL JSON, streamed and encoded bodies', () => {

@@ -289,7 +289,7 @@ describe('scopeAndKey', () => {
 });
 
 describe('lookupOrCoalesce', () => {
-  const entry = (storedAt: number, maxAge: number, swr = 0) => ({ body: Buffer.from('{}'), encoding: 'identity' as const, identityLength: 2, contentType: 'application/json', headers: [], storedAt, maxAge, swr });
+  const entry = (storedAt: number, maxAge: number, swr = 0) => ({ body: Buffer.from('{}'), encoding: 'identity' as const, identityLength: 2, contentType: 'application/json', headers: [], storedAt, maxAge, swr, staleIfError: 0 });
 
   async function withStored(storedAt: number, maxAge: number, swr: number) {
     const store = new MemoryStore({ maxBytes: 1024 * 1024 });

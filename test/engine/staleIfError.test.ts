@@ -88,7 +88,7 @@ describe('stale-if-error in the engine', () => {
   it('keeps entries maxAge + max(swr, staleIfError) in the store', async () => {
     expect((await exchange({ status: 200, body: STORED })).outcome).toBe('MISS');
     expect(ttls).toEqual([40]);
-    expect(retentionSeconds(10, { swr: 50, staleIfError: 30 })).toBe(60);
+    expect(retentionSeconds({ maxAge: 10, swr: 50, staleIfError: 30 })).toBe(60);
   });
 
   it('answers a 5xx with the expired entry, its true age and svc-cache-stale: error, at the response headers', async () => {
@@ -183,6 +183,43 @@ describe('stale-if-error in the engine', () => {
     expect(await exchange({ status: 500 }, failing)).toEqual({ answeredBy: 'origin', headers: [['svc-cache', 'PASS']], outcome: 'PASS' });
     expect(reported).toEqual([]);
     expect(logged.filter((line) => line['level'] === 40)).toEqual([{ level: 40, err: 'store down', msg: 'cache store unavailable; relaying the origin failure' }]);
+  });
+
+  it.each(['max-age=10, must-revalidate', 'max-age=10, proxy-revalidate', 's-maxage=10', 'max-age=10, stale-if-error=0'])(
+    'never serves an answer stored with %s stale, nor keeps it past its max-age',
+    async (cacheControl) => {
+      await exchange({ status: 200, headers: [JSON_TYPE, ['cache-control', cacheControl]], body: STORED });
+      expect(ttls).toEqual(cacheControl.includes('stale-if-error') ? [15] : [10]);
+      now = T0 + 10_001;
+      expect(await exchange({ status: 503, headers: [HTML_TYPE], body: Buffer.from('<h1>down</h1>') })).toEqual({
+        answeredBy: 'origin',
+        headers: [['svc-cache', 'PASS']],
+        outcome: 'PASS',
+      });
+      expect(reported).toEqual([]);
+    },
+  );
+
+  it("serves up to the origin's stale-if-error past expiry when it is shorter than the rules'", async () => {
+    const cacheControl: [string, string] = ['cache-control', 'max-age=10, stale-if-error=3'];
+    await exchange({ status: 200, headers: [JSON_TYPE, cacheControl], body: STORED });
+    expect(ttls).toEqual([15]);
+    now = T0 + 13_000;
+    const { headers, ...answer } = stale(13);
+    expect(await exchange({ status: 500 })).toEqual({ answeredBy: 'response-headers', response: { ...answer, headers: [headers[0], cacheControl, ...headers.slice(1)] }, outcome: 'HIT' });
+    now = T0 + 13_001;
+    expect(await exchange({ status: 500 })).toEqual({ answeredBy: 'origin', headers: [['svc-cache', 'PASS']], outcome: 'PASS' });
+  });
+
+  it("reads the entry's own window again when the origin fails: a must-revalidate answer stored meanwhile is not served", async () => {
+    await exchange({ status: 200, body: STORED });
+    now = T0 + 15_000;
+    const storeMustRevalidate = async () => {
+      const { entry, mark } = await store.lookup(storedKeys[0]!);
+      await store.store(storedKeys[0]!, { ...entry!, storedAt: T0 + 1_000, staleIfError: 0 }, { tags: [], ttlSeconds: 40, mark });
+    };
+    expect(await exchange({ status: 500 }, storeMustRevalidate)).toEqual({ answeredBy: 'origin', headers: [['svc-cache', 'PASS']], outcome: 'PASS' });
+    expect(reported).toEqual([]);
   });
 
   it('takes the smallest staleIfError of the matched rules; 0 (the default) serves nothing stale', async () => {

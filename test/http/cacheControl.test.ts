@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { HeaderList } from '../../src/http/headers.js';
-import { httpDate, storability } from '../../src/http/cacheControl.js';
+import { httpDate, staleLimits, storability } from '../../src/http/cacheControl.js';
 
 const NOW = Date.UTC(2026, 10, 23, 12, 0, 0);
 const context = { keyedRequestHeaders: new Set(['accept', 'authorization']), now: NOW };
@@ -156,6 +156,36 @@ describe('storability', () => {
       storable: false,
       reason: 'origin-no-store',
     });
+  });
+});
+
+describe('staleLimits', () => {
+  const limits = (cacheControl: string) => staleLimits([['cache-control', cacheControl]]);
+
+  it('leaves both windows to the rules when the origin says nothing of them', () => {
+    expect(staleLimits([])).toEqual({ whileRevalidate: undefined, ifError: undefined });
+    expect(limits('public, max-age=60')).toEqual({ whileRevalidate: undefined, ifError: undefined });
+  });
+
+  it("reads RFC 5861's windows, 0 included, each on its own", () => {
+    expect(limits('max-age=60, stale-while-revalidate=30, stale-if-error=600')).toEqual({ whileRevalidate: 30, ifError: 600 });
+    expect(limits('max-age=60, Stale-While-Revalidate="0"')).toEqual({ whileRevalidate: 0, ifError: undefined });
+    expect(limits('max-age=60, stale-if-error=0')).toEqual({ whileRevalidate: undefined, ifError: 0 });
+  });
+
+  it.each(['stale-if-error', 'stale-if-error=soon', 'stale-if-error=-1', 'stale-if-error=5, stale-if-error=6'])('reads %s as no window at all', (directive) => {
+    expect(limits(`max-age=60, ${directive}`).ifError).toBe(0);
+  });
+
+  it.each(['max-age=1, must-revalidate', 'max-age=1, proxy-revalidate', 's-maxage=1', 'MUST-REVALIDATE, max-age=60, stale-while-revalidate=30, stale-if-error=600'])(
+    'forbids serving stale under %s (RFC 9111 section 4.2.4), whatever windows it gives',
+    (cacheControl) => {
+      expect(limits(cacheControl)).toEqual({ whileRevalidate: 0, ifError: 0 });
+    },
+  );
+
+  it('reads every cache-control line', () => {
+    expect(staleLimits([['cache-control', 'max-age=60, stale-if-error=600'], ['cache-control', 'must-revalidate']])).toEqual({ whileRevalidate: 0, ifError: 0 });
   });
 });
 

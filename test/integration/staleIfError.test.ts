@@ -21,9 +21,11 @@ const RULES: ConfigInput = {
   rules: [
     { description: 'time', types: { Query: ['time'] }, maxAge: 1, staleIfError: 2 },
     { description: 'users', types: { Query: ['users'] }, maxAge: 1, swr: 10, staleIfError: 1 },
+    { description: 'todos', types: { Query: ['todos'] }, maxAge: 600, swr: 30, staleIfError: 600 },
   ],
 };
 
+const SERVICE_UNAVAILABLE: ForcedResponse = { status: 503, headers: { 'content-type': 'text/plain' }, body: 'Service Unavailable' };
 const INTERNAL_ERROR: ForcedResponse = { status: 500, headers: { 'content-type': 'text/plain' }, body: 'Internal Server Error' };
 const MAINTENANCE_PAGE: ForcedResponse = { status: 200, headers: { 'content-type': 'text/html' }, body: '<h1>Back soon</h1>' };
 const NOT_A_RESULT: ForcedResponse = { status: 200, headers: { 'content-type': 'application/json' }, body: '{"message":"upstream busy"}' };
@@ -160,6 +162,66 @@ describe.each([
       'error',
     ]);
     stack.origin.setBehaviour({ forcedResponse: null, delayMs: 0 });
+  });
+
+  /** Todos under its own alias, so that each is its own entry, stored with the origin's `cache-control`. */
+  async function primeTodos(alias: string, cacheControl: string) {
+    stack.origin.setBehaviour({ headers: { 'cache-control': cacheControl }, forcedResponse: null });
+    const params = { query: `{ ${alias}: todos { id } }` };
+    const primed = await postGraphQL(stack.url, params);
+    expect(primed.headers['svc-cache']).toBe('MISS');
+    return { params, primed };
+  }
+
+  async function expectFailureRelayed(params: { query: string }) {
+    const failed = await postGraphQL(stack.url, params, DEBUG);
+    expect([failed.status, failed.text, failed.headers['svc-cache'], failed.headers['svc-debug-pass-reason'], failed.headers['svc-cache-stale']]).toEqual([
+      503,
+      'Service Unavailable',
+      'PASS',
+      'origin-status',
+      undefined,
+    ]);
+  }
+
+  it("relays the failure for an answer the origin forbade serving stale, whatever the rules' staleIfError", async () => {
+    const forbidden = [];
+    for (const [alias, cacheControl] of [
+      ['mustRevalidate', 'max-age=1, must-revalidate'],
+      ['proxyRevalidate', 'max-age=1, proxy-revalidate'],
+      ['sMaxAge', 's-maxage=1'],
+      ['noStaleIfError', 'max-age=1, stale-if-error=0'],
+    ] as const) {
+      forbidden.push((await primeTodos(alias, cacheControl)).params);
+    }
+    const allowed = await primeTodos('maxAge', 'max-age=1');
+    await sleep(1100);
+    stack.origin.setBehaviour({ headers: {}, forcedResponse: SERVICE_UNAVAILABLE });
+
+    for (const params of forbidden) await expectFailureRelayed(params);
+    // Without such a directive the rules' window holds.
+    const stale = await postGraphQL(stack.url, allowed.params);
+    expect([stale.status, stale.text]).toEqual([200, allowed.primed.text]);
+    expect(decidedHeaders(stale.headers)).toEqual({
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': String(allowed.primed.text.length),
+      'cache-control': 'max-age=1',
+      'svc-cache-stale': 'error',
+      'svc-cache': 'HIT',
+      age: expect.stringMatching(/^[12]$/),
+      server: 'envoy',
+    });
+    stack.origin.setBehaviour({ forcedResponse: null });
+  });
+
+  it('relays the failure for a soft-purged answer the origin sent with must-revalidate', async () => {
+    const { params } = await primeTodos('softPurged', 'max-age=600, must-revalidate');
+    const purged = await postGraphQL(stack.url, { query: 'mutation { _purgeQuery(queries: [todos], soft: true) }' }, DEBUG);
+    expect(purged.text).toBe('{"data":{"_purgeQuery":true}}');
+    stack.origin.setBehaviour({ headers: {}, forcedResponse: SERVICE_UNAVAILABLE });
+
+    await expectFailureRelayed(params);
+    stack.origin.setBehaviour({ forcedResponse: null });
   });
 });
 

@@ -83,7 +83,7 @@ describe('handlePurgeRequest', () => {
       const body = Buffer.from(`{"data":{"key":"${key}"}}`);
       const stored = await store.store(
         key,
-        { body, encoding: 'identity', identityLength: body.length, contentType: 'application/json', headers: [], storedAt: Date.now(), maxAge: 60, swr: 60 },
+        { body, encoding: 'identity', identityLength: body.length, contentType: 'application/json', headers: [], storedAt: Date.now(), maxAge: 60, swr: 60, staleIfError: 0 },
         { tags, ttlSeconds: 120, mark },
       );
       expect(stored).toBe(true);

@@ -44,6 +44,7 @@ export function describeStoreContract(name: string, createStore: () => Promise<C
         storedAt: 1_700_000_000_123,
         maxAge: 900,
         swr: 300,
+        staleIfError: 3600,
       };
       expect(await storeAfterMiss('query-1', ['Product:a-1'], response)).toBe(true);
       const { entry } = await store.lookup('query-1');
@@ -345,6 +346,7 @@ export function jsonResponse(text: string): CachedResponse {
     storedAt: Date.now(),
     maxAge: 60,
     swr: 0,
+    staleIfError: 0,
   };
 }
 

@@ -16,6 +16,7 @@ async function storedEntry(body: Buffer, settings: CompressionSettings): Promise
     storedAt: 1_700_000_000_123,
     maxAge: 60,
     swr: 30,
+    staleIfError: 600,
   };
 }
 
@@ -101,9 +102,9 @@ describe('entry codec', () => {
     expect(decodeEntry(encodeEntry(entry))).toEqual(entry);
   });
 
-  it('reads a value of the previous format (version 1) as absent', async () => {
+  it.each([1, 2])('reads a value of a previous format (version %i) as absent', async (version) => {
     const bytes = encodeEntry(await storedEntry(BODY, GZIP));
-    bytes[0] = 1;
+    bytes[0] = version;
     expect(decodeEntry(bytes)).toBeUndefined();
   });
 
@@ -122,12 +123,12 @@ describe('entry codec', () => {
 
   it('reads an unknown encoding, an identity body of the wrong length and random bytes as absent', async () => {
     const bytes = encodeEntry(await storedEntry(BODY, GZIP));
-    bytes[25] = 7;
+    bytes[33] = 7;
     expect(decodeEntry(bytes)).toBeUndefined();
     expect(decodeEntry(encodeEntry({ ...(await storedEntry(BODY, { encoding: 'identity', minBytes: 0 })), identityLength: 3 }))).toBeUndefined();
     for (let attempt = 0; attempt < 200; attempt += 1) {
       const noise = randomBytes(64 + attempt);
-      noise[0] = 2;
+      noise[0] = 3;
       expect(() => decodeEntry(noise)).not.toThrow();
     }
   });
