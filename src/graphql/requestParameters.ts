@@ -1,3 +1,4 @@
+import { parse as parseContentType } from 'content-type';
 import { LRUCache } from 'lru-cache';
 import type { GraphQLResponseMediaType } from '../http/index.js';
 import { headerValues, mediaType, type HeaderList } from '../http/index.js';
@@ -74,10 +75,26 @@ export function readGetRequest(path: string): RequestParameters {
 export function readPostRequest(path: string, headers: HeaderList, body: Uint8Array): RequestParameters {
   const contentTypes = headerValues(headers, 'content-type').map((value) => value.trim());
   if (contentTypes.some((value) => value !== contentTypes[0])) return { kind: 'ambiguous', reason: 'conflicting-content-type' };
-  if (mediaType(contentTypes[0]) !== 'application/json') return { kind: 'uninterpretable', reason: 'content-type' };
+  if (!isUtf8Json(contentTypes[0])) return { kind: 'uninterpretable', reason: 'content-type' };
   if (path.length + body.byteLength > MAX_REMEMBERED_REQUEST_CHARS) return readJsonBody(path, body);
   // A path holds no CR (Envoy refuses it in a header), so the first one ends it in the key.
   return remembered(`P${path}\r${Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('latin1')}`, () => readJsonBody(path, body));
+}
+
+/**
+ * `application/json` with no parameter but `charset=utf-8`: what svc-cache reads a body as. Origins
+ * refuse (graphql-http answers 415) or decode otherwise a body that says another charset or
+ * parameter, so such a request is the origin's to answer, and never a HIT.
+ */
+function isUtf8Json(contentType: string | undefined): boolean {
+  if (mediaType(contentType) !== 'application/json') return false;
+  let parameters: Record<string, string>;
+  try {
+    parameters = parseContentType(contentType!).parameters;
+  } catch {
+    return false;
+  }
+  return Object.entries(parameters).every(([name, value]) => name === 'charset' && value.toLowerCase() === 'utf-8');
 }
 
 /**
@@ -200,7 +217,8 @@ function operationOf(members: ReadonlyMap<string, JsonValue>): RequestParameters
     kind: 'graphql',
     params: {
       query: query?.string,
-      operationName: operationName?.string || undefined,
+      // An empty name is a name no operation has: origins differ on whether it means none (README, Bad input).
+      operationName: operationName?.string,
       variables: JSON.parse(canonicalVariables) as Record<string, unknown>,
       extensions: extensions?.kind === 'object' ? (JSON.parse(extensions.canonical()) as Record<string, unknown>) : {},
     },

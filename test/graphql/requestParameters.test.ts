@@ -30,8 +30,9 @@ describe('readGetRequest', () => {
     }
   });
 
-  it('an empty operationName is none', () => {
-    expect(readGetRequest('/graphql?query=x&operationName=')).toMatchObject({ params: { operationName: undefined } });
+  it('an empty operationName is a name, not none: origins differ on it', () => {
+    expect(readGetRequest('/graphql?query=x&operationName=')).toMatchObject({ params: { operationName: '' } });
+    expect(post('{"query":"x","operationName":""}')).toMatchObject({ params: { operationName: '' } });
   });
 
   it('identical repeats are fine, also when spelled differently', () => {

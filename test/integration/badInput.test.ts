@@ -121,6 +121,19 @@ describe('bad input through the gateway', () => {
     await stillServing();
   });
 
+  it.each([
+    ['an empty operationName, which origins read differently', { 'content-type': 'application/json' }, JSON.stringify({ query: '{ todos { id } }', operationName: '' })],
+    ['a JSON body in another charset', { 'content-type': 'application/json; charset=latin1' }, JSON.stringify({ query: '{ todos { id } }' })],
+    ['a JSON body with another media type parameter', { 'content-type': 'application/json; foo=bar' }, JSON.stringify({ query: '{ todos { id } }' })],
+  ])('passes %s to the origin, even when the query is cached', async (_name, headers, body) => {
+    expect((await postGraphQL(stack.url, { query: '{ todos { id } }' })).headers['svc-cache']).toMatch(/^(MISS|HIT)$/);
+    stack.origin.reset();
+    const through = await fetch(stack.url, { method: 'POST', headers: { accept: 'application/json', ...headers }, body });
+    expect(through.headers.get('svc-cache')).toBe('PASS');
+    expect(stack.origin.requestCount()).toBe(1);
+    expect((await postGraphQL(stack.url, { query: '{ todos { id } }' }, { 'content-type': 'application/json; charset=UTF-8' })).headers['svc-cache']).toBe('HIT');
+  });
+
   it('never registers a persisted query too long to serve', async () => {
     const query = `{ todos { id } } #${'x'.repeat(3000)}`;
     const extensions = persistedQueryExtensions(query);
