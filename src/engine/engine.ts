@@ -328,17 +328,22 @@ export class DecisionEngine {
     return mutationPlan(checked.selected.document, config, schema);
   }
 
-  /** A popular query's limits and rules are worked out once per config and schema, not per HIT. */
+  /**
+   * A popular query's limits and rules are worked out once per config and schema, not per HIT. The
+   * limits come first: a document over them is answered 400 and read no further, so every later
+   * walk of its selections goes at most `limits.maxDepth` fields deep (README, Bad input).
+   */
   private analysisOf(document: DocumentNode, config: Config, schema: GraphQLSchema | undefined): DocumentAnalysis {
     const known = this.analyses.get(document);
     if (known && known.config === config && known.schema === schema) return known;
-    const selection = schema && selectionOf(schema, document);
+    const violation = operationViolation(document, config.limits);
+    const selection = !violation && schema ? selectionOf(schema, document) : undefined;
     const analysis: DocumentAnalysis = {
       config,
       schema,
-      violation: operationViolation(document, config.limits),
+      violation,
       policy: selection && cachePolicyFor(config.rules, selection),
-      streams: usesIncrementalDelivery(document),
+      streams: !violation && usesIncrementalDelivery(document),
       unnamedIntrospection: selection !== undefined && selectsUnnamedIntrospection(config.rules, selection),
     };
     this.analyses.set(document, analysis);

@@ -4,10 +4,10 @@ import {
   Kind,
   parse,
   print,
-  separateOperations,
   type DocumentNode,
   type OperationDefinitionNode,
 } from 'graphql';
+import { fragmentsOf, fragmentsUsedBy } from './fragments.js';
 
 /**
  * A query document parsed once and remembered by its exact text: popular queries arrive with the
@@ -69,7 +69,7 @@ export function selectOperation(parsed: ParsedDocument, operationName: string | 
   }
   let normalised = byName.get(name);
   if (!normalised) {
-    const document = operations.length === 1 ? parsed.document : separatedOperation(parsed, name);
+    const document = operations.length === 1 ? parsed.document : separatedOperation(parsed.document, operation!);
     normalised = { text: print(document), document };
     byName.set(name, normalised);
   }
@@ -101,7 +101,11 @@ const DERIVED_COPIES = 2;
 
 const normalisedByDocument = new WeakMap<ParsedDocument, Map<string, { text: string; document: DocumentNode }>>();
 
-function separatedOperation(parsed: ParsedDocument, name: string): DocumentNode {
-  const separated = separateOperations(parsed.document)[name];
-  return separated ?? parsed.document;
+/** The operation and the fragments it uses, in document order, as graphql's `separateOperations` keeps them. */
+function separatedOperation(document: DocumentNode, operation: OperationDefinitionNode): DocumentNode {
+  const used = fragmentsUsedBy(operation, fragmentsOf(document));
+  const definitions = document.definitions.filter(
+    (definition) => definition === operation || (definition.kind === Kind.FRAGMENT_DEFINITION && used.has(definition.name.value)),
+  );
+  return { kind: Kind.DOCUMENT, definitions };
 }

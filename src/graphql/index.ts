@@ -15,3 +15,4 @@ export {
   type RequestParameters,
 } from './requestParameters.js';
 export { selectionOf, type Selection } from './selection.js';
+export { validationErrors } from './validation.js';

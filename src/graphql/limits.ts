@@ -1,4 +1,4 @@
-import { Kind, type DocumentNode, type SelectionSetNode } from 'graphql';
+import { Kind, type DocumentNode, type SelectionNode, type SelectionSetNode } from 'graphql';
 import { FragmentMemo, fragmentsOf } from './fragments.js';
 
 /**
@@ -47,30 +47,35 @@ export interface OperationMeasure {
 /**
  * Depth and aliases as the origin executes the operation, each fragment spread counting in full,
  * yet each fragment measured once: a spread adds the fragment's remembered figures. A fragment
- * spread within itself (a cycle, which the origin reports) adds nothing.
+ * spread within itself (a cycle, which the origin reports) adds nothing. This walk is what bounds
+ * the depth of every later one, so it keeps its own stack: neither nesting nor a chain of spreads
+ * costs it call stack (README, Bad input).
  */
 export function measureOperation(document: DocumentNode, aliasCap: number = Number.MAX_SAFE_INTEGER): OperationMeasure {
   const operation = document.definitions.find((definition) => definition.kind === Kind.OPERATION_DEFINITION);
   let visitedSelections = 0;
   const measureSet = (selectionSet: SelectionSetNode, memo: FragmentMemo<Figures>): Figures => {
-    let depth = 0;
-    let aliases = 0;
-    const add = (below: Figures, extraDepth: number): void => {
-      depth = Math.max(depth, below.depth + extraDepth);
-      aliases = Math.min(aliasCap, aliases + below.aliases);
-    };
-    for (const selection of selectionSet.selections) {
+    const open: OpenSet[] = [openSet(selectionSet, 0)];
+    for (;;) {
+      const top = open.at(-1)!;
+      const selection = top.selections[top.next++];
+      if (selection === undefined) {
+        open.pop();
+        const parent = open.at(-1);
+        if (!parent) return top.figures;
+        addBelow(parent.figures, top.figures, top.extraDepth, aliasCap);
+        continue;
+      }
       visitedSelections += 1;
       if (selection.kind === Kind.FIELD) {
-        if (selection.alias) add({ depth: 0, aliases: 1 }, 0);
-        if (selection.selectionSet) add(measureSet(selection.selectionSet, memo), 1);
+        if (selection.alias) addBelow(top.figures, ONE_ALIAS, 0, aliasCap);
+        if (selection.selectionSet) open.push(openSet(selection.selectionSet, 1));
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-        add(measureSet(selection.selectionSet, memo), 0);
+        open.push(openSet(selection.selectionSet, 0));
       } else {
-        add(memo.of(selection.name.value) ?? NOTHING, 0);
+        addBelow(top.figures, memo.of(selection.name.value) ?? NOTHING, 0, aliasCap);
       }
     }
-    return { depth, aliases };
   };
   if (!operation || operation.kind !== Kind.OPERATION_DEFINITION) return { depth: 0, aliases: 0, visitedSelections };
   const memo = new FragmentMemo<Figures>(fragmentsOf(document), (fragment, self) => measureSet(fragment.selectionSet, self), NOTHING);
@@ -83,4 +88,23 @@ interface Figures {
   aliases: number;
 }
 
+/** A selection set being measured: its selections, the next one to look at, its figures so far. */
+interface OpenSet {
+  selections: readonly SelectionNode[];
+  next: number;
+  figures: Figures;
+  /** What it adds to its parent's depth: 1 below a field, 0 as an inline fragment. */
+  extraDepth: number;
+}
+
+function openSet(selectionSet: SelectionSetNode, extraDepth: number): OpenSet {
+  return { selections: selectionSet.selections, next: 0, figures: { depth: 0, aliases: 0 }, extraDepth };
+}
+
+function addBelow(figures: Figures, below: Figures, extraDepth: number, aliasCap: number): void {
+  figures.depth = Math.max(figures.depth, below.depth + extraDepth);
+  figures.aliases = Math.min(aliasCap, figures.aliases + below.aliases);
+}
+
 const NOTHING: Figures = { depth: 0, aliases: 0 };
+const ONE_ALIAS: Figures = { depth: 0, aliases: 1 };

@@ -7,7 +7,6 @@ import {
   isInterfaceType,
   isObjectType,
   print,
-  validate,
   validateSchema,
   visit,
   type DirectiveNode,
@@ -24,7 +23,7 @@ import {
   type SelectionNode,
   type SelectionSetNode,
 } from 'graphql';
-import { FragmentMemo, fragmentsOf } from '../graphql/index.js';
+import { FragmentMemo, fragmentsOf, validationErrors } from '../graphql/index.js';
 import type { KeyFields } from './keyFields.js';
 import { removeMembers, type MemberPlan } from './jsonMembers.js';
 import { entityKeyField } from './keyFields.js';
@@ -117,7 +116,7 @@ function prepare(schema: GraphQLSchema, document: DocumentNode, keyFields: KeyFi
   const listValues = mutation && lists?.matching ? lists : undefined;
   const rewriter = new EntityFieldAdder(schema, document, keyFields, addedKeyPrefix, listValues);
   const rewritten = rewriter.rewrite();
-  if (!rewriter.addedAny || validate(schema, document).length > 0) return unchanged();
+  if (!rewriter.addedAny || validationErrors(schema, document).length > 0) return unchanged();
   return { document: rewritten, query: print(rewritten), rewritten: true, addedKeyPrefix, keyFields, lists };
 }
 

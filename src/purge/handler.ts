@@ -1,7 +1,6 @@
 import {
   execute,
   OperationTypeNode,
-  validate,
   type DocumentNode,
   type ExecutionResult,
   type GraphQLError,
@@ -10,7 +9,7 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 import type { Config } from '../config/index.js';
-import { collectFields, fragmentsOf } from '../graphql/index.js';
+import { collectFields, fragmentsOf, validationErrors } from '../graphql/index.js';
 import { CACHE_STATUS_HEADER, type HttpResponse } from '../http/index.js';
 import { headerValue, type HeaderList } from '../http/index.js';
 import type { Logger } from '../observability/index.js';
@@ -114,8 +113,8 @@ export async function handlePurgeRequest(
     ]);
   }
 
-  const validationErrors = validate(api.schema, request.document);
-  if (validationErrors.length > 0) return requestErrors(validationErrors, request, deps, route);
+  const invalid = validationErrors(api.schema, request.document);
+  if (invalid.length > 0) return requestErrors(invalid, request, deps, route);
   const targets = new PurgeTargets();
   const result: ExecutionResult = await execute({
     schema: api.schema,

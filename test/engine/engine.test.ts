@@ -532,6 +532,35 @@ describe('DecisionEngine', () => {
     });
   });
 
+  describe('a chain of 20,000 fragment spreads (README, Bad input)', () => {
+    /** `{ todos { ...F0 } }` and `fragment Fi on Todo { ...Fi+1 }` down to one that selects `leaf`: about 640 KB. */
+    const spreadChain = (leaf: string, operation = '{ todos { ...F0 } }'): string =>
+      [operation, ...Array.from({ length: 20_000 }, (_, i) => `fragment F${i} on Todo { ...F${i + 1} }`), `fragment F20000 on Todo { ${leaf} }`].join(' ');
+    const roomyLimits = { limits: { maxQueryBytes: 1024 * 1024, maxRequestBodyBytes: 2 * 1024 * 1024 } };
+
+    it('is cached like any other query: MISS, then HIT', async () => {
+      build(roomyLimits);
+      const request = post({ query: spreadChain('id') });
+      expect((await roundTrip(request)).status).toBe('MISS');
+      expect(await decide(request.head, request.body)).toMatchObject({ kind: 'respond', status: 'HIT', response: { body: ORIGIN_BODY } });
+    });
+
+    it('goes to the origin unchanged where a key field would be added: graphql-js cannot validate it, nor will the origin', async () => {
+      build(roomyLimits);
+      const request = post({ query: spreadChain('title') });
+      const miss = await decide(request.head, request.body);
+      expect(miss.kind === 'forward' && [miss.plan.kind, miss.requestBody]).toEqual(['store', undefined]);
+    });
+
+    it('is cut to the operation a named request runs, from a document of two', async () => {
+      build(roomyLimits);
+      const query = `query Other { todos { done } } ${spreadChain('id', 'query Chain { todos { ...F0 } }')}`;
+      const request = post({ query, operationName: 'Chain' });
+      expect((await roundTrip(request)).status).toBe('MISS');
+      expect(await decide(request.head, request.body)).toMatchObject({ kind: 'respond', status: 'HIT', response: { body: ORIGIN_BODY } });
+    });
+  });
+
   it('passes a request carrying a configured bypass header', async () => {
     build({ cache: { bypassCacheHeaders: ['X-Bypass-Cache'] } });
     const request = post({ query: '{ todos { id } }' }, [['x-bypass-cache', '1']]);

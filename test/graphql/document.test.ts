@@ -28,3 +28,16 @@ describe('remembered documents', () => {
     expect(keptBytes).toBeLessThan(100 * 1024 * 1024);
   });
 });
+
+describe('selectOperation', () => {
+  it('keeps the operation chosen and the fragments it uses, in document order, a chain of 20,000 spreads too', () => {
+    const chain = Array.from({ length: 20_000 }, (_, i) => `fragment F${i} on Todo { ...F${i + 1} }`).join(' ');
+    const parsed = parseDocument(`fragment Other on Todo { done } query A { todos { ...Other } } query B { todos { ...F0 } } ${chain} fragment F20000 on Todo { id }`);
+    if ('kind' in parsed) throw new Error(parsed.message);
+    const selected = selectOperation(parsed, 'B');
+    if (selected.kind !== 'operation') throw new Error(selected.reason);
+    const names = selected.document.definitions.map((definition) => ('name' in definition ? definition.name?.value : undefined));
+    expect(names).toEqual(['B', ...Array.from({ length: 20_001 }, (_, i) => `F${i}`)]);
+    expect(selected.normalised.startsWith('query B {\n  todos {\n    ...F0\n  }\n}\n\nfragment F0 on Todo {\n  ...F1\n}')).toBe(true);
+  });
+});

@@ -1,6 +1,6 @@
-import { parse, visit, type DocumentNode } from 'graphql';
+import { Kind, parse, visit, type DocumentNode, type FieldNode, type OperationDefinitionNode } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { collectFields, FragmentMemo, fragmentsOf } from '../../src/graphql/fragments.js';
+import { collectFields, FragmentMemo, fragmentsOf, fragmentsUsedBy } from '../../src/graphql/fragments.js';
 import { measureOperation, operationViolation } from '../../src/graphql/limits.js';
 import { operationPlan } from '../../src/invalidation/selectionPlan.js';
 import { prepare } from '../invalidation/fixtures.js';
@@ -77,6 +77,72 @@ describe('fragment-doubling documents cost work linear in their size', () => {
     // Each of the 41 fragments contributes its one `todos` field once.
     expect(plan.fields().get('todos')).toHaveLength(41);
     expect(plan.child('todos').fields().get('author')).toHaveLength(41);
+  });
+});
+
+/** `{ todos { ...F0 } }` and `fragment Fi on Todo { ...Fi+1 }` for i < length, the last selecting `leaf`. */
+function spreadChain(length: number, leaf: string, operation = '{ todos { ...F0 } }'): string {
+  const fragments = Array.from({ length }, (_, i) => `fragment F${i} on Todo { ...F${i + 1} }`);
+  return `${operation} ${fragments.join(' ')} fragment F${length} on Todo { ${leaf} }`;
+}
+
+function operationOf(document: DocumentNode): OperationDefinitionNode {
+  const operation = document.definitions[0]!;
+  if (operation.kind !== Kind.OPERATION_DEFINITION) throw new Error('expected an operation');
+  return operation;
+}
+
+describe('a chain of 20,000 spreads costs no call stack (README, Bad input)', () => {
+  const document = parse(spreadChain(20_000, 'x: id'));
+  const todos = (operationOf(document).selectionSet.selections[0] as FieldNode).selectionSet!;
+
+  it('collectFields reaches the end of the chain', () => {
+    expect(collectFields([todos], fragmentsOf(document)).map((field) => field.alias?.value)).toEqual(['x']);
+  });
+
+  it('FragmentMemo works each fragment out once, bottom-up', () => {
+    let computed = 0;
+    const memo = new FragmentMemo<number>(
+      fragmentsOf(document),
+      (fragment, self) => {
+        computed += 1;
+        const first = fragment.selectionSet.selections[0]!;
+        return first.kind === Kind.FRAGMENT_SPREAD ? self.of(first.name.value)! + 1 : 0;
+      },
+      -1,
+    );
+    expect(memo.of('F0')).toBe(20_000);
+    expect(memo.of('F10000')).toBe(10_000);
+    expect(computed).toBe(20_001);
+  });
+
+  it('measureOperation counts the alias at its end once, each spread visited once', () => {
+    expect(measureOperation(document)).toEqual({ depth: 1, aliases: 1, visitedSelections: 20_003 });
+  });
+
+  it('fragmentsUsedBy finds every fragment of the chain', () => {
+    expect(fragmentsUsedBy(operationOf(document), fragmentsOf(document)).size).toBe(20_001);
+  });
+});
+
+describe('measureOperation', () => {
+  it('measures 100,000 nested fields, more than a recursive walk has stack for', () => {
+    let selectionSet = { kind: Kind.SELECTION_SET, selections: [{ kind: Kind.FIELD, name: { kind: Kind.NAME, value: 'id' } }] } as const;
+    for (let level = 0; level < 100_000; level++) {
+      selectionSet = { kind: Kind.SELECTION_SET, selections: [{ kind: Kind.FIELD, name: { kind: Kind.NAME, value: 'todos' }, selectionSet }] } as never;
+    }
+    const document: DocumentNode = { kind: Kind.DOCUMENT, definitions: [{ kind: Kind.OPERATION_DEFINITION, operation: 'query' as never, selectionSet }] };
+    expect(measureOperation(document)).toEqual({ depth: 100_000, aliases: 0, visitedSelections: 100_001 });
+    expect(operationViolation(document, LIMITS)?.code).toBe('QUERY_TOO_DEEP');
+  });
+});
+
+describe('fragmentsUsedBy', () => {
+  it('names the fragments spread within the operation and within those, through fields and inline fragments, ending cycles', () => {
+    const document = parse(
+      '{ a { ...F } ... on Query { ...G } } fragment F on A { b { ...H } } fragment G on Query { ...G } fragment H on B { c } fragment Unused on A { ...F }',
+    );
+    expect([...fragmentsUsedBy(operationOf(document), fragmentsOf(document))].sort()).toEqual(['F', 'G', 'H']);
   });
 });
 

@@ -1,11 +1,19 @@
 import { buildSchema, parse, print, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { prepareOperation, stripAddedFields } from '../../src/invalidation/entityFields.js';
-import { keyFields, prepare, schema } from './fixtures.js';
+import { keyFields, prepare, schema, spreadChain } from './fixtures.js';
 
 const strip = (query: string, body: string): string => stripAddedFields(prepare(query), Buffer.from(body)).toString();
 
 describe('prepareOperation', () => {
+  it('finds the key field a chain of 20,000 spreads selects, and adds nothing', () => {
+    expect(prepare(spreadChain('{ todos { ...F0 } }', 'Todo', 'id title')).rewritten).toBe(false);
+  });
+
+  it('leaves a chain of 20,000 spreads unchanged where it would add: graphql cannot validate the result', () => {
+    expect(prepare(spreadChain('{ todos { ...F0 } }', 'Todo', 'title')).rewritten).toBe(false);
+  });
+
   it('adds the key field of object types, at every depth, under a reserved alias', () => {
     const prepared = prepare('{ todos { title author { name } } }');
     expect(prepared.rewritten).toBe(true);

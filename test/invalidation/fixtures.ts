@@ -99,3 +99,12 @@ function seedRoot(): Record<string, unknown> {
     },
   };
 }
+
+/**
+ * `operation`, spreading F0, and `fragment Fi on <type> { ...Fi+1 }` for i < 20,000, the last
+ * selecting `leaf`: a chain longer than a walk recursing once per spread has call stack for.
+ */
+export function spreadChain(operation: string, type: string, leaf: string): string {
+  const fragments = Array.from({ length: 20_000 }, (_, i) => `fragment F${i} on ${type} { ...F${i + 1} }`);
+  return `${operation} ${fragments.join(' ')} fragment F20000 on ${type} { ${leaf} }`;
+}

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { prepareOperation, type PreparedOperation } from '../../src/invalidation/entityFields.js';
 import { mutationInvalidationTags, responseTags, type MutationPolicy } from '../../src/invalidation/responseTags.js';
 import { invalidationTag as tag } from '../../src/invalidation/tags.js';
-import { keyFields, originBody, prepare, schema } from './fixtures.js';
+import { keyFields, originBody, prepare, schema, spreadChain } from './fixtures.js';
 
 /** Tags of what a graphql-js origin answers to the rewritten operation. */
 async function tagsOf(query: string, operationName = '', variables: Record<string, unknown> = {}): Promise<string[] | undefined> {
@@ -29,6 +29,14 @@ describe('responseTags', () => {
         tag.list('Todo'),
         tag.query('todos'),
       ]),
+    );
+  });
+
+  it('tags the entities a chain of 20,000 spreads selects', () => {
+    const prepared = prepare(spreadChain('{ todos { ...F0 } }', 'Todo', 'id title'));
+    const result = { data: { todos: [{ id: '1', title: 'a' }] } };
+    expect(sorted(responseTags(schema, prepared, result, ''))).toEqual(
+      sorted([tag.entity('Todo', '1'), tag.type('Todo'), tag.list('Todo'), tag.query('todos')]),
     );
   });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { rootFieldTypeTags } from '../../src/invalidation/rootFieldTypes.js';
 import { invalidationTag as tag } from '../../src/invalidation/tags.js';
-import { prepare, schema } from './fixtures.js';
+import { prepare, schema, spreadChain } from './fixtures.js';
 
 /** What a mutation whose answer cannot be read invalidates: every type its root fields can return. */
 describe('rootFieldTypeTags', () => {
@@ -10,6 +10,11 @@ describe('rootFieldTypeTags', () => {
       'mutation { renamed: updateTodo(id: "1", title: "x") { id } ... on Mutation { updateUser(id: "u1", name: "y") { id } } ...More } fragment More on Mutation { addTodo(title: "z") { id } __typename }',
     );
     expect(rootFieldTypeTags(schema, prepared).sort()).toEqual([tag.type('Todo'), tag.type('User')]);
+  });
+
+  it('names the return type of a root field at the end of a chain of 20,000 spreads', () => {
+    const prepared = prepare(spreadChain('mutation { ...F0 }', 'Mutation', 'addTodo(title: "z") { id }'));
+    expect(rootFieldTypeTags(schema, prepared)).toEqual([tag.type('Todo')]);
   });
 
   it('expands interfaces and unions to their possible types', () => {

@@ -389,6 +389,15 @@ describe('handlePurgeRequest', () => {
       expect(await remaining()).toEqual(everyKeyBut());
     });
 
+    it('answers a chain of 20,000 spreads, more than graphql can validate, as a request error and purges nothing', async () => {
+      const chain = Array.from({ length: 20_000 }, (_, i) => `fragment F${i} on Mutation { ...F${i + 1} }`).join(' ');
+      const response = await purge(`mutation { ...F0 } ${chain} fragment F20000 on Mutation { _purgeAll }`);
+      expect(response?.status).toBe(400);
+      expect(JSON.parse(response!.body.toString())).toEqual({ errors: [{ message: 'The document spreads its fragments too deeply to validate' }] });
+      expect(events).toEqual([{ result: 'invalid' }]);
+      expect(await remaining()).toEqual(everyKeyBut());
+    });
+
     it('answers a variable that cannot be coerced as a request error and purges nothing', async () => {
       const response = await purge('mutation ($ids: [ID!]) { purgeTodo(id: $ids) }', { variables: { ids: [null] } });
       expect(response?.status).toBe(400);
