@@ -1,3 +1,5 @@
+import { shownName } from './shownNames.js';
+
 /** Purges and mutation invalidations kept for the page (README, Dashboard). */
 export const RECENT_CHANGES = 100;
 /** Fields or tags listed per change; the rest is counted. */
@@ -7,8 +9,9 @@ export interface CacheChange {
   kind: 'purge' | 'invalidation';
   /** ISO 8601. */
   at: string;
-  /** Purge fields that ran, or the mutation policy for an invalidation. */
+  /** Purge fields that ran, or the mutation policy for an invalidation; each as shownName keeps it. */
   fields: string[];
+  /** Each as shownName keeps it: a purge's tags name what its client chose (operation names, keys). */
   tags: string[];
   /** Tags beyond those listed. */
   moreTags: number;
@@ -38,12 +41,12 @@ export class RecentChanges {
   constructor(private readonly replica: string) {}
 
   add(change: CacheChangeInput, nowMs: number): void {
-    const tags = typeof change.tags === 'number' ? [] : change.tags.slice(0, NAMES_PER_CHANGE);
+    const tags = typeof change.tags === 'number' ? [] : change.tags.slice(0, NAMES_PER_CHANGE).map(shownName);
     const tagCount = typeof change.tags === 'number' ? change.tags : change.tags.length;
     this.ring[this.next] = {
       kind: change.kind,
       at: new Date(nowMs).toISOString(),
-      fields: change.fields.slice(0, NAMES_PER_CHANGE),
+      fields: change.fields.slice(0, NAMES_PER_CHANGE).map(shownName),
       tags,
       moreTags: tagCount - tags.length,
       removedEntries: change.removedEntries,

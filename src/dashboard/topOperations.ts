@@ -1,4 +1,5 @@
 import { increment, LATENCY_BUCKETS, latencyBucket, latencyQuantile } from './latencyBuckets.js';
+import { shownName } from './shownNames.js';
 import type { RequestSummary } from './summary.js';
 
 /** How many operations the sketch tracks (README, Dashboard). */
@@ -7,6 +8,7 @@ export const TOP_OPERATIONS = 100;
 const PASS_REASONS_PER_OPERATION = 8;
 
 export interface OperationRow {
+  /** At most SHOWN_NAME_CHARACTERS, a longer name cut and marked (shownName). */
   operationName: string;
   documentHash: string;
   /** Requests counted; may overstate by up to `overcount` (space-saving). */
@@ -33,7 +35,9 @@ interface Counter {
  * `TOP_OPERATIONS` counters; an operation not tracked when the table is full takes over the counter
  * with the fewest requests and inherits its count as a possible overstatement. Any operation with
  * more than 1/K of the traffic is guaranteed to be in the table. Memory is bounded whatever the
- * traffic; a known operation costs a map lookup, a new one a scan of the K counters.
+ * traffic; a known operation costs a map lookup, a new one a scan of the K counters. Counters are
+ * kept per document, whose hash covers the whole operation name, so two long names that share the
+ * part shown stay two rows.
  */
 export class TopOperations {
   private readonly counters = new Map<string, Counter>();
@@ -74,7 +78,7 @@ export class TopOperations {
       this.counters.delete(evicted!.documentHash);
     }
     const counter: Counter = {
-      operationName,
+      operationName: shownName(operationName),
       documentHash,
       requests: evicted?.requests ?? 0,
       overcount: evicted?.requests ?? 0,

@@ -22,7 +22,7 @@ import {
   type PurgeEvent,
 } from '../purge/index.js';
 import { compressBody, identityBodyOf, type CacheStore, type CachedResponse } from '../store/index.js';
-import { errorMessage, isPlainObject } from '../util/index.js';
+import { errorMessage, isPlainObject, shortened } from '../util/index.js';
 import { MissCoalescer } from './coalescing.js';
 import { documentHashOf, Exchange, type BatchPlan, type Explanation, type MutationPlan, type RequestHead, type ResponsePlan, type StaleHold, type StorePlan } from './exchange.js';
 import type { PassReason } from './passReason.js';
@@ -581,9 +581,13 @@ export class DecisionEngine {
     return { kind: 'forward', requestHeaders: { set: [], remove: exchange.tokenHeader === undefined ? [] : [exchange.tokenHeader] } };
   }
 
-  /** The request goes on to the origin untouched but for the purge token, and is not stored. */
+  /**
+   * The request goes on to the origin untouched but for the purge token, and is not stored. The
+   * detail can quote the client (`no operation named "…"`, a syntax error's token): it is logged
+   * cut to LOGGED_DETAIL_CHARACTERS, as the dashboard cuts names (README, Dashboard).
+   */
   private passOn(exchange: Exchange, reason: PassReason, detail?: string, context?: RequestContext): RequestDecision {
-    this.deps.logger.debug({ passReason: reason, ...(detail === undefined ? {} : { detail }) }, 'request passed');
+    this.deps.logger.debug({ passReason: reason, ...(detail === undefined ? {} : { detail: shortened(detail, LOGGED_DETAIL_CHARACTERS) }) }, 'request passed');
     if (context) return this.forward(context, { kind: 'pass', reason });
     exchange.forward({ kind: 'pass', reason });
     return { kind: 'forward', requestHeaders: { set: [], remove: exchange.tokenHeader === undefined ? [] : [exchange.tokenHeader] } };
@@ -836,6 +840,8 @@ function explanationRequested(head: RequestHead, config: Config): boolean {
 }
 
 const DEBUG_HEADER = 'svc-debug';
+/** Characters of a PASS's detail logged: enough for a message and a name as the dashboard shows it. */
+const LOGGED_DETAIL_CHARACTERS = 200;
 /** A request without a body; shared, as a buffer of no bytes cannot be changed (one allocated per GET was 0.5% of its CPU). */
 const NO_BODY = Buffer.alloc(0);
 

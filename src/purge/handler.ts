@@ -18,7 +18,7 @@ import type { GraphQLResponseMediaType } from '../http/index.js';
 import { derivePurgeApi, type PurgeApi } from './schema.js';
 import { PurgeTargets } from './targets.js';
 import { isPurgeToken } from './token.js';
-import { errorMessage } from '../util/index.js';
+import { errorMessage, shortened } from '../util/index.js';
 
 /**
  * Purge requests, answered by svc-cache itself and never forwarded.
@@ -240,16 +240,22 @@ function graphQLResponse(
 
 /** Enough of the tags to recognise a purge in the log without one purge of many ids flooding it. */
 const LOGGED_TAGS = 20;
+/** Characters logged of each tag: `_purgeOperationName` and key values name what the client chose, at any length. */
+const LOGGED_TAG_CHARACTERS = 100;
 
 function logFields(summary: PurgeSummary): Record<string, unknown> {
   return {
     fields: summary.fields,
     everything: summary.everything,
     tagCount: summary.tags.length,
-    tags: summary.tags.slice(0, LOGGED_TAGS),
+    tags: loggedTags(summary.tags),
     mode: purgeMode(summary),
     softEverything: summary.soft.everything,
     softTagCount: summary.soft.tags.length,
-    softTags: summary.soft.tags.slice(0, LOGGED_TAGS),
+    softTags: loggedTags(summary.soft.tags),
   };
+}
+
+function loggedTags(tags: readonly string[]): string[] {
+  return tags.slice(0, LOGGED_TAGS).map((tag) => shortened(tag, LOGGED_TAG_CHARACTERS));
 }

@@ -2,3 +2,4 @@
 export { deferred, type Deferred } from './deferred.js';
 export { errorMessage } from './errorMessage.js';
 export { isPlainObject } from './isPlainObject.js';
+export { shortened } from './shortened.js';

@@ -2,6 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.js';
 import { Dashboard, REDACTED, redactedConfig, TOP_OPERATIONS, type RequestSummary } from '../../src/dashboard/index.js';
+import { SHOWN_NAME_CHARACTERS } from '../../src/dashboard/shownNames.js';
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
 
@@ -97,6 +98,31 @@ describe('top operations', () => {
     expect(rows.length).toBe(TOP_OPERATIONS);
     expect(rows[0]).toMatchObject({ documentHash: 'heavyheavy00', requests: 500 });
   });
+
+  it('keeps and shows at most 100 characters of an operation name, marking how many it cut', () => {
+    const dashboard = dashboardAt({ now: T0 });
+    for (let i = 0; i < TOP_OPERATIONS; i += 1) {
+      dashboard.record(summary({ operationName: `Op${String(i).padStart(3, '0')}${'x'.repeat(99_000)}`, documentHash: `hash${String(i).padStart(8, '0')}` }));
+    }
+    const rows = dashboard.topOperations();
+    expect(SHOWN_NAME_CHARACTERS).toBe(100);
+    expect(rows.map((row) => row.operationName)).toEqual(
+      Array.from({ length: TOP_OPERATIONS }, (_, i) => `Op${String(i).padStart(3, '0')}${'x'.repeat(95)}…[+98905]`),
+    );
+    expect(JSON.stringify({ operations: rows }).length).toBeLessThan(30_000);
+  });
+
+  it('keeps two long names that share their first 100 characters as two rows, told apart by what was cut', () => {
+    const dashboard = dashboardAt({ now: T0 });
+    const prefix = 'Q'.repeat(150);
+    dashboard.record(summary({ operationName: `${prefix}One`, documentHash: 'cccccccccccc' }));
+    dashboard.record(summary({ operationName: `${prefix}One`, documentHash: 'cccccccccccc' }));
+    dashboard.record(summary({ operationName: `${prefix}Three`, documentHash: 'dddddddddddd' }));
+    expect(dashboard.topOperations().map(({ operationName, documentHash, requests }) => ({ operationName, documentHash, requests }))).toEqual([
+      { operationName: `${'Q'.repeat(100)}…[+53]`, documentHash: 'cccccccccccc', requests: 2 },
+      { operationName: `${'Q'.repeat(100)}…[+55]`, documentHash: 'dddddddddddd', requests: 1 },
+    ]);
+  });
 });
 
 describe('recent purges and invalidations', () => {
@@ -125,6 +151,17 @@ describe('recent purges and invalidations', () => {
     });
     expect(changes[1]!.fields).toEqual(['purge104']);
     expect(changes[99]!.fields).toEqual(['purge6']);
+  });
+
+  it('keeps at most 100 characters of each field and tag, marking how many it cut', () => {
+    const dashboard = dashboardAt({ now: T0 });
+    const operationTag = `operation:${'n'.repeat(500)}`;
+    dashboard.recordChange({ kind: 'purge', fields: [`f${'x'.repeat(200)}`], tags: [operationTag, 'type:Todo'], removedEntries: 0, result: 'ok' });
+    expect(dashboard.recentChanges()[0]).toMatchObject({
+      fields: [`f${'x'.repeat(99)}…[+101]`],
+      tags: [`operation:${'n'.repeat(90)}…[+410]`, 'type:Todo'],
+      moreTags: 0,
+    });
   });
 });
 

@@ -1,4 +1,6 @@
+import { Writable } from 'node:stream';
 import { buildSchema } from 'graphql';
+import { pino } from 'pino';
 import { MAX_REWRITTEN_PATH_BYTES } from '../../src/extproc/envoyLimits.js';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { configSchema, type Config } from '../../src/config/schema.js';
@@ -559,6 +561,25 @@ describe('DecisionEngine', () => {
       expect((await roundTrip(request)).status).toBe('MISS');
       expect(await decide(request.head, request.body)).toMatchObject({ kind: 'respond', status: 'HIT', response: { body: ORIGIN_BODY } });
     });
+  });
+
+  it('logs at most 200 characters of why a request passed, which can quote the client', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+        done();
+      },
+    });
+    const logged = new DecisionEngine(unitEngineDependencies(() => ({ config: current, schema }), store, () => now, { logger: pino({ level: 'debug' }, sink) }));
+    const operationName = `Op${'x'.repeat(99_000)}`;
+    const request = post({ query: '{ todos { id } }', operationName });
+    const decision = await decide(request.head, request.body, logged);
+    expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'unknown-operation' });
+    const detail = `no operation named "${operationName}"`;
+    expect(lines.filter((line) => line.msg === 'request passed')).toMatchObject([
+      { passReason: 'unknown-operation', detail: `${detail.slice(0, 200)}…[+${detail.length - 200}]` },
+    ]);
   });
 
   it('passes a request carrying a configured bypass header', async () => {

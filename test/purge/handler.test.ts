@@ -275,6 +275,21 @@ describe('handlePurgeRequest', () => {
         },
       ]);
     });
+
+    it('logs at most 100 characters of each tag, marking how many it cut', async () => {
+      const lines: Array<Record<string, unknown>> = [];
+      const sink = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+          done();
+        },
+      });
+      logger = pino({ level: 'info' }, sink);
+      const name = `Op${'x'.repeat(99_000)}`;
+      await purge(`mutation { _purgeOperationName(names: ["${name}"]) }`);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(lines).toMatchObject([{ msg: 'purge applied', tagCount: 1, tags: [`${tag.operation(name).slice(0, 100)}…[+${tag.operation(name).length - 100}]`] }]);
+    });
   });
 
   describe('soft purges', () => {
