@@ -2,6 +2,14 @@ export { demoConfig, demoConfigInput } from './demo.js';
 export { ConfigError } from './error.js';
 export { loadConfig, parseConfig, type ParseConfigOptions } from './load.js';
 export {
+  parseRedisNode,
+  parseRedisUrl,
+  type RedisEndpoint,
+  type RedisNodeAddress,
+  type RedisNodeProblem,
+  type RedisUrlProblem,
+} from './redisAddress.js';
+export {
   configSchema,
   LOCAL_CACHE_DEFAULT_MAX_BYTES,
   type CacheRule,

@@ -33,8 +33,20 @@ export function describeWrittenValue(value: unknown): string {
   if (value === null) return 'an empty value';
   if (Array.isArray(value)) return value.length === 0 ? 'an empty list' : 'a list';
   if (typeof value === 'object') return 'a mapping';
-  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
+  if (typeof value === 'string') {
+    const shown = withoutUrlCredentials(value);
+    return JSON.stringify(shown.length > 60 ? `${shown.slice(0, 57)}...` : shown);
+  }
   return String(value);
+}
+
+/**
+ * A URL's user and password replaced, up to the last "@" since a password may hold an unencoded
+ * "/" or "@": a node written as `redis://:password@host:port` is quoted back without its password
+ * (README, Configuration: never quotes a secret back).
+ */
+function withoutUrlCredentials(text: string): string {
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/).*@/i, '$1[redacted]@');
 }
 
 function problemsOf(issue: z.core.$ZodIssue, path: KeyPath, context: IssueContext): Problem[] {

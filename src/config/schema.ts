@@ -1,5 +1,6 @@
 import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
+import { parseRedisNode, parseRedisUrl, type RedisNodeProblem, type RedisUrlProblem } from './redisAddress.js';
 import { scopeReferenceIssues } from './scopeReferences.js';
 
 /**
@@ -9,7 +10,14 @@ import { scopeReferenceIssues } from './scopeReferences.js';
  * types alone would read poorly, and `.meta({ secret: true })` keeps a value out of messages.
  */
 
-const SCOPE_SOURCE = /^(header|cookie):[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
+/** A header name is an RFC 9110 token; a name with other characters matches no request. */
+const TOKEN = "[A-Za-z0-9!#$%&'*+.^_`|~-]+";
+
+const SCOPE_SOURCE = new RegExp(`^(header|cookie):${TOKEN}$`);
+
+const headerName = z
+  .string()
+  .regex(new RegExp(`^${TOKEN}$`), "expected a header name: letters, digits and !#$%&'*+-.^_`|~ (an RFC 9110 token)");
 
 const SCOPE_DEFINITION = '"header:NAME", "cookie:NAME" or several joined with "|", e.g. "header:x-team|cookie:team"';
 
@@ -129,13 +137,64 @@ const compressionSchema = z
   })
   .default(COMPRESSION_DEFAULTS);
 
+/**
+ * What an endpoint must be to ever match: a request's path is compared with it exactly, its query
+ * string dropped (README, Every key; src/http/requestTarget.ts), so an endpoint holding a query, a
+ * fragment or characters no request path carries would never match. The first failed test is reported.
+ */
+const ENDPOINT_TESTS: ReadonlyArray<readonly [RegExp, string]> = [
+  [/^\//, 'expected a path starting with "/"'],
+  [/^[^?#]*$/, 'expected a path without a query string or fragment ("?", "#"): requests are matched on their path alone'],
+  [/^(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-Fa-f]{2})*$/, "expected a path of URL characters: letters, digits, -._~!$&'()*+,;=:@/ and %XX escapes"],
+];
+
+function firstFailedTest(tests: ReadonlyArray<readonly [RegExp, string]>) {
+  return (value: string, ctx: z.RefinementCtx<string>): void => {
+    const failed = tests.find(([test]) => !test.test(value));
+    if (failed) ctx.addIssue({ code: 'custom', message: failed[1] });
+  };
+}
+
+/**
+ * Every URL the store would refuse to connect to is refused here (src/config/redisAddress.ts). The
+ * URL is a secret (it may hold a password), so these messages name what is wrong, never a part of it.
+ */
+const REDIS_URL_EXPECTATIONS: Record<RedisUrlProblem, string> = {
+  'not-a-redis-url': 'expected a redis:// or rediss:// URL',
+  'malformed-url': 'expected a URL of the form redis[s]://[[user]:password@]host[:port][/db], with the password URL-encoded',
+  'bad-port': 'expected a redis:// or rediss:// URL with a port from 1 to 65535',
+  'database-not-a-number': 'expected a redis:// or rediss:// URL whose path is a database number (redis://host:6379/0)',
+  'url-options': 'expected a redis:// or rediss:// URL without "?" or "#": svc-cache reads no options from it (in a password, write them %3F and %23)',
+};
+
+const redisUrl = z.string().superRefine((url, ctx) => {
+  const endpoint = parseRedisUrl(url);
+  if (typeof endpoint === 'string') ctx.addIssue({ code: 'custom', message: REDIS_URL_EXPECTATIONS[endpoint] });
+});
+
+const REDIS_NODE_EXPECTATIONS: Record<RedisNodeProblem, string> = {
+  'not-host-and-port': 'expected "host:port" or a redis:// URL',
+  'malformed-url': 'expected "host:port" or a URL of the form redis[s]://[[user]:password@]host[:port], with the password URL-encoded',
+  'bad-port': 'expected "host:port" or a redis:// URL with a port from 1 to 65535',
+  'database-not-a-number': 'expected "host:port" or a redis:// URL whose path is a database number (redis://host:6379/0)',
+  'url-options': 'expected "host:port" or a redis:// URL without "?" or "#": svc-cache reads no options from it',
+};
+
+const redisNode = z
+  .string()
+  .min(1)
+  .superRefine((address, ctx) => {
+    const node = parseRedisNode(address);
+    if (typeof node === 'string') ctx.addIssue({ code: 'custom', message: REDIS_NODE_EXPECTATIONS[node] });
+  });
+
 export const configSchema = z
   .object({
     origin: z.object({ url: z.url({ protocol: /^https?$/ }).describe('an http:// or https:// URL') }).strict(),
     schema: z.object({ file: z.string().min(1).optional() }).strict().optional(),
     /** Request paths svc-cache interprets as GraphQL; every other path passes untouched (README, "Every key"). */
     endpoints: z
-      .array(z.string().regex(/^\//, 'expected a path starting with "/"'))
+      .array(z.string().superRefine(firstFailedTest(ENDPOINT_TESTS)))
       .min(1)
       .describe('a non-empty list of paths, e.g. ["/graphql"]')
       .default(['/graphql']),
@@ -154,15 +213,11 @@ export const configSchema = z
       .optional(),
     redis: z
       .object({
-        url: z
-          .string()
-          .regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL')
-          .meta({ secret: true })
-          .optional(),
+        url: redisUrl.meta({ secret: true }).optional(),
         keyPrefix: z.string().default('svc-cache:'),
-        cluster: z.object({ nodes: z.array(z.string().min(1)).min(1) }).strict().optional(),
+        cluster: z.object({ nodes: z.array(redisNode).min(1) }).strict().optional(),
         sentinel: z
-          .object({ name: z.string().min(1), sentinels: z.array(z.string().min(1)).min(1) })
+          .object({ name: z.string().min(1), sentinels: z.array(redisNode).min(1) })
           .strict()
           .optional(),
         commandTimeoutMs: z.number().int().positive().default(250),
@@ -218,7 +273,7 @@ export const configSchema = z
     purge: z
       .object({
         tokens: z.array(z.string().min(1).meta({ secret: true })).default([]),
-        header: z.string().min(1).default('svc-purge-token'),
+        header: headerName.default('svc-purge-token'),
       })
       .strict()
       .default({ tokens: [], header: 'svc-purge-token' }),
@@ -259,7 +314,7 @@ export const configSchema = z
         /** Origin max-age / s-maxage normally shortens the rule's TTL; this turns that off. */
         ignoreOriginCacheControl: z.boolean().default(false),
         /** Request headers that make a request skip the cache (off by default: any client could use them). */
-        bypassCacheHeaders: z.array(z.string().min(1)).default([]),
+        bypassCacheHeaders: z.array(headerName).default([]),
         /**
          * Key of the hash that names scope buckets. Replicas sharing one store need the same secret to
          * share scoped entries; without it each process picks a random one.

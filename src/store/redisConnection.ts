@@ -1,5 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { LOCAL_CACHE_DEFAULT_MAX_BYTES, type Config } from '../config/index.js';
+import { LOCAL_CACHE_DEFAULT_MAX_BYTES, parseRedisNode, parseRedisUrl, type Config, type RedisEndpoint, type RedisNodeAddress } from '../config/index.js';
 import type { Logger } from '../observability/index.js';
 import type { RedisClient } from './redisScripts.js';
 
@@ -70,7 +70,7 @@ function createClient(config: RedisConfig): RedisClient {
   // The Cluster connects to nodes lazily, hands them commands only while they are new or ready,
   // and reconnects as a whole after refreshing its slot map, so its own offline queue is the one
   // to turn off.
-  return new Cluster(config.cluster.nodes.map(parseNodeAddress), {
+  return new Cluster(config.cluster.nodes.map(nodeAddress), {
     redisOptions: commandOptions(config, endpointOf(config)),
     enableOfflineQueue: false,
     clusterRetryStrategy: reconnectDelayMs,
@@ -82,7 +82,7 @@ function createClient(config: RedisConfig): RedisClient {
 }
 
 function endpointOf(config: RedisConfig): RedisEndpoint | undefined {
-  return config.url === undefined ? undefined : parseRedisUrl(config.url);
+  return config.url === undefined ? undefined : redisUrlEndpoint(config.url);
 }
 
 function commandOptions(config: RedisConfig, endpoint: RedisEndpoint | undefined): RedisOptions {
@@ -122,7 +122,7 @@ function createStandaloneClient(config: RedisConfig, overrides: RedisOptions): R
     return new Redis({
       ...connectionOptions,
       name: config.sentinel.name,
-      sentinels: config.sentinel.sentinels.map(parseNodeAddress),
+      sentinels: config.sentinel.sentinels.map(nodeAddress),
       sentinelRetryStrategy: reconnectDelayMs,
       enableTLSForSentinelMode: connectionOptions.tls !== undefined,
     });
@@ -131,16 +131,6 @@ function createStandaloneClient(config: RedisConfig, overrides: RedisOptions): R
   return new Redis({ ...connectionOptions, host: endpoint.host, port: endpoint.port });
 }
 
-interface RedisEndpoint {
-  host: string;
-  port: number;
-  username: string | undefined;
-  password: string | undefined;
-  db: number;
-  tls: boolean;
-}
-
-const DEFAULT_PORT = 6379;
 const CONNECT_TIMEOUT_MS = 2000;
 const MAX_RECONNECT_DELAY_MS = 1000;
 const RETRY_DELAY_IN_CLUSTER_MS = 50;
@@ -149,38 +139,20 @@ function reconnectDelayMs(attempt: number): number {
   return Math.min(100 * attempt, MAX_RECONNECT_DELAY_MS);
 }
 
-function parseRedisUrl(url: string): RedisEndpoint {
-  const parsed = new URL(url);
-  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
-    throw new Error(`redis URL must start with redis:// or rediss:// (got "${parsed.protocol}")`);
-  }
-  const database = parsed.pathname.replace(/^\//, '');
-  if (database !== '' && !/^\d+$/.test(database)) {
-    throw new Error(`redis URL path must be a database number (got "/${database}")`);
-  }
-  return {
-    host: parsed.hostname.replace(/^\[|\]$/g, '') || 'localhost',
-    port: parsed.port === '' ? DEFAULT_PORT : Number(parsed.port),
-    username: parsed.username === '' ? undefined : decodeURIComponent(parsed.username),
-    password: parsed.password === '' ? undefined : decodeURIComponent(parsed.password),
-    db: database === '' ? 0 : Number(database),
-    tls: parsed.protocol === 'rediss:',
-  };
+/**
+ * The schema refuses every address these parsers refuse (src/config/schema.ts), so only a
+ * configuration built in code without it gets here with one; the message names the key, never the value.
+ */
+function redisUrlEndpoint(url: string): RedisEndpoint {
+  const endpoint = parseRedisUrl(url);
+  if (typeof endpoint === 'string') throw new Error(`redis.url cannot be used: ${endpoint}`);
+  return endpoint;
 }
 
-/** `host:port` or a redis:// URL, for Cluster seed nodes and Sentinels. */
-function parseNodeAddress(address: string): { host: string; port: number } {
-  if (/^rediss?:\/\//.test(address)) {
-    const { host, port } = parseRedisUrl(address);
-    return { host, port };
-  }
-  const separator = address.lastIndexOf(':');
-  const port = separator === -1 ? DEFAULT_PORT : Number(address.slice(separator + 1));
-  if (!Number.isInteger(port) || port <= 0 || port > 65535) {
-    throw new Error(`expected "host:port" for a Redis node (got "${address}")`);
-  }
-  const host = separator === -1 ? address : address.slice(0, separator);
-  return { host: host.replace(/^\[|\]$/g, ''), port };
+function nodeAddress(address: string): RedisNodeAddress {
+  const node = parseRedisNode(address);
+  if (typeof node === 'string') throw new Error(`a redis.cluster or redis.sentinel address cannot be used: ${node}`);
+  return node;
 }
 
 /** One line when the connection fails and one when it is back, not one per reconnect attempt. */

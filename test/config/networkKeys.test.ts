@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config/index.js';
 
-/** The keys of the sidecar's own network: `endpoints` and `grpc.tls`. */
+/** The keys of the sidecar's own network: `endpoints`, `grpc.tls` and the header names it reads. */
 
 const ORIGIN = 'origin:\n  url: http://origin.test/graphql\n';
 const parse = (text: string) => parseConfig(text, { source: 'config.yaml', env: {} });
@@ -30,6 +30,20 @@ describe('endpoints', () => {
     ]);
     expect(problems(`${ORIGIN}endpoints: []\n`).join('\n')).toMatch(/^config\.yaml: endpoints: /);
   });
+
+  it('refuses a path no request could match: requests are matched on their path alone, without the query string', () => {
+    expect(problems(`${ORIGIN}endpoints: ["/graphql?x=1", "/graphql#top", "/graph ql", "/%zz", "/t/acme/graphql"]\n`)).toEqual([
+      'config.yaml: endpoints[0]: expected a path without a query string or fragment ("?", "#"): requests are matched on their path alone, got "/graphql?x=1" (line 3)',
+      'config.yaml: endpoints[1]: expected a path without a query string or fragment ("?", "#"): requests are matched on their path alone, got "/graphql#top" (line 3)',
+      `config.yaml: endpoints[2]: expected a path of URL characters: letters, digits, -._~!$&'()*+,;=:@/ and %XX escapes, got "/graph ql" (line 3)`,
+      `config.yaml: endpoints[3]: expected a path of URL characters: letters, digits, -._~!$&'()*+,;=:@/ and %XX escapes, got "/%zz" (line 3)`,
+    ]);
+  });
+
+  it("takes any path of URL characters, as a request's :path writes it", () => {
+    const paths = ['/', "/api/v1;x=1/graph-ql_~.!$&'()*+,=:@", '/%67raphql'];
+    expect(parse(`${ORIGIN}endpoints: ${JSON.stringify(paths)}\n`).endpoints).toEqual(paths);
+  });
 });
 
 describe('grpc.tls', () => {
@@ -44,5 +58,22 @@ describe('grpc.tls', () => {
 
   it('refuses TLS without a client CA: every client must present a certificate', () => {
     expect(problems(`${ORIGIN}grpc:\n  tls: { cert: /tls/tls.crt, key: /tls/tls.key }\n`).join('\n')).toMatch(/grpc\.tls\.clientCa/);
+  });
+});
+
+describe('header names: purge.header and cache.bypassCacheHeaders', () => {
+  it('takes any RFC 9110 token', () => {
+    const config = parse(`${ORIGIN}purge:\n  header: X-Purge_Token.v2\ncache:\n  bypassCacheHeaders: [x-no-cache, "X-Debug!"]\n`);
+    expect(config.purge.header).toBe('X-Purge_Token.v2');
+    expect(config.cache.bypassCacheHeaders).toEqual(['x-no-cache', 'X-Debug!']);
+  });
+
+  it('refuses a name no request header can have', () => {
+    const token = "expected a header name: letters, digits and !#$%&'*+-.^_`|~ (an RFC 9110 token)";
+    expect(problems(`${ORIGIN}purge:\n  header: "bad header"\ncache:\n  bypassCacheHeaders: [x-ok, ":authority", ""]\n`)).toEqual([
+      `config.yaml: purge.header: ${token}, got "bad header" (line 4)`,
+      `config.yaml: cache.bypassCacheHeaders[1]: ${token}, got ":authority" (line 6)`,
+      `config.yaml: cache.bypassCacheHeaders[2]: ${token}, got "" (line 6)`,
+    ]);
   });
 });

@@ -130,10 +130,10 @@ describe('parseConfig: ${ENV_VAR} substitution', () => {
   it('replaces references in string values, inside longer strings too', () => {
     const config = parse('origin:\n  url: http://${ORIGIN_HOST}:4000/graphql\nredis:\n  url: ${REDIS_URL}\n', {
       ORIGIN_HOST: 'api.internal',
-      REDIS_URL: 'rediss://:p@ss#w:rd@redis:6380',
+      REDIS_URL: 'rediss://:p%40ss%23w%3Ard@redis:6380',
     });
     expect(config.origin.url).toBe('http://api.internal:4000/graphql');
-    expect(config.redis?.url).toBe('rediss://:p@ss#w:rd@redis:6380');
+    expect(config.redis?.url).toBe('rediss://:p%40ss%23w%3Ard@redis:6380');
   });
 
   it('keeps a value with YAML syntax in it as one string: substitution happens after parsing', () => {

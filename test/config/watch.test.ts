@@ -133,6 +133,19 @@ describe('watchConfig', () => {
     expect(observed.errors).toHaveLength(1);
   });
 
+  it('refuses a new file whose Redis address the store could not use, as check and serve do (README, Hot reload)', async () => {
+    const path = join(directory, 'config.yaml');
+    await writeFile(path, configText(60));
+    const observed = await startWatching(path);
+
+    await writeFile(path, configText(60, 'redis:\n  url: "redis://:pw@localhost:99999"\n'));
+    await eventually(() => expect(observed.errors).toHaveLength(1));
+    expect(observed.errors[0]?.message).toBe(
+      `${path}: redis.url: expected a redis:// or rediss:// URL with a port from 1 to 65535, got a secret of 27 characters (not shown) (line 7)`,
+    );
+    expect(observed.changes).toEqual([]);
+  });
+
   it('reports a file that stays deleted, but not one briefly missing while it is replaced', async () => {
     const path = join(directory, 'config.yaml');
     await writeFile(path, configText(60));

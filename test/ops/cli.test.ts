@@ -103,6 +103,31 @@ describe('svc-cache check', () => {
     expect(served.stderr).toBe(checked.stderr);
   });
 
+  it('refuses, as serve does, every value serve could not use, naming its key and line and never the Redis URL', () => {
+    const unusable = file(
+      'unusable.yaml',
+      `${VALID}endpoints: ["/graphql?x=1"]\nredis:\n  url: "redis://:pw@localhost:99999"\n  cluster:\n    nodes: ["localhost:abc"]\n`.replace(
+        'purge:\n',
+        'purge:\n  header: "bad header"\n',
+      ),
+    );
+    const checked = cli(['check', '--config', unusable]);
+    const served = cli(['serve', '--config', unusable, '--grpc-port', '0', '--admin-port', '0']);
+    expect(checked.status).toBe(1);
+    expect(checked.stderr).toBe(
+      [
+        'svc-cache: invalid configuration',
+        `${unusable}: purge.header: expected a header name: letters, digits and !#$%&'*+-.^_\`|~ (an RFC 9110 token), got "bad header" (line 14)`,
+        `${unusable}: endpoints[0]: expected a path without a query string or fragment ("?", "#"): requests are matched on their path alone, got "/graphql?x=1" (line 16)`,
+        `${unusable}: redis.url: expected a redis:// or rediss:// URL with a port from 1 to 65535, got a secret of 27 characters (not shown) (line 18)`,
+        `${unusable}: redis.cluster.nodes[0]: expected "host:port" or a redis:// URL with a port from 1 to 65535, got "localhost:abc" (line 20)`,
+        '',
+      ].join('\n'),
+    );
+    expect(served.status).toBe(1);
+    expect(served.stderr).toBe(checked.stderr);
+  });
+
   it('exits 1 naming each type or field the schema does not have', () => {
     const sdl = file('other.graphql', 'type Query { todos: [String] }\n');
     const result = cli(['check', '--config', file('valid2.yaml', VALID), '--schema', sdl]);
