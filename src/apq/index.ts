@@ -8,4 +8,5 @@ export {
   type PersistedQueryRefusal,
   type PersistedQueryResolution,
 } from './persistedQuery.js';
+export { QueryTexts } from './queryTexts.js';
 export { MemoryPersistedQueryRegistry, type PersistedQueryRegistry } from './registry.js';

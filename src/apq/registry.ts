@@ -1,4 +1,4 @@
-import { LRUCache } from 'lru-cache';
+import { QueryTexts } from './queryTexts.js';
 
 /**
  * The registry of automatic persisted queries: SHA-256 hex hash to query text. Clients choose what
@@ -13,28 +13,31 @@ export interface PersistedQueryRegistry {
 }
 
 export interface MemoryPersistedQueryRegistryOptions {
-  /** Bound on the hashes and query texts held, in bytes (UTF-16 code units counted as one). */
-  maxBytes: number;
+  /**
+   * Bound on the hashes and query texts held, in bytes (UTF-16 code units counted as one): the
+   * current configuration's `apq.maxBytes`, read at each registration, so that a reload applies
+   * from the next one (README, Automatic persisted queries).
+   */
+  maxBytes: () => number;
 }
 
 /** The registry of a single replica, in process memory. */
 export class MemoryPersistedQueryRegistry implements PersistedQueryRegistry {
-  private readonly queries: LRUCache<string, string>;
+  private readonly queries: QueryTexts;
+  private readonly maxBytes: () => number;
 
   constructor(options: MemoryPersistedQueryRegistryOptions) {
-    // Reads go through `peek`, which leaves the order alone: the oldest registration goes first,
-    // as in the Redis registry.
-    this.queries = new LRUCache<string, string>({
-      maxSize: options.maxBytes,
-      sizeCalculation: (query, hash) => hash.length + query.length,
-    });
+    this.maxBytes = options.maxBytes;
+    this.queries = new QueryTexts(this.maxBytes());
   }
 
+  /** Read with `peek`, which leaves the order alone: the oldest registration goes first, as in the Redis registry. */
   async get(hash: string): Promise<string | undefined> {
     return this.queries.peek(hash);
   }
 
   async register(hash: string, query: string, ttlSeconds: number): Promise<void> {
-    this.queries.set(hash, query, { ttl: Math.ceil(ttlSeconds * 1000) });
+    this.queries.limitTo(this.maxBytes());
+    this.queries.set(hash, query, Math.ceil(ttlSeconds * 1000));
   }
 }

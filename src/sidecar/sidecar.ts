@@ -61,7 +61,8 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
   const metrics = new Metrics();
   const stores = createStores(config.redis, {
     memoryMaxBytes: config.cache.memoryMaxBytes,
-    persistedQueryMaxBytes: config.apq.maxBytes,
+    // Read at each registration, so that a reload applies to the registry too (README, Hot reload).
+    persistedQueryMaxBytes: () => config.apq.maxBytes,
     logger,
     localCacheObserver: {
       localCacheChanged: (enabled) => metrics.setLocalCacheEnabled(enabled),

@@ -30,11 +30,13 @@ export interface Stores {
   persistedQueries: PersistedQueryRegistry;
 }
 
-/** The cache store (as `createStore`) and the persisted-query registry beside it, bounded to `persistedQueryMaxBytes`. */
-export function createStores(
-  config: Config['redis'] | undefined,
-  options: CreateStoreOptions & { persistedQueryMaxBytes: number },
-): Stores {
+export interface CreateStoresOptions extends CreateStoreOptions {
+  /** The registry's bound in force: the current configuration's `apq.maxBytes`, read at each registration (README, Hot reload). */
+  persistedQueryMaxBytes: () => number;
+}
+
+/** The cache store (as `createStore`) and the persisted-query registry beside it, bounded to `persistedQueryMaxBytes()`. */
+export function createStores(config: Config['redis'] | undefined, options: CreateStoresOptions): Stores {
   const cache = createStore(config, options);
   const persistedQueries =
     cache instanceof RedisStore

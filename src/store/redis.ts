@@ -215,8 +215,8 @@ export class RedisStore implements CacheStore {
     });
   }
 
-  /** The persisted-query registry on this store's connection, bounded to `maxBytes`. */
-  persistedQueries(maxBytes: number): PersistedQueryRegistry {
+  /** The persisted-query registry on this store's connection, bounded to what `maxBytes` says at each registration. */
+  persistedQueries(maxBytes: () => number): PersistedQueryRegistry {
     return new RedisPersistedQueryRegistry(this.client, this.layout, this.timeoutMs, maxBytes);
   }
 

@@ -7,7 +7,7 @@ import { MemoryPersistedQueryRegistry, type PersistedQueryRegistry } from '../..
 const QUERY = '{ todos { id } }';
 const HASH = createHash('sha256').update(QUERY).digest('hex');
 
-function deps(registry: PersistedQueryRegistry = new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 })) {
+function deps(registry: PersistedQueryRegistry = new MemoryPersistedQueryRegistry({ maxBytes: () => 1024 * 1024 })) {
   return { apq: { enabled: true, ttl: 60, forwardPersistedQuery: false, maxBytes: 1024 * 1024 }, registry, logger: silentLogger() };
 }
 

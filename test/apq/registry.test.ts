@@ -9,7 +9,8 @@ import { scanKeys } from '../store/redisInspection.js';
 /**
  * What every persisted-query registry does, in memory and on a real Redis: answer what was
  * registered, forget it when its lifetime ends, and stay under its byte bound however much is
- * registered, the oldest registrations going first.
+ * registered, the oldest registrations going first. The bound is the configuration's
+ * `apq.maxBytes`, which a reload may change: the registry follows it from the next registration.
  */
 
 const BOUND = 10_000;
@@ -24,11 +25,31 @@ interface Opened {
   close(): Promise<void>;
 }
 
-function describeRegistryContract(name: string, open: (maxBytes: number) => Promise<Opened>): void {
+async function registerAll(registry: PersistedQueryRegistry, indexes: readonly number[]): Promise<void> {
+  for (const index of indexes) await registry.register(registration(index).hash, registration(index).query, 3600);
+}
+
+/** Which of registrations 0 to 39 the registry answers. */
+async function heldRegistrations(registry: PersistedQueryRegistry): Promise<number[]> {
+  const held: number[] = [];
+  for (let index = 0; index < 40; index += 1) {
+    if ((await registry.get(registration(index).hash)) !== undefined) held.push(index);
+  }
+  return held;
+}
+
+function range(from: number, to: number): number[] {
+  return Array.from({ length: to - from + 1 }, (_, offset) => from + offset);
+}
+
+function describeRegistryContract(name: string, open: (maxBytes: () => number) => Promise<Opened>): void {
   describe(`PersistedQueryRegistry contract: ${name}`, () => {
     let opened: Opened;
+    /** The configuration's apq.maxBytes, as a reload would change it. */
+    let bound: number;
     beforeEach(async () => {
-      opened = await open(BOUND);
+      bound = BOUND;
+      opened = await open(() => bound);
     });
     afterEach(async () => {
       await opened.close();
@@ -76,6 +97,32 @@ function describeRegistryContract(name: string, open: (maxBytes: number) => Prom
       expect(await registry.get(registration(10).hash)).toBe(registration(10).query);
     });
 
+    it('holds more from the next registration once its bound is raised', async () => {
+      await registerAll(opened.registry, range(0, 19));
+      bound = 2 * BOUND;
+      await registerAll(opened.registry, range(20, 29));
+      expect(await heldRegistrations(opened.registry)).toEqual(range(10, 29));
+    });
+
+    it('drops the oldest down to a lowered bound at the next registration', async () => {
+      await registerAll(opened.registry, range(0, 9));
+      bound = BOUND / 2;
+      await registerAll(opened.registry, [10]);
+      expect(await heldRegistrations(opened.registry)).toEqual(range(6, 10));
+    });
+
+    it('keeps each registration until its own expiry when the bound changes', async () => {
+      const { registry } = opened;
+      await registry.register('a'.repeat(64), '{ short }', 1);
+      await registry.register('b'.repeat(64), '{ long }', 60);
+      bound = 2 * BOUND;
+      await registry.register('c'.repeat(64), '{ later }', 60);
+      expect(await registry.get('a'.repeat(64))).toBe('{ short }');
+      await sleep(1200);
+      expect(await registry.get('a'.repeat(64))).toBeUndefined();
+      expect(await registry.get('b'.repeat(64))).toBe('{ long }');
+    });
+
     it('keeps no query larger than the whole bound, and loses nothing for it', async () => {
       const { registry } = opened;
       await registry.register(registration(0).hash, registration(0).query, 3600);
@@ -86,8 +133,8 @@ function describeRegistryContract(name: string, open: (maxBytes: number) => Prom
   });
 }
 
-describeRegistryContract('memory', async () => ({
-  registry: new MemoryPersistedQueryRegistry({ maxBytes: BOUND }),
+describeRegistryContract('memory', async (maxBytes) => ({
+  registry: new MemoryPersistedQueryRegistry({ maxBytes }),
   close: async () => undefined,
 }));
 
@@ -99,7 +146,7 @@ describe('the Redis registry', () => {
     await Promise.all(stores.splice(0).map((store) => store.close()));
   });
 
-  async function openRegistry(keyPrefix: string, maxBytes = BOUND): Promise<PersistedQueryRegistry> {
+  async function openRegistry(keyPrefix: string, maxBytes = () => BOUND): Promise<PersistedQueryRegistry> {
     const { cache, persistedQueries } = createStores(
       { url: redis.server.url, keyPrefix, commandTimeoutMs: 1000 },
       { memoryMaxBytes: 0, persistedQueryMaxBytes: maxBytes },
@@ -132,6 +179,27 @@ describe('the Redis registry', () => {
     expect(bytes).toBe(stringBytes.reduce((sum, length) => sum + length + 64, 0));
     expect(await redis.inspector.zcard(`${keyPrefix}{apq}:index`)).toBe(10);
     expect(await redis.inspector.hlen(`${keyPrefix}{apq}:sizes`)).toBe(10);
+  });
+
+  it('follows a changed bound in Redis and in what a replica remembers of it', async () => {
+    const keyPrefix = uniquePrefix('rebound');
+    let bound = BOUND / 2;
+    const [registering, reading] = await Promise.all([openRegistry(keyPrefix, () => bound), openRegistry(keyPrefix, () => bound)]);
+    await registerAll(registering, range(0, 9));
+    expect(Number(await redis.inspector.get(`${keyPrefix}{apq}:bytes`))).toBe(5 * 1000);
+    bound = 2 * BOUND;
+    await registerAll(registering, range(10, 29));
+    expect(Number(await redis.inspector.get(`${keyPrefix}{apq}:bytes`))).toBe(20 * 1000);
+    expect(await heldRegistrations(reading)).toEqual(range(10, 29));
+    bound = BOUND / 2;
+    await registerAll(registering, [30]);
+    expect(Number(await redis.inspector.get(`${keyPrefix}{apq}:bytes`))).toBe(5 * 1000);
+    expect(await redis.inspector.zcard(`${keyPrefix}{apq}:index`)).toBe(5);
+    // The reader remembers the twenty texts it read until it next grows its memory, which then
+    // keeps the most recently read under the lowered bound: 26-29 and the one it reads now.
+    expect(await reading.get(registration(30).hash)).toBe(registration(30).query);
+    await redis.inspector.del(...(await scanKeys(redis.inspector, `${keyPrefix}{apq}:q:*`)));
+    expect(await heldRegistrations(reading)).toEqual(range(26, 30));
   });
 
   it('keeps services with different key prefixes apart', async () => {

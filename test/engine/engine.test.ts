@@ -477,7 +477,7 @@ describe('DecisionEngine', () => {
     const withoutSchema = new DecisionEngine({
       state: () => ({ config: current, schema: undefined }),
       store,
-      persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 }),
+      persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: () => 1024 * 1024 }),
       maxRewrittenPathBytes: MAX_REWRITTEN_PATH_BYTES,
       scopeKeySecret: Buffer.from('k'),
       logger: silentLogger(),
@@ -522,7 +522,7 @@ describe('DecisionEngine', () => {
         return { config: current, schema };
       },
       store,
-      persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 }),
+      persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: () => 1024 * 1024 }),
       maxRewrittenPathBytes: MAX_REWRITTEN_PATH_BYTES,
       scopeKeySecret: Buffer.from('k'),
       logger: silentLogger(),
@@ -598,7 +598,7 @@ describe('DecisionEngine', () => {
     const failing = new DecisionEngine({
       state: () => ({ config: current, schema }),
       store: new UnreachableStore({ maxBytes: 1024 }),
-      persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 }),
+      persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: () => 1024 * 1024 }),
       maxRewrittenPathBytes: MAX_REWRITTEN_PATH_BYTES,
       scopeKeySecret: Buffer.from('k'),
       logger: silentLogger(),

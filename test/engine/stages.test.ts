@@ -86,7 +86,7 @@ describe('readParameters', () => {
 });
 
 describe('resolveApq', () => {
-  const deps = () => ({ apq: config().apq, registry: new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 }), logger: silentLogger() });
+  const deps = () => ({ apq: config().apq, registry: new MemoryPersistedQueryRegistry({ maxBytes: () => 1024 * 1024 }), logger: silentLogger() });
   const hash = (text: string) => createHash('sha256').update(text).digest('hex');
 
   it('a request without a persisted-query reference resolves at once, not through a promise', () => {

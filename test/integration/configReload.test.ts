@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFileConfiguredStack, RELOADED, REFUSED, type FileConfiguredStack } from '../support/fileConfiguredStack.js';
-import { postGraphQL, type GraphQLHttpResult } from '../support/origin.js';
+import { persistedQueryExtensions, postGraphQL, type GraphQLHttpResult } from '../support/origin.js';
 
 /**
  * The configuration file followed live, as `svc-cache serve --config FILE` runs: a real YAML file in
@@ -137,5 +137,38 @@ describe('configuration file hot reload through the gateway', () => {
     } finally {
       delete process.env.SVC_CACHE_TEST_TODOS_MAX_AGE;
     }
+  });
+
+  it('bounds the persisted-query registry by the apq.maxBytes in force, from the next registration', async () => {
+    // A hash and a query of 1000 bytes together: two fit in 2000.
+    const query = (index: number) => `{ todos { id } } #${String(index).padStart(918, 'x')}`;
+    const register = async (indexes: readonly number[]) => {
+      for (const index of indexes) {
+        const result = await postGraphQL(stack!.url, { query: query(index), extensions: persistedQueryExtensions(query(index)) });
+        expect(result.status).toBe(200);
+      }
+    };
+    const registered = async (): Promise<number[]> => {
+      const held: number[] = [];
+      for (let index = 0; index < 10; index += 1) {
+        const result = await postGraphQL<unknown>(stack!.url, { extensions: persistedQueryExtensions(query(index)) });
+        if (result.json?.errors === undefined) held.push(index);
+      }
+      return held;
+    };
+    const withApqBound = (maxBytes: number) => `${TODOS_ONLY}apq:\n  maxBytes: ${maxBytes}\n`;
+
+    stack = await startFileConfiguredStack(withApqBound(2000));
+    await register([0, 1, 2, 3]);
+    await stack.writeConfig(withApqBound(1_000_000));
+    await stack.log.waitFor(RELOADED, 1);
+    await register([4, 5, 6, 7]);
+    expect(await registered()).toEqual([2, 3, 4, 5, 6, 7]);
+
+    await stack.writeConfig(withApqBound(2000));
+    await stack.log.waitFor(RELOADED, 2);
+    await register([8]);
+    expect(await registered()).toEqual([7, 8]);
+    expect(stack.log.messages).not.toContain(NEEDS_RESTART);
   });
 });

@@ -56,7 +56,7 @@ describe('Redis Cluster', () => {
     const nodes = cluster.nodes.map(({ host, port }) => `${host}:${port}`);
     const { cache, persistedQueries } = createStores(
       { cluster: { nodes }, keyPrefix: uniquePrefix('apq'), commandTimeoutMs: 1000 },
-      { memoryMaxBytes: 0, persistedQueryMaxBytes: 5000 },
+      { memoryMaxBytes: 0, persistedQueryMaxBytes: () => 5000 },
     );
     openStores.push(await untilReady(cache));
     const queries = Array.from({ length: 30 }, (_, index) => `query Q${index} { a } #${'x'.repeat(900)}`);

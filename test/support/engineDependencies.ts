@@ -14,7 +14,7 @@ export function unitEngineDependencies(
   return {
     state,
     store,
-    persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: 1024 * 1024 }),
+    persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: () => 1024 * 1024 }),
     maxRewrittenPathBytes: MAX_REWRITTEN_PATH_BYTES,
     scopeKeySecret: Buffer.from('test-secret'),
     logger: silentLogger(),

@@ -1,0 +1,45 @@
+import { LRUCache } from 'lru-cache';
+
+/**
+ * Query texts by hash in process memory, each until its own expiry, bounded in bytes (hash and
+ * text, UTF-16 code units counted as one) with the least recently used going first. The bound is
+ * `apq.maxBytes`, which a reload may change (README, Hot reload): `limitTo` moves the texts to a
+ * cache of the new bound, oldest first, so a smaller one drops the oldest down to it.
+ */
+export class QueryTexts {
+  private texts: LRUCache<string, string>;
+
+  constructor(maxBytes: number) {
+    this.texts = boundedTexts(maxBytes);
+  }
+
+  /** The text, now the most recently used. */
+  get(hash: string): string | undefined {
+    return this.texts.get(hash);
+  }
+
+  /** The text, its place in the order left alone. */
+  peek(hash: string): string | undefined {
+    return this.texts.peek(hash);
+  }
+
+  /** Kept as the most recently used; a text larger than the whole bound is not kept. */
+  set(hash: string, query: string, ttlMs: number): void {
+    this.texts.set(hash, query, { ttl: ttlMs });
+  }
+
+  /** Makes `maxBytes` the bound: the texts move over oldest first, each keeping its expiry. */
+  limitTo(maxBytes: number): void {
+    if (maxBytes === this.texts.maxSize) return;
+    const limited = boundedTexts(maxBytes);
+    for (const hash of this.texts.rkeys()) {
+      const query = this.texts.peek(hash);
+      if (query !== undefined) limited.set(hash, query, { ttl: this.texts.getRemainingTTL(hash) });
+    }
+    this.texts = limited;
+  }
+}
+
+function boundedTexts(maxBytes: number): LRUCache<string, string> {
+  return new LRUCache<string, string>({ maxSize: maxBytes, sizeCalculation: (query, hash) => hash.length + query.length });
+}
