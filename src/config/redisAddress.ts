@@ -58,14 +58,28 @@ function endpointOf(url: string): RedisEndpoint | UrlProblem {
   if (parsed.port === '0') return 'bad-port';
   const database = parsed.pathname.replace(/^\//, '');
   if (database !== '' && !/^\d+$/.test(database)) return 'database-not-a-number';
+  const username = decoded(parsed.username);
+  const password = decoded(parsed.password);
+  // The URL parser leaves a bad escape (`%zz`) in place: decoding it would throw.
+  if (username === null || password === null) return 'malformed-url';
   return {
     host: parsed.hostname.replace(/^\[|\]$/g, '') || 'localhost',
     port: parsed.port === '' ? DEFAULT_PORT : Number(parsed.port),
-    username: parsed.username === '' ? undefined : decodeURIComponent(parsed.username),
-    password: parsed.password === '' ? undefined : decodeURIComponent(parsed.password),
+    username,
+    password,
     db: database === '' ? 0 : Number(database),
     tls: parsed.protocol === 'rediss:',
   };
+}
+
+/** A percent-encoded URL part decoded; undefined when empty, null when an escape is not UTF-8. */
+function decoded(part: string): string | undefined | null {
+  if (part === '') return undefined;
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return null;
+  }
 }
 
 function nodeOf(endpoint: RedisEndpoint | UrlProblem): RedisNodeAddress | UrlProblem {

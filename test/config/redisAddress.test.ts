@@ -32,6 +32,7 @@ describe('redis.url', () => {
     ],
     ['"redis://redis:6379?db=1"', 'expected a redis:// or rediss:// URL without "?" or "#": svc-cache reads no options from it (in a password, write them %3F and %23), got a secret of 23 characters (not shown)'],
     ['http://:password@redis', 'expected a redis:// or rediss:// URL, got a secret of 22 characters (not shown)'],
+    ['"redis://:p%zz@redis:6379"', 'expected a URL of the form redis[s]://[[user]:password@]host[:port][/db], with the password URL-encoded, got a secret of 24 characters (not shown)'],
   ])('refuses %s, naming the key and line and not the URL', (url, message) => {
     expect(problems(`  url: ${url}\n`)).toEqual([`config.yaml: redis.url: ${message} (line 4)`]);
   });
