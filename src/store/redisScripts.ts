@@ -266,7 +266,9 @@ return 1
 export const AGE_INDEXED_ENTRIES = new LuaScript(`
 local function ageOut(entryKey, nowMs, marginMs, formatVersion)
   local header = redis.call('GETRANGE', entryKey, 0, 24)
-  if #header < 25 or string.byte(header, 1) ~= formatVersion then
+  -- Formats 2 on agree on these 25 bytes (version, storedAt, maxAge), so an entry a replica of an
+  -- earlier version stored is aged too during a rolling upgrade (README, Redis memory).
+  if #header < 25 or string.byte(header, 1) < 2 or string.byte(header, 1) > formatVersion then
     return 0
   end
   local storedAt = struct.unpack('>d', header, 2)

@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createStore, type CacheStore } from '../../src/store/index.js';
 import { RedisKeyLayout, SHARD_COUNT } from '../../src/store/redisLayout.js';
@@ -459,6 +460,27 @@ describe('Redis connection settings', () => {
     } finally {
       await Promise.all(openStores.splice(0).map((store) => store.close()));
       await sentinel.stop();
+    }
+  });
+});
+
+describe('a rolling upgrade from entry format 2', () => {
+  it('ages an entry a replica of the earlier version stored when a soft purge names its tag', async () => {
+    const keyPrefix = uniquePrefix('format2');
+    const store = await openStore(keyPrefix);
+    expect(await storeAfterMiss(store, 'todo-1', ['Todo:1'])).toBe(true);
+    const client = new Redis(redis.server.url);
+    try {
+      // Formats 2 and 3 share their first 25 bytes (version, storedAt, maxAge): the version byte is what differs.
+      const entryKeys: string[] = [];
+      for (const key of await scanKeys(client, `${keyPrefix}*`)) {
+        if ((await client.type(key)) === 'string' && (await client.getrangeBuffer(key, 0, 0))[0] === 3) entryKeys.push(key);
+      }
+      expect(entryKeys).toHaveLength(1);
+      await client.setrange(entryKeys[0]!, 0, '\u0002');
+      expect(await store.markStale(['Todo:1'])).toBe(1);
+    } finally {
+      client.disconnect();
     }
   });
 });
