@@ -34,7 +34,9 @@ export class QueryTexts {
     const limited = boundedTexts(maxBytes);
     for (const hash of this.texts.rkeys()) {
       const query = this.texts.peek(hash);
-      if (query !== undefined) limited.set(hash, query, { ttl: this.texts.getRemainingTTL(hash) });
+      const remaining = this.texts.getRemainingTTL(hash);
+      // A ttl of 0 is "never expires" to lru-cache: a text at its expiry is not carried over.
+      if (query !== undefined && remaining > 0) limited.set(hash, query, { ttl: remaining });
     }
     this.texts = limited;
   }

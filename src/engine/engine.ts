@@ -3,7 +3,7 @@ import { persistedQueryNotFound, registerPersistedQuery, withoutPersistedQuery, 
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import type { Config, MutationPolicy } from '../config/index.js';
 import { otherUrlParameters, rewrittenForOrigin } from '../graphql/index.js';
-import { ambiguousRequestResponse, type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
+import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { operationViolation } from '../graphql/index.js';
 import { selectionOf } from '../graphql/index.js';
 import { hitNegotiation, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
@@ -27,6 +27,7 @@ import { MissCoalescer } from './coalescing.js';
 import { documentHashOf, Exchange, type BatchPlan, type Explanation, type MutationPlan, type RequestHead, type ResponsePlan, type StaleHold, type StorePlan } from './exchange.js';
 import type { PassReason } from './passReason.js';
 import {
+  ambiguousRequest,
   checkLimits,
   checkSentQueryText,
   classify,
@@ -799,11 +800,6 @@ function originQueryOf(prepared: PreparedOperation): string | undefined {
 /** The purge token is for svc-cache alone and never reaches the origin. */
 function tokenRemoval(head: RequestHead, config: Config): string[] {
   return carriesPurgeToken(head.headers, config.purge) ? [purgeTokenHeader(config.purge)] : [];
-}
-
-function ambiguousRequest(head: RequestHead): Verdict {
-  const response = ambiguousRequestResponse(ownAnswerMediaType(headerValue(head.headers, 'accept')));
-  return { kind: 'respond', outcome: 'ERROR', errorCode: 'AMBIGUOUS_REQUEST', response };
 }
 
 /**

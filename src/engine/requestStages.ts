@@ -1,11 +1,11 @@
 import { BREAK, Kind, OperationTypeNode, visit, type ASTNode, type DirectiveNode, type DocumentNode, type GraphQLSchema, type SelectionSetNode } from 'graphql';
 import { resolvePersistedQuery, type PersistedQueryRefusal, type PersistedQueryRegistration } from '../apq/index.js';
 import type { Config } from '../config/index.js';
-import { parseDocument, selectOperation } from '../graphql/index.js';
+import { parseDocument, selectOperation, type ParsedDocument } from '../graphql/index.js';
 import type { GraphQLParams } from '../graphql/index.js';
 import { queryTextViolation, type LimitViolation } from '../graphql/index.js';
-import { possibleOperations, readGetRequest, readPostRequest, type RequestParameters } from '../graphql/index.js';
-import { acceptsNoJson } from '../http/index.js';
+import { ambiguousRequestResponse, possibleOperations, readGetRequest, readPostRequest, type RequestParameters } from '../graphql/index.js';
+import { acceptsNoJson, ownAnswerMediaType } from '../http/index.js';
 import { headerValue, type HeaderList } from '../http/index.js';
 import { graphQLErrorResponse, type HttpResponse, type OwnErrorCode } from '../http/index.js';
 import type { Logger } from '../observability/index.js';
@@ -189,7 +189,7 @@ export function checkLimits(
   if (registeredTooLarge) return limitExceeded(registeredTooLarge);
   const parsed = parseDocument(query);
   if ('kind' in parsed) return passVerdict('syntax-error', parsed.message);
-  const selected = selectOperation(parsed, operationName);
+  const selected = operationToRun(parsed, operationName);
   if (selected.kind === 'invalid') return passVerdict('unknown-operation', selected.reason);
   const analysis = analyse(selected.document);
   if (analysis.violation) return limitExceeded(analysis.violation);
@@ -207,15 +207,18 @@ export function possibleMutations(
   limits: Config['limits'],
   analyse: (document: DocumentNode) => DocumentAnalysis,
 ): Verdict | DocumentNode[] {
+  const readings = possibleOperations(head.headers, body);
+  if (readings === 'ambiguous') return ambiguousRequest(head);
   const mutations: DocumentNode[] = [];
-  for (const { query, operationName } of possibleOperations(head.headers, body)) {
+  for (const { query, operationName } of readings) {
     const tooLarge = queryTextViolation(query, limits);
     if (tooLarge) return limitExceeded(tooLarge);
     const parsed = parseDocument(query);
     if ('kind' in parsed) continue;
     for (const operation of parsed.operations) {
       const name = operation.name?.value;
-      if (operation.operation !== OperationTypeNode.MUTATION || (operationName !== undefined && name !== operationName)) continue;
+      // An empty name is no name to some origins: every mutation counts then, as with none.
+      if (operation.operation !== OperationTypeNode.MUTATION || (operationName !== undefined && operationName !== '' && name !== operationName)) continue;
       const selected = selectOperation(parsed, parsed.operations.length === 1 ? undefined : name);
       if (selected.kind === 'invalid') continue;
       const { violation } = analyse(selected.document);
@@ -224,6 +227,24 @@ export function possibleMutations(
     }
   }
   return mutations;
+}
+
+/**
+ * The operation an origin runs. An empty operationName names none to some origins and is an
+ * unknown name to others (README, Bad input): a query then is the origin's to answer (PASS), but a
+ * mutation either reading picks is one, refused over GET and invalidating over POST.
+ */
+function operationToRun(parsed: ParsedDocument, operationName: string | undefined): ReturnType<typeof selectOperation> {
+  const selected = selectOperation(parsed, operationName);
+  if (selected.kind === 'operation' || operationName !== '') return selected;
+  const unnamed = selectOperation(parsed, undefined);
+  return unnamed.kind === 'operation' && unnamed.operation.operation === OperationTypeNode.MUTATION ? unnamed : selected;
+}
+
+/** svc-cache's answer to a request that gives a parameter more than one way: origins differ on which wins. */
+export function ambiguousRequest(head: RequestHead): Verdict {
+  const response = ambiguousRequestResponse(ownAnswerMediaType(headerValue(head.headers, 'accept')));
+  return { kind: 'respond', outcome: 'ERROR', errorCode: 'AMBIGUOUS_REQUEST', response };
 }
 
 function limitExceeded(violation: LimitViolation): Verdict {

@@ -1,6 +1,6 @@
 /** The folder's one door: what other folders of src/ may use. */
 export { canonicalJson } from './canonicalJson.js';
-export { parseDocument, selectOperation } from './document.js';
+export { parseDocument, selectOperation, type ParsedDocument } from './document.js';
 export { FragmentMemo, collectFields, fragmentsOf } from './fragments.js';
 export { rewrittenForOrigin, type GraphQLParams } from './httpRequest.js';
 export { operationViolation, queryTextViolation, type LimitViolation } from './limits.js';

@@ -19,7 +19,7 @@ export interface GraphQLOperation {
   /** The key's form of the variables (see canonicalVariables.ts): `{}` when absent or `null`. */
   canonicalVariables: string;
   /**
-   * The key's form of `extensions` but for `persistedQuery`, which svc-cache resolves itself: an
+   * The key's form of `extensions` but for those that change no answer (UNKEYED_EXTENSIONS): an
    * origin may read the rest (a tenant, a flag), so they are keyed; '' when there is none.
    */
   canonicalExtensions: string;
@@ -87,6 +87,8 @@ export function readPostRequest(path: string, headers: HeaderList, body: Uint8Ar
  * parameter, so such a request is the origin's to answer, and never a HIT.
  */
 function isUtf8Json(contentType: string | undefined): boolean {
+  // What nearly every client sends, checked first: a HIT pays no parsing for it.
+  if (contentType === 'application/json') return true;
   if (mediaType(contentType) !== 'application/json') return false;
   let parameters: Record<string, string>;
   try {
@@ -223,13 +225,21 @@ function operationOf(members: ReadonlyMap<string, JsonValue>): RequestParameters
       extensions: extensions?.kind === 'object' ? (JSON.parse(extensions.canonical()) as Record<string, unknown>) : {},
     },
     canonicalVariables,
-    canonicalExtensions: extensions?.kind === 'object' ? canonicalWithout(extensions, 'persistedQuery') : '',
+    canonicalExtensions: extensions?.kind === 'object' ? canonicalWithout(extensions, UNKEYED_EXTENSIONS) : '',
   };
 }
 
-/** An object's canonical text without one member; '' when nothing else is left. */
-function canonicalWithout(object: JsonValue, omitted: string): string {
-  const members = [...(object.members ?? [])].filter(([name]) => name !== omitted);
+/**
+ * Extensions that do not change what the origin answers, so they stay out of the key (README,
+ * Cache key): `persistedQuery`, which svc-cache resolves itself, and `clientLibrary`, which Apollo
+ * Client 4 adds to every request to name itself for the server's usage reports. Keying it would
+ * keep Apollo Client's requests from sharing entries with every other client's.
+ */
+const UNKEYED_EXTENSIONS: ReadonlySet<string> = new Set(['persistedQuery', 'clientLibrary']);
+
+/** An object's canonical text without some members; '' when nothing else is left. */
+function canonicalWithout(object: JsonValue, omitted: ReadonlySet<string>): string {
+  const members = [...(object.members ?? [])].filter(([name]) => !omitted.has(name));
   return members.length === 0 ? '' : `{${members.map(([name, value]) => `${JSON.stringify(name)}:${value.canonical()}`).join(',')}}`;
 }
 
@@ -299,18 +309,21 @@ export interface PossibleOperation {
  * whatever the content type says but for a bare query. A mutation among them must still invalidate
  * (README, Invalidation after mutations). Linear in the body; a batch is read up to MAX_BATCH_OPERATIONS.
  */
-export function possibleOperations(headers: HeaderList, body: Uint8Array): PossibleOperation[] {
+export function possibleOperations(headers: HeaderList, body: Uint8Array): PossibleOperation[] | 'ambiguous' {
   const text = new TextDecoder().decode(body);
   const operations: PossibleOperation[] = [];
   const json = readJson(text.trim());
+  // Which of a repeated member an origin runs is the origin's choice, as for a readable body.
+  if (json === 'ambiguous') return json;
   const objects = typeof json === 'string' ? [] : json.kind === 'array' ? (json.elements ?? []).slice(0, MAX_BATCH_OPERATIONS) : [json];
   for (const object of objects) {
     const query = object.members?.get('query')?.string;
     if (query !== undefined) operations.push({ query, operationName: object.members?.get('operationName')?.string });
   }
   const form = new URLSearchParams(text);
-  const formQuery = form.get('query');
-  if (formQuery !== null) operations.push({ query: formQuery, operationName: form.get('operationName') ?? undefined });
+  const [formQuery, formName] = [new Set(form.getAll('query')), new Set(form.getAll('operationName'))];
+  if (formQuery.size > 1 || formName.size > 1) return 'ambiguous';
+  for (const query of formQuery) operations.push({ query, operationName: [...formName][0] });
   const bareQuery = headerValues(headers, 'content-type').some((value) => mediaType(value) === 'application/graphql');
   if (bareQuery) operations.push({ query: text, operationName: undefined });
   return operations;

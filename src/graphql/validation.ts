@@ -10,7 +10,7 @@ export function validationErrors(schema: GraphQLSchema, document: DocumentNode):
   try {
     return validate(schema, document);
   } catch (error) {
-    if (!(error instanceof RangeError)) throw error;
+    if (!(error instanceof RangeError && /call stack/i.test(error.message))) throw error;
     return [new GraphQLError(TOO_DEEP_TO_VALIDATE)];
   }
 }

@@ -102,6 +102,7 @@ describe('what else the origin sees, for the key', () => {
     const hash = { version: 1, sha256Hash: 'a'.repeat(64) };
     expect(post(JSON.stringify({ query: 'x', extensions: { persistedQuery: hash } }))).toMatchObject({ canonicalExtensions: '' });
     expect(post(JSON.stringify({ query: 'x', extensions: { tenant: 'acme', persistedQuery: hash } }))).toMatchObject({ canonicalExtensions: '{"tenant":"acme"}' });
+    expect(post(JSON.stringify({ query: 'x', extensions: { clientLibrary: { name: '@apollo/client', version: '4.3.8' } } }))).toMatchObject({ canonicalExtensions: '' });
     expect(post('{"query":"x","extensions":{ "b" : 1.0, "a":"\\u0061" }}')).toMatchObject({ canonicalExtensions: '{"a":"a","b":1.0}' });
     expect(readGetRequest(`/graphql?query=x&extensions=${encodeURIComponent('{"tenant":"acme"}')}`)).toMatchObject({ canonicalExtensions: '{"tenant":"acme"}' });
   });

@@ -106,6 +106,7 @@ describe('bad input through the gateway', () => {
 
   it.each<[string, () => Promise<{ status: number; json: unknown; headers: Record<string, string> }>, number, string, string]>([
     ['a mutation over GET', () => getGraphQL(stack.url, { query: 'mutation { addTodo(title: "x") { id } }' }), 405, 'METHOD_NOT_ALLOWED', 'Mutations cannot be sent with GET; use POST'],
+    ['a mutation over GET with an empty operationName', () => getGraphQL(stack.url, { query: 'mutation { addTodo(title: "x") { id } }', operationName: '' }), 405, 'METHOD_NOT_ALLOWED', 'Mutations cannot be sent with GET; use POST'],
     ['a body over limits.maxRequestBodyBytes', () => postGraphQL(stack.url, { query: `{ todos { id } } #${'x'.repeat(70 * 1024)}` }), 413, 'PAYLOAD_TOO_LARGE', 'Request body is larger than 65536 bytes'],
     ['a query over limits.maxQueryBytes', () => postGraphQL(stack.url, { query: `{ todos { id } } #${'x'.repeat(3000)}` }), 400, 'QUERY_TOO_LARGE', 'Query is 3018 bytes; the limit is 2048'],
     ['a query deeper than limits.maxDepth', () => postGraphQL(stack.url, { query: '{ users { todos { author { todos { author { todos { id } } } } } } }' }), 400, 'QUERY_TOO_DEEP', 'Query is deeper than 5 levels'],

@@ -109,6 +109,22 @@ describe('a request svc-cache cannot read that an origin may run as a mutation',
     expect((await postGraphQL(stack.url, { query: USERS })).headers['svc-cache']).toBe('HIT');
   });
 
+  it('refuses a reading that gives a parameter twice, as it refuses a readable request', async () => {
+    const repeated = Buffer.from(`{"query":${JSON.stringify(UPDATE_TODO)},"query":"{ todos { id } }"}`);
+    const answer = await send(repeated, 'text/plain');
+    expect([answer.status, ((await answer.json()) as { errors: Array<{ extensions: { code: string } }> }).errors[0]?.extensions.code]).toEqual([400, 'AMBIGUOUS_REQUEST']);
+    const form = await send(Buffer.from(`query=${encodeURIComponent(UPDATE_TODO)}&query=${encodeURIComponent('{ todos { id } }')}`), 'application/x-www-form-urlencoded');
+    expect(form.status).toBe(400);
+    expect(stack.origin.requestCount()).toBe(0);
+  });
+
+  it('invalidates for a mutation named by an empty operationName, which some origins run', async () => {
+    expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    const mutation = await postGraphQL(stack.url, { query: UPDATE_TODO, operationName: '' });
+    expect(mutation.headers['svc-cache']).toBe('PASS');
+    expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+  });
+
   it('leaves the cache alone when no reading finds a mutation', async () => {
     expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
     const query = await send(Buffer.from(JSON.stringify({ query: TODO_1 })), 'text/plain');
