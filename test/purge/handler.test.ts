@@ -252,7 +252,8 @@ describe('handlePurgeRequest', () => {
       expect(await remaining()).toEqual(everyKeyBut('todos', 'user2'));
     });
 
-    it('logs each purge at info with what it cleared', async () => {
+    /** Has the handler log at info into the returned lines, one parsed object each. */
+    function logAtInfo(): Array<Record<string, unknown>> {
       const lines: Array<Record<string, unknown>> = [];
       const sink = new Writable({
         write(chunk: Buffer, _encoding, done) {
@@ -261,6 +262,11 @@ describe('handlePurgeRequest', () => {
         },
       });
       logger = pino({ level: 'info' }, sink);
+      return lines;
+    }
+
+    it('logs each purge at info with what it cleared', async () => {
+      const lines = logAtInfo();
       await purge('mutation { purgeTodo(id: "1") }');
       await new Promise((resolve) => setImmediate(resolve));
       expect(lines).toMatchObject([
@@ -277,14 +283,7 @@ describe('handlePurgeRequest', () => {
     });
 
     it('logs at most 100 characters of each tag, marking how many it cut', async () => {
-      const lines: Array<Record<string, unknown>> = [];
-      const sink = new Writable({
-        write(chunk: Buffer, _encoding, done) {
-          lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-          done();
-        },
-      });
-      logger = pino({ level: 'info' }, sink);
+      const lines = logAtInfo();
       const name = `Op${'x'.repeat(99_000)}`;
       await purge(`mutation { _purgeOperationName(names: ["${name}"]) }`);
       await new Promise((resolve) => setImmediate(resolve));
