@@ -24,7 +24,7 @@ export type SelectedOperation =
       operation: OperationDefinitionNode;
       /** The operation's name, or '' for an anonymous one. */
       name: string;
-      /** The operation with only the fragments it uses, printed: the normalised form in the cache key. */
+      /** The whole document printed: the normalised form in the cache key. */
       normalised: string;
       /** The same, as a document (for rule matching against the schema). */
       document: DocumentNode;
@@ -70,7 +70,9 @@ export function selectOperation(parsed: ParsedDocument, operationName: string | 
   let normalised = byName.get(name);
   if (!normalised) {
     const document = operations.length === 1 ? parsed.document : separatedOperation(parsed.document, operation!);
-    normalised = { text: print(document), document };
+    // The whole document, not the operation alone: an origin validates every operation and fragment
+    // in it, and answers errors for a document whose other operation is invalid (README, Cache key).
+    normalised = { text: printedDocument(parsed), document };
     byName.set(name, normalised);
   }
   return { kind: 'operation', operation: operation!, name, normalised: normalised.text, document: normalised.document };
@@ -100,6 +102,16 @@ const NODE_BYTES_PER_TOKEN = 192;
 const DERIVED_COPIES = 2;
 
 const normalisedByDocument = new WeakMap<ParsedDocument, Map<string, { text: string; document: DocumentNode }>>();
+const printedByDocument = new WeakMap<ParsedDocument, string>();
+
+function printedDocument(parsed: ParsedDocument): string {
+  let printed = printedByDocument.get(parsed);
+  if (printed === undefined) {
+    printed = print(parsed.document);
+    printedByDocument.set(parsed, printed);
+  }
+  return printed;
+}
 
 /** The operation and the fragments it uses, in document order, as graphql's `separateOperations` keeps them. */
 function separatedOperation(document: DocumentNode, operation: OperationDefinitionNode): DocumentNode {

@@ -30,7 +30,7 @@ describe('remembered documents', () => {
 });
 
 describe('selectOperation', () => {
-  it('keeps the operation chosen and the fragments it uses, in document order, a chain of 20,000 spreads too', () => {
+  it('analyses the operation chosen with the fragments it uses, in document order, a chain of 20,000 spreads too; keys the whole document', () => {
     const chain = Array.from({ length: 20_000 }, (_, i) => `fragment F${i} on Todo { ...F${i + 1} }`).join(' ');
     const parsed = parseDocument(`fragment Other on Todo { done } query A { todos { ...Other } } query B { todos { ...F0 } } ${chain} fragment F20000 on Todo { id }`);
     if ('kind' in parsed) throw new Error(parsed.message);
@@ -38,6 +38,9 @@ describe('selectOperation', () => {
     if (selected.kind !== 'operation') throw new Error(selected.reason);
     const names = selected.document.definitions.map((definition) => ('name' in definition ? definition.name?.value : undefined));
     expect(names).toEqual(['B', ...Array.from({ length: 20_001 }, (_, i) => `F${i}`)]);
-    expect(selected.normalised.startsWith('query B {\n  todos {\n    ...F0\n  }\n}\n\nfragment F0 on Todo {\n  ...F1\n}')).toBe(true);
+    // An origin validates every definition: the other operation and its fragment are keyed too.
+    expect(selected.normalised.startsWith('fragment Other on Todo {\n  done\n}\n\nquery A {\n  todos {\n    ...Other\n  }\n}\n\nquery B {')).toBe(true);
+    const other = selectOperation(parsed, 'A');
+    expect(other.kind === 'operation' && other.normalised).toBe(selected.normalised);
   });
 });
