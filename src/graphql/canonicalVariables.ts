@@ -117,6 +117,8 @@ export function readJson(text: string): JsonValue | JsonReadError {
   return new ReadValue(tape, 0);
 }
 
+const INITIAL_RECORDS = 64;
+
 const OBJECT = 0;
 const ARRAY = 1;
 /** A string without escapes: its value is the text between its quotes. */
@@ -166,16 +168,18 @@ const LITERALS = [
  * Every record starts at its own character of the text, so the text's length bounds their number.
  */
 class Tape {
-  readonly kinds: Uint8Array;
-  readonly starts: Int32Array;
-  readonly ends: Int32Array;
-  readonly after: Int32Array;
+  kinds: Uint8Array;
+  starts: Int32Array;
+  ends: Int32Array;
+  after: Int32Array;
   /** 1 when the record's canonical text is its text as sent: no whitespace, escape or unsorted key in it. */
-  readonly verbatim: Uint8Array;
+  verbatim: Uint8Array;
   count = 0;
 
   constructor(readonly text: string) {
-    const capacity = text.length + 1;
+    // Grown by doubling up to one record per character: a body of few values (one long query
+    // string) costs a small tape, and only text dense with values costs 14 bytes a character.
+    const capacity = Math.min(text.length + 1, INITIAL_RECORDS);
     this.kinds = new Uint8Array(capacity);
     this.starts = new Int32Array(capacity);
     this.ends = new Int32Array(capacity);
@@ -192,6 +196,7 @@ class Tape {
   }
 
   open(kind: number, start: number): number {
+    if (this.count === this.kinds.length) this.grow();
     const record = this.count++;
     this.kinds[record] = kind;
     this.starts[record] = start;
@@ -202,6 +207,19 @@ class Tape {
   close(record: number, end: number): void {
     this.ends[record] = end;
     this.after[record] = this.count;
+  }
+
+  private grow(): void {
+    const capacity = Math.min(2 * this.kinds.length, this.text.length + 1);
+    const grown = <T extends Uint8Array | Int32Array>(array: T, into: T): T => {
+      into.set(array);
+      return into;
+    };
+    this.kinds = grown(this.kinds, new Uint8Array(capacity));
+    this.starts = grown(this.starts, new Int32Array(capacity));
+    this.ends = grown(this.ends, new Int32Array(capacity));
+    this.after = grown(this.after, new Int32Array(capacity));
+    this.verbatim = grown(this.verbatim, new Uint8Array(capacity));
   }
 
   /** The records of an object's members (key, value) or an array's elements, in text order. */
