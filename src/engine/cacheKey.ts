@@ -8,12 +8,15 @@ export interface KeyedTarget {
   endpoint: string;
   /** The query string's parameters other than GraphQL's, as sent; '' when none. */
   parameters: string;
+  /** `x-forwarded-host` and `forwarded` as sent, which an origin behind a proxy may take for its host; '' when neither. */
+  forwardedHost: string;
 }
 
 /**
  * The cache key (docs/graphql-caching.md, Cache key): scope bucket, host, endpoint path, operation
  * name, normalised document and canonical variables (their literal text, canonicalVariables.ts),
- * then the other URL parameters and `extensions` but for `persistedQuery` when there are any.
+ * then the other URL parameters, `extensions` but for those that change no answer, and the
+ * forwarded host headers, when a request has any of them.
  * `Accept` is not in it: a cacheable answer has the same body under both GraphQL JSON types, and a
  * HIT is answered in a type the client accepts (README, HIT, MISS, PASS).
  */
@@ -30,7 +33,10 @@ export function cacheKey(
   // by the joining. One-shot `hash` (Node 20.12) spares the Hash object: createHash, update and
   // digest were 3% of a GET HIT's CPU in a `--cpu-prof` profile (README, Performance).
   // A request without the later parts keeps the key it had before they were keyed.
-  const later = target.parameters === '' && canonicalExtensions === '' ? '' : `\u0000${target.parameters}\u0000${canonicalExtensions}`;
+  const later =
+    target.parameters === '' && canonicalExtensions === '' && target.forwardedHost === ''
+      ? ''
+      : `\u0000${target.parameters}\u0000${canonicalExtensions}\u0000${target.forwardedHost}`;
   const hashed = `${target.host}\u0000${target.endpoint}\u0000${operationName}\u0000${normalisedDocument}\u0000${canonicalVariables}${later}`;
   return `${bucket}/${hash('sha256', hashed, 'base64url')}`;
 }

@@ -1,3 +1,5 @@
+import { headerValue, type HeaderList } from './headers.js';
+
 /**
  * Which endpoint a request is for and which host it names, as the cache key holds them (issue 12
  * item 6). Throughout, two spellings are one only when every origin must treat them alike: keying
@@ -18,6 +20,17 @@ export function endpointOf(path: string, endpoints: readonly string[] = DEFAULT_
   const queryStart = path.indexOf('?');
   const withoutQuery = queryStart < 0 ? path : path.slice(0, queryStart);
   return endpoints.includes(withoutQuery) ? withoutQuery : undefined;
+}
+
+/**
+ * `x-forwarded-host` and `forwarded` as sent, for the key: an origin that trusts its proxy (Express's
+ * `trust proxy`) takes its host from them and builds links with it, so an unkeyed value would reach
+ * other clients' answers (README, Cache key). '' when neither is sent.
+ */
+export function forwardedHostKey(headers: HeaderList): string {
+  const forwardedHost = headerValue(headers, 'x-forwarded-host');
+  const forwarded = headerValue(headers, 'forwarded');
+  return forwardedHost === undefined && forwarded === undefined ? '' : `${forwardedHost ?? ''}\u0000${forwarded ?? ''}`;
 }
 
 const DEFAULT_PORTS: Readonly<Record<string, string>> = { http: '80', https: '443' };

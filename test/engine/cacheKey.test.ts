@@ -4,27 +4,28 @@ import { cacheKey } from '../../src/engine/cacheKey.js';
 describe('cacheKey', () => {
   it('keeps the keys of earlier versions, so an upgrade finds the entries stored before it', () => {
     // Values computed by the previous implementation, which hashed each part with an update of its own.
-    expect(cacheKey('PUBLIC', { host: 'http://api.example', endpoint: '/graphql', parameters: '' }, 'Todos', 'query Todos {\n  todos {\n    id\n  }\n}', '{"first":10}', '')).toBe(
+    expect(cacheKey('PUBLIC', { host: 'http://api.example', endpoint: '/graphql', parameters: '', forwardedHost: '' }, 'Todos', 'query Todos {\n  todos {\n    id\n  }\n}', '{"first":10}', '')).toBe(
       'PUBLIC/psbfrItfsXl1hwZhnmOoeyta6levBQjZcIBSTsZRFdA',
     );
-    expect(cacheKey('b', { host: 'h', endpoint: '/e', parameters: '' }, '', 'd', '{}', '')).toBe('b/rhLTmCS2UBmWT0PYXnVLN6pBuLpw4Sj02UYrFuei9AE');
+    expect(cacheKey('b', { host: 'h', endpoint: '/e', parameters: '', forwardedHost: '' }, '', 'd', '{}', '')).toBe('b/rhLTmCS2UBmWT0PYXnVLN6pBuLpw4Sj02UYrFuei9AE');
     // Non-ASCII text, a surrogate pair and lone surrogates (UTF-8 encodes each lone one as U+FFFD).
     const text = 'query Grüße { todos(filter: "日本語 \ud83d\ude00 \ud800") { id } }';
-    expect(cacheKey('TEAM:x', { host: 'bücher.example', endpoint: '/graphql', parameters: '' }, 'Grüße', text, '{"q":"é\udfff"}', '')).toBe(
+    expect(cacheKey('TEAM:x', { host: 'bücher.example', endpoint: '/graphql', parameters: '', forwardedHost: '' }, 'Grüße', text, '{"q":"é\udfff"}', '')).toBe(
       'TEAM:x/FJak19RD_u_U5-y5f0gAEE9rAvapgSjphyYpJmmBrok',
     );
   });
 
   it('tells apart parts that would read the same run together', () => {
-    const target = { host: 'h', endpoint: '/e', parameters: '' };
+    const target = { host: 'h', endpoint: '/e', parameters: '', forwardedHost: '' };
     expect(cacheKey('b', target, 'ab', 'c', '{}', '')).not.toBe(cacheKey('b', target, 'a', 'bc', '{}', ''));
     expect(cacheKey('b', { ...target, parameters: 'x' }, 'a', 'd', '{}', '')).not.toBe(cacheKey('b', target, 'a', 'd', '{}', 'x'));
   });
 
   it('keys the URL parameters other than GraphQL\'s and the extensions other than persistedQuery, when there are any', () => {
-    const target = { host: 'h', endpoint: '/e', parameters: '' };
+    const target = { host: 'h', endpoint: '/e', parameters: '', forwardedHost: '' };
     const plain = cacheKey('b', target, '', 'd', '{}', '');
     expect(cacheKey('b', { ...target, parameters: 'tenant=acme' }, '', 'd', '{}', '')).not.toBe(plain);
     expect(cacheKey('b', target, '', 'd', '{}', '{"tenant":"acme"}')).not.toBe(plain);
+    expect(cacheKey('b', { ...target, forwardedHost: 'evil.example\u0000' }, '', 'd', '{}', '')).not.toBe(plain);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_ENDPOINTS, endpointOf, hostKey } from '../../src/http/requestTarget.js';
+import { DEFAULT_ENDPOINTS, endpointOf, forwardedHostKey, hostKey } from '../../src/http/requestTarget.js';
 
 describe('endpointOf', () => {
   it('defaults to /graphql', () => {
@@ -55,5 +55,19 @@ describe('hostKey', () => {
     [':443', 'https', ''],
   ])('%j over %s is %j', (authority, scheme, expected) => {
     expect(hostKey(authority, scheme)).toBe(expected);
+  });
+});
+
+describe('forwardedHostKey', () => {
+  it('is empty without either header, and tells every sent value apart', () => {
+    expect(forwardedHostKey([['host', 'api.example']])).toBe('');
+    const keys = [
+      [['x-forwarded-host', 'evil.example']],
+      [['x-forwarded-host', 'good.example']],
+      [['forwarded', 'host=evil.example']],
+      [['x-forwarded-host', 'evil.example'], ['forwarded', 'host=good.example']],
+      [['x-forwarded-host', '']],
+    ].map((headers) => forwardedHostKey(headers as Array<[string, string]>));
+    expect(new Set([...keys, '']).size).toBe(keys.length + 1);
   });
 });

@@ -86,6 +86,8 @@ interface Read {
   tenantExtension: string | null;
   /** A URL parameter besides GraphQL's, which the origin reads. */
   tenantParameter: string | null;
+  /** `X-Forwarded-Host`, which an origin that trusts its proxy reads for its host. */
+  forwardedHost: string | null;
 }
 
 interface Bump {
@@ -154,6 +156,7 @@ const readFields = {
   batchWith: weighted<Operation | null>([[6, fc.constant(null)], [1, OPERATIONS]]),
   tenantExtension: mostly<string | null>(null, fc.constantFrom('acme', 'globex')),
   tenantParameter: mostly<string | null>(null, fc.constantFrom('acme', 'globex')),
+  forwardedHost: mostly<string | null>(null, fc.constantFrom('evil.example', 'good.example')),
 };
 type ReadFields = Omit<Read, 'kind'>;
 
@@ -267,6 +270,7 @@ function readWire(read: Read): WireRequest {
   if (read.authorization !== null) lines.push(['authorization', read.authorization]);
   if (read.cookie !== null) lines.push(['cookie', read.cookie]);
   if (read.xUser !== null) lines.push(['x-user', read.xUser]);
+  if (read.forwardedHost !== null) lines.push(['x-forwarded-host', read.forwardedHost]);
   return { method: read.method, host: read.host, target: `${url.pathname}${url.search}`, lines, body };
 }
 

@@ -16,7 +16,8 @@ import Negotiator from 'negotiator';
  *   last of a repeated URL parameter, URL parameters before the body's in a POST; the document
  *   (printed, so only its meaning counts), operationName, variables with each number's literal text
  *   (an arbitrary-precision origin tells 1 from 1.0), extensions other than `persistedQuery`;
- * - a URL parameter of its own, `tenant` (the last one given);
+ * - a URL parameter of its own, `tenant` (the last one given), and `X-Forwarded-Host`, as an origin
+ *   that trusts its proxy reads it;
  * - the bytes of a body that is not UTF-8;
  * - `viewer` (scope AUTHENTICATED) reads authorization, `session` (scope SESSION) the `session`
  *   cookie, and `echo` (PUBLIC) no credentials: a PUBLIC answer is the same for everyone, and a query
@@ -326,6 +327,7 @@ function describe(operation: Operation, document: DocumentNode, execution: Execu
     variables: operation.variables === undefined || operation.variables === null ? null : losslessStringify(operation.variables),
     ...(Object.keys(extensions).length > 0 ? { extensions: losslessStringify(extensions) } : {}),
     ...(url.searchParams.has('tenant') ? { tenant: url.searchParams.getAll('tenant').at(-1) } : {}),
+    ...(request.headers['x-forwarded-host'] === undefined ? {} : { forwardedHost: request.headers['x-forwarded-host'] }),
     ...(isUtf8(request.body) ? {} : { bodyBase64: request.body.toString('base64') }),
     ...(directives.reads.length > 0 ? { reads } : {}),
     version: execution.version,
