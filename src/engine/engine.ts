@@ -377,7 +377,8 @@ export class DecisionEngine {
       {
         document: checked.selected.document,
         operation: checked.selected.operation,
-        operationName: request.params.operationName,
+        // The name of the operation chosen: an empty operationName that named none here (requestStages.ts, operationToRun).
+        operationName: checked.selected.name === '' ? undefined : checked.selected.name,
         variables: request.params.variables,
         headers: head.headers,
         responseMediaType: ownAnswerMediaType(headerValue(head.headers, 'accept')),
@@ -389,7 +390,7 @@ export class DecisionEngine {
 
   private forwardMutation(context: RequestContext, checked: CheckedOperation, schema: GraphQLSchema): RequestDecision {
     const plan = mutationPlan(checked.selected.document, context.config, schema);
-    return this.forward(context, plan, originQueryOf(plan.prepared));
+    return this.forward(context, plan, originQueryOf(plan.prepared, checked.selected));
   }
 
   /** Scope and key, then a HIT from the store or a fetch whose answer may be stored. */
@@ -448,7 +449,7 @@ export class DecisionEngine {
       keyedRequestHeaders: keyedRequestHeaders(policy, config),
       limits: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes, ignoreOriginCacheControl: config.cache.ignoreOriginCacheControl },
     };
-    return this.forward(context, plan, originQueryOf(plan.prepared));
+    return this.forward(context, plan, originQueryOf(plan.prepared, checked.selected));
   }
 
   /**
@@ -792,9 +793,14 @@ function requestHeadOf(exchange: Exchange): RequestHead {
   return exchange.head;
 }
 
-/** The query text for the origin when svc-cache added fields to it, else undefined (send the client's). */
-function originQueryOf(prepared: PreparedOperation): string | undefined {
-  return prepared.rewritten ? prepared.query : undefined;
+/**
+ * The query text for the origin when svc-cache added fields to it, else undefined (send the
+ * client's). A document with other operations beside the chosen one goes as the client wrote it:
+ * the origin validates them all (README, Cache key), and its answer then lacks the key fields, so
+ * an entity in it is named by its type (never more narrowly than it should be).
+ */
+function originQueryOf(prepared: PreparedOperation, selected: { wholeDocument: boolean }): string | undefined {
+  return prepared.rewritten && selected.wholeDocument ? prepared.query : undefined;
 }
 
 /** The purge token is for svc-cache alone and never reaches the origin. */

@@ -137,11 +137,12 @@ export class Exchange {
  * document (documents are remembered by query text) rather than once per request: a HIT repeats a
  * popular document again and again.
  */
-export function documentHashOf(selected: { document: DocumentNode; normalised: string }): string {
+export function documentHashOf(selected: { document: DocumentNode; name: string; normalised: string }): string {
   let documentHash = hashesByDocument.get(selected.document);
   if (documentHash === undefined) {
     // One-shot, as the cache key's (cacheKey.ts): no Hash object per new document.
-    documentHash = hash('sha256', selected.normalised, 'hex').slice(0, 12);
+    // The name too: the normalised text is the whole document, which each of its operations shares.
+    documentHash = hash('sha256', `${selected.name}\u0000${selected.normalised}`, 'hex').slice(0, 12);
     hashesByDocument.set(selected.document, documentHash);
   }
   return documentHash;

@@ -26,8 +26,10 @@ export type SelectedOperation =
       name: string;
       /** The whole document printed: the normalised form in the cache key. */
       normalised: string;
-      /** The same, as a document (for rule matching against the schema). */
+      /** The operation chosen with the fragments it uses, as a document (for rule matching against the schema). */
       document: DocumentNode;
+      /** Whether that document is the whole one the client sent: no other operation beside it. */
+      wholeDocument: boolean;
     }
   | { kind: 'invalid'; reason: string };
 
@@ -75,7 +77,7 @@ export function selectOperation(parsed: ParsedDocument, operationName: string | 
     normalised = { text: printedDocument(parsed), document };
     byName.set(name, normalised);
   }
-  return { kind: 'operation', operation: operation!, name, normalised: normalised.text, document: normalised.document };
+  return { kind: 'operation', operation: operation!, name, normalised: normalised.text, document: normalised.document, wholeDocument: operations.length === 1 };
 }
 
 /**

@@ -304,9 +304,9 @@ export interface PossibleOperation {
 
 /**
  * What an origin might run from a POST body svc-cache could not read: origins differ on what they
- * accept (bytes that are not UTF-8 decoded with U+FFFD in their place, JSON or a form under another
- * content type, a bare query as `application/graphql`), so every reading that finds a query counts,
- * whatever the content type says but for a bare query. A mutation among them must still invalidate
+ * accept (bytes that are not UTF-8 decoded with U+FFFD in their place, JSON under another content
+ * type, a form, a bare query as `application/graphql`), so every reading that finds a query counts:
+ * JSON whatever the content type says, a form or a bare query under its own. A mutation among them must still invalidate
  * (README, Invalidation after mutations). Linear in the body; a batch is read up to MAX_BATCH_OPERATIONS.
  */
 export function possibleOperations(headers: HeaderList, body: Uint8Array): PossibleOperation[] | 'ambiguous' {
@@ -320,12 +320,14 @@ export function possibleOperations(headers: HeaderList, body: Uint8Array): Possi
     const query = object.members?.get('query')?.string;
     if (query !== undefined) operations.push({ query, operationName: object.members?.get('operationName')?.string });
   }
-  const form = new URLSearchParams(text);
-  const [formQuery, formName] = [new Set(form.getAll('query')), new Set(form.getAll('operationName'))];
-  if (formQuery.size > 1 || formName.size > 1) return 'ambiguous';
-  for (const query of formQuery) operations.push({ query, operationName: [...formName][0] });
-  const bareQuery = headerValues(headers, 'content-type').some((value) => mediaType(value) === 'application/graphql');
-  if (bareQuery) operations.push({ query: text, operationName: undefined });
+  const mediaTypes = headerValues(headers, 'content-type').map(mediaType);
+  if (mediaTypes.includes('application/x-www-form-urlencoded')) {
+    const form = new URLSearchParams(text);
+    const [formQuery, formName] = [new Set(form.getAll('query')), new Set(form.getAll('operationName'))];
+    if (formQuery.size > 1 || formName.size > 1) return 'ambiguous';
+    for (const query of formQuery) operations.push({ query, operationName: [...formName][0] });
+  }
+  if (mediaTypes.includes('application/graphql')) operations.push({ query: text, operationName: undefined });
   return operations;
 }
 

@@ -23,14 +23,27 @@ export function endpointOf(path: string, endpoints: readonly string[] = DEFAULT_
 }
 
 /**
- * `x-forwarded-host` and `forwarded` as sent, for the key: an origin that trusts its proxy (Express's
- * `trust proxy`) takes its host from them and builds links with it, so an unkeyed value would reach
- * other clients' answers (README, Cache key). '' when neither is sent.
+ * `x-forwarded-host` as sent and the `host=` parameters of `forwarded` (RFC 7239), for the key: an
+ * origin that trusts its proxy (Express's `trust proxy`) takes its host from them and builds links
+ * with it, so an unkeyed value would reach other clients' answers (README, Cache key). The rest of
+ * `forwarded` (`for=`, the client's address) is left out, or every client would have its own entry.
+ * '' when neither names a host; otherwise the two joined by a NUL.
  */
 export function forwardedHostKey(headers: HeaderList): string {
   const forwardedHost = headerValue(headers, 'x-forwarded-host');
   const forwarded = headerValue(headers, 'forwarded');
-  return forwardedHost === undefined && forwarded === undefined ? '' : `${forwardedHost ?? ''}\u0000${forwarded ?? ''}`;
+  const forwardedHosts = forwarded === undefined ? '' : forwardedHostParameters(forwarded);
+  return forwardedHost === undefined && forwardedHosts === '' ? '' : `${forwardedHost ?? ''}\u0000${forwardedHosts}`;
+}
+
+/** The values of every `host=` parameter of a `forwarded` field, in order, as sent. */
+function forwardedHostParameters(forwarded: string): string {
+  return forwarded
+    .split(/[,;]/)
+    .map((pair) => pair.trim())
+    .filter((pair) => pair.slice(0, 5).toLowerCase() === 'host=')
+    .map((pair) => pair.slice(5))
+    .join(',');
 }
 
 const DEFAULT_PORTS: Readonly<Record<string, string>> = { http: '80', https: '443' };

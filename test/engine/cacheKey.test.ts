@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { cacheKey } from '../../src/engine/cacheKey.js';
 
@@ -27,5 +28,9 @@ describe('cacheKey', () => {
     expect(cacheKey('b', { ...target, parameters: 'tenant=acme' }, '', 'd', '{}', '')).not.toBe(plain);
     expect(cacheKey('b', target, '', 'd', '{}', '{"tenant":"acme"}')).not.toBe(plain);
     expect(cacheKey('b', { ...target, forwardedHost: 'evil.example\u0000' }, '', 'd', '{}', '')).not.toBe(plain);
+    // A request without forwarded host headers keys as it did before they were keyed.
+    expect(cacheKey('b', { ...target, parameters: 'tenant=acme' }, '', 'd', '{}', '{"t":1}')).toBe(
+      `b/${hash('sha256', 'h\u0000/e\u0000\u0000d\u0000{}\u0000tenant=acme\u0000{"t":1}', 'base64url')}`,
+    );
   });
 });

@@ -108,11 +108,21 @@ describe('cachePolicyFor', () => {
   });
 });
 
+describe('documentHashOf', () => {
+  it('tells apart the operations of one document, whose normalised text they share', () => {
+    const document = parse('query A { todos { id } } query B { users { id } }');
+    const normalised = 'query A {\n  todos {\n    id\n  }\n}\n\nquery B {\n  users {\n    id\n  }\n}';
+    expect(documentHashOf({ document: parse('query A { todos { id } }'), name: 'A', normalised })).not.toBe(
+      documentHashOf({ document, name: 'B', normalised }),
+    );
+  });
+});
+
 describe('Exchange', () => {
   it('summarises an operation: name, a 12-hex document hash, origin latency from forward to response headers', () => {
     let clock = 100;
     const exchange = new Exchange({ method: 'POST', path: '/graphql', headers: [], hasBody: true }, () => clock);
-    exchange.describeOperation('', documentHashOf({ document: parse('{ todos { id } }'), normalised: '{ todos { id } }' }));
+    exchange.describeOperation('', documentHashOf({ document: parse('{ todos { id } }'), name: '', normalised: '{ todos { id } }' }));
     exchange.forward({ kind: 'pass', reason: 'no-rule' });
     clock = 142;
     exchange.responseArrived([], { kind: 'pass', reason: 'no-rule' });

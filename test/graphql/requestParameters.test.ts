@@ -4,6 +4,7 @@ import {
   ambiguousRequestResponse,
   MAX_BATCH_OPERATIONS,
   otherUrlParameters,
+  possibleOperations,
   readGetRequest,
   readPostRequest,
   type RequestParameters,
@@ -112,6 +113,15 @@ describe('what else the origin sees, for the key', () => {
     expect(otherUrlParameters('/graphql?query=x&variables=%7B%7D&operationName=A&extensions=%7B%7D')).toBe('');
     expect(otherUrlParameters('/graphql?tenant=acme&query=x&&v=2&%71uery=y')).toBe('tenant=acme&v=2');
     expect(otherUrlParameters('/graphql?flag')).toBe('flag');
+  });
+});
+
+describe('possibleOperations', () => {
+  it('reads a form only under its own content type, and refuses one that gives query twice', () => {
+    const form = Buffer.from('query=mutation%20%7B%20a%20%7D&query=%7B%20b%20%7D');
+    expect(possibleOperations([['content-type', 'multipart/form-data; boundary=x']], form)).toEqual([]);
+    expect(possibleOperations([['content-type', 'application/x-www-form-urlencoded']], form)).toBe('ambiguous');
+    expect(possibleOperations([['content-type', 'text/plain']], Buffer.from('{"query":"mutation { a }"}'))).toEqual([{ query: 'mutation { a }', operationName: undefined }]);
   });
 });
 

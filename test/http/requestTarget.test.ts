@@ -70,4 +70,11 @@ describe('forwardedHostKey', () => {
     ].map((headers) => forwardedHostKey(headers as Array<[string, string]>));
     expect(new Set([...keys, '']).size).toBe(keys.length + 1);
   });
+
+  it('keys only the host= parameters of forwarded: its for= is each client\'s own address', () => {
+    expect(forwardedHostKey([['forwarded', 'for=192.0.2.60;proto=http;by=203.0.113.43']])).toBe('');
+    expect(forwardedHostKey([['forwarded', 'for=192.0.2.60;host=a.example, for=198.51.100.17']])).toBe(
+      forwardedHostKey([['forwarded', 'for=198.51.100.99;Host=a.example']]),
+    );
+  });
 });

@@ -135,15 +135,20 @@ describe('bad input through the gateway', () => {
     expect((await postGraphQL(stack.url, { query: '{ todos { id } }' }, { 'content-type': 'application/json; charset=UTF-8' })).headers['svc-cache']).toBe('HIT');
   });
 
-  it('never answers a document whose other operation is invalid with the HIT of its valid one: the origin validates the whole document', async () => {
-    await postGraphQL(stack.url, { query: 'query A { todos { id } }', operationName: 'A' });
-    expect((await postGraphQL(stack.url, { query: 'query A { todos { id } }', operationName: 'A' })).headers['svc-cache']).toBe('HIT');
-    const withInvalid = { query: 'query A { todos { id } } query B { nope }', operationName: 'A' };
-    const direct = await postGraphQL(stack.origin.url, withInvalid);
-    const through = await postGraphQL(stack.url, withInvalid);
-    expect(through.headers['svc-cache']).not.toBe('HIT');
-    expect([through.status, through.text]).toEqual([direct.status, direct.text]);
-  });
+  it.each(['todos { id }', 'todos { title }'])(
+    'never answers a document whose other operation is invalid as its valid one alone (%s, a key field added or not): the origin validates the whole document',
+    async (selection) => {
+      await postGraphQL(stack.url, { query: `query A { ${selection} }`, operationName: 'A' });
+      expect((await postGraphQL(stack.url, { query: `query A { ${selection} }`, operationName: 'A' })).headers['svc-cache']).toBe('HIT');
+      const withInvalid = { query: `query A { ${selection} } query B { nope }`, operationName: 'A' };
+      const direct = await postGraphQL(stack.origin.url, withInvalid);
+      for (let attempt = 0; attempt < 2; attempt += 1) {
+        const through = await postGraphQL(stack.url, withInvalid);
+        expect(through.headers['svc-cache']).not.toBe('HIT');
+        expect([through.status, through.text]).toEqual([direct.status, direct.text]);
+      }
+    },
+  );
 
   it('never registers a persisted query too long to serve', async () => {
     const query = `{ todos { id } } #${'x'.repeat(3000)}`;

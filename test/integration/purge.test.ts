@@ -83,6 +83,11 @@ describe('purge mutations', () => {
     expectMisses(await statuses(stack), misses);
   });
 
+  it('runs a purge sent with an empty operationName, which names no operation here', async () => {
+    const response = await postGraphQL(stack.url, { query: 'mutation { _purgeAll }', operationName: '' }, { 'svc-purge-token': TOKEN });
+    expect([response.status, response.json]).toEqual([200, { data: { _purgeAll: true } }]);
+  });
+
   it('refuses a purge without a token or with a wrong one, and purges nothing', async () => {
     for (const token of [null, 'wrong-token', `${TOKEN}x`, '']) {
       const response = await purge(stack, 'mutation { _purgeAll }', token);
