@@ -2,7 +2,7 @@ import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphq
 import { persistedQueryNotFound, registerPersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/index.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import type { Config, MutationPolicy } from '../config/index.js';
-import { otherUrlParameters, rewrittenForOrigin } from '../graphql/index.js';
+import { rewrittenForOrigin } from '../graphql/index.js';
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { operationViolation } from '../graphql/index.js';
 import { selectionOf } from '../graphql/index.js';
@@ -24,7 +24,7 @@ import {
 import { compressBody, identityBodyOf, type CacheStore, type CachedResponse } from '../store/index.js';
 import { errorMessage, isPlainObject, shortened } from '../util/index.js';
 import { MissCoalescer } from './coalescing.js';
-import { documentHashOf, Exchange, type BatchPlan, type Explanation, type MutationPlan, type RequestHead, type ResponsePlan, type StaleHold, type StorePlan } from './exchange.js';
+import { documentHashOf, Exchange, type BatchPlan, type Explanation, type MutationPlan, type PassPlan, type RequestHead, type ResponsePlan, type StaleHold, type StorePlan } from './exchange.js';
 import type { PassReason } from './passReason.js';
 import {
   ambiguousRequest,
@@ -269,7 +269,7 @@ export class DecisionEngine {
       case 'graphql':
         break;
     }
-    const request: ReadRequest = { ...parameters, method: head.method === 'GET' ? 'GET' : 'POST', body, target: keyedTargetOf(head, config) };
+    const request: ReadRequest = { ...parameters, method: head.method === 'GET' ? 'GET' : 'POST', body, target: keyedTargetOf(head, config, parameters.otherUrlParameters) };
     const { params } = request;
     const sentTooLarge = checkSentQueryText(params, config.limits);
     if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
@@ -579,8 +579,7 @@ export class DecisionEngine {
     if (isVerdict(mutations)) return this.conclude(exchange, mutations);
     if (mutations.length === 0) return this.passOn(exchange, reason, detail);
     this.deps.logger.debug({ passReason: reason, detail, mutations: mutations.length }, 'request passed; it may run mutations');
-    exchange.forward({ kind: 'pass', reason, unread: mutations.map((document) => mutationPlan(document, config, schema)) });
-    return { kind: 'forward', requestHeaders: { set: [], remove: exchange.tokenHeader === undefined ? [] : [exchange.tokenHeader] } };
+    return forwardUntouched(exchange, { kind: 'pass', reason, unread: mutations.map((document) => mutationPlan(document, config, schema)) });
   }
 
   /**
@@ -591,8 +590,7 @@ export class DecisionEngine {
   private passOn(exchange: Exchange, reason: PassReason, detail?: string, context?: RequestContext): RequestDecision {
     this.deps.logger.debug({ passReason: reason, ...(detail === undefined ? {} : { detail: shortened(detail, LOGGED_DETAIL_CHARACTERS) }) }, 'request passed');
     if (context) return this.forward(context, { kind: 'pass', reason });
-    exchange.forward({ kind: 'pass', reason });
-    return { kind: 'forward', requestHeaders: { set: [], remove: exchange.tokenHeader === undefined ? [] : [exchange.tokenHeader] } };
+    return forwardUntouched(exchange, { kind: 'pass', reason });
   }
 
   private async decideResponseHead(exchange: Exchange, status: number, headers: HeaderList, endOfStream: boolean): Promise<ResponseHeadDecision> {
@@ -803,6 +801,12 @@ function originQueryOf(prepared: PreparedOperation, selected: { wholeDocument: b
   return prepared.rewritten && selected.wholeDocument ? prepared.query : undefined;
 }
 
+/** The request goes on under `plan` as it came, but for the purge token. */
+function forwardUntouched(exchange: Exchange, plan: PassPlan): RequestDecision {
+  exchange.forward(plan);
+  return { kind: 'forward', requestHeaders: { set: [], remove: exchange.tokenHeader === undefined ? [] : [exchange.tokenHeader] } };
+}
+
 /** The purge token is for svc-cache alone and never reaches the origin. */
 function tokenRemoval(head: RequestHead, config: Config): string[] {
   return carriesPurgeToken(head.headers, config.purge) ? [purgeTokenHeader(config.purge)] : [];
@@ -848,11 +852,11 @@ const LOGGED_DETAIL_CHARACTERS = 200;
 const NO_BODY = Buffer.alloc(0);
 
 /** The key's host and endpoint; only requests for a configured endpoint get this far. */
-function keyedTargetOf(head: RequestHead, config: Config): KeyedTarget {
+function keyedTargetOf(head: RequestHead, config: Config, otherUrlParameters: string): KeyedTarget {
   return {
     host: hostKey(headerValue(head.headers, ':authority') ?? '', headerValue(head.headers, ':scheme') ?? ''),
     endpoint: endpointOf(head.path, config.endpoints) ?? head.path,
-    parameters: otherUrlParameters(head.path),
+    parameters: otherUrlParameters,
     forwardedHost: forwardedHostKey(head.headers),
   };
 }

@@ -64,20 +64,19 @@ export function selectOperation(parsed: ParsedDocument, operationName: string | 
     if (!operation) return { kind: 'invalid', reason: `no operation named "${operationName}"` };
   }
   const name = operation!.name?.value ?? '';
-  let byName = normalisedByDocument.get(parsed);
+  let byName = separatedByDocument.get(parsed);
   if (!byName) {
     byName = new Map();
-    normalisedByDocument.set(parsed, byName);
+    separatedByDocument.set(parsed, byName);
   }
-  let normalised = byName.get(name);
-  if (!normalised) {
-    const document = operations.length === 1 ? parsed.document : separatedOperation(parsed.document, operation!);
-    // The whole document, not the operation alone: an origin validates every operation and fragment
-    // in it, and answers errors for a document whose other operation is invalid (README, Cache key).
-    normalised = { text: printedDocument(parsed), document };
-    byName.set(name, normalised);
+  let document = byName.get(name);
+  if (!document) {
+    document = operations.length === 1 ? parsed.document : separatedOperation(parsed.document, operation!);
+    byName.set(name, document);
   }
-  return { kind: 'operation', operation: operation!, name, normalised: normalised.text, document: normalised.document, wholeDocument: operations.length === 1 };
+  // The whole document, not the operation alone: an origin validates every operation and fragment
+  // in it, and answers errors for a document whose other operation is invalid (README, Cache key).
+  return { kind: 'operation', operation: operation!, name, normalised: printedDocument(parsed), document, wholeDocument: operations.length === 1 };
 }
 
 /**
@@ -103,7 +102,7 @@ function retainedBytesOf(document: DocumentNode, text: string): number {
 const NODE_BYTES_PER_TOKEN = 192;
 const DERIVED_COPIES = 2;
 
-const normalisedByDocument = new WeakMap<ParsedDocument, Map<string, { text: string; document: DocumentNode }>>();
+const separatedByDocument = new WeakMap<ParsedDocument, Map<string, DocumentNode>>();
 const printedByDocument = new WeakMap<ParsedDocument, string>();
 
 function printedDocument(parsed: ParsedDocument): string {

@@ -6,7 +6,6 @@ export { rewrittenForOrigin, type GraphQLParams } from './httpRequest.js';
 export { operationViolation, queryTextViolation, type LimitViolation } from './limits.js';
 export {
   ambiguousRequestResponse,
-  otherUrlParameters,
   possibleOperations,
   readGetRequest,
   readPostRequest,

@@ -49,7 +49,14 @@ export type UninterpretableReason =
   | 'extensions-not-object';
 
 export type RequestParameters =
-  | ({ kind: 'graphql' } & GraphQLOperation)
+  | ({
+      kind: 'graphql';
+      /**
+       * The query string's parameters other than GraphQL's, as sent: an origin may read them (a
+       * tenant, a version), so they are keyed (README, Cache key); '' when there are none.
+       */
+      otherUrlParameters: string;
+    } & GraphQLOperation)
   | { kind: 'batch'; operations: GraphQLOperation[] }
   | { kind: 'ambiguous'; reason: AmbiguityReason }
   /** Not read by svc-cache: the request goes to the origin untouched. */
@@ -152,7 +159,7 @@ function readQueryString(path: string): RequestParameters {
       members.set(name, stringValue(value));
     }
   }
-  return operationOf(members);
+  return operationOf(members, url.others);
 }
 
 /** The body's JSON and the URL's GraphQL parameters, which must agree with it. */
@@ -172,7 +179,7 @@ function readJsonBody(path: string, body: Uint8Array): RequestParameters {
     const member = members.get(name);
     if (member === undefined || !sameParameter(name, value, member)) return { kind: 'ambiguous', reason: 'url-parameter' };
   }
-  return operationOf(members);
+  return operationOf(members, url.others);
 }
 
 /** svc-cache's answer to an ambiguous request: 400 with a GraphQL error, in the negotiated type. */
@@ -191,7 +198,7 @@ function batchOf(elements: readonly JsonValue[]): RequestParameters {
   const operations: GraphQLOperation[] = [];
   for (const element of elements) {
     if (element.kind !== 'object') return { kind: 'uninterpretable', reason: 'body-not-object' };
-    const operation = operationOf(element.members ?? new Map());
+    const operation = operationOf(element.members ?? new Map(), '');
     if (operation.kind !== 'graphql') return operation;
     operations.push({ params: operation.params, canonicalVariables: operation.canonicalVariables, canonicalExtensions: operation.canonicalExtensions });
   }
@@ -199,7 +206,7 @@ function batchOf(elements: readonly JsonValue[]): RequestParameters {
 }
 
 /** The operation the members give, checking each parameter's type as the spec requires it. */
-function operationOf(members: ReadonlyMap<string, JsonValue>): RequestParameters {
+function operationOf(members: ReadonlyMap<string, JsonValue>, otherUrlParameters: string): RequestParameters {
   const query = members.get('query');
   const operationName = members.get('operationName');
   const variables = members.get('variables');
@@ -226,6 +233,7 @@ function operationOf(members: ReadonlyMap<string, JsonValue>): RequestParameters
     },
     canonicalVariables,
     canonicalExtensions: extensions?.kind === 'object' ? canonicalWithout(extensions, UNKEYED_EXTENSIONS) : '',
+    otherUrlParameters,
   };
 }
 
@@ -243,20 +251,6 @@ function canonicalWithout(object: JsonValue, omitted: ReadonlySet<string>): stri
   return members.length === 0 ? '' : `{${members.map(([name, value]) => `${JSON.stringify(name)}:${value.canonical()}`).join(',')}}`;
 }
 
-/**
- * The request target's query string but for the GraphQL parameters, as sent: an origin may read
- * them (a tenant, a version), so they are keyed (README, Cache key); '' when there are none.
- */
-export function otherUrlParameters(path: string): string {
-  const queryStart = path.indexOf('?');
-  if (queryStart < 0) return '';
-  return path
-    .slice(queryStart + 1)
-    .split('&')
-    .filter((pair) => pair !== '' && !isParameterName(formDecode(pair.split('=', 1)[0]!)))
-    .join('&');
-}
-
 /** Whether a URL parameter's value gives what the body member gives. */
 function sameParameter(name: ParameterName, urlValue: string, member: JsonValue): boolean {
   if (name === 'query' || name === 'operationName') return member.kind === 'string' && member.string === urlValue;
@@ -271,29 +265,34 @@ function stringValue(value: string): JsonValue {
 }
 
 type UrlParameters =
-  | { kind: 'parameters'; values: Map<ParameterName, string> }
+  /** `others`: the pairs of other parameters, as sent, joined by `&`. */
+  | { kind: 'parameters'; values: Map<ParameterName, string>; others: string }
   | Extract<RequestParameters, { kind: 'ambiguous' | 'uninterpretable' }>;
 
 /**
  * The GraphQL parameters of a query string (`application/x-www-form-urlencoded`), decoded strictly:
  * URLSearchParams would turn bytes that are not UTF-8 into U+FFFD and keep a malformed `%` escape as
- * text, making different requests one key. Other parameters are not read.
+ * text, making different requests one key. Other parameters are kept as sent, for the key.
  */
 function urlParameters(path: string): UrlParameters {
   const values = new Map<ParameterName, string>();
+  const others: string[] = [];
   const queryStart = path.indexOf('?');
-  if (queryStart < 0) return { kind: 'parameters', values };
+  if (queryStart < 0) return { kind: 'parameters', values, others: '' };
   for (const pair of path.slice(queryStart + 1).split('&')) {
     const separator = pair.indexOf('=');
     const name = formDecode(separator < 0 ? pair : pair.slice(0, separator));
-    if (!isParameterName(name)) continue;
+    if (!isParameterName(name)) {
+      if (pair !== '') others.push(pair);
+      continue;
+    }
     const value = formDecode(separator < 0 ? '' : pair.slice(separator + 1));
     if (value === undefined) return { kind: 'uninterpretable', reason: 'invalid-percent-encoding' };
     const seen = values.get(name);
     if (seen !== undefined && !sameRepeat(name, seen, value)) return { kind: 'ambiguous', reason: 'repeated-parameter' };
     values.set(name, value);
   }
-  return { kind: 'parameters', values };
+  return { kind: 'parameters', values, others: others.join('&') };
 }
 
 /** A query text an origin may run, and the operation it names (README, Bad input). */
@@ -306,8 +305,9 @@ export interface PossibleOperation {
  * What an origin might run from a POST body svc-cache could not read: origins differ on what they
  * accept (bytes that are not UTF-8 decoded with U+FFFD in their place, JSON under another content
  * type, a form, a bare query as `application/graphql`), so every reading that finds a query counts:
- * JSON whatever the content type says, a form or a bare query under its own. A mutation among them must still invalidate
- * (README, Invalidation after mutations). Linear in the body; a batch is read up to MAX_BATCH_OPERATIONS.
+ * JSON whatever the content type says, a form or a bare query under its own. A mutation among them
+ * must still invalidate (README, Invalidation after mutations). Linear in the body; a batch is read
+ * up to MAX_BATCH_OPERATIONS.
  */
 export function possibleOperations(headers: HeaderList, body: Uint8Array): PossibleOperation[] | 'ambiguous' {
   const text = new TextDecoder().decode(body);

@@ -67,6 +67,7 @@ describe('readParameters', () => {
       params: { query: '{a}', operationName: 'A', variables: {}, extensions: {} },
       canonicalVariables: '{}',
       canonicalExtensions: '',
+      otherUrlParameters: '',
     });
     expect(readParameters(head('POST'), Buffer.from('{"query":"{a}","variables":{"y":1.0, "x":1}}'))).toMatchObject({
       kind: 'graphql',

@@ -3,7 +3,6 @@ import type { HeaderList } from '../../src/http/headers.js';
 import {
   ambiguousRequestResponse,
   MAX_BATCH_OPERATIONS,
-  otherUrlParameters,
   possibleOperations,
   readGetRequest,
   readPostRequest,
@@ -22,6 +21,7 @@ describe('readGetRequest', () => {
       params: { query: '{ me }', operationName: 'Me', variables: { a: 2 ** 53, b: 1 }, extensions: {} },
       canonicalVariables: '{"a":9007199254740993,"b":1.0}',
       canonicalExtensions: '',
+      otherUrlParameters: 'x=1',
     });
   });
 
@@ -109,10 +109,11 @@ describe('what else the origin sees, for the key', () => {
   });
 
   it('the URL parameters other than GraphQL\'s, as sent', () => {
-    expect(otherUrlParameters('/graphql')).toBe('');
-    expect(otherUrlParameters('/graphql?query=x&variables=%7B%7D&operationName=A&extensions=%7B%7D')).toBe('');
-    expect(otherUrlParameters('/graphql?tenant=acme&query=x&&v=2&%71uery=y')).toBe('tenant=acme&v=2');
-    expect(otherUrlParameters('/graphql?flag')).toBe('flag');
+    expect(readGetRequest('/graphql?query=x')).toMatchObject({ otherUrlParameters: '' });
+    expect(readGetRequest('/graphql?query=x&variables=%7B%7D&operationName=A&extensions=%7B%7D')).toMatchObject({ otherUrlParameters: '' });
+    expect(readGetRequest('/graphql?tenant=acme&query=x&&v=2&%71uery=x')).toMatchObject({ otherUrlParameters: 'tenant=acme&v=2' });
+    expect(post('{"query":"x"}', '/graphql?flag')).toMatchObject({ otherUrlParameters: 'flag' });
+    expect(post('{"query":"x"}')).toMatchObject({ otherUrlParameters: '' });
   });
 });
 
@@ -132,6 +133,7 @@ describe('readPostRequest', () => {
       params: { query: 'query Q($n: Int) { n(v: $n) }', operationName: 'Q', variables: { n: 1 }, extensions: { e: true } },
       canonicalVariables: '{"n":1.0}',
       canonicalExtensions: '{"e":true}',
+      otherUrlParameters: '',
     });
   });
 
@@ -141,6 +143,7 @@ describe('readPostRequest', () => {
       params: { query: undefined, operationName: undefined, variables: {}, extensions: {} },
       canonicalVariables: '{}',
       canonicalExtensions: '',
+      otherUrlParameters: '',
     });
   });
 
@@ -260,6 +263,7 @@ describe('remembered readings', () => {
       params: { query: 'query Q($n: Int) { n(v: $n) }', operationName: undefined, variables: { n: { deep: [1] } }, extensions: {} },
       canonicalVariables: '{"n":{"deep":[1]}}',
       canonicalExtensions: '',
+      otherUrlParameters: '',
     });
     const params = (first as Extract<RequestParameters, { kind: 'graphql' }>).params;
     expect(() => {
