@@ -60,6 +60,7 @@ import type { KeyedTarget } from './cacheKey.js';
 import { cachePolicyFor, selectsUnnamedIntrospection, type CachePolicy } from './rules.js';
 import { JwtScopes } from './jwtScopes.js';
 import { scopeKeyedHeaders } from './scopes.js';
+import { fitToEnvoyLimits } from './headerRoom.js';
 import { cacheStatusHeader, explanationHeaders, hitResponse, mergeScopeHeaders, type HeaderChanges, type Replay } from './responses.js';
 import { failureByHead, isGraphQLResult, staleResponse, withinStaleIfError, type OriginFailure } from './staleIfError.js';
 import type { HttpResponse } from '../http/index.js';
@@ -203,7 +204,8 @@ export class DecisionEngine {
 
   async responseHead(exchange: Exchange, status: number, headers: HeaderList, endOfStream: boolean): Promise<ResponseHeadDecision> {
     try {
-      return await this.decideResponseHead(exchange, status, headers, endOfStream);
+      const decision = await this.decideResponseHead(exchange, status, headers, endOfStream);
+      return { ...decision, headers: this.fitted(headers, decision.headers) };
     } catch (error) {
       this.deps.logger.error({ err: errorMessage(error) }, 'decision engine failed on response headers; passing through');
       exchange.responseArrived(headers, { kind: 'pass', reason: 'engine-error' });
@@ -214,7 +216,8 @@ export class DecisionEngine {
 
   async responseBody(exchange: Exchange, body: Buffer): Promise<ResponseBodyDecision> {
     try {
-      return await this.decideResponseBody(exchange, exchange.plan ?? { kind: 'pass', reason: 'engine-error' }, body);
+      const decision = await this.decideResponseBody(exchange, exchange.plan ?? { kind: 'pass', reason: 'engine-error' }, body);
+      return { ...decision, headers: this.fitted(exchange.responseHeaders, decision.headers, decision.body) };
     } catch (error) {
       this.deps.logger.error({ err: errorMessage(error) }, 'decision engine failed on the response body; passing through');
       exchange.settle('PASS', { passReason: 'engine-error' });
@@ -222,6 +225,15 @@ export class DecisionEngine {
     } finally {
       exchange.releaseLeadership();
     }
+  }
+
+  /** The changes to the origin's answer headers within Envoy's limits, or a warning that they cannot be. */
+  private fitted(origin: HeaderList, changes: HeaderChanges, replacedBody?: Buffer): HeaderChanges {
+    const fitted = fitToEnvoyLimits(origin, changes, replacedBody);
+    if (!fitted.fits) {
+      this.deps.logger.warn({ headerCount: origin.length }, "origin answer's headers over Envoy's limits after svc-cache's changes; Envoy answers 500");
+    }
+    return fitted.changes;
   }
 
   /** An engine fault must not fail the client's request: it goes on to the origin, less the purge token. */

@@ -1,0 +1,75 @@
+import { CACHE_STATUS_HEADER, type HeaderList } from '../http/index.js';
+import type { HeaderChanges } from './responses.js';
+
+/**
+ * Envoy's default limits on a header map (`max_headers_count`, `max_request_headers_kb` and
+ * `max_response_headers_kb`), which deploy/envoy keeps. A header mutation that leaves the map over
+ * either makes Envoy answer 500 in place of the origin's answer (docs/ext-proc.md, Header mutations).
+ */
+export const ENVOY_MAX_HEADER_COUNT = 100;
+export const ENVOY_MAX_HEADER_BYTES = 60 * 1024;
+
+export interface FittedChanges {
+  changes: HeaderChanges;
+  /** False when even without svc-cache's own headers the map ends over Envoy's limits. */
+  fits: boolean;
+}
+
+/**
+ * The changes to the origin's answer headers, less svc-cache's informational headers (`svc-cache`,
+ * `svc-debug-*`) when the answer leaves no room for them under Envoy's limits: the client gets the
+ * origin's answer without them rather than Envoy's 500 (README, Bad input). A replaced body also
+ * sets `content-length` (docs/ext-proc.md, Body rewrites and content-length), counted here.
+ */
+export function fitToEnvoyLimits(current: HeaderList, changes: HeaderChanges, replacedBody?: Buffer): FittedChanges {
+  const sent = (set: HeaderChanges['set']): HeaderList =>
+    replacedBody === undefined ? set : [...set, ['content-length', String(replacedBody.length)]];
+  if (fits(current, changes.remove, sent(changes.set))) return { changes, fits: true };
+  const withoutOwn = { set: changes.set.filter(([name]) => !isInformational(name)), remove: changes.remove };
+  return { changes: withoutOwn, fits: fits(current, changes.remove, sent(withoutOwn.set)) };
+}
+
+function isInformational(name: string): boolean {
+  return name === CACHE_STATUS_HEADER || name.startsWith('svc-debug-');
+}
+
+/** Applies the changes as Envoy does (removals, then sets: a name's first set replaces, later ones append) to sizes alone. */
+function fits(current: HeaderList, remove: readonly string[], set: HeaderList): boolean {
+  // Removing and replacing only shrink the map: adding everything is an upper bound, and the usual answer is far under it.
+  if (current.length + set.length <= ENVOY_MAX_HEADER_COUNT && byteSize(current) + byteSize(set) <= ENVOY_MAX_HEADER_BYTES) return true;
+  const sizes = new Map<string, { count: number; bytes: number }>();
+  let count = 0;
+  let bytes = 0;
+  for (const [name, value] of current) {
+    const size = sizes.get(name) ?? { count: 0, bytes: 0 };
+    size.count += 1;
+    size.bytes += name.length + value.length;
+    sizes.set(name, size);
+    count += 1;
+    bytes += name.length + value.length;
+  }
+  const drop = (name: string): void => {
+    const size = sizes.get(name);
+    if (size === undefined) return;
+    count -= size.count;
+    bytes -= size.bytes;
+    sizes.delete(name);
+  };
+  for (const name of remove) drop(name);
+  const replaced = new Set<string>();
+  for (const [name, value] of set) {
+    if (!replaced.has(name)) {
+      drop(name);
+      replaced.add(name);
+    }
+    count += 1;
+    bytes += name.length + value.length;
+  }
+  return count <= ENVOY_MAX_HEADER_COUNT && bytes <= ENVOY_MAX_HEADER_BYTES;
+}
+
+function byteSize(headers: HeaderList): number {
+  let bytes = 0;
+  for (const [name, value] of headers) bytes += name.length + value.length;
+  return bytes;
+}

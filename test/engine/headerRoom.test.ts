@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { fitToEnvoyLimits } from '../../src/engine/headerRoom.js';
+
+/** `n` headers as Envoy holds them: `:status` first. */
+function headers(n: number, valueBytes = 1): Array<[string, string]> {
+  return [[':status', '200'], ...Array.from({ length: n - 1 }, (_, i): [string, string] => [`x-h${i}`, 'v'.repeat(valueBytes)])];
+}
+
+const statusAndDebug = { set: [['svc-cache', 'PASS'], ['svc-debug-pass-reason', 'mutation'], ['vary', 'x-team']] as Array<[string, string]>, remove: [] };
+
+describe('fitToEnvoyLimits', () => {
+  it('leaves the changes alone when the map stays within 100 headers', () => {
+    expect(fitToEnvoyLimits(headers(97), statusAndDebug)).toEqual({ changes: statusAndDebug, fits: true });
+  });
+
+  it("drops svc-cache's own headers first, keeping the others", () => {
+    expect(fitToEnvoyLimits(headers(98), statusAndDebug)).toEqual({ changes: { set: [['vary', 'x-team']], remove: [] }, fits: true });
+  });
+
+  it('counts a header it replaces once, and one it removes not at all', () => {
+    const present: Array<[string, string]> = [...headers(98), ['svc-cache', 'old'], ['x-gone', 'v']];
+    const changes = { set: [['svc-cache', 'MISS']] as Array<[string, string]>, remove: ['x-gone'] };
+    expect(fitToEnvoyLimits(present, changes).changes).toEqual(changes);
+  });
+
+  it('counts every value of a repeated name it sets', () => {
+    const twice = { set: [['vary', 'a'], ['vary', 'b'], ['svc-cache', 'MISS']] as Array<[string, string]>, remove: [] };
+    expect(fitToEnvoyLimits(headers(98), twice).changes.set).toEqual([['vary', 'a'], ['vary', 'b']]);
+  });
+
+  it('counts the content-length that comes with a replaced body', () => {
+    const status = { set: [['svc-cache', 'MISS']] as Array<[string, string]>, remove: [] };
+    expect(fitToEnvoyLimits(headers(99), status).changes).toEqual(status);
+    expect(fitToEnvoyLimits(headers(99), status, Buffer.from('{}')).changes.set).toEqual([]);
+  });
+
+  it('keeps the map within 60 KiB of names and values', () => {
+    // `:status` 200 (10 bytes), `x-big` and its value, `svc-cache` MISS (13 bytes): 61,440 in all, the limit.
+    const status = { set: [['svc-cache', 'MISS']] as Array<[string, string]>, remove: [] };
+    const atLimit: Array<[string, string]> = [[':status', '200'], ['x-big', 'v'.repeat(61_440 - 10 - 5 - 13)]];
+    expect(fitToEnvoyLimits(atLimit, status)).toEqual({ changes: status, fits: true });
+    const overLimit: Array<[string, string]> = [[':status', '200'], ['x-big', 'v'.repeat(61_440 - 10 - 5 - 13 + 1)]];
+    expect(fitToEnvoyLimits(overLimit, status)).toEqual({ changes: { set: [], remove: [] }, fits: true });
+  });
+
+  it('says when even without its own headers the map is over', () => {
+    expect(fitToEnvoyLimits(headers(100), statusAndDebug)).toEqual({ changes: { set: [['vary', 'x-team']], remove: [] }, fits: false });
+  });
+});
