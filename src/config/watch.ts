@@ -1,7 +1,8 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { realpath } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import type { ConfigError } from './error.js';
+import { ConfigError } from './error.js';
+import { errorMessage } from '../util/index.js';
 import { readConfigSnapshot, type ConfigSnapshot } from './load.js';
 import type { Config } from './schema.js';
 
@@ -76,6 +77,9 @@ export function watchConfig(path: string, handlers: ConfigWatchHandlers, options
       lastFingerprint = snapshot.fingerprint;
       if ('config' in snapshot) handlers.onChange(snapshot.config);
       else handlers.onError(snapshot.error);
+    } catch (error) {
+      // Run from a timer or a file event: what escapes here would end the process (unhandled rejection).
+      if (!closed) handlers.onError(new ConfigError(path, [`the change could not be applied: ${errorMessage(error)}`]));
     } finally {
       checking = false;
       if (checkAgain) {
@@ -115,10 +119,13 @@ export function watchConfig(path: string, handlers: ConfigWatchHandlers, options
     }
   };
 
-  const baseline = readConfigSnapshot(path, options.env).then(async (snapshot) => {
-    lastFingerprint = snapshot.fingerprint;
-    await followDirectories(snapshot);
-  });
+  // Never rejects: a first read that fails leaves no fingerprint, so the next check reports what it finds.
+  const baseline = readConfigSnapshot(path, options.env)
+    .then(async (snapshot) => {
+      lastFingerprint = snapshot.fingerprint;
+      await followDirectories(snapshot);
+    })
+    .catch(() => undefined);
   watchDirectory(dirname(resolve(path)));
   const poll = pollIntervalMs > 0 ? setInterval(() => void check(), pollIntervalMs).unref() : undefined;
 

@@ -182,6 +182,32 @@ describe('watchConfig', () => {
     await eventually(() => expect(observed.changes).toHaveLength(2));
   });
 
+  it('reports a change its handler fails to apply through onError, and keeps watching', async () => {
+    const path = join(directory, 'config.yaml');
+    await writeFile(path, configText(60));
+    const applied: number[] = [];
+    const errors: string[] = [];
+    watcher = watchConfig(
+      path,
+      {
+        onChange: (config) => {
+          const maxAge = config.rules[0]?.maxAge ?? -1;
+          if (maxAge === 90) throw new Error('schema source gone');
+          applied.push(maxAge);
+        },
+        onError: (error) => errors.push(error.message),
+      },
+      { env: {}, debounceMs: DEBOUNCE_MS, pollIntervalMs: 0 },
+    );
+    await watcher.ready;
+
+    await writeFile(path, configText(90));
+    await eventually(() => expect(errors).toEqual([`${path}: the change could not be applied: schema source gone`]));
+    await writeFile(path, configText(45));
+    await eventually(() => expect(applied).toEqual([45]));
+    expect(errors).toHaveLength(1);
+  });
+
   it('stops reporting once closed', async () => {
     const path = join(directory, 'config.yaml');
     await writeFile(path, configText(60));
