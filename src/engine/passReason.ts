@@ -31,6 +31,7 @@ export type PassReason =
   | 'no-rule'
   | 'max-age-zero'
   | 'credentials-on-public'
+  | 'credentials-outside-scope'
   | 'rewritten-path-too-long'
   // A JWT scope's token failed verification: the `jwt-*` codes of src/jwt/verifier.ts (README, Scopes).
   | JwtFailure

@@ -18,7 +18,7 @@ import type { Leadership, MissCoalescer } from './coalescing.js';
 import type { Explanation, RequestHead } from './exchange.js';
 import type { PassReason } from './passReason.js';
 import type { CachePolicy } from './rules.js';
-import { scopeBucketKey, scopeVaryHeaders } from './scopes.js';
+import { scopeBucketKey, scopeVaryHeaders, sharedBucketDespite } from './scopes.js';
 
 /**
  * The stages a GraphQL request goes through, in order: read parameters -> resolve APQ -> check
@@ -292,6 +292,9 @@ function classifyMutation(config: Config, schema: GraphQLSchema): Verdict | Orig
   return config.mutationPolicy === 'None' ? passVerdict('mutation') : { kind: 'mutation', schema };
 }
 
+/** Request headers that can name whom the origin answers for (RFC 9111 section 3.5). */
+const CREDENTIAL_HEADERS = ['authorization', 'cookie'] as const;
+
 function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: Config, schema: GraphQLSchema): Verdict | OriginBound {
   if (checked.selected.operation.operation === OperationTypeNode.SUBSCRIPTION) return passVerdict('subscription');
   if (checked.analysis.streams) return passVerdict('streaming-document');
@@ -304,9 +307,13 @@ function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: C
   const { policy } = checked.analysis;
   if (!policy) return passVerdict('no-rule');
   if (policy.maxAge <= 0) return passVerdict('max-age-zero');
-  const credentialed = headerValue(headers, 'authorization') !== undefined || headerValue(headers, 'cookie') !== undefined;
-  if (policy.scopes.length === 0 && credentialed && !config.cache.publicForCredentialedRequests) {
-    return passVerdict('credentials-on-public');
+  if (!config.cache.publicForCredentialedRequests) {
+    const credentials = CREDENTIAL_HEADERS.filter((name) => headerValue(headers, name) !== undefined);
+    if (credentials.length > 0 && policy.scopes.length === 0) return passVerdict('credentials-on-public');
+    // The bucket of "no value" is shared like PUBLIC, and the scope does not read these credentials.
+    if (credentials.length > 0 && sharedBucketDespite(credentials, policy.scopes, config.scopes, headers)) {
+      return passVerdict('credentials-outside-scope');
+    }
   }
   return { kind: 'query', schema, policy };
 }

@@ -82,6 +82,28 @@ export function sourcesOf(definitions: ScopeDefinitions, scope: string): readonl
 
 const sourcesByDefinitions = new WeakMap<ScopeDefinitions, Map<string, readonly ScopeSource[]>>();
 
+/**
+ * True when a request carrying `credentials` (the `authorization` and `cookie` headers it sent)
+ * would fall in the scopes' bucket of "no value", shared by every request without the values, and
+ * none of the scopes reads those credentials: the origin may answer for whom they name, so the
+ * answer is no more shareable than a PUBLIC one (README, Scopes).
+ */
+export function sharedBucketDespite(
+  credentials: readonly string[],
+  scopes: readonly string[],
+  definitions: ScopeDefinitions,
+  headers: HeaderList,
+): boolean {
+  const read = new Set<string>();
+  for (const scope of scopes) {
+    for (const source of sourcesOf(definitions, scope)) {
+      if (sourceValue(source, headers) !== undefined) return false;
+      read.add(source.kind === 'header' ? source.name : 'cookie');
+    }
+  }
+  return credentials.some((name) => !read.has(name));
+}
+
 /** Names of the request headers the scopes read, for `vary` on cached answers. */
 export function scopeVaryHeaders(scopes: readonly string[], definitions: ScopeDefinitions): string[] {
   const names = new Set<string>();

@@ -224,6 +224,43 @@ describe('classify', () => {
     expect(classify(checked(query, current), { method: 'POST', headers }, current, schema)).toEqual({ kind: 'pass', reason });
   });
 
+  describe('credentials in the bucket of no value', () => {
+    const scoped = {
+      scopes: { AUTH: 'header:authorization', SESSION: 'cookie:session', TEAM: 'header:x-team|cookie:team' },
+      rules: [
+        { types: { Query: ['todos'] }, maxAge: 60, scope: 'AUTH' },
+        { types: { Query: ['users'] }, maxAge: 60, scope: 'SESSION' },
+        { types: { Query: ['todo'] }, maxAge: 60, scope: 'TEAM' },
+      ],
+    };
+
+    it.each([
+      ['a cookie beside an absent Authorization scope', '{ todos { id } }', [['cookie', 'sid=a']]],
+      ['an empty cookie header beside it', '{ todos { id } }', [['cookie', '']]],
+      ['Authorization beside an absent session cookie', '{ users { id } }', [['authorization', 'Bearer a']]],
+      ['Authorization beside a combined scope with neither value', '{ todo(id: "1") { id } }', [['authorization', 'Bearer a'], ['cookie', 'x=1']]],
+    ] as Array<[string, string, Array<[string, string]>]>)('passes %s', (_name, query, headers) => {
+      const current = config(scoped);
+      expect(classify(checked(query, current), { method: 'POST', headers }, current, schema)).toEqual({ kind: 'pass', reason: 'credentials-outside-scope' });
+    });
+
+    it.each([
+      ['Authorization with a cookie beside it', '{ todos { id } }', [['authorization', 'Bearer a'], ['cookie', 'sid=a']]],
+      ['other cookies beside a cookie scope, which reads the cookie header', '{ users { id } }', [['cookie', 'theme=dark']]],
+      ['one value of a combined scope, with Authorization', '{ todo(id: "1") { id } }', [['authorization', 'Bearer a'], ['x-team', 'red']]],
+      ['no credentials at all', '{ todos { id } }', []],
+    ] as Array<[string, string, Array<[string, string]>]>)('caches %s', (_name, query, headers) => {
+      const current = config(scoped);
+      expect(classify(checked(query, current), { method: 'POST', headers }, current, schema)).toMatchObject({ kind: 'query' });
+    });
+
+    it('caches them when cache.publicForCredentialedRequests is on', () => {
+      const current = config({ ...scoped, cache: { publicForCredentialedRequests: true } });
+      const headers: Array<[string, string]> = [['cookie', 'sid=a']];
+      expect(classify(checked('{ todos { id } }', current), { method: 'POST', headers }, current, schema)).toMatchObject({ kind: 'query' });
+    });
+  });
+
   it('classifies a cacheable query with its policy', () => {
     expect(classify(checked('{ todos { id } }'), post, config(), schema)).toMatchObject({ kind: 'query', policy: { maxAge: 60, swr: 0, scopes: [] } });
   });

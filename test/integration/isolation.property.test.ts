@@ -282,7 +282,9 @@ function readProblem(
   const fromOrigin = () => model.isOriginAnswer(read, response.text, step.before, step.after);
   if (response.status !== 200) return 'not 200';
   if (read.passes) {
-    if (status !== 'PASS') return 'a PUBLIC query with credentials, or one with a forged, unsigned or expired user token, was not PASS';
+    if (status !== 'PASS') {
+      return 'a PUBLIC query with credentials, a scoped one in its bucket of no value with credentials its scopes do not read, or one with a forged, unsigned or expired user token, was not PASS';
+    }
     return fromOrigin() ? undefined : 'PASS with another body than the origin answers';
   }
   switch (status) {

@@ -129,6 +129,25 @@ describe('scope buckets through the gateway', () => {
     expect(stack.origin.requestCount()).toBe(2);
   });
 
+  it('passes a request in the bucket of no value that carries credentials its scope does not read', async () => {
+    // The origin may know the user by them (a session cookie beside an Authorization scope), and the
+    // bucket of no value is shared by everyone without the scope's own values.
+    const results = [
+      await postGraphQL(stack.url, { query: ME }),
+      await postGraphQL(stack.url, { query: ME }, { cookie: 'sid=alice' }),
+      await postGraphQL(stack.url, { query: ME }, { cookie: 'sid=bob' }),
+      await postGraphQL(stack.url, { query: ME }, { authorization: 'Bearer alice', cookie: 'sid=alice' }),
+      await postGraphQL(stack.url, { query: ME }, { authorization: 'Bearer alice', cookie: 'sid=alice' }),
+      await postGraphQL(stack.url, { query: TIME }, { authorization: 'Bearer alice' }),
+      await postGraphQL(stack.url, { query: TIME }, { authorization: 'Bearer alice' }),
+      await postGraphQL(stack.url, { query: TIME }, { authorization: 'Bearer alice', cookie: 'session=s1' }),
+      await postGraphQL(stack.url, { query: TIME }, { cookie: 'theme=dark' }),
+    ];
+    expect(statuses(results)).toEqual(['MISS', 'PASS', 'PASS', 'MISS', 'HIT', 'PASS', 'PASS', 'MISS', 'MISS']);
+    expect(bodies(results.slice(0, 5))).toEqual([NOBODY, NOBODY, NOBODY, ALICE, ALICE]);
+    expect(stack.origin.requestCount()).toBe(8);
+  });
+
   it('tells a header sent empty from a header not sent', async () => {
     const results = [
       await postGraphQLRaw(stack.url, { query: ME }, []),

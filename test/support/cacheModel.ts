@@ -396,7 +396,10 @@ export interface ResolvedRead {
   /** Query and scope bucket: the model's cache key. */
   key: string;
   tags: ReadonlySet<string>;
-  /** Passes uncached: a PUBLIC query with credentials, or a user token that fails verification. */
+  /**
+   * Passes uncached: a PUBLIC query with credentials, a scoped one in its bucket of "no value" with
+   * credentials its scopes do not read, or a user token that fails verification.
+   */
   passes: boolean;
   /** The body the origin answers with this data; undefined for `time`. */
   answer: (state: DemoState) => string | undefined;
@@ -414,11 +417,19 @@ export function resolveRead(read: Read): ResolvedRead {
         ? JSON.stringify(query.userToken ? [cookie.session, userToken.sub] : cookie.session)
         : '';
   const credentialedPublic = query.scope === 'PUBLIC' && (authorization.lines.length > 0 || cookie.header !== null);
+  // The bucket of "no value" is shared too: a credential its scopes do not read passes it (README, Scopes).
+  const credentialedNoValue =
+    query.scope === 'AUTHENTICATED'
+      ? authorization.lines.length === 0 && cookie.header !== null
+      : query.scope === 'SESSION' &&
+        cookie.session === null &&
+        (query.userToken !== true || read.userToken === 'absent') &&
+        authorization.lines.length > 0;
   return {
     read,
     key: `${read.query} in ${query.scope}${query.userToken ? '+USER' : ''} ${bucket}`.trim(),
     tags: new Set(query.tags(authorization.viewer)),
-    passes: credentialedPublic || (query.userToken === true && !userToken.valid),
+    passes: credentialedPublic || credentialedNoValue || (query.userToken === true && !userToken.valid),
     answer: (state) => query.data && JSON.stringify({ data: query.data(state, authorization.viewer) }),
   };
 }
