@@ -79,7 +79,7 @@ export async function startDemoOrigin(options: DemoOriginOptions = {}): Promise<
     const method = req.method ?? 'GET';
     requests.push({ method, path, headers: flattenHeaders(req.headers), body });
 
-    if (new URL(path, 'http://origin').pathname !== DEMO_ORIGIN_PATH) {
+    if (!routesToGraphQL(new URL(path, 'http://origin').pathname)) {
       send(res, 404, { 'content-type': 'text/plain; charset=utf-8' }, 'Not Found');
       return;
     }
@@ -180,4 +180,14 @@ function flattenHeaders(headers: IncomingHttpHeaders): Record<string, string> {
 
 function lowerCaseKeys<T>(record: Record<string, T>): Record<string, T> {
   return Object.fromEntries(Object.entries(record).map(([name, value]) => [name.toLowerCase(), value]));
+}
+
+/**
+ * Routed as Express routes by default (case-insensitive, a trailing slash allowed), as many origins
+ * do: `/graphql/` reaches the same handler, which svc-cache must allow for (README, Invalidation
+ * after mutations).
+ */
+function routesToGraphQL(pathname: string): boolean {
+  const lower = pathname.toLowerCase();
+  return lower === DEMO_ORIGIN_PATH || lower === `${DEMO_ORIGIN_PATH}/`;
 }

@@ -8,7 +8,7 @@ import { operationViolation } from '../graphql/index.js';
 import { selectionOf } from '../graphql/index.js';
 import { hitNegotiation, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, varyNames, type HeaderList } from '../http/index.js';
-import { endpointOf, forwardedHostKey, hostKey } from '../http/index.js';
+import { endpointOf, forwardedHostKey, hostKey, isEndpointVariant } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { mutationInvalidationTags } from '../invalidation/index.js';
 import { rootFieldTypeTags } from '../invalidation/index.js';
@@ -196,6 +196,11 @@ export class DecisionEngine {
     return this.guarded(exchange, 'the request body', async () => {
       const { config } = this.deps.state();
       const head = requestHeadOf(exchange);
+      if (endpointOf(head.path, config.endpoints) === undefined) {
+        // A variant of an endpoint path (passOtherPath), read only within an endpoint's limit.
+        if (body.length > config.limits.maxRequestBodyBytes) return this.passOn(exchange, 'not-an-endpoint');
+        return this.passUnread(exchange, 'not-an-endpoint', 'a variant of an endpoint path', body);
+      }
       if (head.method === 'GET' && body.length > 0) return this.passOn(exchange, 'get-with-body');
       if (body.length > config.limits.maxRequestBodyBytes) return this.conclude(exchange, bodyTooLarge(config));
       return this.decideGraphQL(exchange, readParameters(head, body), body);
@@ -251,7 +256,7 @@ export class DecisionEngine {
     const { config } = this.deps.state();
     // Only the configured endpoints are GraphQL: another path (which may reflect its input) is
     // neither read nor keyed, so it cannot write an entry /graphql serves (README, HIT, MISS, PASS).
-    if (endpointOf(head.path, config.endpoints) === undefined) return this.passOn(exchange, 'not-an-endpoint');
+    if (endpointOf(head.path, config.endpoints) === undefined) return this.passOtherPath(exchange, head, config);
     if (headerValue(head.headers, 'upgrade') !== undefined) return this.passOn(exchange, 'upgrade-request');
     if (head.method === 'GET') {
       // Over HTTP/2 a GET may end with an empty DATA frame: its headers then lack end_of_stream and
@@ -264,6 +269,21 @@ export class DecisionEngine {
     if (declaredLength > config.limits.maxRequestBodyBytes) return this.conclude(exchange, bodyTooLarge(config));
     if (!head.hasBody) return this.decideGraphQL(exchange, readParameters(head, NO_BODY), NO_BODY);
     return { kind: 'need-body' };
+  }
+
+  /**
+   * A path that is no endpoint passes unread, but for a POST to a variant of one (`/graphql/` beside
+   * `/graphql`), which the origin may route to its GraphQL handler: its body is read for mutations,
+   * as a body svc-cache cannot read is (passUnread), unless it declares more bytes than an
+   * endpoint's request may have (README, Invalidation after mutations).
+   */
+  private passOtherPath(exchange: Exchange, head: RequestHead, config: Config): RequestHeadDecision {
+    const readable =
+      head.method === 'POST' &&
+      head.hasBody &&
+      isEndpointVariant(head.path, config.endpoints) &&
+      !(Number(headerValue(head.headers, 'content-length')) > config.limits.maxRequestBodyBytes);
+    return readable ? { kind: 'need-body' } : this.passOn(exchange, 'not-an-endpoint');
   }
 
   /** The stages of docs/graphql-caching.md, Cacheability, in order (see requestStages.ts). */

@@ -2,5 +2,5 @@
 export { acceptsNoJson, hitNegotiation, namesStreamingType, ownAnswerMediaType, type GraphQLResponseMediaType, type HitNegotiation } from './accept.js';
 export { staleLimits, storability } from './cacheControl.js';
 export { cookieValue, headerValue, headerValues, mediaType, varyNames, type HeaderList } from './headers.js';
-export { endpointOf, forwardedHostKey, hostKey } from './requestTarget.js';
+export { endpointOf, forwardedHostKey, hostKey, isEndpointVariant } from './requestTarget.js';
 export { CACHE_STATUS_HEADER, graphQLErrorResponse, type HttpResponse, type OwnErrorCode } from './responses.js';

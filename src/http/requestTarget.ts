@@ -17,9 +17,45 @@ export const DEFAULT_ENDPOINTS: readonly string[] = ['/graphql'];
  * merging, percent-decoding), and passing what svc-cache cannot place is always safe.
  */
 export function endpointOf(path: string, endpoints: readonly string[] = DEFAULT_ENDPOINTS): string | undefined {
+  const target = withoutQuery(path);
+  return endpoints.includes(target) ? target : undefined;
+}
+
+/**
+ * True when `path` is no configured endpoint but an origin may route it to one: the same path once
+ * case, repeated and trailing slashes, matrix parameters (`;x`), dot segments and escapes of
+ * unreserved characters are set aside, as Express, Yoga, servlet containers and others variously
+ * do. Such a request is not cached (endpointOf), but a mutation in it is read for invalidation
+ * (README, Invalidation after mutations).
+ */
+export function isEndpointVariant(path: string, endpoints: readonly string[] = DEFAULT_ENDPOINTS): boolean {
+  const shape = routingShape(withoutQuery(path));
+  return endpoints.some((endpoint) => routingShape(endpoint) === shape);
+}
+
+function withoutQuery(path: string): string {
   const queryStart = path.indexOf('?');
-  const withoutQuery = queryStart < 0 ? path : path.slice(0, queryStart);
-  return endpoints.includes(withoutQuery) ? withoutQuery : undefined;
+  return queryStart < 0 ? path : path.slice(0, queryStart);
+}
+
+/** The segments an origin that normalises leniently routes on, lower-cased and joined by `/`. */
+function routingShape(path: string): string {
+  const segments: string[] = [];
+  for (const raw of path.split('/')) {
+    const segment = decodeUnreserved(raw.split(';', 1)[0]!).toLowerCase();
+    if (segment === '' || segment === '.') continue;
+    if (segment === '..') segments.pop();
+    else segments.push(segment);
+  }
+  return segments.join('/');
+}
+
+/** `%67` is `g` to most origins; escapes of reserved characters keep their meaning (RFC 3986 section 2.3). */
+function decodeUnreserved(segment: string): string {
+  return segment.replace(/%([0-9a-fA-F]{2})/g, (escape, hex: string) => {
+    const character = String.fromCharCode(parseInt(hex, 16));
+    return /[A-Za-z0-9\-._~]/.test(character) ? character : escape.toUpperCase();
+  });
 }
 
 /**

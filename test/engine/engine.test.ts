@@ -226,7 +226,12 @@ describe('DecisionEngine', () => {
   it('passes other paths and upgrades at the request headers, unread', async () => {
     const { head } = post({ query: '{ todos { id } }' });
     expect(await decideHead({ ...head, path: '/echo?msg=x' })).toMatchObject({ kind: 'forward', plan: { kind: 'pass', reason: 'not-an-endpoint' } });
-    expect(await decideHead({ ...head, path: '/graphql/' })).toMatchObject({ kind: 'forward', plan: { kind: 'pass', reason: 'not-an-endpoint' } });
+    // A POST to a variant of the endpoint path is read for mutations only (README, Invalidation after mutations).
+    expect(await decideHead({ ...head, path: '/graphql/' })).toEqual({ kind: 'need-body' });
+    expect(await decideHead({ ...head, path: '/graphql/', method: 'GET', hasBody: false })).toMatchObject({ plan: { kind: 'pass', reason: 'not-an-endpoint' } });
+    expect(await decideHead({ ...head, path: '/graphql/', headers: [...head.headers, ['content-length', String(2 * 1024 * 1024)]] })).toMatchObject({
+      plan: { kind: 'pass', reason: 'not-an-endpoint' },
+    });
     expect(await decideHead({ ...head, headers: [...head.headers, ['upgrade', 'websocket']] })).toMatchObject({
       kind: 'forward',
       plan: { kind: 'pass', reason: 'upgrade-request' },

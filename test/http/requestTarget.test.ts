@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_ENDPOINTS, endpointOf, forwardedHostKey, hostKey } from '../../src/http/requestTarget.js';
+import { DEFAULT_ENDPOINTS, endpointOf, forwardedHostKey, hostKey, isEndpointVariant } from '../../src/http/requestTarget.js';
 
 describe('endpointOf', () => {
   it('defaults to /graphql', () => {
@@ -22,6 +22,17 @@ describe('endpointOf', () => {
       expect(endpointOf(path, ['/graphql'])).toBeUndefined();
     },
   );
+
+  it.each(['/graphql/', '/GRAPHQL', '//graphql', '/graphql;x', '/%67raphql', '/./graphql', '/x/../graphql', '/%2e/graphql', '/GraphQL/?x=1'])(
+    '%j is a variant an origin may route to /graphql',
+    (path) => {
+      expect(isEndpointVariant(path, ['/graphql'])).toBe(true);
+    },
+  );
+
+  it.each(['/graphql%3F', '/graphq', '/graphqlx', '/', '', '/echo', '/graphql/x', '/x/graphql', '/graphql%2F'])('%j is no variant of /graphql', (path) => {
+    expect(isEndpointVariant(path, ['/graphql'])).toBe(false);
+  });
 
   it('matches any configured endpoint and only those', () => {
     const endpoints = ['/t/acme/graphql', '/t/globex/graphql'];

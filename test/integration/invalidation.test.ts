@@ -96,6 +96,40 @@ describe.each(['Entity', 'List', 'Type', 'None'] as const)('mutationPolicy %s', 
   });
 });
 
+describe('a mutation sent to a variant of the endpoint path', () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await startStack({ mutationPolicy: 'Entity' });
+  });
+  afterAll(async () => {
+    await stack.close();
+  });
+  beforeEach(async () => {
+    stack.origin.reset();
+    await stack.sidecar.store.invalidateAll();
+  });
+
+  // The demo origin routes as Express does by default: `/graphql/` and `/GraphQL` run its GraphQL handler.
+  it.each(['/graphql/', '/GraphQL'])('invalidates the types its root fields return when sent to %s, unread', async (variant) => {
+    await warm(stack, [LIST, TODO_1, USERS]);
+    const url = stack.url.replace(/\/graphql$/, variant);
+    const update = await postGraphQL(url, { query: 'mutation { updateTodo(id: "1", title: "Renamed") { title } }' });
+    expect([update.headers['svc-cache'], update.text]).toEqual(['PASS', '{"data":{"updateTodo":{"title":"Renamed"}}}']);
+    expect(await cacheStatuses(stack, [LIST, TODO_1, USERS])).toEqual(['MISS', 'MISS', 'HIT']);
+    expect((await postGraphQL(stack.url, { query: TODO_1 })).json?.data).toEqual({ todo: { id: '1', title: 'Renamed' } });
+  });
+
+  it('leaves the cache alone for a query sent there, which it does not cache either', async () => {
+    await warm(stack, [LIST, USERS]);
+    const url = stack.url.replace(/\/graphql$/, '/graphql/');
+    const first = await postGraphQL(url, { query: LIST });
+    const second = await postGraphQL(url, { query: LIST });
+    expect([first.headers['svc-cache'], second.headers['svc-cache'], second.text]).toEqual(['PASS', 'PASS', first.text]);
+    expect(await cacheStatuses(stack, [LIST, USERS])).toEqual(['HIT', 'HIT']);
+  });
+});
+
 describe('entities keyed by another field, and fields svc-cache adds', () => {
   let stack: Stack;
 
