@@ -51,6 +51,7 @@ import {
   isReadable,
   parseBatchResults,
   parseGraphQLResult,
+  isHoldable,
   passedBody,
   planAfterResponseHead,
   wantsResponseBody,
@@ -644,8 +645,13 @@ export class DecisionEngine {
     if (forwarded.kind === 'mutation' && plan.kind !== 'mutation') await this.invalidateByRootFieldTypes(forwarded);
     if (forwarded.kind === 'pass' && forwarded.unread) await this.invalidateByRootFieldTypes(...forwarded.unread);
     if (forwarded.kind === 'batch' && plan.kind !== 'batch') await this.invalidateAfterBatch(forwarded, undefined);
-    if (status !== 200 || endOfStream || !isReadable(headers)) exchange.registration = undefined;
-    const wantsBody = wantsResponseBody(plan, headers, endOfStream) || exchange.registration !== undefined || exchange.staleHold !== undefined;
+    const { maxResponseBodyBytes } = this.deps.state().config.limits;
+    const holdable = isHoldable(headers, endOfStream, maxResponseBodyBytes);
+    if (status !== 200 || !holdable || !isReadable(headers)) exchange.registration = undefined;
+    // An answer too large to hold is no failure a stale entry answers for (README, Stale-if-error).
+    if (!holdable) exchange.staleHold = undefined;
+    const wantsBody =
+      wantsResponseBody(plan, headers, endOfStream, maxResponseBodyBytes) || exchange.registration !== undefined || exchange.staleHold !== undefined;
     if (plan.kind === 'store') return { headers: { set: [], remove: [] }, wantsBody };
     const reason = plan.kind === 'pass' ? plan.reason : plan.kind;
     if (!wantsBody) exchange.settle('PASS', { passReason: reason });
@@ -676,8 +682,12 @@ export class DecisionEngine {
     exchange.staleHold = undefined;
     if (exchange.registration && isPlainObject(parseGraphQLResult(body)?.data)) await this.registerPersistedQuery(exchange);
     switch (plan.kind) {
-      case 'pass':
-        return this.passedResponse(exchange, plan.reason, passedBody(plan, body), body);
+      case 'pass': {
+        const passed = passedBody(plan, exchange.responseHeaders, body, this.deps.state().config.limits.maxResponseBodyBytes);
+        const response = this.passedResponse(exchange, plan.reason, passed.body, body);
+        // Cut from a decoded body, the answer goes as identity (stream.ts sets its content-length).
+        return passed.decoded ? { ...response, headers: { ...response.headers, remove: ['content-encoding'] } } : response;
+      }
       case 'mutation':
         await this.invalidateAfterMutation(plan, body);
         return this.passedResponse(exchange, 'mutation', stripAddedFields(plan.prepared, body), body);

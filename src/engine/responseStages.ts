@@ -6,7 +6,7 @@ import { responseTags } from '../invalidation/index.js';
 import { invalidationTag } from '../invalidation/index.js';
 import type { CachedResponse } from '../store/index.js';
 import type { PassPlan, ResponsePlan, StorePlan } from './exchange.js';
-import { isEncoded, isGraphQLJson, storeVerdict, type EntryLifetime } from './originResponse.js';
+import { contentCoding, decodedWithin, isEncoded, isGraphQLJson, isStreaming, storeVerdict, type EntryLifetime } from './originResponse.js';
 import type { PassReason } from './passReason.js';
 import { replayableHeaders } from './responses.js';
 
@@ -25,9 +25,11 @@ export function planAfterResponseHead(plan: ResponsePlan, status: number, header
     case 'pass':
       return plan;
     case 'mutation':
-      return endOfStream || !isReadable(headers) ? { kind: 'pass', reason: 'mutation' } : plan;
+      return isReadable(headers) && isHoldable(headers, endOfStream, plan.maxResponseBodyBytes)
+        ? plan
+        : { kind: 'pass', reason: 'mutation', ...addedFields(plan.prepared) };
     case 'batch':
-      return endOfStream || !isReadable(headers) ? { kind: 'pass', reason: 'batch' } : plan;
+      return isReadable(headers) && isHoldable(headers, endOfStream, plan.maxResponseBodyBytes) ? plan : { kind: 'pass', reason: 'batch' };
     case 'store': {
       const verdict = storeVerdict(status, headers, {
         keyedRequestHeaders: plan.keyedRequestHeaders,
@@ -43,10 +45,14 @@ export function planAfterResponseHead(plan: ResponsePlan, status: number, header
   }
 }
 
-/** Whether the body under this plan is worth Envoy sending: only to read it, or to strip added fields. */
-export function wantsResponseBody(plan: ResponsePlan, headers: HeaderList, endOfStream: boolean): boolean {
+/**
+ * Whether the body under this plan is worth Envoy sending: to read it, or to strip the fields
+ * svc-cache added from whatever JSON the origin answered with (any content type, and a content
+ * coding it can undo: an origin may compress although svc-cache asked for identity).
+ */
+export function wantsResponseBody(plan: ResponsePlan, headers: HeaderList, endOfStream: boolean, maxBodyBytes: number): boolean {
   if (plan.kind !== 'pass') return true;
-  return plan.added !== undefined && !endOfStream && isReadable(headers);
+  return plan.added !== undefined && isHoldable(headers, endOfStream, maxBodyBytes) && contentCoding(headers) !== undefined;
 }
 
 /** A body svc-cache can read: GraphQL JSON, not encoded. */
@@ -54,9 +60,29 @@ export function isReadable(headers: HeaderList): boolean {
   return isGraphQLJson(headers) && !isEncoded(headers);
 }
 
-/** The body the client gets under a pass plan: the origin's, less any fields svc-cache added. */
-export function passedBody(plan: PassPlan, body: Buffer): Buffer {
-  return plan.added ? stripAddedFields(plan.added, body) : body;
+/**
+ * A body svc-cache may have Envoy hold for it: one that comes, does not stream, and declares no
+ * more bytes than `limits.maxResponseBodyBytes`, below Envoy's buffer limit, past which holding it
+ * is Envoy's 500 in place of the answer (README, Envoy settings and why). A larger answer passes
+ * untouched: with any fields svc-cache added to the query.
+ */
+export function isHoldable(headers: HeaderList, endOfStream: boolean, maxBodyBytes: number): boolean {
+  return !endOfStream && !isStreaming(headers) && !(Number(headerValue(headers, 'content-length')) > maxBodyBytes);
+}
+
+/**
+ * The body the client gets under a pass plan: the origin's, less any fields svc-cache added, then
+ * sent as identity when they were cut from a compressed body (`decoded`). A body that cannot be
+ * decoded within `maxBodyBytes` goes as it came.
+ */
+export function passedBody(plan: PassPlan, headers: HeaderList, body: Buffer, maxBodyBytes: number): { body: Buffer; decoded: boolean } {
+  if (!plan.added) return { body, decoded: false };
+  const coding = contentCoding(headers);
+  if (coding === 'identity' || coding === undefined) return { body: stripAddedFields(plan.added, body), decoded: false };
+  const identity = decodedWithin(body, coding, maxBodyBytes);
+  if (identity === undefined) return { body, decoded: false };
+  const stripped = stripAddedFields(plan.added, identity);
+  return stripped === identity ? { body, decoded: false } : { body: stripped, decoded: true };
 }
 
 /** The entry to store from an origin answer, or why it cannot be stored. */

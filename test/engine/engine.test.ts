@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { buildSchema } from 'graphql';
 import { pino } from 'pino';
 import { MAX_REWRITTEN_PATH_BYTES } from '../../src/extproc/envoyLimits.js';
@@ -396,6 +397,63 @@ describe('DecisionEngine', () => {
         ['svc-cache', 'HIT'],
         ['age', '0'],
       ]);
+    });
+  });
+
+  describe('fields svc-cache added, in answers it does not store (README, Invalidation after mutations)', () => {
+    const added = Buffer.from('{"data":{"todos":[{"title":"Buy milk","_svc_id":"1"}]}}');
+    const clientBody = '{"data":{"todos":[{"title":"Buy milk"}]}}';
+
+    /** The response phases for a request whose query svc-cache rewrote. */
+    async function answered(query: string, headers: Array<[string, string]>, body: Buffer) {
+      const request = post({ query });
+      const exchange = engine.begin(request.head);
+      const forwarded = await engine.requestBody(exchange, request.body);
+      expect(forwarded.kind === 'forward' && forwarded.requestBody?.toString()).toContain('_svc_id: id');
+      const head = await engine.responseHead(exchange, 200, [[':status', '200'], ...headers], false);
+      if (!head.wantsBody) return { wantsBody: false };
+      const decision = await engine.responseBody(exchange, body);
+      return { wantsBody: true, body: decision.body?.toString(), remove: decision.headers.remove };
+    }
+
+    it.each([
+      ['text/plain', [['content-type', 'text/plain']]],
+      ['no content type', []],
+      ['application/problem+json', [['content-type', 'application/problem+json']]],
+    ] as Array<[string, Array<[string, string]>]>)('cuts them from a query answer in %s', async (_name, headers) => {
+      expect(await answered('{ todos { title } }', headers, added)).toEqual({ wantsBody: true, body: clientBody, remove: [] });
+    });
+
+    it.each([
+      ['gzip', gzipSync(added)],
+      ['x-gzip', gzipSync(added)],
+      ['deflate', deflateSync(added)],
+      ['br', brotliCompressSync(added)],
+    ] as Array<[string, Buffer]>)('cuts them from an answer the origin compressed with %s, which then goes as identity', async (coding, body) => {
+      const headers: Array<[string, string]> = [...JSON_HEADERS, ['content-encoding', coding]];
+      expect(await answered('{ todos { title } }', headers, body)).toEqual({ wantsBody: true, body: clientBody, remove: ['content-encoding'] });
+    });
+
+    it('cuts them from a mutation answer it cannot read, which invalidates by type', async () => {
+      const body = Buffer.from('{"data":{"updateTodo":{"title":"x","_svc_id":"1"}}}');
+      const answer = await answered('mutation { updateTodo(id: "1", title: "x") { title } }', [['content-type', 'text/plain']], body);
+      expect(answer).toEqual({ wantsBody: true, body: '{"data":{"updateTodo":{"title":"x"}}}', remove: [] });
+    });
+
+    it.each([
+      ['declares more than limits.maxResponseBodyBytes', [...JSON_HEADERS, ['content-length', String(10_000_001)]]],
+      ['streams', [['content-type', 'text/event-stream']]],
+      ['has a coding it cannot undo', [...JSON_HEADERS, ['content-encoding', 'zstd']]],
+    ] as Array<[string, Array<[string, string]>]>)('leaves an answer that %s to pass untouched', async (_name, headers) => {
+      expect(await answered('{ todos { title } }', headers, added)).toEqual({ wantsBody: false });
+      expect(await answered('mutation { updateTodo(id: "1", title: "x") { title } }', headers, added)).toEqual({ wantsBody: false });
+    });
+
+    it('passes a compressed answer as it came when it does not decode, or holds none of them', async () => {
+      const headers: Array<[string, string]> = [...JSON_HEADERS, ['content-encoding', 'gzip']];
+      expect(await answered('{ todos { title } }', headers, Buffer.from('not gzip'))).toEqual({ wantsBody: true, body: undefined, remove: [] });
+      const untouched = gzipSync('{"errors":[{"message":"no"}]}');
+      expect(await answered('{ todos { title } }', headers, untouched)).toEqual({ wantsBody: true, body: undefined, remove: [] });
     });
   });
 
