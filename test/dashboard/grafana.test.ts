@@ -7,7 +7,9 @@ import { startTestSidecar } from '../support/sidecar.js';
 
 interface Panel {
   id: number;
+  type: string;
   title: string;
+  description?: string;
   targets: Array<{ expr: string }>;
 }
 
@@ -21,6 +23,13 @@ beforeAll(async () => {
   sidecar = await startTestSidecar();
 });
 afterAll(() => sidecar.close());
+
+/** The panel plugins built into Grafana; a panel of any other type renders as "Panel plugin not found". */
+const BUILT_IN_PANEL_TYPES = new Set([
+  'alertlist', 'annolist', 'barchart', 'bargauge', 'candlestick', 'canvas', 'dashlist', 'datagrid', 'flamegraph', 'gauge', 'geomap',
+  'heatmap', 'histogram', 'logs', 'news', 'nodeGraph', 'piechart', 'row', 'stat', 'state-timeline', 'status-history', 'table', 'text',
+  'timeseries', 'traces', 'trend', 'xychart',
+]);
 
 /** Every sample name the exposition can carry: counters, gauges, and histograms' series. */
 async function exposedNames(): Promise<Set<string>> {
@@ -72,5 +81,10 @@ describe('Grafana dashboard', () => {
     const ids = board.panels.map((panel) => panel.id);
     expect(new Set(ids).size).toBe(ids.length);
     for (const panel of board.panels) expect(panel.targets.length).toBeGreaterThan(0);
+  });
+
+  it('gives every panel a built-in panel type and a title', () => {
+    const unrenderable = board.panels.filter((panel) => !BUILT_IN_PANEL_TYPES.has(panel.type) || panel.title.trim() === '');
+    expect(unrenderable.map(({ id, type, title }) => ({ id, type, title }))).toEqual([]);
   });
 });
