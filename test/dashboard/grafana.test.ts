@@ -10,7 +10,7 @@ interface Panel {
   type: string;
   title: string;
   description?: string;
-  targets: Array<{ expr: string }>;
+  targets: Array<{ expr: string; legendFormat?: string }>;
 }
 
 const board = JSON.parse(readFileSync(new URL('../../deploy/grafana/svc-cache.json', import.meta.url), 'utf8')) as {
@@ -81,6 +81,15 @@ describe('Grafana dashboard', () => {
     const ids = board.panels.map((panel) => panel.id);
     expect(new Set(ids).size).toBe(ids.length);
     for (const panel of board.panels) expect(panel.targets.length).toBeGreaterThan(0);
+  });
+
+  it('keeps purged entries apart by mode: hard ones were removed, soft ones only marked stale (README, Metrics)', () => {
+    const targets = board.panels.flatMap((panel) => panel.targets).filter((target) => target.expr.includes('svc_cache_purged_entries_total'));
+    expect(targets.length).toBeGreaterThan(0);
+    for (const target of targets) {
+      expect(target.expr).toMatch(/\bby \([^)]*\bmode\b[^)]*\)/);
+      expect(target.legendFormat).toContain('{{mode}}');
+    }
   });
 
   it('gives every panel a built-in panel type and a title', () => {
