@@ -58,9 +58,11 @@ describe('Grafana dashboard', () => {
     expect(unknown).toEqual([]);
   });
 
-  it('charts hit ratio by replica and in total, outcomes, PASS reasons, purges, invalidations, store errors and coalescing', () => {
+  it('charts hit ratio by replica and in total, outcomes, PASS reasons, purges, invalidations, store errors, coalescing, stream errors and config reloads', () => {
     expect([...referencedNames()].sort()).toEqual([
       'svc_cache_coalesced_requests_total',
+      'svc_cache_config_last_reload_successful',
+      'svc_cache_config_reloads_total',
       'svc_cache_decision_duration_seconds_bucket',
       'svc_cache_invalidated_entries_total',
       'svc_cache_invalidations_total',
@@ -70,6 +72,7 @@ describe('Grafana dashboard', () => {
       'svc_cache_requests_total',
       'svc_cache_store_duration_seconds_bucket',
       'svc_cache_store_errors_total',
+      'svc_cache_stream_errors_total',
     ]);
     const titles = board.panels.map((panel) => panel.title);
     expect(titles).toContain('Hit ratio by replica');
