@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { Config } from '../config/index.js';
 import { redactedConfig, type ConfigView, type ReloadStatus } from './configView.js';
 import { RecentChanges, type CacheChange, type CacheChangeInput } from './recentChanges.js';
-import type { RequestSummary } from './summary.js';
+import { hitRatio, type RequestSummary } from './summary.js';
 import { Timeline, TIMELINE_SECONDS, type TimelineSeries } from './timeline.js';
 import { TopOperations, type OperationRow } from './topOperations.js';
 
@@ -112,6 +112,5 @@ export class Dashboard {
 }
 
 function withRatio(totals: Omit<OutcomeTotals, 'hitRatio'>): OutcomeTotals {
-  const lookups = totals.HIT + totals.MISS + totals.PASS;
-  return { ...totals, hitRatio: lookups === 0 ? null : totals.HIT / lookups };
+  return { ...totals, hitRatio: hitRatio((outcome) => totals[outcome]) };
 }

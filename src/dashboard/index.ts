@@ -3,6 +3,6 @@ export { dashboardRoutes, type AdminRoutes, type DashboardActions, type InspectI
 export { pageSizeBytes } from './page.js';
 export { redactedConfig, REDACTED } from './configView.js';
 export type { CacheChangeInput } from './recentChanges.js';
-export type { PassReason, RequestSummary } from './summary.js';
+export { HIT_RATIO_OUTCOMES, type PassReason, type RequestSummary } from './summary.js';
 export { TOP_OPERATIONS } from './topOperations.js';
 export { RECENT_CHANGES } from './recentChanges.js';

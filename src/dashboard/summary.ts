@@ -24,3 +24,16 @@ export type PassReason = string;
 export type Outcome = 'HIT' | 'MISS' | 'PASS' | 'ERROR';
 
 export const OUTCOMES: readonly Outcome[] = ['HIT', 'MISS', 'PASS', 'ERROR'];
+
+/**
+ * The requests a hit ratio is taken over, on the page, in the API, in Grafana and in README's PromQL
+ * (README, Metrics: hit ratio): those bound for the origin, of which HIT is the share the cache
+ * answered. ERROR is left out: svc-cache answered those itself, neither cache nor origin could have.
+ */
+export const HIT_RATIO_OUTCOMES: readonly Outcome[] = ['HIT', 'MISS', 'PASS'];
+
+/** HIT over the requests of HIT_RATIO_OUTCOMES; null when there were none. */
+export function hitRatio(count: (outcome: Outcome) => number): number | null {
+  const counted = HIT_RATIO_OUTCOMES.reduce((sum, outcome) => sum + count(outcome), 0);
+  return counted === 0 ? null : count('HIT') / counted;
+}

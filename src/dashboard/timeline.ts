@@ -1,5 +1,5 @@
 import { increment, LATENCY_BUCKETS, latencyBucket, latencyQuantile } from './latencyBuckets.js';
-import type { Outcome, RequestSummary } from './summary.js';
+import { hitRatio, type Outcome, type RequestSummary } from './summary.js';
 
 /** One hour of per-second slots: the window the page charts. */
 export const TIMELINE_SECONDS = 3600;
@@ -69,13 +69,12 @@ export class Timeline {
       const count = (outcome: Outcome): number => (slot < 0 ? 0 : this.outcomes[slot * OUTCOME_COUNT + OUTCOME_INDEX[outcome]]!);
       const quantile = (series: number, q: number): number | null =>
         slot < 0 ? null : (latencyQuantile(this.latency, (slot * LATENCY_SERIES + series) * LATENCY_BUCKETS, q) ?? null);
-      const [hit, miss, pass] = [count('HIT'), count('MISS'), count('PASS')];
       result.time.push(second);
-      result.hit.push(hit);
-      result.miss.push(miss);
-      result.pass.push(pass);
+      result.hit.push(count('HIT'));
+      result.miss.push(count('MISS'));
+      result.pass.push(count('PASS'));
       result.error.push(count('ERROR'));
-      result.hitRatio.push(hit + miss + pass === 0 ? null : hit / (hit + miss + pass));
+      result.hitRatio.push(hitRatio(count));
       result.missP50.push(quantile(0, 0.5));
       result.missP99.push(quantile(0, 0.99));
       result.passP50.push(quantile(1, 0.5));

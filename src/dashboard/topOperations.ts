@@ -1,6 +1,6 @@
 import { increment, LATENCY_BUCKETS, latencyBucket, latencyQuantile } from './latencyBuckets.js';
 import { shownName } from './shownNames.js';
-import type { RequestSummary } from './summary.js';
+import { HIT_RATIO_OUTCOMES, type RequestSummary } from './summary.js';
 
 /** How many operations the sketch tracks (README, Dashboard). */
 export const TOP_OPERATIONS = 100;
@@ -25,7 +25,8 @@ interface Counter {
   requests: number;
   overcount: number;
   hits: number;
-  cacheable: number;
+  /** Requests of HIT_RATIO_OUTCOMES, over which `hits` is the hit ratio. */
+  countedInRatio: number;
   passReasons: Map<string, number>;
   latency: Uint32Array;
 }
@@ -50,7 +51,7 @@ export class TopOperations {
     const counter = this.counters.get(documentHash) ?? this.admit(documentHash, operationName);
     counter.requests += 1;
     if (summary.outcome === 'HIT') counter.hits += 1;
-    if (summary.outcome === 'HIT' || summary.outcome === 'MISS' || summary.outcome === 'PASS') counter.cacheable += 1;
+    if (summary.outcome !== undefined && HIT_RATIO_OUTCOMES.includes(summary.outcome)) counter.countedInRatio += 1;
     if (summary.passReason !== undefined) countPassReason(counter.passReasons, summary.passReason);
     if (summary.originLatencyMs !== undefined) increment(counter.latency, latencyBucket(summary.originLatencyMs));
   }
@@ -65,7 +66,7 @@ export class TopOperations {
         documentHash: counter.documentHash,
         requests: counter.requests,
         overcount: counter.overcount,
-        hitRatio: counter.cacheable === 0 ? null : counter.hits / counter.cacheable,
+        hitRatio: counter.countedInRatio === 0 ? null : counter.hits / counter.countedInRatio,
         mainPassReason: mainReason(counter.passReasons),
         originLatencyP50Ms: latencyQuantile(counter.latency, 0, 0.5) ?? null,
       }));
@@ -83,7 +84,7 @@ export class TopOperations {
       requests: evicted?.requests ?? 0,
       overcount: evicted?.requests ?? 0,
       hits: 0,
-      cacheable: 0,
+      countedInRatio: 0,
       passReasons: new Map(),
       latency: new Uint32Array(LATENCY_BUCKETS),
     };

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HIT_RATIO_OUTCOMES } from '../../src/dashboard/index.js';
 import type { Sidecar } from '../../src/sidecar/sidecar.js';
 import { startTestSidecar } from '../support/sidecar.js';
 
@@ -98,5 +99,22 @@ describe('Grafana dashboard', () => {
   it('gives every panel a built-in panel type and a title', () => {
     const unrenderable = board.panels.filter((panel) => !BUILT_IN_PANEL_TYPES.has(panel.type) || panel.title.trim() === '');
     expect(unrenderable.map(({ id, type, title }) => ({ id, type, title }))).toEqual([]);
+  });
+});
+
+describe('hit ratio', () => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const counted = `svc_cache_requests_total{outcome=~"${HIT_RATIO_OUTCOMES.join('|')}"}`;
+
+  it("README's PromQL divides by the outcomes the page and the API count (README, Metrics)", () => {
+    const promql = [...readme.matchAll(/`([^`]*svc_cache_requests_total\{outcome="HIT"\}[^`]*)`/g)].map(([, expr]) => expr!);
+    expect(promql.length).toBeGreaterThan(0);
+    for (const expr of promql) expect(expr.split(' / ')[1]).toContain(counted);
+  });
+
+  it("Grafana's hit-ratio panels divide by the same outcomes", () => {
+    const panels = board.panels.filter((panel) => /hit ratio/i.test(panel.title));
+    expect(panels.length).toBe(2);
+    for (const panel of panels) expect(panel.targets[0]!.expr.split(' / ')[1]).toContain(counted);
   });
 });
