@@ -80,7 +80,7 @@ function valueProblem(message: string, path: KeyPath, context: IssueContext): Pr
   const value = valueAt(context.written, path);
   if (value === undefined) return [{ line, text: `${where}: required, ${message}` }];
   if (context.alreadyReported(value)) return [];
-  const shown = isSecret(context.schema, path) ? describeSecret(value) : context.showValue(value);
+  const shown = secrecyAt(context.schema, path) !== undefined ? describeSecret(value) : context.showValue(value);
   const found = message.startsWith('expected ') ? `, got ${shown}` : '';
   return [{ line, text: `${where}: ${message}${found}` }];
 }
@@ -98,14 +98,23 @@ function describeSecret(value: unknown): string {
   return typeof value === 'string' ? `a secret of ${value.length} characters (not shown)` : 'a secret (not shown)';
 }
 
-/** Settings marked `.meta({ secret: true })` in the schema, and everything inside them, are never quoted back. */
-function isSecret(root: z.core.$ZodType, path: KeyPath): boolean {
+/**
+ * How a setting is secret, marked `.meta({ secret })` in the schema: `value`, the whole of it (a token,
+ * a key); `url-password`, the password a URL may hold, the rest of the URL being no secret. A secret
+ * setting of either kind, and everything inside it, is never quoted back in a message (a URL that
+ * does not parse cannot be cut at its password); the dashboard shows the rest of a URL (README, Dashboard).
+ */
+export type Secrecy = 'value' | 'url-password';
+
+/** The secrecy of the setting at `path`, or of the setting it sits in; undefined for no secret. */
+export function secrecyAt(root: z.core.$ZodType, path: KeyPath): Secrecy | undefined {
   for (let depth = 0; depth <= path.length; depth++) {
     for (let layer = schemaAt(root, path.slice(0, depth)); layer; layer = innerOf(layer)) {
-      if (z.globalRegistry.get(layer)?.secret === true) return true;
+      const secret = z.globalRegistry.get(layer)?.secret;
+      if (secret === 'value' || secret === 'url-password') return secret;
     }
   }
-  return false;
+  return undefined;
 }
 
 function suggestKey(key: string, known: readonly string[]): string {

@@ -7,7 +7,8 @@ import { scopeReferenceIssues } from './scopeReferences.js';
  * The configuration file (README "Configuration", "Every key"). `.strict()` everywhere: an unknown key is a typo the operator
  * wants to hear about at start, not a setting silently ignored. Error messages are worked out from
  * these definitions (src/config/issues.ts): `.describe()` names what a value must be where the
- * types alone would read poorly, and `.meta({ secret: true })` keeps a value out of messages.
+ * types alone would read poorly, and `.meta({ secret })` keeps a value out of messages and off the
+ * dashboard (src/config/issues.ts, Secrecy).
  */
 
 /** A header name is an RFC 9110 token; a name with other characters matches no request. */
@@ -42,11 +43,11 @@ const jwtSettings = z
       .array(z.enum(JWT_ALGORITHMS))
       .min(1)
       .describe(`a non-empty list of ${JWT_ALGORITHMS.join(', ')} ("none" is never accepted)`),
-    secret: z.string().min(1).meta({ secret: true }).optional(),
+    secret: z.string().min(1).meta({ secret: 'value' }).optional(),
     publicKey: z
       .string()
       .refine(isPublicKey, 'expected a PEM public key ("-----BEGIN PUBLIC KEY-----...")')
-      .meta({ secret: true })
+      .meta({ secret: 'value' })
       .optional(),
     jwksFile: z.string().min(1).optional(),
     jwksUrl: z.url({ protocol: /^https?$/ }).describe('an http:// or https:// URL').optional(),
@@ -213,7 +214,7 @@ export const configSchema = z
       .optional(),
     redis: z
       .object({
-        url: redisUrl.meta({ secret: true }).optional(),
+        url: redisUrl.meta({ secret: 'url-password' }).optional(),
         keyPrefix: z.string().default('svc-cache:'),
         cluster: z.object({ nodes: z.array(redisNode).min(1) }).strict().optional(),
         sentinel: z
@@ -272,7 +273,7 @@ export const configSchema = z
       .default({ mode: 'match', fields: {} }),
     purge: z
       .object({
-        tokens: z.array(z.string().min(1).meta({ secret: true })).default([]),
+        tokens: z.array(z.string().min(1).meta({ secret: 'value' })).default([]),
         header: headerName.default('svc-purge-token'),
       })
       .strict()
@@ -319,7 +320,7 @@ export const configSchema = z
          * Key of the hash that names scope buckets. Replicas sharing one store need the same secret to
          * share scoped entries; without it each process picks a random one.
          */
-        scopeKeySecret: z.string().min(16).meta({ secret: true }).optional(),
+        scopeKeySecret: z.string().min(16).meta({ secret: 'value' }).optional(),
         /**
          * How long identical misses wait for the one request already fetching their answer, in ms.
          * Kept under Envoy's ext_proc message_timeout (1 s in deploy/sidecar/envoy.yaml); 0 turns coalescing off.

@@ -1,12 +1,6 @@
-import type { Config } from '../config/index.js';
+import { configSchema, secrecyAt, type Config } from '../config/index.js';
 
 export const REDACTED = '[redacted]';
-
-/**
- * A key whose value is a credential wherever it appears (purge tokens, scopeKeySecret, a JWT scope's
- * secret and publicKey). A JWT scope's other settings (claim, algorithms, issuer...) stay readable.
- */
-const SECRET_KEY = /secret|token|password|credential|private|publickey/i;
 
 export interface ReloadStatus {
   /** ISO 8601; undefined when the configuration was never reloaded. */
@@ -21,22 +15,22 @@ export interface ConfigView {
 }
 
 /**
- * The configuration as the page shows it: everything an operator set, with every secret replaced
- * (purge tokens, the scope key secret, JWT keys, passwords inside Redis URLs), so the read-only API can serve
- * it without the purge token.
+ * The configuration as the page shows it: everything an operator set, with every secret replaced, so
+ * the read-only API can serve it without the purge token (README, Dashboard). What is secret is what
+ * the schema marks so (purge tokens, the scope key secret, a JWT scope's secret and public key), not
+ * what a key is called: `cache.publicForCredentialedRequests` or a scope named API_TOKEN is no
+ * secret. A password inside a URL is one wherever the URL is written (redis.url, Cluster and Sentinel
+ * nodes), and only the password: the rest says which server is used.
  */
 export function redactedConfig(config: Config): unknown {
-  return redact(config);
+  return redact(config, []);
 }
 
-function redact(value: unknown, key = ''): unknown {
-  if (SECRET_KEY.test(key) && value !== undefined) {
-    return Array.isArray(value) ? value.map(() => REDACTED) : REDACTED;
-  }
-  if (typeof value === 'string') return withoutUrlPassword(value);
-  if (Array.isArray(value)) return value.map((item) => redact(item));
+function redact(value: unknown, path: readonly PropertyKey[]): unknown {
+  if (typeof value === 'string') return secrecyAt(configSchema, path) === 'value' ? REDACTED : withoutUrlPassword(value);
+  if (Array.isArray(value)) return value.map((item, index) => redact(item, [...path, index]));
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, redact(item, name)]));
+    return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, redact(item, [...path, name])]));
   }
   return value;
 }

@@ -201,4 +201,41 @@ describe('configuration view', () => {
       ORG: { definition: 'cookie:session', jwt: { claim: 'org.id', algorithms: ['ES256'], publicKey: REDACTED, clockToleranceSeconds: 0 } },
     });
   });
+
+  it('redacts by what the schema marks secret, not by what a key is called: booleans, numbers and scopes named like secrets show', () => {
+    for (const publicForCredentialedRequests of [true, false]) {
+      const config = configSchema.parse({
+        origin: { url: 'http://origin.test/graphql' },
+        cache: { publicForCredentialedRequests, scopeKeySecret: 'a-scope-key-secret-of-32-bytes!!' },
+        scopes: {
+          API_TOKEN: 'header:x-api-token',
+          SESSION_SECRET: { definition: 'cookie:session', jwt: { claim: 'sub', algorithms: ['HS256'], secret: 'jwt-hmac-secret' } },
+        },
+      });
+      const view = redactedConfig(config) as typeof config;
+      expect(view.cache).toEqual({ ...config.cache, scopeKeySecret: REDACTED });
+      expect(view.cache.publicForCredentialedRequests).toBe(publicForCredentialedRequests);
+      expect(view.scopes).toEqual({
+        API_TOKEN: 'header:x-api-token',
+        SESSION_SECRET: { definition: 'cookie:session', jwt: { claim: 'sub', algorithms: ['HS256'], secret: REDACTED, clockToleranceSeconds: 0 } },
+      });
+    }
+  });
+
+  it('hides the password of every Redis URL, the Cluster and Sentinel nodes included, and shows which servers', () => {
+    const cluster = configSchema.parse({
+      origin: { url: 'http://origin.test/graphql' },
+      redis: { url: 'rediss://:cluster-pass@seed.internal:6379', cluster: { nodes: ['redis://:node-pass@node-a:7000', 'node-b:7001'] } },
+    });
+    const sentinel = configSchema.parse({
+      origin: { url: 'http://origin.test/graphql' },
+      redis: { sentinel: { name: 'main', sentinels: ['redis://watcher:sentinel-pass@sentinel-a:26379'] } },
+    });
+    const clusterView = redactedConfig(cluster) as typeof cluster;
+    const sentinelView = redactedConfig(sentinel) as typeof sentinel;
+    expect(clusterView.redis!.url).toBe(`rediss://:${REDACTED}@seed.internal:6379`);
+    expect(clusterView.redis!.cluster!.nodes).toEqual([`redis://:${REDACTED}@node-a:7000`, 'node-b:7001']);
+    expect(sentinelView.redis!.sentinel!.sentinels).toEqual([`redis://watcher:${REDACTED}@sentinel-a:26379`]);
+    expect(JSON.stringify([clusterView, sentinelView])).not.toMatch(/cluster-pass|node-pass|sentinel-pass/);
+  });
 });
