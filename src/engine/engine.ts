@@ -62,6 +62,7 @@ import { cachePolicyFor, selectsUnnamedIntrospection, type CachePolicy } from '.
 import { JwtScopes } from './jwtScopes.js';
 import { scopeKeyedHeaders } from './scopes.js';
 import { fitToEnvoyLimits } from './headerRoom.js';
+import { PendingInvalidations } from './pendingInvalidations.js';
 import { cacheStatusHeader, explanationHeaders, hitResponse, mergeScopeHeaders, type HeaderChanges, type Replay } from './responses.js';
 import { failureByHead, isGraphQLResult, staleResponse, withinStaleIfError, type OriginFailure } from './staleIfError.js';
 import type { HttpResponse } from '../http/index.js';
@@ -103,8 +104,11 @@ export interface EngineEvents {
   staleIfError(failure: OriginFailure): void;
 }
 
-/** What an invalidation after a mutation was worked out from: its answer, or its root fields' types when the answer could not be read. */
-export type InvalidationSource = 'answer' | 'root-field-types';
+/**
+ * What an invalidation after a mutation was worked out from: its answer, or its root fields' types
+ * when the answer could not be read; `retry` applies again those the store failed (PendingInvalidations).
+ */
+export type InvalidationSource = 'answer' | 'root-field-types' | 'retry';
 
 export interface EngineDependencies {
   state: () => RuntimeState;
@@ -173,10 +177,19 @@ export class DecisionEngine {
   /** Per parsed document (documents are remembered by query text): what its text alone decides. */
   private readonly analyses = new WeakMap<DocumentNode, DocumentAnalysis>();
   private readonly jwtScopes: JwtScopes;
+  private readonly pendingInvalidations = new PendingInvalidations(
+    (what) => this.retryInvalidation(what),
+    (error, failures) => this.deps.logger.warn({ err: errorMessage(error), failures }, 'invalidation after mutation still failing; retrying'),
+  );
 
   constructor(private readonly deps: EngineDependencies) {
     this.now = deps.now ?? Date.now;
     this.jwtScopes = new JwtScopes({ secret: deps.scopeKeySecret, now: this.now });
+  }
+
+  /** Invalidations after mutations that failed and wait for their retry (README, Invalidation after mutations). */
+  get invalidationsPending(): boolean {
+    return this.pendingInvalidations.pending;
   }
 
   /** The exchange of one HTTP request; without a head, a response whose request svc-cache never saw. */
@@ -776,9 +789,19 @@ export class DecisionEngine {
       this.deps.logger.info({ policy, from, tags: tags.length, removedEntries }, 'invalidated after mutation');
       this.report((events) => events.invalidation({ policy, from, tags: tags.length, removedEntries }));
     } catch (error) {
-      this.deps.logger.error({ policy, from, tags: tags.length, err: errorMessage(error) }, 'invalidation after mutation failed');
+      this.deps.logger.error({ policy, from, tags: tags.length, err: errorMessage(error) }, 'invalidation after mutation failed; it will be retried');
       this.report((events) => events.invalidation({ policy, from, failed: errorMessage(error) }));
+      this.pendingInvalidations.add(tags);
     }
+  }
+
+  /** A failed invalidation applied again; counted as one that succeeded once it does. Throws while the store still fails. */
+  private async retryInvalidation(what: readonly string[] | 'everything'): Promise<void> {
+    const removedEntries = what === 'everything' ? await this.deps.store.invalidateAll() : await this.deps.store.invalidate(what);
+    const policy = this.deps.state().config.mutationPolicy;
+    const tags = what === 'everything' ? 'everything' : what.length;
+    this.deps.logger.info({ policy, from: 'retry', tags, removedEntries }, 'invalidated after mutation, on retry');
+    this.report((events) => events.invalidation({ policy, from: 'retry', tags: what === 'everything' ? 0 : what.length, removedEntries }));
   }
 
   private async registerPersistedQuery(exchange: Exchange): Promise<void> {

@@ -3,7 +3,7 @@ import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { buildSchema } from 'graphql';
 import { pino } from 'pino';
 import { MAX_REWRITTEN_PATH_BYTES } from '../../src/extproc/envoyLimits.js';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { configSchema, type Config } from '../../src/config/schema.js';
 import { DecisionEngine, type Exchange, type RequestDecision, type RequestHead } from '../../src/engine/engine.js';
 import { silentLogger } from '../../src/observability/log.js';
@@ -180,6 +180,19 @@ describe('DecisionEngine', () => {
       expect((await roundTrip(query)).status).toBe('MISS');
     },
   );
+
+  it('retries an invalidation the store failed, so the entries the mutation changed go once it can', async () => {
+    build({ mutationPolicy: 'Entity' });
+    const query = post({ query: '{ todos { id } }' });
+    expect((await roundTrip(query)).status).toBe('MISS');
+    const failOnce = vi.spyOn(store, 'invalidate').mockRejectedValueOnce(new Error('Command timed out'));
+    const mutation = post({ query: 'mutation { updateTodo(id: "1", title: "x") { id } }' });
+    expect((await roundTrip(mutation, { body: Buffer.from('{"data":{"updateTodo":{"id":"1"}}}') })).status).toBe('PASS');
+    expect([(await roundTrip(query)).status, engine.invalidationsPending]).toEqual(['HIT', true]);
+    await vi.waitFor(() => expect(engine.invalidationsPending).toBe(false), { timeout: 2_000, interval: 20 });
+    expect(failOnce.mock.calls).toEqual([[['e:Todo:1']], [['e:Todo:1']]]);
+    expect((await roundTrip(query)).status).toBe('MISS');
+  });
 
   it('forwards a mutation to read its answer, or passes it untouched under mutationPolicy None', async () => {
     const request = post({ query: 'mutation { addTodo(title: "x") { id } }' });

@@ -1,0 +1,72 @@
+/**
+ * Invalidations after mutations that the store could not apply (Redis stalled, failing over, out of
+ * reach), retried until it can: the mutation ran at the origin, so until then the entries it
+ * changed are stale, and nothing else would remove them before they expire (README, Invalidation
+ * after mutations). Pending tags are merged into one retry; past MAX_PENDING_TAGS the retry
+ * empties the whole store instead, which covers them all, so what a client can make this hold is
+ * bounded.
+ */
+export class PendingInvalidations {
+  private tags = new Set<string>();
+  private everything = false;
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private failures = 0;
+
+  constructor(
+    private readonly apply: (what: readonly string[] | 'everything') => Promise<void>,
+    private readonly onRetryFailed: (error: unknown, failures: number) => void,
+  ) {}
+
+  /** Tags (or everything) are waiting for a retry. */
+  get pending(): boolean {
+    return this.everything || this.tags.size > 0;
+  }
+
+  add(tags: readonly string[]): void {
+    if (!this.everything) {
+      for (const tag of tags) this.tags.add(tag);
+      if (this.tags.size > MAX_PENDING_TAGS) this.coverEverything();
+    }
+    this.schedule();
+  }
+
+  private coverEverything(): void {
+    this.everything = true;
+    this.tags = new Set();
+  }
+
+  private schedule(): void {
+    if (this.timer !== undefined || this.running || !this.pending) return;
+    const delay = Math.min(FIRST_DELAY_MS * 2 ** this.failures, MAX_DELAY_MS);
+    this.timer = setTimeout(() => void this.retry(), delay);
+    this.timer.unref();
+  }
+
+  private async retry(): Promise<void> {
+    this.timer = undefined;
+    this.running = true;
+    const [tags, everything] = [this.tags, this.everything];
+    this.tags = new Set();
+    this.everything = false;
+    try {
+      await this.apply(everything ? 'everything' : [...tags]);
+      this.failures = 0;
+    } catch (error) {
+      this.failures += 1;
+      // Back in line, merged with what failed since.
+      if (everything) this.coverEverything();
+      else if (!this.everything) this.add([...tags]);
+      this.onRetryFailed(error, this.failures);
+    } finally {
+      this.running = false;
+      this.schedule();
+    }
+  }
+}
+
+/** A retry follows a failure after 100 ms, then twice as long each time, at most every 5 s. */
+const FIRST_DELAY_MS = 100;
+const MAX_DELAY_MS = 5_000;
+/** Tags of failed invalidations kept apart; more, and the retry empties the store. */
+const MAX_PENDING_TAGS = 10_000;
