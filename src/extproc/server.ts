@@ -85,6 +85,22 @@ export async function startExtProcServer(options: ExtProcServerOptions): Promise
 }
 
 /**
+ * An answer still being worked out after ASK_FOR_MORE_TIME_AFTER_MS (a purge or an invalidation of
+ * many entries, Redis slow to reply) first asks Envoy for MORE_TIME: past its `message_timeout`
+ * (1 s in deploy/sidecar/envoy.yaml) Envoy goes on without svc-cache, which would forward a purge
+ * to the origin and hand a mutation's answer over with the fields svc-cache added. Envoy grants it
+ * once per message, up to its `max_message_timeout` (5 s there), which must not be lower than
+ * MORE_TIME or the request is ignored (docs/ext-proc.md, Timeouts and failure modes). A request's
+ * headers are decided at once, or within the coalescing wait, so they never ask.
+ */
+const ASK_FOR_MORE_TIME_AFTER_MS = 500;
+const MORE_TIME: ProcessingResponse = { override_message_timeout: { seconds: 5 } };
+
+function asksForMoreTime(message: ProcessingRequest): boolean {
+  return message.request !== 'request_headers' && message.observability_mode !== true;
+}
+
+/**
  * Messages of one stream are handled strictly in order, one answer each. Envoy ends a stream with a
  * half-close followed at once by a cancel (docs/ext-proc.md, Stream close): both are normal. The
  * request's outcome is counted once, whichever way the stream ends, and the stream's listeners are
@@ -136,8 +152,10 @@ export function serveStream(
     pending = pending.then(async () => {
       if (finished) return;
       const started = process.hrtime.bigint();
+      const moreTime = asksForMoreTime(message) ? setTimeout(() => !finished && call.write(MORE_TIME), ASK_FOR_MORE_TIME_AFTER_MS) : undefined;
       try {
         const answer = await stream.handle(message);
+        clearTimeout(moreTime);
         if (message.request !== undefined) {
           metrics.observeDecisionSeconds(message.request, Number(process.hrtime.bigint() - started) / 1e9);
         }
@@ -152,6 +170,7 @@ export function serveStream(
           }
         }
       } catch (error) {
+        clearTimeout(moreTime);
         if (error instanceof ProtocolViolation) fail(grpc.status.INVALID_ARGUMENT, error.message);
         else fail(grpc.status.INTERNAL, 'internal error');
         if (!(error instanceof ProtocolViolation)) logger.error({ err: errorMessage(error) }, 'ext_proc stream failed');

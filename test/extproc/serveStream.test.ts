@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type * as grpc from '@grpc/grpc-js';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Exchange, type DecisionEngine } from '../../src/engine/engine.js';
 import type { ProcessingRequest, ProcessingResponse } from '../../src/extproc/messages.js';
 import { serveStream } from '../../src/extproc/server.js';
@@ -50,13 +50,18 @@ const hittingEngine = {
   },
 } as unknown as DecisionEngine;
 
-const GET_HEADERS: ProcessingRequest = {
-  request: 'request_headers',
-  request_headers: {
-    headers: { headers: [{ key: ':method', raw_value: Buffer.from('GET') }, { key: ':path', raw_value: Buffer.from('/graphql?query=%7Bx%7D') }] },
-    end_of_stream: true,
-  },
-};
+/** The request_headers message of a request by `method` for `path`. */
+function requestHeaders(method: string, path: string, endOfStream: boolean): ProcessingRequest {
+  return {
+    request: 'request_headers',
+    request_headers: {
+      headers: { headers: [{ key: ':method', raw_value: Buffer.from(method) }, { key: ':path', raw_value: Buffer.from(path) }] },
+      end_of_stream: endOfStream,
+    },
+  };
+}
+
+const GET_HEADERS = requestHeaders('GET', '/graphql?query=%7Bx%7D', true);
 
 function serve(): { call: StandInCall; closed: () => number } {
   const call = new StandInCall();
@@ -101,5 +106,56 @@ describe('serveStream', () => {
     expect(call.ended).toBe(true);
     expect(closed()).toBe(1);
     expect(call.listenersLeft()).toEqual({ data: 0, end: 0, cancelled: 0, error: 0 });
+  });
+
+  describe('an answer that takes long', () => {
+    /** Asks for the POST body, then answers it after `bodyMs` (a purge of many entries, Redis slow to reply). */
+    function slowBodyEngine(bodyMs: number): DecisionEngine {
+      return {
+        begin: () => new Exchange({ method: 'POST', path: '/graphql', headers: [], hasBody: true }),
+        requestHead: async () => ({ kind: 'need-body' as const }),
+        requestBody: async (exchange: Exchange) => {
+          await new Promise((resolve) => setTimeout(resolve, bodyMs));
+          exchange.settle('HIT', { servedBytes: 2 });
+          return { kind: 'respond' as const, response: { status: 200, headers: [], body: Buffer.from('{}') } };
+        },
+      } as unknown as DecisionEngine;
+    }
+
+    const POST_HEADERS = requestHeaders('POST', '/graphql', false);
+    const POST_BODY: ProcessingRequest = { request: 'request_body', request_body: { body: Buffer.from('{}'), end_of_stream: true } };
+
+    function serveWith(engine: DecisionEngine): StandInCall {
+      const call = new StandInCall();
+      const options = { engine, logger: silentLogger(), metrics: new Metrics({ processMetrics: false }), port: 0 };
+      serveStream(call as unknown as grpc.ServerDuplexStream<ProcessingRequest, ProcessingResponse>, options, () => undefined);
+      return call;
+    }
+
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    it("asks Envoy for 5 s more once it has worked 500 ms on an answer, within max_message_timeout", async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      const call = serveWith(slowBodyEngine(1_200));
+      call.emit('data', POST_HEADERS);
+      call.emit('data', POST_BODY);
+      await vi.advanceTimersByTimeAsync(499);
+      expect(call.written.map((answer) => Object.keys(answer))).toEqual([['request_headers']]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(call.written.at(-1)).toEqual({ override_message_timeout: { seconds: 5 } });
+      await vi.advanceTimersByTimeAsync(700);
+      expect(call.written.map((answer) => Object.keys(answer))).toEqual([['request_headers'], ['override_message_timeout'], ['immediate_response']]);
+    });
+
+    it('asks for nothing when the answer comes in time', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      const call = serveWith(slowBodyEngine(400));
+      call.emit('data', POST_HEADERS);
+      call.emit('data', POST_BODY);
+      await vi.advanceTimersByTimeAsync(2_000);
+      expect(call.written.map((answer) => Object.keys(answer))).toEqual([['request_headers'], ['immediate_response']]);
+    });
   });
 });
