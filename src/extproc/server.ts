@@ -118,6 +118,8 @@ export function serveStream(
   let finished = false;
   let counted = false;
   let pending: Promise<void> = Promise.resolve();
+  /** Messages received and not yet answered: one left when Envoy ends the stream is an answer it gave up on. */
+  let unanswered = 0;
   metrics.streamOpened();
 
   const countOutcome = (): void => {
@@ -128,6 +130,10 @@ export function serveStream(
     stream.close();
     const summary = stream.summary;
     metrics.streamClosed();
+    if (unanswered > 0) {
+      metrics.recordStreamAbandoned();
+      logger.info({ outcome: summary.outcome ?? 'undecided' }, 'Envoy ended the ext_proc stream before its answer (message_timeout, or the client went away)');
+    }
     logger.debug(
       { outcome: summary.outcome ?? 'undecided', passReason: summary.passReason, errorCode: summary.errorCode },
       'ext_proc stream closed',
@@ -149,13 +155,18 @@ export function serveStream(
   };
 
   const onData = (message: ProcessingRequest): void => {
+    unanswered += 1;
     pending = pending.then(async () => {
-      if (finished) return;
+      if (finished) {
+        unanswered -= 1;
+        return;
+      }
       const started = process.hrtime.bigint();
       const moreTime = asksForMoreTime(message) ? setTimeout(() => !finished && call.write(MORE_TIME), ASK_FOR_MORE_TIME_AFTER_MS) : undefined;
       try {
         const answer = await stream.handle(message);
         clearTimeout(moreTime);
+        unanswered -= 1;
         if (message.request !== undefined) {
           metrics.observeDecisionSeconds(message.request, Number(process.hrtime.bigint() - started) / 1e9);
         }
@@ -171,6 +182,7 @@ export function serveStream(
         }
       } catch (error) {
         clearTimeout(moreTime);
+        unanswered -= 1;
         if (error instanceof ProtocolViolation) fail(grpc.status.INVALID_ARGUMENT, error.message);
         else fail(grpc.status.INTERNAL, 'internal error');
         if (!(error instanceof ProtocolViolation)) logger.error({ err: errorMessage(error) }, 'ext_proc stream failed');

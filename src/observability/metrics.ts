@@ -110,6 +110,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly streamsAbandoned = new Counter({
+    name: 'svc_cache_streams_abandoned_total',
+    help: 'ext_proc streams Envoy ended while svc-cache was still working out an answer: past message_timeout Envoy went on without it (failure_mode_allow), or the client went away.',
+    registers: [this.registry],
+  });
+
   private readonly storeErrors = new Counter({
     name: 'svc_cache_store_errors_total',
     help: 'Cache store operations that failed or timed out, by operation.',
@@ -256,6 +262,10 @@ export class Metrics {
 
   recordStreamError(code: StreamErrorCode): void {
     this.streamErrors.inc({ code });
+  }
+
+  recordStreamAbandoned(): void {
+    this.streamsAbandoned.inc();
   }
 
   recordStoreError(operation: StoreOperation): void {

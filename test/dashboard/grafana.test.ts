@@ -74,6 +74,7 @@ describe('Grafana dashboard', () => {
       'svc_cache_store_duration_seconds_bucket',
       'svc_cache_store_errors_total',
       'svc_cache_stream_errors_total',
+      'svc_cache_streams_abandoned_total',
     ]);
     const titles = board.panels.map((panel) => panel.title);
     expect(titles).toContain('Hit ratio by replica');

@@ -125,11 +125,26 @@ describe('serveStream', () => {
     const POST_HEADERS = requestHeaders('POST', '/graphql', false);
     const POST_BODY: ProcessingRequest = { request: 'request_body', request_body: { body: Buffer.from('{}'), end_of_stream: true } };
 
+    const metrics = new Metrics({ processMetrics: false });
+
     function serveWith(engine: DecisionEngine): StandInCall {
       const call = new StandInCall();
-      const options = { engine, logger: silentLogger(), metrics: new Metrics({ processMetrics: false }), port: 0 };
+      const options = { engine, logger: silentLogger(), metrics, port: 0 };
       serveStream(call as unknown as grpc.ServerDuplexStream<ProcessingRequest, ProcessingResponse>, options, () => undefined);
       return call;
+    }
+
+    /** A POST's headers and body sent to a stream whose engine answers the body after `bodyMs`. */
+    function postTo(bodyMs: number): StandInCall {
+      const call = serveWith(slowBodyEngine(bodyMs));
+      call.emit('data', POST_HEADERS);
+      call.emit('data', POST_BODY);
+      return call;
+    }
+
+    async function abandoned(): Promise<number> {
+      const text = await metrics.registry.getSingleMetricAsString('svc_cache_streams_abandoned_total');
+      return Number(/^svc_cache_streams_abandoned_total (\d+)$/m.exec(text)?.[1]);
     }
 
     afterEach(() => {
@@ -138,9 +153,7 @@ describe('serveStream', () => {
 
     it("asks Envoy for 5 s more once it has worked 500 ms on an answer, within max_message_timeout", async () => {
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-      const call = serveWith(slowBodyEngine(1_200));
-      call.emit('data', POST_HEADERS);
-      call.emit('data', POST_BODY);
+      const call = postTo(1_200);
       await vi.advanceTimersByTimeAsync(499);
       expect(call.written.map((answer) => Object.keys(answer))).toEqual([['request_headers']]);
       await vi.advanceTimersByTimeAsync(1);
@@ -151,11 +164,24 @@ describe('serveStream', () => {
 
     it('asks for nothing when the answer comes in time', async () => {
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-      const call = serveWith(slowBodyEngine(400));
-      call.emit('data', POST_HEADERS);
-      call.emit('data', POST_BODY);
+      const call = postTo(400);
       await vi.advanceTimersByTimeAsync(2_000);
       expect(call.written.map((answer) => Object.keys(answer))).toEqual([['request_headers'], ['immediate_response']]);
+    });
+
+    it('counts a stream Envoy ends while an answer is still being worked out, and no other', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      const before = await abandoned();
+      const givenUp = postTo(3_000);
+      await vi.advanceTimersByTimeAsync(1_000);
+      givenUp.emit('end');
+      givenUp.emit('cancelled');
+      const answered = postTo(10);
+      await vi.advanceTimersByTimeAsync(3_000);
+      answered.emit('end');
+      answered.emit('cancelled');
+      await vi.advanceTimersByTimeAsync(10);
+      expect(await abandoned()).toBe(before + 1);
     });
   });
 });
