@@ -26,9 +26,16 @@ export interface AdminServer {
  * `/metrics` (Prometheus text format); with the dashboard on, its page `/` and JSON API `/api/...`
  * (README, Dashboard).
  */
+const PROBES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
+
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
   const server = createServer((request, response) => {
     const path = (request.url ?? '/').split('?', 1)[0];
+    if (path !== undefined && PROBES.has(path) && request.method !== 'GET' && request.method !== 'HEAD') {
+      // Read-only endpoints: a DELETE or POST that answered 200 would look as if it did something.
+      response.writeHead(405, { 'content-type': 'text/plain; charset=utf-8', allow: 'GET, HEAD' }).end('method not allowed\n');
+      return;
+    }
     switch (path) {
       case '/healthz':
         plainText(response, 200, 'ok\n');

@@ -64,6 +64,12 @@ describe('admin port', () => {
     expect(sampleValue(metrics.text, 'svc_cache_requests_total', { outcome: 'HIT' })).toBe(0);
   });
 
+  it.each(['/healthz', '/readyz', '/metrics'])('answers 405 to a method other than GET or HEAD on %s', async (path) => {
+    const response = await fetch(`http://127.0.0.1:${sidecar.adminPort}${path}`, { method: 'DELETE' });
+    expect([response.status, response.headers.get('allow'), await response.text()]).toEqual([405, 'GET, HEAD', 'method not allowed\n']);
+    expect((await fetch(`http://127.0.0.1:${sidecar.adminPort}${path}`, { method: 'HEAD' })).status).toBe(200);
+  });
+
   it('answers 404 elsewhere', async () => {
     // '/' is the dashboard page (README, Dashboard).
     expect((await get(sidecar.adminPort, '/nothing')).status).toBe(404);
