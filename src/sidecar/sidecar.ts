@@ -55,7 +55,8 @@ export interface Sidecar {
 
 /** `svc-cache serve`: the ext_proc server, its store, schema and config, and the admin port. */
 export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
-  let config = options.config;
+  const startConfig = options.config;
+  let config = startConfig;
   const logger = withSecretHeaders(options.logger, secretHeaderNames(config));
   let closing = false;
   const metrics = new Metrics();
@@ -161,8 +162,8 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
   const watcher = options.configPath
     ? watchConfig(options.configPath, {
         onChange: (next) => {
-          const needRestart = settingsReadAtStart(config, next);
-          config = next;
+          const needRestart = settingsReadAtStart(startConfig, next);
+          config = inEffect(next, startConfig);
           schemaSource.reload(next);
           metrics.recordConfigReload('ok');
           dashboard.recordReload('ok');
@@ -252,6 +253,21 @@ function secretHeaderNames(config: Config): string[] {
  * Settings read once when the sidecar starts (the store connection, the bucket hash key, the
  * memory bound, logging); a reload that changes them must say so rather than pretend.
  */
+/**
+ * A reloaded configuration as the process runs it: the settings read only at start keep their
+ * values from then, so the dashboard's configuration view shows what is in effect (README, Hot
+ * reload) and each later reload still warns of them.
+ */
+function inEffect(next: Config, start: Config): Config {
+  return {
+    ...next,
+    redis: start.redis,
+    grpc: start.grpc,
+    cache: { ...next.cache, scopeKeySecret: start.cache.scopeKeySecret, memoryMaxBytes: start.cache.memoryMaxBytes },
+    logging: { ...next.logging, level: start.logging.level },
+  };
+}
+
 function settingsReadAtStart(current: Config, next: Config): string[] {
   const readAtStart: Array<[string, (config: Config) => unknown]> = [
     ['redis', (config) => config.redis],

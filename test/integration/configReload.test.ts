@@ -121,6 +121,26 @@ describe('configuration file hot reload through the gateway', () => {
     expect(tenantOneOtherClient.headers['vary']).toBe('x-tenant');
   });
 
+  it('shows and keeps the start-only settings as they were, and warns of them at every reload until a restart', async () => {
+    stack = await startFileConfiguredStack(TODOS_ONLY);
+    const shown = async () => {
+      const view = (await (await fetch(`http://127.0.0.1:${stack!.sidecar.adminPort}/api/config`)).json()) as {
+        config: { cache: { memoryMaxBytes: number }; logging: { level: string }; rules: Array<{ description?: string }> };
+      };
+      return [view.config.cache.memoryMaxBytes, view.config.logging.level, view.config.rules[0]?.description];
+    };
+    const started = await shown();
+    await stack.writeConfig(`${TODOS_ONLY}cache:\n  memoryMaxBytes: 1000000\nlogging:\n  level: debug\n`);
+    await stack.log.waitFor(RELOADED, 1);
+    await stack.log.waitFor(NEEDS_RESTART, 1);
+    expect(await shown()).toEqual(started);
+
+    await stack.writeConfig(`${USERS_ONLY}cache:\n  memoryMaxBytes: 1000000\nlogging:\n  level: debug\n`);
+    await stack.log.waitFor(RELOADED, 2);
+    await stack.log.waitFor(NEEDS_RESTART, 2);
+    expect(await shown()).toEqual([started[0], started[1], 'the user list']);
+  });
+
   it('substitutes ${NAME} from the environment, and refuses a file naming a variable that is not set', async () => {
     process.env.SVC_CACHE_TEST_TODOS_MAX_AGE = '60';
     try {
