@@ -1,6 +1,12 @@
 /** Where a value sits in the configuration: mapping keys and list indexes from the top. */
 export type KeyPath = readonly PropertyKey[];
 
+/** A problem found by a check of its own beside the schema's, under the key it is about. */
+export interface KeyIssue {
+  path: (string | number)[];
+  message: string;
+}
+
 const PLAIN_KEY = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 
 /** The path as an operator would write it: `rules[1].maxAge`, `keyFields.types.Product`, `scopes["x.y"]`. */

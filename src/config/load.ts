@@ -6,6 +6,7 @@ import { substituteEnvironment } from './env.js';
 import { ConfigError, configErrorFrom, type Problem } from './error.js';
 import { describeWrittenValue, expectationMessage, validationProblems } from './issues.js';
 import { configSchema, type Config } from './schema.js';
+import { redisSectionIssues } from './redisSection.js';
 import { scopeReferenceIssues } from './scopeReferences.js';
 import { parseYamlFile } from './yamlFile.js';
 import { errorMessage } from '../util/index.js';
@@ -38,7 +39,7 @@ export function parseConfig(text: string, options: ParseConfigOptions): Config {
   const problems: Problem[] = [...substitution.problems];
   if (!result.success) {
     problems.push(
-      ...validationProblems(withScopeReferenceIssues(result.error.issues, cleaned), {
+      ...validationProblems(withCrossKeyIssues(result.error.issues, cleaned), {
         written,
         schema: configSchema,
         lineOf: file.lineOf,
@@ -124,10 +125,13 @@ function toPlainData(document: ReturnType<typeof parseYamlFile>['document'], sou
   }
 }
 
-/** Zod skips refinements once some value is invalid; the cross-references are checked regardless. */
-function withScopeReferenceIssues(issues: readonly z.core.$ZodIssue[], data: unknown): z.core.$ZodIssue[] {
+/**
+ * Zod skips refinements once some value is of the wrong type; the checks across keys (scope
+ * references, the redis section) are run again on the data as written so that none is hidden.
+ */
+function withCrossKeyIssues(issues: readonly z.core.$ZodIssue[], data: unknown): z.core.$ZodIssue[] {
   const reported = new Set(issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
-  const missed = scopeReferenceIssues(data)
+  const missed = [...scopeReferenceIssues(data), ...redisSectionIssues(data)]
     .filter((issue) => !reported.has(`${issue.path.join('.')}: ${issue.message}`))
     .map((issue): z.core.$ZodIssue => ({ code: 'custom', ...issue }));
   return [...issues, ...missed];

@@ -1,6 +1,7 @@
 import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
 import { parseRedisNode, parseRedisUrl, type RedisNodeProblem, type RedisUrlProblem } from './redisAddress.js';
+import { redisSectionIssues } from './redisSection.js';
 import { scopeReferenceIssues } from './scopeReferences.js';
 
 /**
@@ -346,31 +347,7 @@ export const configSchema = z
   })
   .strict()
   .superRefine((config, ctx) => {
-    for (const issue of scopeReferenceIssues(config)) ctx.addIssue({ code: 'custom', ...issue });
-    const { redis } = config;
-    if (redis === undefined) return;
-    // A redis section that names no server would silently fall back to the per-replica memory store.
-    if (redis.url === undefined && redis.cluster === undefined && redis.sentinel === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['redis'], message: 'expected url, cluster or sentinel: which Redis to use' });
-    }
-    if (redis.cluster !== undefined && redis.sentinel !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['redis', 'sentinel'], message: 'cluster and sentinel exclude each other: configure one of them' });
-    }
-    if (redis.cluster !== undefined && redis.localCache?.enabled === true) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['redis', 'localCache', 'enabled'],
-        message:
-          'the local cache is not available with redis.cluster: invalidation tracking and the purge acknowledgement are per node; remove it or set it to false',
-      });
-    }
-    if (/[{}]/.test(redis.keyPrefix)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['redis', 'keyPrefix'],
-        message: 'must not contain "{" or "}": svc-cache places its own Redis Cluster hash tags',
-      });
-    }
+    for (const issue of [...scopeReferenceIssues(config), ...redisSectionIssues(config)]) ctx.addIssue({ code: 'custom', ...issue });
   });
 
 export type Config = z.infer<typeof configSchema>;

@@ -1,16 +1,13 @@
-export interface ScopeReferenceIssue {
-  path: (string | number)[];
-  message: string;
-}
+import type { KeyIssue } from './keyPath.js';
 
 /**
  * Rules name scopes defined elsewhere in the file. The check reads unvalidated data: zod skips
  * refinements once another value is invalid, and parseConfig runs it again then so that one pass
  * reports every problem.
  */
-export function scopeReferenceIssues(config: unknown): ScopeReferenceIssue[] {
+export function scopeReferenceIssues(config: unknown): KeyIssue[] {
   if (!isRecord(config)) return [];
-  const issues: ScopeReferenceIssue[] = [];
+  const issues: KeyIssue[] = [];
   const scopes = isRecord(config.scopes) ? config.scopes : {};
   if (Object.hasOwn(scopes, 'PUBLIC')) {
     issues.push({ path: ['scopes', 'PUBLIC'], message: 'PUBLIC is built in and cannot be redefined' });

@@ -443,6 +443,32 @@ describe('parseConfig: redis section', () => {
     );
   });
 
+  it('reports the section\'s other problems beside a value of the wrong type, which stops zod\'s own refinements', () => {
+    const problemsOf = (text: string): string[] => {
+      try {
+        parseConfig(text, { source: 'config.yaml', env: {} });
+      } catch (error) {
+        return [...(error as ConfigError).problems];
+      }
+      throw new Error('expected the configuration to be refused');
+    };
+    expect(problemsOf(`${ORIGIN}redis:\n  url: 6379\n  keyPrefix: "svc{x}"\n`)).toEqual([
+      'config.yaml: redis.url: expected a string, got a secret (not shown) (line 4)',
+      'config.yaml: redis.keyPrefix: must not contain "{" or "}": svc-cache places its own Redis Cluster hash tags (line 5)',
+    ]);
+    expect(
+      problemsOf(`${ORIGIN}rules:\n  - types: [Query]\n    maxAge: soon\nredis:\n  cluster:\n    nodes: [a:1]\n  sentinel:\n    name: m\n    sentinels: [b:2]\n  localCache:\n    enabled: true\n`),
+    ).toEqual([
+      'config.yaml: rules[0].maxAge: expected a whole number >= 0, got "soon" (line 5)',
+      'config.yaml: redis.sentinel: cluster and sentinel exclude each other: configure one of them (line 10)',
+      'config.yaml: redis.localCache.enabled: the local cache is not available with redis.cluster: invalidation tracking and the purge acknowledgement are per node; remove it or set it to false (line 13)',
+    ]);
+    expect(problemsOf(`${ORIGIN}redis:\n  keyPrefix: 7\n`)).toEqual([
+      'config.yaml: redis.keyPrefix: expected a string, got 7 (line 4)',
+      'config.yaml: redis: expected url, cluster or sentinel: which Redis to use, got a mapping (line 4)',
+    ]);
+  });
+
   it('refuses the local cache turned on with a Cluster, and leaves it to its defaults otherwise', () => {
     expect(parseRedis('  cluster:\n    nodes: [a:1]\n  localCache:\n    enabled: true\n')).toThrow(
       'config.yaml: redis.localCache.enabled: the local cache is not available with redis.cluster: invalidation tracking and the purge acknowledgement are per node; remove it or set it to false',
