@@ -18,8 +18,11 @@ export interface IssueContext {
   written: unknown;
   schema: z.core.$ZodType;
   lineOf(path: KeyPath, key?: string): number | undefined;
-  /** How to show a value that was written, so that values from the environment are never shown. */
-  showValue(value: unknown): string;
+  /**
+   * How to show a value that was written, so that values from the environment are never shown;
+   * `describe` shows one written in the file itself.
+   */
+  showValue(value: unknown, describe: (value: unknown) => string): string;
   /** Whether a problem about this value only repeats one already reported. */
   alreadyReported(value: unknown): boolean;
 }
@@ -29,7 +32,7 @@ export function validationProblems(issues: readonly z.core.$ZodIssue[], context:
 }
 
 /** How a value written in the file is shown in a message. */
-export function describeWrittenValue(value: unknown): string {
+function describeWrittenValue(value: unknown): string {
   if (value === null) return 'an empty value';
   if (Array.isArray(value)) return value.length === 0 ? 'an empty list' : 'a list';
   if (typeof value === 'object') return 'a mapping';
@@ -80,7 +83,9 @@ function valueProblem(message: string, path: KeyPath, context: IssueContext): Pr
   const value = valueAt(context.written, path);
   if (value === undefined) return [{ line, text: `${where}: required, ${message}` }];
   if (context.alreadyReported(value)) return [];
-  const shown = secrecyAt(context.schema, path) !== undefined ? describeSecret(value) : context.showValue(value);
+  const secrecy = secrecyAt(context.schema, path);
+  const shown =
+    secrecy === 'value' ? describeSecret(value) : context.showValue(value, secrecy === 'url-password' ? describeUrlWithoutCredentials : describeWrittenValue);
   const found = message.startsWith('expected ') ? `, got ${shown}` : '';
   return [{ line, text: `${where}: ${message}${found}` }];
 }
@@ -100,9 +105,9 @@ function describeSecret(value: unknown): string {
 
 /**
  * How a setting is secret, marked `.meta({ secret })` in the schema: `value`, the whole of it (a token,
- * a key); `url-password`, the password a URL may hold, the rest of the URL being no secret. A secret
- * setting of either kind, and everything inside it, is never quoted back in a message (a URL that
- * does not parse cannot be cut at its password); the dashboard shows the rest of a URL (README, Dashboard).
+ * a key); `url-password`, the password a URL may hold, the rest of the URL being no secret. A `value`
+ * setting, and everything inside it, is never quoted back in a message; a URL is quoted without its
+ * credentials (describeUrlWithoutCredentials), and the dashboard shows the rest of a URL (README, Dashboard).
  */
 export type Secrecy = 'value' | 'url-password';
 
@@ -115,6 +120,20 @@ export function secrecyAt(root: z.core.$ZodType, path: KeyPath): Secrecy | undef
     }
   }
   return undefined;
+}
+
+/**
+ * A URL that may hold a password, quoted only where what follows its last "@" cannot be part of the
+ * password: written as `scheme://...` without spaces, "?" or "#" (which would end a password written
+ * unencoded, README, Every key: redis.url) and parsed as a URL. Everything between "://" and the last
+ * "@" is replaced, since a password may hold an unencoded "/" or "@". Anything else is not quoted.
+ */
+function describeUrlWithoutCredentials(value: unknown): string {
+  const parts = typeof value === 'string' && URL.canParse(value) ? /^([a-z][a-z0-9+.-]*:\/\/)([^\s?#]*)$/i.exec(value) : null;
+  if (!parts) return describeSecret(value);
+  const [, scheme = '', rest = ''] = parts;
+  const at = rest.lastIndexOf('@');
+  return describeWrittenValue(at === -1 ? value : `${scheme}[redacted]${rest.slice(at)}`);
 }
 
 function suggestKey(key: string, known: readonly string[]): string {

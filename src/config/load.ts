@@ -4,7 +4,7 @@ import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { substituteEnvironment } from './env.js';
 import { ConfigError, configErrorFrom, type Problem } from './error.js';
-import { describeWrittenValue, expectationMessage, validationProblems } from './issues.js';
+import { expectationMessage, validationProblems } from './issues.js';
 import { configSchema, type Config } from './schema.js';
 import { redisSectionIssues } from './redisSection.js';
 import { scopeReferenceIssues } from './scopeReferences.js';
@@ -43,9 +43,9 @@ export function parseConfig(text: string, options: ParseConfigOptions): Config {
         written,
         schema: configSchema,
         lineOf: file.lineOf,
-        showValue: (value) => {
+        showValue: (value, describe) => {
           const variables = isScalarValue(value) ? substitution.fromEnvironment.get(String(value)) : undefined;
-          if (!variables) return describeWrittenValue(value);
+          if (!variables) return describe(value);
           const references = variables.map((name) => `\${${name}}`).join(' and ');
           return typeof value === 'string' && /^(-?\d+(\.\d+)?|true|false)$/.test(value)
             ? `the value of ${references} as a string (leave the reference unquoted for a number or true/false)`

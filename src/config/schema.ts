@@ -159,7 +159,7 @@ function firstFailedTest(tests: ReadonlyArray<readonly [RegExp, string]>) {
 
 /**
  * Every URL the store would refuse to connect to is refused here (src/config/redisAddress.ts). The
- * URL is a secret (it may hold a password), so these messages name what is wrong, never a part of it.
+ * URL may hold a password, so messages quote it without one (src/config/issues.ts), or not at all.
  */
 const REDIS_URL_EXPECTATIONS: Record<RedisUrlProblem, string> = {
   'not-a-redis-url': 'expected a redis:// or rediss:// URL',

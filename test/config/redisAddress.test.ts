@@ -4,7 +4,7 @@ import { ConfigError, parseConfig, parseRedisNode, parseRedisUrl } from '../../s
 /**
  * Redis addresses (`redis.url`, `redis.cluster.nodes`, `redis.sentinel.sentinels`): every one the
  * store could not connect to is refused by the schema, under its key and line, so that `check`,
- * `serve` and a reload say the same; the URL, which may hold a password, is never quoted back.
+ * `serve` and a reload say the same; a URL, which may hold a password, is quoted back without it.
  */
 
 const ORIGIN = 'origin:\n  url: http://origin.test/graphql\n';
@@ -24,17 +24,26 @@ describe('redis.url', () => {
     ['"redis://:pw@local host:6379"', 'expected a URL of the form redis[s]://[[user]:password@]host[:port][/db], with the password URL-encoded, got a secret of 27 characters (not shown)'],
     ['"redis://:pw@localhost:99999"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got a secret of 27 characters (not shown)'],
     ['"redis://:pw@localhost:abc"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got a secret of 25 characters (not shown)'],
-    ['"redis://:pw@localhost:0"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got a secret of 23 characters (not shown)'],
-    ['redis://localhost:6379/abc', 'expected a redis:// or rediss:// URL whose path is a database number (redis://host:6379/0), got a secret of 26 characters (not shown)'],
+    ['"redis://:pw@localhost:0"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got "redis://[redacted]@localhost:0"'],
+    ['redis://localhost:6379/abc', 'expected a redis:// or rediss:// URL whose path is a database number (redis://host:6379/0), got "redis://localhost:6379/abc"'],
     [
       '"rediss://:p@ss#w:rd@redis:6380"',
       'expected a redis:// or rediss:// URL without "?" or "#": svc-cache reads no options from it (in a password, write them %3F and %23), got a secret of 30 characters (not shown)',
     ],
     ['"redis://redis:6379?db=1"', 'expected a redis:// or rediss:// URL without "?" or "#": svc-cache reads no options from it (in a password, write them %3F and %23), got a secret of 23 characters (not shown)'],
-    ['http://:password@redis', 'expected a redis:// or rediss:// URL, got a secret of 22 characters (not shown)'],
-    ['"redis://:p%zz@redis:6379"', 'expected a URL of the form redis[s]://[[user]:password@]host[:port][/db], with the password URL-encoded, got a secret of 24 characters (not shown)'],
-  ])('refuses %s, naming the key and line and not the URL', (url, message) => {
+    ['http://localhost:6379', 'expected a redis:// or rediss:// URL, got "http://localhost:6379"'],
+    ['http://:password@redis', 'expected a redis:// or rediss:// URL, got "http://[redacted]@redis"'],
+    ['"redis://u:12/p@ss@redis/x"', 'expected a redis:// or rediss:// URL whose path is a database number (redis://host:6379/0), got "redis://[redacted]@redis/x"'],
+    ['hunter2', 'expected a redis:// or rediss:// URL, got a secret of 7 characters (not shown)'],
+    ['"redis://:p%zz@redis:6379"', 'expected a URL of the form redis[s]://[[user]:password@]host[:port][/db], with the password URL-encoded, got "redis://[redacted]@redis:6379"'],
+  ])('refuses %s, naming the key and line, quoting no password', (url, message) => {
     expect(problems(`  url: ${url}\n`)).toEqual([`config.yaml: redis.url: ${message} (line 4)`]);
+  });
+
+  it('quotes no URL that comes from the environment', () => {
+    expect(() => parseConfig(`${ORIGIN}redis:\n  url: \${REDIS_URL}\n`, { source: 'config.yaml', env: { REDIS_URL: 'http://redis:6379' } })).toThrow(
+      'config.yaml: redis.url: expected a redis:// or rediss:// URL, got the value of ${REDIS_URL} (line 4)',
+    );
   });
 
   it('accepts the forms the README gives, and reads them as the store connects', () => {
