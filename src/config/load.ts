@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
@@ -8,7 +7,9 @@ import { expectationMessage, validationProblems } from './issues.js';
 import { configSchema, type Config } from './schema.js';
 import { redisSectionIssues } from './redisSection.js';
 import { scopeReferenceIssues } from './scopeReferences.js';
-import { parseYamlFile } from './yamlFile.js';
+import { parseYamlFile, type YamlFile } from './yamlFile.js';
+import { formatKeyPath, valueAt, type KeyPath } from './keyPath.js';
+import { describeFileError, readNamedFiles, sha256 } from './namedFiles.js';
 import { errorMessage } from '../util/index.js';
 
 export interface ParseConfigOptions {
@@ -23,9 +24,25 @@ export interface ParseConfigOptions {
 /**
  * Reads a configuration file's text: YAML, then `${NAME}` substitution, then validation. Throws a
  * ConfigError listing every problem found, in file order. A key with an empty value counts as absent,
- * so a section whose settings are all commented out falls back to its defaults.
+ * so a section whose settings are all commented out falls back to its defaults. The files it names
+ * are not read here (loadConfig reads them).
  */
 export function parseConfig(text: string, options: ParseConfigOptions): Config {
+  const read = readConfigText(text, options);
+  if (read.config === undefined) throw configErrorFrom(options.source, read.problems);
+  return read.config;
+}
+
+/** A configuration file's text, read: its configuration when valid, else every problem found. */
+interface ConfigText {
+  config: Config | undefined;
+  problems: Problem[];
+  lineOf: YamlFile['lineOf'];
+  /** The value written at `key` when it is a non-empty string that no problem already names. */
+  pathAt(key: KeyPath): string | undefined;
+}
+
+function readConfigText(text: string, options: ParseConfigOptions): ConfigText {
   const { source, env = process.env } = options;
   const file = parseYamlFile(text, source);
   const substitution = substituteEnvironment(file, env);
@@ -55,12 +72,19 @@ export function parseConfig(text: string, options: ParseConfigOptions): Config {
       }),
     );
   }
-  if (problems.length > 0 || !result.success) throw configErrorFrom(source, problems);
+  const pathAt = (key: KeyPath): string | undefined => {
+    const value = valueAt(written, key);
+    return typeof value === 'string' && value !== '' && !substitution.unresolved.has(value) ? value : undefined;
+  };
   const baseDir = options.baseDir ?? dirname(resolve(source));
-  return withJwksFilesResolved(withSchemaFileResolved(result.data, baseDir), baseDir);
+  const config = problems.length > 0 || !result.success ? undefined : withJwksFilesResolved(withSchemaFileResolved(result.data, baseDir), baseDir);
+  return { config, problems, lineOf: file.lineOf, pathAt };
 }
 
-/** Reads and parses a configuration file; a relative `schema.file` is taken from the file's directory and must be readable. */
+/**
+ * Reads and parses a configuration file, and the files it names that serve reads at start
+ * (src/config/namedFiles.ts): a relative `schema.file` is taken from the file's directory.
+ */
 export async function loadConfig(path: string, env?: NodeJS.ProcessEnv): Promise<Config> {
   const snapshot = await readConfigSnapshot(path, env);
   if ('error' in snapshot) throw snapshot.error;
@@ -73,7 +97,7 @@ export async function loadConfig(path: string, env?: NodeJS.ProcessEnv): Promise
  */
 export type ConfigSnapshot = {
   fingerprint: string;
-  /** The configuration file and, once known, the schema file it names. */
+  /** The configuration file and the files it names (schema, TLS). */
   files: string[];
 } & (
   | { config: Config }
@@ -93,28 +117,22 @@ export async function readConfigSnapshot(path: string, env?: NodeJS.ProcessEnv):
     const problem = `cannot read the file: ${reason}`;
     return { fingerprint: `unreadable: ${reason}`, files: [path], unreadable: true, error: new ConfigError(path, [problem]) };
   }
-  const fingerprint = sha256(text);
-  let config: Config;
+  let read: ConfigText;
   try {
-    config = parseConfig(text, { source: path, env, baseDir: dirname(resolve(path)) });
+    read = readConfigText(text, { source: path, env, baseDir: dirname(resolve(path)) });
   } catch (error) {
-    if (error instanceof ConfigError) return { fingerprint, files: [path], unreadable: false, error };
+    if (error instanceof ConfigError) return { fingerprint: sha256(text), files: [path], unreadable: false, error };
     throw error;
   }
-  const schemaFile = config.schema?.file;
-  if (schemaFile === undefined) return { fingerprint, files: [path], config };
-  const files = [path, schemaFile];
-  try {
-    return { fingerprint: `${fingerprint} ${sha256(await readFile(schemaFile, 'utf8'))}`, files, config };
-  } catch (error) {
-    const reason = describeFileError(error);
-    return {
-      fingerprint: `${fingerprint} unreadable: ${reason}`,
-      files,
-      unreadable: false,
-      error: new ConfigError(path, [`schema.file: cannot read "${schemaFile}": ${reason}`]),
-    };
-  }
+  const named = await readNamedFiles(read.pathAt, dirname(resolve(path)));
+  const fingerprint = [sha256(text), ...named.map((file) => file.fingerprint)].join(' ');
+  const files = [path, ...named.map((file) => file.path)];
+  const problems = [
+    ...read.problems,
+    ...named.flatMap((file) => (file.problem === undefined ? [] : [{ line: read.lineOf(file.key), text: `${formatKeyPath(file.key)}: ${file.problem}` }])),
+  ];
+  if (read.config === undefined || problems.length > 0) return { fingerprint, files, unreadable: false, error: configErrorFrom(path, problems) };
+  return { fingerprint, files, config: read.config };
 }
 
 function toPlainData(document: ReturnType<typeof parseYamlFile>['document'], source: string): unknown {
@@ -163,23 +181,4 @@ function withJwksFilesResolved(config: Config, baseDir: string): Config {
     typeof scope === 'string' || scope.jwt.jwksFile === undefined ? [name, scope] : [name, { ...scope, jwt: { ...scope.jwt, jwksFile: resolve(baseDir, scope.jwt.jwksFile) } }],
   );
   return { ...config, scopes: Object.fromEntries(scopes) as Config['scopes'] };
-}
-
-function describeFileError(error: unknown): string {
-  const code = (error as NodeJS.ErrnoException).code;
-  switch (code) {
-    case 'ENOENT':
-      return 'no such file';
-    case 'EACCES':
-    case 'EPERM':
-      return 'permission denied';
-    case 'EISDIR':
-      return 'it is a directory, not a file';
-    default:
-      return errorMessage(error);
-  }
-}
-
-function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
 }

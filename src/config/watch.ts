@@ -7,7 +7,7 @@ import { readConfigSnapshot, type ConfigSnapshot } from './load.js';
 import type { Config } from './schema.js';
 
 export interface ConfigWatchHandlers {
-  /** A new, valid configuration (the file or the schema file it names changed). */
+  /** A new, valid configuration (the file or a file it names changed, src/config/namedFiles.ts). */
   onChange(config: Config): void;
   /** The file changed but cannot be used; the caller keeps its current configuration. */
   onError(error: ConfigError): void;
@@ -34,8 +34,9 @@ const DEFAULT_POLL_INTERVAL_MS = 10_000;
  * Follows a configuration file and reports each change once. The directories are watched rather
  * than the file, because the usual ways of updating a file replace it: an editor or `mv` renames a
  * new file over it, and Kubernetes mounts a ConfigMap as `config.yaml -> ..data/config.yaml` and
- * updates it by swapping the `..data` symlink. A change is what alters the content (of the file or
- * of the schema file it names), so touching, re-saving or a swap to identical data fires nothing.
+ * updates it by swapping the `..data` symlink. A change is what alters the content of the file or of
+ * the schema file it names, or whether a file it names can be used (src/config/namedFiles.ts), so
+ * touching, re-saving or a swap to identical data fires nothing.
  */
 export function watchConfig(path: string, handlers: ConfigWatchHandlers, options: ConfigWatchOptions = {}): ConfigWatcher {
   const debounceMs = options.debounceMs ?? DEFAULT_DEBOUNCE_MS;
@@ -89,7 +90,7 @@ export function watchConfig(path: string, handlers: ConfigWatchHandlers, options
     }
   };
 
-  /** The config file's directory, and those of the schema file and of any symlink targets, which can live elsewhere. */
+  /** The config file's directory, and those of the files it names and of any symlink targets, which can live elsewhere. */
   const followDirectories = async (snapshot: ConfigSnapshot): Promise<void> => {
     const directories = new Set(snapshot.files.map((file) => dirname(resolve(file))));
     for (const file of snapshot.files) {

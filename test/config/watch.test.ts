@@ -175,7 +175,7 @@ describe('watchConfig', () => {
     await unlink(join(schemaDirectory, 'origin.graphql'));
     await eventually(() => expect(observed.errors).toHaveLength(1));
     expect(observed.errors[0]?.message).toBe(
-      `${path}: schema.file: cannot read "${join(schemaDirectory, 'origin.graphql')}": no such file`,
+      `${path}: schema.file: cannot read "${join(schemaDirectory, 'origin.graphql')}": no such file (line 7)`,
     );
 
     await writeFile(join(schemaDirectory, 'origin.graphql'), 'type Query { c: Int }');

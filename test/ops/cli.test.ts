@@ -128,6 +128,24 @@ describe('svc-cache check', () => {
     expect(served.stderr).toBe(checked.stderr);
   });
 
+  it('refuses, as serve does, TLS files that cannot be read, naming each key and line', () => {
+    const missing = file('tls.yaml', `${VALID}grpc:\n  tls: { cert: /nonexistent.crt, key: /nonexistent.key, clientCa: /nonexistent-ca.crt }\n`);
+    const checked = cli(['check', '--config', missing]);
+    const served = cli(['serve', '--config', missing, '--grpc-port', '0', '--admin-port', '0']);
+    expect(checked.status).toBe(1);
+    expect(checked.stderr).toBe(
+      [
+        'svc-cache: invalid configuration',
+        `${missing}: grpc.tls.cert: cannot read "/nonexistent.crt": no such file (line 16)`,
+        `${missing}: grpc.tls.key: cannot read "/nonexistent.key": no such file (line 16)`,
+        `${missing}: grpc.tls.clientCa: cannot read "/nonexistent-ca.crt": no such file (line 16)`,
+        '',
+      ].join('\n'),
+    );
+    expect(served.status).toBe(1);
+    expect(served.stderr).toBe(checked.stderr);
+  });
+
   it('exits 1 naming each type or field the schema does not have', () => {
     const sdl = file('other.graphql', 'type Query { todos: [String] }\n');
     const result = cli(['check', '--config', file('valid2.yaml', VALID), '--schema', sdl]);

@@ -1,5 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -7,15 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/index.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { startSidecar, type Sidecar } from '../../src/sidecar/sidecar.js';
+import { makeTlsFiles, opensslMissing } from '../support/tlsFiles.js';
 
 /**
  * `grpc.tls`: for an Envoy outside the pod, the ext_proc port speaks TLS and serves only clients
  * whose certificate the configured CA signed. Certificates are made at test time with the openssl
- * command; where it is missing the test is skipped and says so.
+ * command (test/support/tlsFiles.ts); where it is missing the test is skipped and says so.
  */
 
-const openssl = spawnSync('openssl', ['version'], { encoding: 'utf8' });
-const opensslMissing = openssl.error !== undefined || openssl.status !== 0;
 if (opensslMissing) console.warn('test/ops/grpcTls.test.ts skipped: the openssl command is not installed');
 
 const HEALTH_CHECK = '/grpc.health.v1.Health/Check';
@@ -28,18 +26,7 @@ describe.skipIf(opensslMissing)('ext_proc over TLS with client certificates (grp
   let sidecar: Sidecar;
 
   beforeAll(async () => {
-    const run = (...args: string[]): void => void execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-    const key = (name: string): void => run('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', name);
-    const signed = (name: string, subject: string, extensions: string): void => {
-      key(`${name}.key`);
-      run('req', '-new', '-key', `${name}.key`, '-subj', subject, '-out', `${name}.csr`);
-      writeFileSync(file(`${name}.ext`), extensions);
-      run('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-extfile', `${name}.ext`, '-out', `${name}.crt`);
-    };
-    key('ca.key');
-    run('req', '-x509', '-new', '-key', 'ca.key', '-subj', '/CN=svc-cache test CA', '-days', '1', '-out', 'ca.crt');
-    signed('server', '/CN=localhost', 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
-    signed('client', '/CN=envoy', 'extendedKeyUsage=clientAuth\n');
+    makeTlsFiles(dir);
     const config = configSchema.parse({
       origin: { url: 'http://127.0.0.1:9/graphql' },
       grpc: { tls: { cert: file('server.crt'), key: file('server.key'), clientCa: file('ca.crt') } },

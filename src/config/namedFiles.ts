@@ -1,0 +1,170 @@
+import { createHash, X509Certificate } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { createSecureContext } from 'node:tls';
+import { errorMessage } from '../util/index.js';
+import type { KeyPath } from './keyPath.js';
+
+/**
+ * The files a configuration names that `serve` reads at start: `schema.file` (README, Every key)
+ * and the `grpc.tls` certificate, key and client CA. They are read when the configuration is
+ * loaded, so that `check`, `serve` and a reload refuse a missing or unusable one alike, under its key
+ * (README, Configuration). A JWKS file (`jwksFile`) is not among them: it is read when a token first
+ * needs it (README, JWT-claim scopes).
+ */
+
+/** What a named file must hold. */
+type Content = 'sdl' | 'certificate' | 'private-key' | 'ca-certificates';
+
+interface NamedFileKey {
+  key: KeyPath;
+  content: Content;
+  /**
+   * Whether a relative path is taken from the configuration file's directory (schema.file) or, as
+   * the sidecar reads the TLS files, from the working directory.
+   */
+  relativeTo: 'config-directory' | 'working-directory';
+}
+
+const NAMED_FILE_KEYS: readonly NamedFileKey[] = [
+  { key: ['schema', 'file'], content: 'sdl', relativeTo: 'config-directory' },
+  { key: ['grpc', 'tls', 'cert'], content: 'certificate', relativeTo: 'working-directory' },
+  { key: ['grpc', 'tls', 'key'], content: 'private-key', relativeTo: 'working-directory' },
+  { key: ['grpc', 'tls', 'clientCa'], content: 'ca-certificates', relativeTo: 'working-directory' },
+];
+
+/** Why a named file cannot be used. */
+type FileProblem = 'unreadable' | 'not-a-certificate' | 'not-a-private-key' | 'no-ca-certificate' | 'key-not-of-certificate';
+
+export interface NamedFile {
+  key: KeyPath;
+  /** The path as it is read. */
+  path: string;
+  /** What is wrong with it, as a message after its key; undefined when it can be used. */
+  problem: string | undefined;
+  /**
+   * Tells a change of the file that matters: the schema's text, which a reload applies; for the TLS
+   * files, read only at start, whether they can be used (so that a refused configuration is taken
+   * once the file is fixed) but not their content (a renewed certificate changes no configuration).
+   */
+  fingerprint: string;
+}
+
+/**
+ * Reads the files that `written` (the configuration as written, before validation, so that these
+ * problems are reported beside every other) names. `path` gives a key's value when it is a usable
+ * path, undefined otherwise (missing, of the wrong type, or already reported).
+ */
+export async function readNamedFiles(path: (key: KeyPath) => string | undefined, configDirectory: string): Promise<NamedFile[]> {
+  const named = NAMED_FILE_KEYS.flatMap((entry) => {
+    const written = path(entry.key);
+    if (written === undefined) return [];
+    const file = entry.relativeTo === 'config-directory' ? resolve(configDirectory, written) : resolve(written);
+    return [{ ...entry, path: file }];
+  });
+  const read = await Promise.all(named.map(async (entry) => ({ ...entry, ...(await readContent(entry.path, entry.content)) })));
+  const certificate = read.find((entry) => entry.content === 'certificate' && entry.problem === undefined);
+  return read.map((entry) => {
+    let problem = entry.problem;
+    if (problem === undefined && entry.content === 'private-key' && certificate && !belongTogether(certificate.bytes, entry.bytes)) {
+      problem = { code: 'key-not-of-certificate' };
+    }
+    return {
+      key: entry.key,
+      path: entry.path,
+      problem: problem && describe(problem, entry.path),
+      fingerprint: entry.content === 'sdl' && problem === undefined ? sha256(entry.bytes) : (problem?.code ?? 'usable'),
+    };
+  });
+}
+
+interface Found {
+  code: FileProblem;
+  /** Why the file could not be read. */
+  reason?: string;
+}
+
+async function readContent(path: string, content: Content): Promise<{ bytes: Buffer; problem: Found | undefined }> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(path);
+  } catch (error) {
+    return { bytes: Buffer.alloc(0), problem: { code: 'unreadable', reason: describeFileError(error) } };
+  }
+  return { bytes, problem: contentProblem(bytes, content) };
+}
+
+/** Whether the bytes are what the sidecar's TLS setup takes (Node's TLS, which grpc-js uses). */
+function contentProblem(bytes: Buffer, content: Content): Found | undefined {
+  switch (content) {
+    case 'sdl':
+      // Parsed by the schema source, which reports a bad schema on /readyz (README, Every key).
+      return undefined;
+    case 'certificate':
+      return accepted({ cert: bytes }) ? undefined : { code: 'not-a-certificate' };
+    case 'private-key':
+      return accepted({ key: bytes }) ? undefined : { code: 'not-a-private-key' };
+    case 'ca-certificates':
+      // Node takes anything as a CA list, and would then refuse every client: at least one
+      // certificate must be there.
+      return bytes.toString('latin1').includes('-----BEGIN CERTIFICATE-----') && parsesAsCertificate(bytes) ? undefined : { code: 'no-ca-certificate' };
+  }
+}
+
+function belongTogether(cert: Buffer, key: Buffer): boolean {
+  return accepted({ cert, key });
+}
+
+function accepted(options: { cert?: Buffer; key?: Buffer }): boolean {
+  try {
+    createSecureContext(options);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function parsesAsCertificate(bytes: Buffer): boolean {
+  try {
+    new X509Certificate(bytes);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function describe(problem: Found, path: string): string {
+  const file = JSON.stringify(path);
+  switch (problem.code) {
+    case 'unreadable':
+      return `cannot read ${file}: ${problem.reason}`;
+    case 'not-a-certificate':
+      return `expected a PEM certificate ("-----BEGIN CERTIFICATE-----...") in ${file}`;
+    case 'not-a-private-key':
+      return `expected a PEM private key ("-----BEGIN PRIVATE KEY-----...", unencrypted) in ${file}`;
+    case 'no-ca-certificate':
+      return `expected one or more PEM CA certificates ("-----BEGIN CERTIFICATE-----...") in ${file}`;
+    case 'key-not-of-certificate':
+      return `the key in ${file} is not the key of the certificate in grpc.tls.cert`;
+  }
+}
+
+/** Why a file could not be read, in words. */
+export function describeFileError(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  switch (code) {
+    case 'ENOENT':
+      return 'no such file';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied';
+    case 'EISDIR':
+      return 'it is a directory, not a file';
+    default:
+      return errorMessage(error);
+  }
+}
+
+export function sha256(content: string | Buffer): string {
+  return createHash('sha256').update(content).digest('hex');
+}

@@ -1,0 +1,109 @@
+import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { ConfigError, loadConfig, watchConfig, type ConfigWatcher } from '../../src/config/index.js';
+import { makeTlsFiles, opensslMissing } from '../support/tlsFiles.js';
+
+/**
+ * The files a configuration names that serve reads at start (schema.file, grpc.tls) are read when
+ * it is loaded, so that `check`, `serve` and a reload refuse a missing or unusable one alike, under
+ * its key and line, beside every other problem (README, Configuration).
+ */
+
+const ORIGIN = 'origin:\n  url: http://origin.test/graphql\n';
+
+let directory: string;
+let watcher: ConfigWatcher | undefined;
+const file = (name: string): string => join(directory, name);
+const tls = (cert: string, key: string, clientCa: string): string =>
+  `grpc:\n  tls:\n    cert: ${file(cert)}\n    key: ${file(key)}\n    clientCa: ${file(clientCa)}\n`;
+
+beforeEach(async () => {
+  directory = await mkdtemp(join(tmpdir(), 'svc-cache-named-files-'));
+});
+
+afterEach(async () => {
+  watcher?.close();
+  watcher = undefined;
+  await rm(directory, { recursive: true, force: true });
+});
+
+async function problems(text: string): Promise<readonly string[]> {
+  await writeFile(file('config.yaml'), text);
+  try {
+    await loadConfig(file('config.yaml'), {});
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems.map((problem) => problem.replace(`${file('config.yaml')}: `, ''));
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('files named by the configuration', () => {
+  it('refuses TLS files that do not exist, naming each key and line, beside every other problem', async () => {
+    expect(await problems(`${ORIGIN}${tls('tls.crt', 'tls.key', 'ca.crt')}schema:\n  file: schema.graphql\nrules:\n  - types: [Query]\n    maxAge: -1\n`)).toEqual([
+      `grpc.tls.cert: cannot read "${file('tls.crt')}": no such file (line 5)`,
+      `grpc.tls.key: cannot read "${file('tls.key')}": no such file (line 6)`,
+      `grpc.tls.clientCa: cannot read "${file('ca.crt')}": no such file (line 7)`,
+      `schema.file: cannot read "${file('schema.graphql')}": no such file (line 9)`,
+      'rules[0].maxAge: expected a whole number >= 0, got -1 (line 12)',
+    ]);
+  });
+
+  it('reads nothing named by a value that is already refused', async () => {
+    expect(await problems(`${ORIGIN}schema:\n  file: \${SCHEMA_FILE}\ngrpc:\n  tls:\n    cert: 7\n    key: ""\n`)).toEqual([
+      'schema.file: environment variable SCHEMA_FILE is not set (line 4)',
+      'grpc.tls.cert: expected a non-empty string, got 7 (line 7)',
+      'grpc.tls.clientCa: required, expected a non-empty string (line 7)',
+      'grpc.tls.key: expected a non-empty string, got "" (line 8)',
+    ]);
+  });
+
+  describe.skipIf(opensslMissing)('with certificates', () => {
+    beforeEach(() => makeTlsFiles(directory));
+
+    it('loads usable TLS files', async () => {
+      await writeFile(file('config.yaml'), `${ORIGIN}${tls('server.crt', 'server.key', 'ca.crt')}`);
+      expect((await loadConfig(file('config.yaml'), {})).grpc?.tls?.cert).toBe(file('server.crt'));
+    });
+
+    it('refuses a file that is not a certificate, a key or a CA, and a key that is not the certificate\'s', async () => {
+      await writeFile(file('not-pem.txt'), 'not PEM\n');
+      expect(await problems(`${ORIGIN}${tls('server.key', 'server.crt', 'not-pem.txt')}`)).toEqual([
+        `grpc.tls.cert: expected a PEM certificate ("-----BEGIN CERTIFICATE-----...") in "${file('server.key')}" (line 5)`,
+        `grpc.tls.key: expected a PEM private key ("-----BEGIN PRIVATE KEY-----...", unencrypted) in "${file('server.crt')}" (line 6)`,
+        `grpc.tls.clientCa: expected one or more PEM CA certificates ("-----BEGIN CERTIFICATE-----...") in "${file('not-pem.txt')}" (line 7)`,
+      ]);
+      expect(await problems(`${ORIGIN}${tls('server.crt', 'client.key', 'ca.crt')}`)).toEqual([
+        `grpc.tls.key: the key in "${file('client.key')}" is not the key of the certificate in grpc.tls.cert (line 6)`,
+      ]);
+    });
+
+    it('refuses a reload naming a missing TLS file, and takes it once the file is there', async () => {
+      await writeFile(file('config.yaml'), `${ORIGIN}${tls('server.crt', 'server.key', 'ca.crt')}rules: []\n`);
+      const changes: unknown[] = [];
+      const errors: string[] = [];
+      watcher = watchConfig(file('config.yaml'), { onChange: (config) => changes.push(config), onError: (error) => errors.push(error.message) }, { env: {}, debounceMs: 20, pollIntervalMs: 50 });
+      await watcher.ready;
+
+      await writeFile(file('config.yaml'), `${ORIGIN}${tls('renewed.crt', 'server.key', 'ca.crt')}`);
+      await eventually(() => expect(errors).toEqual([`${file('config.yaml')}: grpc.tls.cert: cannot read "${file('renewed.crt')}": no such file (line 5)`]));
+      expect(changes).toEqual([]);
+
+      await copyFile(file('server.crt'), file('renewed.crt'));
+      await eventually(() => expect(changes).toHaveLength(1));
+
+      // Read only at start: new content in a usable certificate (here the chain made longer) is no new configuration.
+      await writeFile(file('renewed.crt'), Buffer.concat([await readFile(file('server.crt')), await readFile(file('ca.crt'))]));
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      expect(changes).toHaveLength(1);
+      expect(errors).toHaveLength(1);
+    });
+  });
+});
+
+/** Waits for an assertion to hold; generous because the whole suite may be running alongside. */
+function eventually(assertion: () => void): Promise<void> {
+  return vi.waitFor(assertion, { timeout: 5_000, interval: 10 });
+}
