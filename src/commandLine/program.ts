@@ -110,7 +110,8 @@ function commandHelp(program: Program, command: Command): string {
 
 /**
  * The process's exit status: 2 for a usage mistake, 1 for an invalid configuration or schema (with
- * the same message `serve` and `check` print), 1 for anything else that stops the start.
+ * the same message `serve` and `check` print), 1 for anything else that stops the start (a port that
+ * cannot be listened on, named with its option), each on stderr after the program's name.
  */
 export function exitOnFailure(program: Program, error: unknown): never {
   if (error instanceof UsageError) {

@@ -1,6 +1,8 @@
 import { ConfigError, loadConfig } from '../config/index.js';
+import { routeGrpcLogs } from '../extproc/index.js';
 import { createLogger } from '../observability/index.js';
 import { startSidecar, stopPretenuring } from '../sidecar/index.js';
+import { ListenError } from '../util/index.js';
 import { checkConfigFile } from './check.js';
 import type { Command } from './program.js';
 import { handleShutdownSignals } from './signals.js';
@@ -28,14 +30,15 @@ export const serveCommand: Command = {
     const configPath = values.config as string;
     const config = await loadConfig(configPath);
     const logger = createLogger(config.logging.level);
+    routeGrpcLogs(logger);
     const signals = handleShutdownSignals(logger, SHUTDOWN_OVERRUN_MS);
-    const sidecar = await startSidecar({
-      config,
-      configPath,
-      grpcHost: values['grpc-host'] as string,
-      grpcPort: portOption(values['grpc-port'] as string, '--grpc-port'),
-      adminPort: portOption(values['admin-port'] as string, '--admin-port'),
-      logger,
+    const grpcHost = values['grpc-host'] as string;
+    const grpcPort = portOption(values['grpc-port'] as string, '--grpc-port');
+    const adminPort = portOption(values['admin-port'] as string, '--admin-port');
+    const sidecar = await startSidecar({ config, configPath, grpcHost, grpcPort, adminPort, logger }).catch((error: unknown) => {
+      if (!(error instanceof ListenError)) throw error;
+      const options = error.server === 'ext_proc' ? `--grpc-host ${grpcHost} --grpc-port ${grpcPort}` : `--admin-port ${adminPort}`;
+      throw new Error(`cannot listen on ${error.address} for the ${error.server} port (${options}): ${error.reason}`);
     });
     signals.closeWith(() => sidecar.close(SHUTDOWN_GRACE_MS));
   },

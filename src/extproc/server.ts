@@ -7,7 +7,7 @@ import type { ProcessingRequest, ProcessingResponse } from './messages.js';
 import { EXT_PROC_SERVICE, MAX_GRPC_MESSAGE_BYTES, externalProcessorService } from './protocol.js';
 import { ProcessingStream, ProtocolViolation } from './stream.js';
 import { adoptStreamTables } from './streamTable.js';
-import { errorMessage } from '../util/index.js';
+import { errorMessage, ListenError } from '../util/index.js';
 
 export interface ExtProcServerOptions {
   engine: DecisionEngine;
@@ -62,7 +62,7 @@ export async function startExtProcServer(options: ExtProcServerOptions): Promise
   const credentials = options.credentials ?? grpc.ServerCredentials.createInsecure();
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(address, credentials, (error, bound) =>
-      error ? reject(error) : resolve(bound),
+      error ? reject(new ListenError('ext_proc', address, error.message)) : resolve(bound),
     ),
   );
   adoptStreamTables(server, (reason) => logger.warn({ reason }, 'HTTP/2 sessions keep Node\'s own stream map'));

@@ -1,6 +1,7 @@
 import { createServer, type ServerResponse } from 'node:http';
 import type { AdminRoutes } from '../dashboard/index.js';
 import type { Metrics } from '../observability/index.js';
+import { ListenError } from '../util/index.js';
 
 export interface Readiness {
   ready: boolean;
@@ -58,9 +59,10 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
         plainText(response, 404, 'not found\n');
     }
   });
+  const host = options.host ?? '0.0.0.0';
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());
+    server.once('error', (error) => reject(new ListenError('admin', `${host}:${options.port}`, error.message)));
+    server.listen(options.port, host, () => resolve());
   });
   const address = server.address();
   return {

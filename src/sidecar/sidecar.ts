@@ -7,14 +7,14 @@ import { Dashboard, dashboardRoutes, type StoreHealth } from '../dashboard/index
 import { DecisionEngine, type RequestSummary, type RuntimeState } from '../engine/index.js';
 import { definitionOf, scopeSources } from '../engine/index.js';
 import { MAX_REWRITTEN_PATH_BYTES } from '../extproc/index.js';
-import { startExtProcServer } from '../extproc/index.js';
+import { startExtProcServer, type ExtProcServer } from '../extproc/index.js';
 import { withSecretHeaders, type Logger } from '../observability/index.js';
 import { MeasuredStore } from './measuredStore.js';
 import { Metrics } from '../observability/index.js';
 import { purgeMode, warnOmittedPurgeFields } from '../purge/index.js';
 import { createSchemaSource } from '../schema/index.js';
 import { createStores, type CacheStore } from '../store/index.js';
-import { startAdminServer } from './admin.js';
+import { startAdminServer, type AdminServer } from './admin.js';
 import { engineActions } from './dashboardWiring.js';
 import { engineEventsRecordedIn } from './engineEvents.js';
 import { errorMessage } from '../util/index.js';
@@ -125,39 +125,54 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     },
   ];
   if (options.onRequestCompleted) requestObservers.push(options.onRequestCompleted);
-  const extProc = await startExtProcServer({
-    engine,
-    logger,
-    metrics,
-    onRequestCompleted: (summary) => {
-      for (const observe of requestObservers) {
-        try {
-          observe(summary);
-        } catch (error) {
-          logger.error({ err: errorMessage(error) }, 'a request observer failed');
+  const startExtProc = async (): Promise<ExtProcServer> =>
+    startExtProcServer({
+      engine,
+      logger,
+      metrics,
+      onRequestCompleted: (summary) => {
+        for (const observe of requestObservers) {
+          try {
+            observe(summary);
+          } catch (error) {
+            logger.error({ err: errorMessage(error) }, 'a request observer failed');
+          }
         }
-      }
-    },
-    port: options.grpcPort,
-    host: options.grpcHost ?? options.host ?? '127.0.0.1',
-    credentials: await grpcCredentials(config),
+      },
+      port: options.grpcPort,
+      host: options.grpcHost ?? options.host ?? '127.0.0.1',
+      credentials: await grpcCredentials(config),
+    });
+  const startAdmin = (): Promise<AdminServer> =>
+    startAdminServer({
+      port: options.adminPort,
+      host: options.adminHost ?? options.host ?? '0.0.0.0',
+      metrics,
+      routes: dashboardRoutes({ dashboard, actions: engineActions(engine, () => config), config: () => config }),
+      readiness: async () => {
+        if (closing) return { ready: false, reason: 'shutting down' };
+        const reason = schemaSource.unavailableReason();
+        if (reason) return { ready: false, reason: `origin schema: ${reason}` };
+        try {
+          await store.ping();
+        } catch (error) {
+          return { ready: false, reason: `store: ${errorMessage(error)}` };
+        }
+        return { ready: true };
+      },
+    });
+  // A start that fails part way (a port in use) leaves nothing running: the demo and tests start
+  // sidecars inside processes that go on.
+  const extProc = await startExtProc().catch(async (error: unknown) => {
+    schemaSource.close();
+    await store.close();
+    throw error;
   });
-  const admin = await startAdminServer({
-    port: options.adminPort,
-    host: options.adminHost ?? options.host ?? '0.0.0.0',
-    metrics,
-    routes: dashboardRoutes({ dashboard, actions: engineActions(engine, () => config), config: () => config }),
-    readiness: async () => {
-      if (closing) return { ready: false, reason: 'shutting down' };
-      const reason = schemaSource.unavailableReason();
-      if (reason) return { ready: false, reason: `origin schema: ${reason}` };
-      try {
-        await store.ping();
-      } catch (error) {
-        return { ready: false, reason: `store: ${errorMessage(error)}` };
-      }
-      return { ready: true };
-    },
+  const admin = await startAdmin().catch(async (error: unknown) => {
+    await extProc.close(0);
+    schemaSource.close();
+    await store.close();
+    throw error;
   });
   const watcher = options.configPath
     ? watchConfig(options.configPath, {

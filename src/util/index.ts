@@ -2,4 +2,5 @@
 export { deferred, type Deferred } from './deferred.js';
 export { errorMessage } from './errorMessage.js';
 export { isPlainObject } from './isPlainObject.js';
+export { ListenError, type ListenFailure, type ListeningServer } from './listenError.js';
 export { shortened } from './shortened.js';

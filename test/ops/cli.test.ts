@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -7,9 +8,10 @@ import { parse as parseYaml } from 'yaml';
 import { demoConfigInput } from '../../src/config/index.js';
 
 /**
- * The command line of the README's Commands section as a user meets it: `--help`, `<command> --help`, `--version` and
- * `check`, from source through tsx so that no earlier build is needed. src/cli.ts is the production
- * build's entry point; src/devCli.ts adds the development commands.
+ * The command line of the README's Commands section as a user meets it: `--help`, `<command> --help`,
+ * `--version`, `check` and `serve`'s failures to start, from source through tsx so that no earlier
+ * build is needed. src/cli.ts is the production build's entry point; src/devCli.ts adds the
+ * development commands.
  */
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -152,6 +154,31 @@ describe('svc-cache check', () => {
     expect(result.status).toBe(1);
     expect(result.stderr).toContain('rules[1].types.Query: type Query has no field me');
     expect(result.stderr).toContain('rules[1].types.User: the origin schema has no type User');
+  });
+});
+
+describe('svc-cache serve', () => {
+  it('exits 1 with one line naming the port and its option when a port is taken', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '0.0.0.0', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const config = file('serve.yaml', VALID);
+      const grpc = cli(['serve', '--config', config, '--grpc-port', String(port), '--admin-port', '0']);
+      expect(grpc.status).toBe(1);
+      expect(grpc.stderr).toBe(
+        `svc-cache: cannot listen on 127.0.0.1:${port} for the ext_proc port (--grpc-host 127.0.0.1 --grpc-port ${port}): the port is already in use (another process, or another svc-cache, listens on it)\n`,
+      );
+      // grpc-js's own line about it is a JSON log line, not plain text on stderr.
+      expect(grpc.stdout).toContain('"component":"grpc-js"');
+      const admin = cli(['serve', '--config', config, '--grpc-port', '0', '--admin-port', String(port)]);
+      expect(admin.status).toBe(1);
+      expect(admin.stderr).toBe(
+        `svc-cache: cannot listen on 0.0.0.0:${port} for the admin port (--admin-port ${port}): the port is already in use (another process, or another svc-cache, listens on it)\n`,
+      );
+    } finally {
+      taken.close();
+    }
   });
 });
 
