@@ -126,6 +126,7 @@ describe('metrics with real traffic', () => {
       svc_cache_bytes_served_from_cache_total: 'counter',
       svc_cache_streams_active: 'gauge',
       svc_cache_stream_errors_total: 'counter',
+      svc_cache_streams_abandoned_total: 'counter',
       svc_cache_store_errors_total: 'counter',
       svc_cache_store_duration_seconds: 'histogram',
       svc_cache_purges_total: 'counter',
