@@ -207,7 +207,7 @@ export function possibleMutations(
   limits: Config['limits'],
   analyse: (document: DocumentNode) => DocumentAnalysis,
 ): Verdict | DocumentNode[] {
-  const readings = possibleOperations(head.headers, body);
+  const readings = possibleOperations(head.headers, body, limits.maxRequestBodyBytes);
   if (readings === 'ambiguous') return ambiguousRequest(head);
   const mutations: DocumentNode[] = [];
   for (const { query, operationName } of readings) {

@@ -1,12 +1,12 @@
 import type { HeaderList } from '../http/index.js';
-import { headerValue } from '../http/index.js';
+import { contentCoding, decodedWithin, headerValue } from '../http/index.js';
 import { isPlainObject } from '../util/index.js';
 import { stripAddedFields, type PreparedOperation } from '../invalidation/index.js';
 import { responseTags } from '../invalidation/index.js';
 import { invalidationTag } from '../invalidation/index.js';
 import type { CachedResponse } from '../store/index.js';
 import type { PassPlan, ResponsePlan, StorePlan } from './exchange.js';
-import { contentCoding, decodedWithin, isEncoded, isGraphQLJson, isStreaming, storeVerdict, type EntryLifetime } from './originResponse.js';
+import { isEncoded, isGraphQLJson, isStreaming, storeVerdict, type EntryLifetime } from './originResponse.js';
 import type { PassReason } from './passReason.js';
 import { replayableHeaders } from './responses.js';
 

@@ -4,6 +4,7 @@ import type { GraphQLResponseMediaType } from '../http/index.js';
 import { headerValues, mediaType, type HeaderList } from '../http/index.js';
 import { graphQLErrorResponse, type HttpResponse } from '../http/index.js';
 import { readJson, readJsonBytes, type JsonValue } from './canonicalVariables.js';
+import { bodyTexts } from './bodyTexts.js';
 import type { GraphQLParams } from './httpRequest.js';
 
 /**
@@ -303,14 +304,25 @@ export interface PossibleOperation {
 
 /**
  * What an origin might run from a POST body svc-cache could not read: origins differ on what they
- * accept (bytes that are not UTF-8 decoded with U+FFFD in their place, JSON under another content
- * type, a form, a bare query as `application/graphql`), so every reading that finds a query counts:
- * JSON whatever the content type says, a form or a bare query under its own. A mutation among them
- * must still invalidate (README, Invalidation after mutations). Linear in the body; a batch is read
- * up to MAX_BATCH_OPERATIONS.
+ * accept (bytes that are not UTF-8 decoded with U+FFFD in their place, a compressed body decoded,
+ * JSON under another content type, a form, a bare query as `application/graphql`), so every
+ * reading of every text the body may be read as (bodyTexts.ts) that finds a query counts: JSON
+ * whatever the content type says, a form or a bare query under its own. A mutation among them must
+ * still invalidate (README, Invalidation after mutations). Linear in the body and bounded by
+ * `maxBodyBytes`; a batch is read up to MAX_BATCH_OPERATIONS.
  */
-export function possibleOperations(headers: HeaderList, body: Uint8Array): PossibleOperation[] | 'ambiguous' {
-  const text = new TextDecoder().decode(body);
+export function possibleOperations(headers: HeaderList, body: Uint8Array, maxBodyBytes: number): PossibleOperation[] | 'ambiguous' {
+  const mediaTypes = headerValues(headers, 'content-type').map(mediaType);
+  const operations: PossibleOperation[] = [];
+  for (const text of bodyTexts(headers, body, maxBodyBytes)) {
+    const found = textOperations(text, mediaTypes);
+    if (found === 'ambiguous') return found;
+    operations.push(...found);
+  }
+  return operations;
+}
+
+function textOperations(text: string, mediaTypes: readonly string[]): PossibleOperation[] | 'ambiguous' {
   const operations: PossibleOperation[] = [];
   const json = readJson(text.trim());
   // Which of a repeated member an origin runs is the origin's choice, as for a readable body.
@@ -320,7 +332,6 @@ export function possibleOperations(headers: HeaderList, body: Uint8Array): Possi
     const query = object.members?.get('query')?.string;
     if (query !== undefined) operations.push({ query, operationName: object.members?.get('operationName')?.string });
   }
-  const mediaTypes = headerValues(headers, 'content-type').map(mediaType);
   if (mediaTypes.includes('application/x-www-form-urlencoded')) {
     const form = new URLSearchParams(text);
     const [formQuery, formName] = [new Set(form.getAll('query')), new Set(form.getAll('operationName'))];

@@ -1,3 +1,4 @@
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { HeaderList } from '../../src/http/headers.js';
 import {
@@ -118,11 +119,38 @@ describe('what else the origin sees, for the key', () => {
 });
 
 describe('possibleOperations', () => {
+  const MAX_BODY_BYTES = 1024 * 1024;
+  const MUTATION = [{ query: 'mutation { a }', operationName: undefined }];
+
   it('reads a form only under its own content type, and refuses one that gives query twice', () => {
     const form = Buffer.from('query=mutation%20%7B%20a%20%7D&query=%7B%20b%20%7D');
-    expect(possibleOperations([['content-type', 'multipart/form-data; boundary=x']], form)).toEqual([]);
-    expect(possibleOperations([['content-type', 'application/x-www-form-urlencoded']], form)).toBe('ambiguous');
-    expect(possibleOperations([['content-type', 'text/plain']], Buffer.from('{"query":"mutation { a }"}'))).toEqual([{ query: 'mutation { a }', operationName: undefined }]);
+    expect(possibleOperations([['content-type', 'multipart/form-data; boundary=x']], form, MAX_BODY_BYTES)).toEqual([]);
+    expect(possibleOperations([['content-type', 'application/x-www-form-urlencoded']], form, MAX_BODY_BYTES)).toBe('ambiguous');
+    expect(possibleOperations([['content-type', 'text/plain']], Buffer.from('{"query":"mutation { a }"}'), MAX_BODY_BYTES)).toEqual(MUTATION);
+  });
+
+  it('reads a compressed body decoded, as body-parser inflates it', () => {
+    const json = Buffer.from('{"query":"mutation { a }"}');
+    const codings: Array<[string, Buffer]> = [
+      ['gzip', gzipSync(json)],
+      ['X-Gzip', gzipSync(json)],
+      ['deflate', deflateSync(json)],
+      [' br ', brotliCompressSync(json)],
+    ];
+    for (const [coding, body] of codings) {
+      expect(possibleOperations([['content-type', 'application/json'], ['content-encoding', coding]], body, MAX_BODY_BYTES)).toEqual(MUTATION);
+    }
+    const form = gzipSync(Buffer.from('query=mutation+%7B+a+%7D'));
+    expect(possibleOperations([['content-type', 'application/x-www-form-urlencoded'], ['content-encoding', 'gzip']], form, MAX_BODY_BYTES)).toEqual(MUTATION);
+  });
+
+  it('decodes no further than the body limit, and reads nothing from a body that does not decode', () => {
+    const bomb = gzipSync(Buffer.from(`{"query":"mutation { a }","padding":"${' '.repeat(4 * MAX_BODY_BYTES)}"}`));
+    expect(bomb.length).toBeLessThan(MAX_BODY_BYTES / 100);
+    expect(possibleOperations([['content-encoding', 'gzip']], bomb, MAX_BODY_BYTES)).toEqual([]);
+    expect(possibleOperations([['content-encoding', 'gzip']], bomb, 5 * MAX_BODY_BYTES)).toEqual(MUTATION);
+    const truncated = gzipSync(Buffer.from('{"query":"mutation { a }"}')).subarray(0, 20);
+    expect(possibleOperations([['content-encoding', 'gzip']], truncated, MAX_BODY_BYTES)).toEqual([]);
   });
 });
 

@@ -1,3 +1,4 @@
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ForcedResponse } from '../support/origin.js';
 import { postGraphQL } from '../support/origin.js';
@@ -62,8 +63,9 @@ describe.each(['Entity', 'Type', 'None'] as const)('mutationPolicy %s: a mutatio
 /**
  * A request svc-cache cannot read may still be a mutation to the origin, which may read it another
  * way (README, Bad input): every reading that finds a mutation invalidates by its root fields' types.
+ * The fourth member holds further request headers.
  */
-const UNREAD_REQUESTS: Array<[string, Buffer, string]> = [
+const UNREAD_REQUESTS: Array<[string, Buffer, string, Record<string, string>?]> = [
   [
     'JSON whose bytes are not UTF-8',
     Buffer.concat([Buffer.from('{"query":"mutation { updateTodo(id: \\"1\\", title: \\"Caf'), Buffer.from([0xe9]), Buffer.from(' au lait\\") { id title } }"}')]),
@@ -77,6 +79,8 @@ const UNREAD_REQUESTS: Array<[string, Buffer, string]> = [
     Buffer.from(`query=${encodeURIComponent(`query Q { todos { id } } ${UPDATE_TODO.replace('mutation', 'mutation M')}`)}&operationName=M`),
     'application/x-www-form-urlencoded',
   ],
+  ['gzipped JSON', gzipSync(JSON.stringify({ query: UPDATE_TODO })), 'application/json', { 'content-encoding': 'gzip' }],
+  ['a brotli-compressed form', brotliCompressSync(`query=${encodeURIComponent(UPDATE_TODO)}`), 'application/x-www-form-urlencoded', { 'content-encoding': 'br' }],
 ];
 
 describe('a request svc-cache cannot read that an origin may run as a mutation', () => {
@@ -93,15 +97,15 @@ describe('a request svc-cache cannot read that an origin may run as a mutation',
     await stack.sidecar.store.invalidateAll();
   });
 
-  async function send(body: Buffer, contentType: string): Promise<Response> {
-    return fetch(stack.url, { method: 'POST', headers: { 'content-type': contentType, accept: 'application/json' }, body: new Uint8Array(body) });
+  async function send(body: Buffer, contentType: string, headers: Record<string, string> = {}): Promise<Response> {
+    return fetch(stack.url, { method: 'POST', headers: { 'content-type': contentType, accept: 'application/json', ...headers }, body: new Uint8Array(body) });
   }
 
-  it.each(UNREAD_REQUESTS)('%s: passes it as sent and invalidates the types its root fields return', async (_name, body, contentType) => {
+  it.each(UNREAD_REQUESTS)('%s: passes it as sent and invalidates the types its root fields return', async (_name, body, contentType, headers) => {
     expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
     expect((await postGraphQL(stack.url, { query: USERS })).headers['svc-cache']).toBe('MISS');
     stack.origin.setBehaviour({ forcedResponse: { status: 200, headers: { 'content-type': 'application/json' }, body: '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}' } });
-    const mutation = await send(body, contentType);
+    const mutation = await send(body, contentType, headers);
     expect([mutation.status, mutation.headers.get('svc-cache')]).toEqual([200, 'PASS']);
     expect(stack.origin.requests.at(-1)?.body).toBe(body.toString());
     stack.origin.setBehaviour({ forcedResponse: null });
