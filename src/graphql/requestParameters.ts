@@ -304,12 +304,12 @@ export interface PossibleOperation {
 
 /**
  * What an origin might run from a POST body svc-cache could not read: origins differ on what they
- * accept (bytes that are not UTF-8 decoded with U+FFFD in their place, a compressed body decoded,
- * JSON under another content type, a form, a bare query as `application/graphql`), so every
- * reading of every text the body may be read as (bodyTexts.ts) that finds a query counts: JSON
- * whatever the content type says, a form or a bare query under its own. A mutation among them must
- * still invalidate (README, Invalidation after mutations). Linear in the body and bounded by
- * `maxBodyBytes`; a batch is read up to MAX_BATCH_OPERATIONS.
+ * accept (bytes that are not UTF-8 decoded with U+FFFD in their place, a body in its declared UTF
+ * charset, a compressed body decoded, JSON under another content type, a form, a bare query as
+ * `application/graphql`), so every reading of every text the body may be read as (bodyTexts.ts)
+ * that finds a query counts: JSON whatever the content type says, a form or a bare query under its
+ * own. A mutation among them must still invalidate (README, Invalidation after mutations). Linear
+ * in the body and bounded by `maxBodyBytes`; a batch is read up to MAX_BATCH_OPERATIONS.
  */
 export function possibleOperations(headers: HeaderList, body: Uint8Array, maxBodyBytes: number): PossibleOperation[] | 'ambiguous' {
   const mediaTypes = headerValues(headers, 'content-type').map(mediaType);

@@ -144,6 +144,35 @@ describe('possibleOperations', () => {
     expect(possibleOperations([['content-type', 'application/x-www-form-urlencoded'], ['content-encoding', 'gzip']], form, MAX_BODY_BYTES)).toEqual(MUTATION);
   });
 
+  it('reads a body in the UTF charset its content type declares, as body-parser decodes it', () => {
+    const json = '{"query":"mutation { a }"}';
+    const utf16be = (text: string) => Buffer.from(text, 'utf16le').swap16();
+    const utf32 = (text: string, littleEndian: boolean) => {
+      const bytes = Buffer.alloc(4 * text.length);
+      [...text].forEach((char, index) => (littleEndian ? bytes.writeUInt32LE(char.codePointAt(0)!, 4 * index) : bytes.writeUInt32BE(char.codePointAt(0)!, 4 * index)));
+      return bytes;
+    };
+    const bodies: Array<[string, Buffer]> = [
+      ['utf-16le', Buffer.from(json, 'utf16le')],
+      ['UTF-16BE', utf16be(json)],
+      ['utf_16-le', Buffer.from(json, 'utf16le')],
+      ['utf-16', utf16be(`\ufeff${json}`)],
+      ['"utf-16"', utf16be(json)],
+      ['utf-32le', utf32(json, true)],
+      ['utf-32', utf32(`\ufeff${json}`, false)],
+      ['utf-7', Buffer.from('{"query":"+AG0-utation { a }"}')],
+      ['utf-7-imap', Buffer.from('{"query":"&AG0-utation { a }"}')],
+    ];
+    for (const [charset, body] of bodies) {
+      // UTF-7 is ASCII but where it shifts: the UTF-8 reading finds a query too, not the mutation.
+      expect(possibleOperations([['content-type', `application/json; charset=${charset}`]], body, MAX_BODY_BYTES), charset).toContainEqual(MUTATION[0]);
+    }
+    const form = Buffer.from('query=mutation+%7B+a+%7D', 'utf16le');
+    expect(possibleOperations([['content-type', 'application/x-www-form-urlencoded; charset=utf-16le']], form, MAX_BODY_BYTES)).toEqual(MUTATION);
+    const compressed = gzipSync(Buffer.from(json, 'utf16le'));
+    expect(possibleOperations([['content-type', 'text/plain; charset=utf-16le'], ['content-encoding', 'gzip']], compressed, MAX_BODY_BYTES)).toEqual(MUTATION);
+  });
+
   it('decodes no further than the body limit, and reads nothing from a body that does not decode', () => {
     const bomb = gzipSync(Buffer.from(`{"query":"mutation { a }","padding":"${' '.repeat(4 * MAX_BODY_BYTES)}"}`));
     expect(bomb.length).toBeLessThan(MAX_BODY_BYTES / 100);

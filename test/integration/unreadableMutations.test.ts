@@ -81,6 +81,9 @@ const UNREAD_REQUESTS: Array<[string, Buffer, string, Record<string, string>?]> 
   ],
   ['gzipped JSON', gzipSync(JSON.stringify({ query: UPDATE_TODO })), 'application/json', { 'content-encoding': 'gzip' }],
   ['a brotli-compressed form', brotliCompressSync(`query=${encodeURIComponent(UPDATE_TODO)}`), 'application/x-www-form-urlencoded', { 'content-encoding': 'br' }],
+  ['JSON in UTF-16LE', Buffer.from(JSON.stringify({ query: UPDATE_TODO }), 'utf16le'), 'application/json; charset=utf-16le'],
+  ['JSON in UTF-7 that shifts the keyword', Buffer.from(JSON.stringify({ query: UPDATE_TODO.replace('mutation', '+AG0-utation') })), 'application/json; charset=utf-7'],
+  ['a form in UTF-16LE', Buffer.from(`query=${encodeURIComponent(UPDATE_TODO)}`, 'utf16le'), 'application/x-www-form-urlencoded; charset=utf-16le'],
 ];
 
 describe('a request svc-cache cannot read that an origin may run as a mutation', () => {
