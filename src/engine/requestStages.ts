@@ -197,8 +197,8 @@ export function checkLimits(
 }
 
 /**
- * The mutations an origin might run from a POST body svc-cache could not read (README, Bad input):
- * any operation a reading of it names that is a mutation the origin could pick. Each reading is
+ * The mutations an origin might run from a POST svc-cache could not read (README, Bad input): any
+ * operation a reading of its body or URL names that is a mutation the origin could pick. Each reading is
  * held to the limits a readable request is held to, and refused as one would be.
  */
 export function possibleMutations(
@@ -207,7 +207,7 @@ export function possibleMutations(
   limits: Config['limits'],
   analyse: (document: DocumentNode) => DocumentAnalysis,
 ): Verdict | DocumentNode[] {
-  const readings = possibleOperations(head.headers, body, limits.maxRequestBodyBytes);
+  const readings = possibleOperations(head.path, head.headers, body, limits.maxRequestBodyBytes);
   if (readings === 'ambiguous') return ambiguousRequest(head);
   const mutations: DocumentNode[] = [];
   for (const { query, operationName } of readings) {

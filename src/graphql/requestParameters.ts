@@ -303,43 +303,70 @@ export interface PossibleOperation {
 }
 
 /**
- * What an origin might run from a POST body svc-cache could not read: origins differ on what they
+ * What an origin might run from a POST svc-cache could not read: origins differ on what they
  * accept (bytes that are not UTF-8 decoded with U+FFFD in their place, a body in its declared UTF
  * charset, a compressed body decoded, JSON under another content type, a form, a bare query as
  * `application/graphql`), so every reading of every text the body may be read as (bodyTexts.ts)
  * that finds a query counts: JSON whatever the content type says, a form or a bare query under its
- * own. A mutation among them must still invalidate (README, Invalidation after mutations). Linear
- * in the body and bounded by `maxBodyBytes`; a batch is read up to MAX_BATCH_OPERATIONS.
+ * own; and so do the `query` and `operationName` of its URL, which express-graphql and others read
+ * on a POST too (see readPostRequest). A mutation among them must still invalidate (README,
+ * Invalidation after mutations). Linear in the request and bounded by `maxBodyBytes`; a batch is
+ * read up to MAX_BATCH_OPERATIONS.
  */
-export function possibleOperations(headers: HeaderList, body: Uint8Array, maxBodyBytes: number): PossibleOperation[] | 'ambiguous' {
+export function possibleOperations(path: string, headers: HeaderList, body: Uint8Array, maxBodyBytes: number): PossibleOperation[] | 'ambiguous' {
   const mediaTypes = headerValues(headers, 'content-type').map(mediaType);
-  const operations: PossibleOperation[] = [];
+  const bodyReadings: Reading[] = [];
   for (const text of bodyTexts(headers, body, maxBodyBytes)) {
-    const found = textOperations(text, mediaTypes);
+    const found = textReadings(text, mediaTypes);
     if (found === 'ambiguous') return found;
-    operations.push(...found);
+    bodyReadings.push(...found);
   }
-  return operations;
+  const queryStart = path.indexOf('?');
+  const urlReadings = queryStart < 0 ? [] : formReadings(path.slice(queryStart + 1));
+  if (urlReadings === 'ambiguous') return urlReadings;
+  // express-graphql takes each parameter from the URL when it is there, else from the body: a query
+  // from one may then run under the other's operationName, so no name narrows which mutation runs.
+  const mixed = bodyReadings.length > 0 && urlReadings.length > 0;
+  return [...bodyReadings, ...urlReadings].flatMap(({ query, operationName }) =>
+    query === undefined ? [] : [{ query, operationName: mixed ? undefined : operationName }],
+  );
 }
 
-function textOperations(text: string, mediaTypes: readonly string[]): PossibleOperation[] | 'ambiguous' {
-  const operations: PossibleOperation[] = [];
+/** The GraphQL parameters one reading finds: a query, an operationName, or both. */
+interface Reading {
+  query: string | undefined;
+  operationName: string | undefined;
+}
+
+function textReadings(text: string, mediaTypes: readonly string[]): Reading[] | 'ambiguous' {
+  const readings: Reading[] = [];
   const json = readJson(text.trim());
   // Which of a repeated member an origin runs is the origin's choice, as for a readable body.
   if (json === 'ambiguous') return json;
   const objects = typeof json === 'string' ? [] : json.kind === 'array' ? (json.elements ?? []).slice(0, MAX_BATCH_OPERATIONS) : [json];
   for (const object of objects) {
-    const query = object.members?.get('query')?.string;
-    if (query !== undefined) operations.push({ query, operationName: object.members?.get('operationName')?.string });
+    const [query, operationName] = [object.members?.get('query')?.string, object.members?.get('operationName')?.string];
+    if (query !== undefined || operationName !== undefined) readings.push({ query, operationName });
   }
   if (mediaTypes.includes('application/x-www-form-urlencoded')) {
-    const form = new URLSearchParams(text);
-    const [formQuery, formName] = [new Set(form.getAll('query')), new Set(form.getAll('operationName'))];
-    if (formQuery.size > 1 || formName.size > 1) return 'ambiguous';
-    for (const query of formQuery) operations.push({ query, operationName: [...formName][0] });
+    const form = formReadings(text);
+    if (form === 'ambiguous') return form;
+    readings.push(...form);
   }
-  if (mediaTypes.includes('application/graphql')) operations.push({ query: text, operationName: undefined });
-  return operations;
+  if (mediaTypes.includes('application/graphql')) readings.push({ query: text, operationName: undefined });
+  return readings;
+}
+
+/**
+ * A form's (or a query string's) `query` and `operationName`, decoded leniently as origins decode
+ * them (URLSearchParams, querystring); one given twice with different values is ambiguous.
+ */
+function formReadings(text: string): Reading[] | 'ambiguous' {
+  const form = new URLSearchParams(text);
+  const [queries, names] = [new Set(form.getAll('query')), new Set(form.getAll('operationName'))];
+  if (queries.size > 1 || names.size > 1) return 'ambiguous';
+  const [[query], [operationName]] = [[...queries], [...names]];
+  return query === undefined && operationName === undefined ? [] : [{ query, operationName }];
 }
 
 /** Repeats agree when equal, or, for JSON parameters, equal as canonical JSON (origins run the same). */

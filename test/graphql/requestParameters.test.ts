@@ -124,9 +124,9 @@ describe('possibleOperations', () => {
 
   it('reads a form only under its own content type, and refuses one that gives query twice', () => {
     const form = Buffer.from('query=mutation%20%7B%20a%20%7D&query=%7B%20b%20%7D');
-    expect(possibleOperations([['content-type', 'multipart/form-data; boundary=x']], form, MAX_BODY_BYTES)).toEqual([]);
-    expect(possibleOperations([['content-type', 'application/x-www-form-urlencoded']], form, MAX_BODY_BYTES)).toBe('ambiguous');
-    expect(possibleOperations([['content-type', 'text/plain']], Buffer.from('{"query":"mutation { a }"}'), MAX_BODY_BYTES)).toEqual(MUTATION);
+    expect(possibleOperations('/graphql', [['content-type', 'multipart/form-data; boundary=x']], form, MAX_BODY_BYTES)).toEqual([]);
+    expect(possibleOperations('/graphql', [['content-type', 'application/x-www-form-urlencoded']], form, MAX_BODY_BYTES)).toBe('ambiguous');
+    expect(possibleOperations('/graphql', [['content-type', 'text/plain']], Buffer.from('{"query":"mutation { a }"}'), MAX_BODY_BYTES)).toEqual(MUTATION);
   });
 
   it('reads a compressed body decoded, as body-parser inflates it', () => {
@@ -138,10 +138,10 @@ describe('possibleOperations', () => {
       [' br ', brotliCompressSync(json)],
     ];
     for (const [coding, body] of codings) {
-      expect(possibleOperations([['content-type', 'application/json'], ['content-encoding', coding]], body, MAX_BODY_BYTES)).toEqual(MUTATION);
+      expect(possibleOperations('/graphql', [['content-type', 'application/json'], ['content-encoding', coding]], body, MAX_BODY_BYTES)).toEqual(MUTATION);
     }
     const form = gzipSync(Buffer.from('query=mutation+%7B+a+%7D'));
-    expect(possibleOperations([['content-type', 'application/x-www-form-urlencoded'], ['content-encoding', 'gzip']], form, MAX_BODY_BYTES)).toEqual(MUTATION);
+    expect(possibleOperations('/graphql', [['content-type', 'application/x-www-form-urlencoded'], ['content-encoding', 'gzip']], form, MAX_BODY_BYTES)).toEqual(MUTATION);
   });
 
   it('reads a body in the UTF charset its content type declares, as body-parser decodes it', () => {
@@ -165,21 +165,40 @@ describe('possibleOperations', () => {
     ];
     for (const [charset, body] of bodies) {
       // UTF-7 is ASCII but where it shifts: the UTF-8 reading finds a query too, not the mutation.
-      expect(possibleOperations([['content-type', `application/json; charset=${charset}`]], body, MAX_BODY_BYTES), charset).toContainEqual(MUTATION[0]);
+      expect(possibleOperations('/graphql', [['content-type', `application/json; charset=${charset}`]], body, MAX_BODY_BYTES), charset).toContainEqual(MUTATION[0]);
     }
     const form = Buffer.from('query=mutation+%7B+a+%7D', 'utf16le');
-    expect(possibleOperations([['content-type', 'application/x-www-form-urlencoded; charset=utf-16le']], form, MAX_BODY_BYTES)).toEqual(MUTATION);
+    expect(possibleOperations('/graphql', [['content-type', 'application/x-www-form-urlencoded; charset=utf-16le']], form, MAX_BODY_BYTES)).toEqual(MUTATION);
     const compressed = gzipSync(Buffer.from(json, 'utf16le'));
-    expect(possibleOperations([['content-type', 'text/plain; charset=utf-16le'], ['content-encoding', 'gzip']], compressed, MAX_BODY_BYTES)).toEqual(MUTATION);
+    expect(possibleOperations('/graphql', [['content-type', 'text/plain; charset=utf-16le'], ['content-encoding', 'gzip']], compressed, MAX_BODY_BYTES)).toEqual(MUTATION);
+  });
+
+  it("reads a POST's URL parameters, as express-graphql does, and refuses a URL that gives query twice", () => {
+    const url = `/graphql?query=${encodeURIComponent('query Q { b } mutation M { a }')}&operationName=M&x=%ZZ`;
+    expect(possibleOperations(url, [], Buffer.alloc(0), MAX_BODY_BYTES)).toEqual([{ query: 'query Q { b } mutation M { a }', operationName: 'M' }]);
+    expect(possibleOperations('/graphql?query=mutation+%7B+a+%7D&query=mutation%20%7B%20a%20%7D', [], Buffer.from('x'), MAX_BODY_BYTES)).toEqual(MUTATION);
+    expect(possibleOperations('/graphql?query=mutation+%7B+a+%7D&query=%7B+b+%7D', [], Buffer.alloc(0), MAX_BODY_BYTES)).toBe('ambiguous');
+    expect(possibleOperations('/graphql?operationName=A&operationName=B', [], Buffer.alloc(0), MAX_BODY_BYTES)).toBe('ambiguous');
+  });
+
+  it('lets no operationName narrow the mutations when the URL and the body each give parameters: origins mix them', () => {
+    const body = Buffer.from('{"query":"query Q { b } mutation M { a }","operationName":"Q"}');
+    expect(possibleOperations('/graphql?operationName=M', [['content-type', 'text/plain']], body, MAX_BODY_BYTES)).toEqual([
+      { query: 'query Q { b } mutation M { a }', operationName: undefined },
+    ]);
+    const url = `/graphql?query=${encodeURIComponent('query Q { b } mutation M { a }')}&operationName=Q`;
+    expect(possibleOperations(url, [['content-type', 'text/plain']], Buffer.from('{"operationName":"M"}'), MAX_BODY_BYTES)).toEqual([
+      { query: 'query Q { b } mutation M { a }', operationName: undefined },
+    ]);
   });
 
   it('decodes no further than the body limit, and reads nothing from a body that does not decode', () => {
     const bomb = gzipSync(Buffer.from(`{"query":"mutation { a }","padding":"${' '.repeat(4 * MAX_BODY_BYTES)}"}`));
     expect(bomb.length).toBeLessThan(MAX_BODY_BYTES / 100);
-    expect(possibleOperations([['content-encoding', 'gzip']], bomb, MAX_BODY_BYTES)).toEqual([]);
-    expect(possibleOperations([['content-encoding', 'gzip']], bomb, 5 * MAX_BODY_BYTES)).toEqual(MUTATION);
+    expect(possibleOperations('/graphql', [['content-encoding', 'gzip']], bomb, MAX_BODY_BYTES)).toEqual([]);
+    expect(possibleOperations('/graphql', [['content-encoding', 'gzip']], bomb, 5 * MAX_BODY_BYTES)).toEqual(MUTATION);
     const truncated = gzipSync(Buffer.from('{"query":"mutation { a }"}')).subarray(0, 20);
-    expect(possibleOperations([['content-encoding', 'gzip']], truncated, MAX_BODY_BYTES)).toEqual([]);
+    expect(possibleOperations('/graphql', [['content-encoding', 'gzip']], truncated, MAX_BODY_BYTES)).toEqual([]);
   });
 });
 

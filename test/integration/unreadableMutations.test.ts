@@ -63,9 +63,9 @@ describe.each(['Entity', 'Type', 'None'] as const)('mutationPolicy %s: a mutatio
 /**
  * A request svc-cache cannot read may still be a mutation to the origin, which may read it another
  * way (README, Bad input): every reading that finds a mutation invalidates by its root fields' types.
- * The fourth member holds further request headers.
+ * The fourth member holds further request headers and what follows the path in the URL.
  */
-const UNREAD_REQUESTS: Array<[string, Buffer, string, Record<string, string>?]> = [
+const UNREAD_REQUESTS: Array<[string, Buffer, string, Sent?]> = [
   [
     'JSON whose bytes are not UTF-8',
     Buffer.concat([Buffer.from('{"query":"mutation { updateTodo(id: \\"1\\", title: \\"Caf'), Buffer.from([0xe9]), Buffer.from(' au lait\\") { id title } }"}')]),
@@ -79,12 +79,24 @@ const UNREAD_REQUESTS: Array<[string, Buffer, string, Record<string, string>?]> 
     Buffer.from(`query=${encodeURIComponent(`query Q { todos { id } } ${UPDATE_TODO.replace('mutation', 'mutation M')}`)}&operationName=M`),
     'application/x-www-form-urlencoded',
   ],
-  ['gzipped JSON', gzipSync(JSON.stringify({ query: UPDATE_TODO })), 'application/json', { 'content-encoding': 'gzip' }],
-  ['a brotli-compressed form', brotliCompressSync(`query=${encodeURIComponent(UPDATE_TODO)}`), 'application/x-www-form-urlencoded', { 'content-encoding': 'br' }],
+  ['gzipped JSON', gzipSync(JSON.stringify({ query: UPDATE_TODO })), 'application/json', { headers: { 'content-encoding': 'gzip' } }],
+  ['a brotli-compressed form', brotliCompressSync(`query=${encodeURIComponent(UPDATE_TODO)}`), 'application/x-www-form-urlencoded', { headers: { 'content-encoding': 'br' } }],
   ['JSON in UTF-16LE', Buffer.from(JSON.stringify({ query: UPDATE_TODO }), 'utf16le'), 'application/json; charset=utf-16le'],
   ['JSON in UTF-7 that shifts the keyword', Buffer.from(JSON.stringify({ query: UPDATE_TODO.replace('mutation', '+AG0-utation') })), 'application/json; charset=utf-7'],
   ['a form in UTF-16LE', Buffer.from(`query=${encodeURIComponent(UPDATE_TODO)}`, 'utf16le'), 'application/x-www-form-urlencoded; charset=utf-16le'],
+  ['a query in the URL of a POST without a body', Buffer.alloc(0), 'application/json', { search: `?query=${encodeURIComponent(UPDATE_TODO)}` }],
+  [
+    'a mutation in the URL named by operationName, beside a body that is not JSON',
+    Buffer.from('not json'),
+    'application/json',
+    { search: `?query=${encodeURIComponent(`query Q { todos { id } } ${UPDATE_TODO.replace('mutation', 'mutation M')}`)}&operationName=M` },
+  ],
 ];
+
+interface Sent {
+  headers?: Record<string, string>;
+  search?: string;
+}
 
 describe('a request svc-cache cannot read that an origin may run as a mutation', () => {
   let stack: Stack;
@@ -100,15 +112,15 @@ describe('a request svc-cache cannot read that an origin may run as a mutation',
     await stack.sidecar.store.invalidateAll();
   });
 
-  async function send(body: Buffer, contentType: string, headers: Record<string, string> = {}): Promise<Response> {
-    return fetch(stack.url, { method: 'POST', headers: { 'content-type': contentType, accept: 'application/json', ...headers }, body: new Uint8Array(body) });
+  async function send(body: Buffer, contentType: string, { headers = {}, search = '' }: Sent = {}): Promise<Response> {
+    return fetch(`${stack.url}${search}`, { method: 'POST', headers: { 'content-type': contentType, accept: 'application/json', ...headers }, body: new Uint8Array(body) });
   }
 
-  it.each(UNREAD_REQUESTS)('%s: passes it as sent and invalidates the types its root fields return', async (_name, body, contentType, headers) => {
+  it.each(UNREAD_REQUESTS)('%s: passes it as sent and invalidates the types its root fields return', async (_name, body, contentType, sent) => {
     expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
     expect((await postGraphQL(stack.url, { query: USERS })).headers['svc-cache']).toBe('MISS');
     stack.origin.setBehaviour({ forcedResponse: { status: 200, headers: { 'content-type': 'application/json' }, body: '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}' } });
-    const mutation = await send(body, contentType, headers);
+    const mutation = await send(body, contentType, sent);
     expect([mutation.status, mutation.headers.get('svc-cache')]).toEqual([200, 'PASS']);
     expect(stack.origin.requests.at(-1)?.body).toBe(body.toString());
     stack.origin.setBehaviour({ forcedResponse: null });
@@ -122,6 +134,8 @@ describe('a request svc-cache cannot read that an origin may run as a mutation',
     expect([answer.status, ((await answer.json()) as { errors: Array<{ extensions: { code: string } }> }).errors[0]?.extensions.code]).toEqual([400, 'AMBIGUOUS_REQUEST']);
     const form = await send(Buffer.from(`query=${encodeURIComponent(UPDATE_TODO)}&query=${encodeURIComponent('{ todos { id } }')}`), 'application/x-www-form-urlencoded');
     expect(form.status).toBe(400);
+    const url = await send(Buffer.from('x'), 'text/plain', { search: `?query=${encodeURIComponent(UPDATE_TODO)}&query=${encodeURIComponent('{ todos { id } }')}` });
+    expect(url.status).toBe(400);
     expect(stack.origin.requestCount()).toBe(0);
   });
 
