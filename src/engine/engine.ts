@@ -665,9 +665,11 @@ export class DecisionEngine {
     if (!holdable) exchange.staleHold = undefined;
     const wantsBody =
       wantsResponseBody(plan, headers, endOfStream, maxResponseBodyBytes) || exchange.registration !== undefined || exchange.staleHold !== undefined;
-    if (plan.kind === 'store') return { headers: { set: [], remove: [] }, wantsBody };
+    // A body svc-cache holds gets its headers with the body's answer, counted there against the
+    // origin's alone (fitted): set here too, they would be in Envoy's map uncounted.
+    if (wantsBody || plan.kind === 'store') return { headers: { set: [], remove: [] }, wantsBody };
     const reason = plan.kind === 'pass' ? plan.reason : plan.kind;
-    if (!wantsBody) exchange.settle('PASS', { passReason: reason });
+    exchange.settle('PASS', { passReason: reason });
     return { headers: cacheStatusHeader('PASS', explanationHeaders(exchange.explanation, reason)), wantsBody };
   }
 

@@ -462,6 +462,18 @@ describe('DecisionEngine', () => {
       expect(await answered('mutation { updateTodo(id: "1", title: "x") { title } }', headers, added)).toEqual({ wantsBody: false });
     });
 
+    it("sets its own headers with the body's answer only, counted against Envoy's 100 there", async () => {
+      const request = post({ query: '{ todos { title } }' });
+      const exchange = engine.begin(request.head);
+      await engine.requestBody(exchange, request.body);
+      // 99 headers with :status and no content-length: the stripped body's content-length makes 100.
+      const headers: Array<[string, string]> = [[':status', '200'], ['content-type', 'text/plain'], ...Array.from({ length: 97 }, (_, i): [string, string] => [`x-h${i}`, 'v'])];
+      const head = await engine.responseHead(exchange, 200, headers, false);
+      expect([head.wantsBody, head.headers]).toEqual([true, { set: [], remove: [] }]);
+      const body = await engine.responseBody(exchange, added);
+      expect([body.body?.toString(), body.headers]).toEqual([clientBody, { set: [], remove: [] }]);
+    });
+
     it('passes a compressed answer as it came when it does not decode, or holds none of them', async () => {
       const headers: Array<[string, string]> = [...JSON_HEADERS, ['content-encoding', 'gzip']];
       expect(await answered('{ todos { title } }', headers, Buffer.from('not gzip'))).toEqual({ wantsBody: true, body: undefined, remove: [] });
