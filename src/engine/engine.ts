@@ -21,7 +21,7 @@ import {
   withoutEmptyPurgeParentheses,
   type PurgeEvent,
 } from '../purge/index.js';
-import { compressBody, identityBodyOf, type CacheStore, type CachedResponse } from '../store/index.js';
+import { compressBody, identityBodyOf, UnconfirmedInvalidation, type CacheStore, type CachedResponse } from '../store/index.js';
 import { errorMessage, isPlainObject, shortened } from '../util/index.js';
 import { MissCoalescer } from './coalescing.js';
 import { documentHashOf, Exchange, type BatchPlan, type Explanation, type MutationPlan, type PassPlan, type RequestHead, type ResponsePlan, type StaleHold, type StorePlan } from './exchange.js';
@@ -791,19 +791,31 @@ export class DecisionEngine {
       this.deps.logger.info({ policy, from, tags: tags.length, removedEntries }, 'invalidated after mutation');
       this.report((events) => events.invalidation({ policy, from, tags: tags.length, removedEntries }));
     } catch (error) {
-      this.deps.logger.error({ policy, from, tags: tags.length, err: errorMessage(error) }, 'invalidation after mutation failed; it will be retried');
+      // Applied but unconfirmed by a replica, it would not be applied better by a retry.
+      const retried = !(error instanceof UnconfirmedInvalidation);
+      this.deps.logger.error({ policy, from, tags: tags.length, retried, err: errorMessage(error) }, 'invalidation after mutation failed');
       this.report((events) => events.invalidation({ policy, from, failed: errorMessage(error) }));
-      this.pendingInvalidations.add(tags);
+      if (retried) this.pendingInvalidations.add(tags);
     }
   }
 
-  /** A failed invalidation applied again; counted as one that succeeded once it does. Throws while the store still fails. */
+  /**
+   * A failed invalidation applied again; counted as one that succeeded once it does, and only
+   * logged when a replica did not confirm it. Throws while the store still fails.
+   */
   private async retryInvalidation(what: readonly string[] | 'everything'): Promise<void> {
-    const removedEntries = what === 'everything' ? await this.deps.store.invalidateAll() : await this.deps.store.invalidate(what);
     const policy = this.deps.state().config.mutationPolicy;
-    const tags = what === 'everything' ? 'everything' : what.length;
+    const tags = what === 'everything' ? 0 : what.length;
+    let removedEntries: number;
+    try {
+      removedEntries = what === 'everything' ? await this.deps.store.invalidateAll() : await this.deps.store.invalidate(what);
+    } catch (error) {
+      if (!(error instanceof UnconfirmedInvalidation)) throw error;
+      this.deps.logger.warn({ policy, from: 'retry', tags, err: error.message }, 'invalidated after mutation, on retry; a replica did not confirm it');
+      return;
+    }
     this.deps.logger.info({ policy, from: 'retry', tags, removedEntries }, 'invalidated after mutation, on retry');
-    this.report((events) => events.invalidation({ policy, from: 'retry', tags: what === 'everything' ? 0 : what.length, removedEntries }));
+    this.report((events) => events.invalidation({ policy, from: 'retry', tags, removedEntries }));
   }
 
   private async registerPersistedQuery(exchange: Exchange): Promise<void> {

@@ -18,8 +18,12 @@ export class PendingInvalidations {
     private readonly onRetryFailed: (error: unknown, failures: number) => void,
   ) {}
 
-  /** Tags (or everything) are waiting for a retry. */
+  /** Tags (or everything) are waiting for a retry, or one is running. */
   get pending(): boolean {
+    return this.waiting || this.running;
+  }
+
+  private get waiting(): boolean {
     return this.everything || this.tags.size > 0;
   }
 
@@ -37,7 +41,7 @@ export class PendingInvalidations {
   }
 
   private schedule(): void {
-    if (this.timer !== undefined || this.running || !this.pending) return;
+    if (this.timer !== undefined || this.running || !this.waiting) return;
     const delay = Math.min(FIRST_DELAY_MS * 2 ** this.failures, MAX_DELAY_MS);
     this.timer = setTimeout(() => void this.retry(), delay);
     this.timer.unref();

@@ -20,8 +20,9 @@ import {
   type RedisClient,
 } from './redisScripts.js';
 import { STALE_MARGIN_MS } from './softPurge.js';
+import { errorMessage } from '../util/index.js';
 import { RedisPersistedQueryRegistry } from './redisPersistedQueries.js';
-import type { CacheStore, CachedResponse, InvalidationMark, LocalCacheObserver, Lookup, StoreOptions } from './types.js';
+import { UnconfirmedInvalidation, type CacheStore, type CachedResponse, type InvalidationMark, type LocalCacheObserver, type Lookup, type StoreOptions } from './types.js';
 
 export interface RedisStoreOptions {
   logger?: Logger;
@@ -289,7 +290,11 @@ export class RedisStore implements CacheStore {
    */
   private async onEveryShard(invalidateShard: (shard: number) => Promise<number>): Promise<number> {
     const removed = await Promise.all(Array.from({ length: SHARD_COUNT }, (_, shard) => invalidateShard(shard)));
-    await this.localCache?.barrier();
+    try {
+      await this.localCache?.barrier();
+    } catch (error) {
+      throw new UnconfirmedInvalidation(`applied in Redis, but not confirmed by every replica-local cache: ${errorMessage(error)}`, { cause: error });
+    }
     return removed.reduce((sum, count) => sum + count, 0);
   }
 

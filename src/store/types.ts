@@ -69,6 +69,15 @@ export interface StoreOptions {
   mark: InvalidationMark;
 }
 
+/**
+ * An invalidation the store applied, of which not every replica-local cache confirmed dropping the
+ * entries within `redis.localCache.ackTimeoutMs` (README, The replica-local cache): applying it again
+ * would change nothing for them, so it is reported, not retried.
+ */
+export class UnconfirmedInvalidation extends Error {
+  override readonly name = 'UnconfirmedInvalidation';
+}
+
 export interface CacheStore {
   /**
    * Reads an entry and the current invalidation mark in one round trip. An answer the replica-local
@@ -84,7 +93,8 @@ export interface CacheStore {
   store(key: string, response: CachedResponse, options: StoreOptions): Promise<boolean>;
   /**
    * Removes every entry holding any of `tags` and resolves once that is durable for every replica
-   * (never before); resolves to the number of entries removed. Rejects when it cannot be applied.
+   * (never before); resolves to the number of entries removed. Rejects when it cannot be applied, or
+   * with UnconfirmedInvalidation when it was but a replica did not confirm it.
    */
   invalidate(tags: readonly string[]): Promise<number>;
   /** Removes every entry (`_purgeAll`). */

@@ -9,6 +9,7 @@ import { DecisionEngine, type Exchange, type RequestDecision, type RequestHead }
 import { silentLogger } from '../../src/observability/log.js';
 import { MemoryPersistedQueryRegistry } from '../../src/apq/index.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { UnconfirmedInvalidation } from '../../src/store/types.js';
 import { unitEngineDependencies } from '../support/engineDependencies.js';
 import { demoSchemaSDL } from '../support/origin.js';
 
@@ -192,6 +193,14 @@ describe('DecisionEngine', () => {
     await vi.waitFor(() => expect(engine.invalidationsPending).toBe(false), { timeout: 2_000, interval: 20 });
     expect(failOnce.mock.calls).toEqual([[['e:Todo:1']], [['e:Todo:1']]]);
     expect((await roundTrip(query)).status).toBe('MISS');
+  });
+
+  it('does not retry an invalidation the store applied but a replica did not confirm', async () => {
+    build({ mutationPolicy: 'Entity' });
+    const unconfirmed = vi.spyOn(store, 'invalidate').mockRejectedValueOnce(new UnconfirmedInvalidation('a replica did not answer'));
+    const mutation = post({ query: 'mutation { updateTodo(id: "1", title: "x") { id } }' });
+    expect((await roundTrip(mutation, { body: Buffer.from('{"data":{"updateTodo":{"id":"1"}}}') })).status).toBe('PASS');
+    expect([unconfirmed.mock.calls.length, engine.invalidationsPending]).toEqual([1, false]);
   });
 
   it('forwards a mutation to read its answer, or passes it untouched under mutationPolicy None', async () => {
