@@ -310,7 +310,7 @@ function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: C
   if (!config.cache.publicForCredentialedRequests) {
     const credentials = CREDENTIAL_HEADERS.filter((name) => headerValue(headers, name) !== undefined);
     if (credentials.length > 0 && policy.scopes.length === 0) return passVerdict('credentials-on-public');
-    // The bucket of "no value" is shared like PUBLIC, and the scope does not read these credentials.
+    // A scope's share of "no value" is shared like PUBLIC, and no scope reads these credentials.
     if (credentials.length > 0 && sharedBucketDespite(credentials, policy.scopes, config.scopes, headers)) {
       return passVerdict('credentials-outside-scope');
     }

@@ -84,9 +84,10 @@ const sourcesByDefinitions = new WeakMap<ScopeDefinitions, Map<string, readonly 
 
 /**
  * True when a request carrying `credentials` (the `authorization` and `cookie` headers it sent)
- * would fall in the scopes' bucket of "no value", shared by every request without the values, and
- * none of the scopes reads those credentials: the origin may answer for whom they name, so the
- * answer is no more shareable than a PUBLIC one (README, Scopes).
+ * falls, for one of the scopes at least, in that scope's share of "no value" (none of its sources
+ * sent), and none of the scopes reads one of those credentials: that part of the bucket is shared by
+ * every such request (every user of one tenant, under TENANT+USER), while the origin may answer for
+ * whom the credentials name, so the answer is no more shareable than a PUBLIC one (README, Scopes).
  */
 export function sharedBucketDespite(
   credentials: readonly string[],
@@ -95,13 +96,16 @@ export function sharedBucketDespite(
   headers: HeaderList,
 ): boolean {
   const read = new Set<string>();
+  let someScopeWithoutValue = false;
   for (const scope of scopes) {
+    let valueSent = false;
     for (const source of sourcesOf(definitions, scope)) {
-      if (sourceValue(source, headers) !== undefined) return false;
+      if (sourceValue(source, headers) !== undefined) valueSent = true;
       read.add(source.kind === 'header' ? source.name : 'cookie');
     }
+    if (!valueSent) someScopeWithoutValue = true;
   }
-  return credentials.some((name) => !read.has(name));
+  return someScopeWithoutValue && credentials.some((name) => !read.has(name));
 }
 
 /** Names of the request headers the scopes read, for `vary` on cached answers. */

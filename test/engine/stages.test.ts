@@ -226,11 +226,13 @@ describe('classify', () => {
 
   describe('credentials in the bucket of no value', () => {
     const scoped = {
-      scopes: { AUTH: 'header:authorization', SESSION: 'cookie:session', TEAM: 'header:x-team|cookie:team' },
+      scopes: { AUTH: 'header:authorization', SESSION: 'cookie:session', TEAM: 'header:x-team|cookie:team', TENANT: 'header:x-tenant' },
       rules: [
         { types: { Query: ['todos'] }, maxAge: 60, scope: 'AUTH' },
         { types: { Query: ['users'] }, maxAge: 60, scope: 'SESSION' },
         { types: { Query: ['todo'] }, maxAge: 60, scope: 'TEAM' },
+        { types: { Query: ['me'] }, maxAge: 60, scope: 'TENANT' },
+        { types: { Query: ['me'] }, maxAge: 60, scope: 'AUTH' },
       ],
     };
 
@@ -239,6 +241,7 @@ describe('classify', () => {
       ['an empty cookie header beside it', '{ todos { id } }', [['cookie', '']]],
       ['Authorization beside an absent session cookie', '{ users { id } }', [['authorization', 'Bearer a']]],
       ['Authorization beside a combined scope with neither value', '{ todo(id: "1") { id } }', [['authorization', 'Bearer a'], ['cookie', 'x=1']]],
+      ['a cookie under TENANT+AUTH with the tenant alone', '{ me { id } }', [['x-tenant', 'acme'], ['cookie', 'sid=a']]],
     ] as Array<[string, string, Array<[string, string]>]>)('passes %s', (_name, query, headers) => {
       const current = config(scoped);
       expect(classify(checked(query, current), { method: 'POST', headers }, current, schema)).toEqual({ kind: 'pass', reason: 'credentials-outside-scope' });
@@ -249,6 +252,7 @@ describe('classify', () => {
       ['other cookies beside a cookie scope, which reads the cookie header', '{ users { id } }', [['cookie', 'theme=dark']]],
       ['one value of a combined scope, with Authorization', '{ todo(id: "1") { id } }', [['authorization', 'Bearer a'], ['x-team', 'red']]],
       ['no credentials at all', '{ todos { id } }', []],
+      ['the tenant and Authorization under TENANT+AUTH, with a cookie', '{ me { id } }', [['x-tenant', 'acme'], ['authorization', 'Bearer a'], ['cookie', 'sid=a']]],
     ] as Array<[string, string, Array<[string, string]>]>)('caches %s', (_name, query, headers) => {
       const current = config(scoped);
       expect(classify(checked(query, current), { method: 'POST', headers }, current, schema)).toMatchObject({ kind: 'query' });

@@ -417,13 +417,12 @@ export function resolveRead(read: Read): ResolvedRead {
         ? JSON.stringify(query.userToken ? [cookie.session, userToken.sub] : cookie.session)
         : '';
   const credentialedPublic = query.scope === 'PUBLIC' && (authorization.lines.length > 0 || cookie.header !== null);
-  // The bucket of "no value" is shared too: a credential its scopes do not read passes it (README, Scopes).
+  // A scope's share of "no value" is shared too: a credential no scope reads passes it (README, Scopes).
   const credentialedNoValue =
     query.scope === 'AUTHENTICATED'
       ? authorization.lines.length === 0 && cookie.header !== null
       : query.scope === 'SESSION' &&
-        cookie.session === null &&
-        (query.userToken !== true || read.userToken === 'absent') &&
+        (cookie.session === null || (query.userToken === true && read.userToken === 'absent')) &&
         authorization.lines.length > 0;
   return {
     read,
