@@ -80,7 +80,11 @@ export function watchConfig(path: string, handlers: ConfigWatchHandlers, options
       else handlers.onError(snapshot.error);
     } catch (error) {
       // Run from a timer or a file event: what escapes here would end the process (unhandled rejection).
-      if (!closed) handlers.onError(new ConfigError(path, [`the change could not be applied: ${errorMessage(error)}`]));
+      try {
+        if (!closed) handlers.onError(new ConfigError(path, [`the change could not be applied: ${errorMessage(error)}`]));
+      } catch {
+        // A handler that cannot even report has nothing left to tell.
+      }
     } finally {
       checking = false;
       if (checkAgain) {

@@ -178,8 +178,9 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     ? watchConfig(options.configPath, {
         onChange: (next) => {
           const needRestart = settingsReadAtStart(startConfig, next);
-          config = inEffect(next, startConfig);
+          // First what can throw, so that a change that fails leaves the configuration as it was.
           schemaSource.reload(next);
+          config = inEffect(next, startConfig);
           metrics.recordConfigReload('ok');
           dashboard.recordReload('ok');
           logger.info({ path: options.configPath }, 'configuration reloaded');
@@ -265,10 +266,6 @@ function secretHeaderNames(config: Config): string[] {
 }
 
 /**
- * Settings read once when the sidecar starts (the store connection, the bucket hash key, the
- * memory bound, logging); a reload that changes them must say so rather than pretend.
- */
-/**
  * A reloaded configuration as the process runs it: the settings read only at start keep their
  * values from then, so the dashboard's configuration view shows what is in effect (README, Hot
  * reload) and each later reload still warns of them.
@@ -283,6 +280,10 @@ function inEffect(next: Config, start: Config): Config {
   };
 }
 
+/**
+ * Settings read once when the sidecar starts (the store connection, the bucket hash key, the
+ * memory bound, logging); a reload that changes them must say so rather than pretend.
+ */
 function settingsReadAtStart(current: Config, next: Config): string[] {
   const readAtStart: Array<[string, (config: Config) => unknown]> = [
     ['redis', (config) => config.redis],

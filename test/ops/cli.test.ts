@@ -20,7 +20,7 @@ const scratch = mkdtempSync(join(tmpdir(), 'svc-cache-cli-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 function cli(args: string[], entry = 'src/cli.ts'): { status: number | null; stdout: string; stderr: string } {
-  const run = spawnSync(process.execPath, ['--import', 'tsx', entry, ...args], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, SVC_PURGE_TOKEN: 'cli-test-token' } });
+  const run = spawnSync(process.execPath, ['--import', 'tsx', entry, ...args], { cwd: ROOT, encoding: 'utf8', timeout: 30_000, env: { ...process.env, SVC_PURGE_TOKEN: 'cli-test-token' } });
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
