@@ -1,7 +1,7 @@
 import { parse as parseContentType } from 'content-type';
 import { LRUCache } from 'lru-cache';
 import type { GraphQLResponseMediaType } from '../http/index.js';
-import { headerValues, mediaType, type HeaderList } from '../http/index.js';
+import { contentCoding, headerValues, mediaType, type HeaderList } from '../http/index.js';
 import { graphQLErrorResponse, type HttpResponse } from '../http/index.js';
 import { readJson, readJsonBytes, type JsonValue } from './canonicalVariables.js';
 import { bodyTexts } from './bodyTexts.js';
@@ -38,6 +38,7 @@ export type AmbiguityReason =
 
 export type UninterpretableReason =
   | 'content-type'
+  | 'content-encoding'
   | 'invalid-utf8'
   | 'invalid-percent-encoding'
   | 'invalid-json'
@@ -84,6 +85,9 @@ export function readPostRequest(path: string, headers: HeaderList, body: Uint8Ar
   const contentTypes = headerValues(headers, 'content-type').map((value) => value.trim());
   if (contentTypes.some((value) => value !== contentTypes[0])) return { kind: 'ambiguous', reason: 'conflicting-content-type' };
   if (!isUtf8Json(contentTypes[0])) return { kind: 'uninterpretable', reason: 'content-type' };
+  // The origin decodes a coded body first; read as it came, a body that is JSON and also valid
+  // brotli (which has no magic bytes) would be keyed as one request while the origin runs another.
+  if (contentCoding(headers) !== 'identity') return { kind: 'uninterpretable', reason: 'content-encoding' };
   if (path.length + body.byteLength > MAX_REMEMBERED_REQUEST_CHARS) return readJsonBody(path, body);
   // A path holds no CR (Envoy refuses it in a header), so the first one ends it in the key.
   return remembered(`P${path}\r${Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('latin1')}`, () => readJsonBody(path, body));

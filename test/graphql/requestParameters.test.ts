@@ -213,6 +213,15 @@ describe('readPostRequest', () => {
     });
   });
 
+  it.each(['br', 'gzip', 'deflate', 'zstd', 'gzip, br'])('does not read a body under content-encoding %s as it came: the origin decodes it first', (coding) => {
+    const headers: HeaderList = [...JSON_HEADERS, ['content-encoding', coding]];
+    expect(post('{"query":"{ a }"}', '/graphql', headers)).toEqual({ kind: 'uninterpretable', reason: 'content-encoding' });
+  });
+
+  it('reads a body under content-encoding identity', () => {
+    expect(post('{"query":"{ a }"}', '/graphql', [...JSON_HEADERS, ['content-encoding', 'identity']])).toMatchObject({ kind: 'graphql' });
+  });
+
   it('null members are absent', () => {
     expect(post('{"query":null,"operationName":null,"variables":null,"extensions":null}')).toEqual({
       kind: 'graphql',
