@@ -132,16 +132,12 @@ export function mutationInvalidationTags(
   if (!trusted && !isPlainObject((result as { data?: unknown }).data)) return rootFieldTypeTags(schema, prepared);
   const lists = policy === 'List' && prepared.lists?.matching && trusted ? new ReturnedLists(prepared.lists, prepared.keyFields) : undefined;
   walkResponse(schema, prepared, result, {
-    object(type, key, _inList, value, underEntity) {
+    object(type, key, _inList, value) {
       returnedTypes.add(type.name);
       lists?.add(type, value);
       if (key !== undefined) {
         entityTypes.add(type.name);
         if (entities.size < MAX_RESPONSE_TAGS) entities.add(invalidationTag.entity(type.name, key));
-      } else if (!underEntity && !isRootType(schema, type)) {
-        // No key names it, and no entity above it covers it (a singleton such as a viewer's
-        // settings): every answer holding its type may hold what the mutation changed.
-        unnamedTypes.add(type.name);
       }
       return true;
     },
@@ -204,10 +200,9 @@ function coercedVariables(schema: GraphQLSchema, operation: OperationDefinitionN
 interface ResponseVisitor {
   /**
    * An object of the concrete `type`, with its key when it is an entity, directly in a list or not;
-   * `value` reads the fields its type's lists are named by (listArguments.ts), undefined when absent;
-   * `underEntity` when an object above it in the response is an entity, whose tag covers it.
+   * `value` reads the fields its type's lists are named by (listArguments.ts), undefined when absent.
    */
-  object(type: GraphQLObjectType, key: string | undefined, inList: boolean, value: (field: string) => unknown, underEntity: boolean): boolean;
+  object(type: GraphQLObjectType, key: string | undefined, inList: boolean, value: (field: string) => unknown): boolean;
   /** A list field present in the response (its value may be `null`), below an object of `parent`. */
   listField?(parent: GraphQLObjectType, definition: GraphQLField<unknown, unknown>, node: FieldNode): boolean;
   /**
@@ -267,17 +262,17 @@ class ResponseWalk {
     private readonly visitor: ResponseVisitor,
   ) {}
 
-  fields(object: Record<string, unknown>, type: GraphQLObjectType, plan: SelectionPlan, underEntity = false): boolean {
+  fields(object: Record<string, unknown>, type: GraphQLObjectType, plan: SelectionPlan): boolean {
     for (const field of this.shape(type, plan).objectFields) {
       if (!Object.hasOwn(object, field.responseKey)) continue;
       const { definition } = field;
       if (this.visitor.listField && isListType(getNullableType(definition.type)) && !this.visitor.listField(type, definition, field.node)) return false;
-      if (!this.value(object[field.responseKey], definition.type, field.plan, false, underEntity)) return false;
+      if (!this.value(object[field.responseKey], definition.type, field.plan, false)) return false;
     }
     return true;
   }
 
-  private value(value: unknown, type: GraphQLOutputType, plan: SelectionPlan, inList: boolean, underEntity: boolean): boolean {
+  private value(value: unknown, type: GraphQLOutputType, plan: SelectionPlan, inList: boolean): boolean {
     const nullable = getNullableType(type);
     if (value === null || value === undefined) {
       return this.visitor.vacancy(this.possibleTypes(getNamedType(nullable)), inList || isListType(nullable));
@@ -285,7 +280,7 @@ class ResponseWalk {
     if (isListType(nullable)) {
       if (!Array.isArray(value)) return true;
       if (value.length === 0) return this.visitor.vacancy(this.possibleTypes(getNamedType(nullable)), true);
-      return value.every((item) => this.value(item, nullable.ofType, plan, true, underEntity));
+      return value.every((item) => this.value(item, nullable.ofType, plan, true));
     }
     if (!isCompositeType(nullable) || !isPlainObject(value)) return true;
     const concrete = isObjectType(nullable) ? nullable : this.typeOf(value, nullable, plan);
@@ -295,7 +290,7 @@ class ResponseWalk {
     if (key === MISSING_KEY && !this.visitor.keyMissing(concrete)) return false;
     const entityKey = typeof key === 'string' ? key : undefined;
     const fieldValue = (field: string): unknown => firstPresent(value, shape.valueResponseKeys.get(field) ?? []);
-    return this.visitor.object(concrete, entityKey, inList, fieldValue, underEntity) && this.fields(value, concrete, plan, underEntity || entityKey !== undefined);
+    return this.visitor.object(concrete, entityKey, inList, fieldValue) && this.fields(value, concrete, plan);
   }
 
   /** The concrete type named by whichever `__typename` the object received. */
@@ -387,8 +382,4 @@ function keyOf(object: Record<string, unknown>, keyResponseKeys: readonly string
     key = null;
   }
   return key;
-}
-
-function isRootType(schema: GraphQLSchema, type: GraphQLObjectType): boolean {
-  return type === schema.getQueryType() || type === schema.getMutationType() || type === schema.getSubscriptionType();
 }

@@ -164,31 +164,6 @@ describe('responseTags', () => {
 });
 
 describe('mutationInvalidationTags', () => {
-  describe('objects no key names', () => {
-    const settingsSchema = buildSchema(`
-      type Settings { theme: String! money: Money! }
-      type Money { amount: Int! }
-      type Todo { id: ID! price: Money! }
-      type Payload { ok: Boolean! todo: Todo }
-      type Query { settings: Settings! todos: [Todo!]! }
-      type Mutation { setTheme(theme: String!): Settings! updateTodo(id: ID!): Todo! wrap: Payload! }
-    `);
-    const tagsAfter = (query: string, data: Record<string, unknown>, policy: MutationPolicy): string[] =>
-      sorted(mutationInvalidationTags(settingsSchema, prepareOperation(settingsSchema, parse(query), keyFields), { data }, policy));
-
-    it.each(['Entity', 'List'] as const)('invalidate their type under %s when no entity above them covers them', (policy) => {
-      const tags = tagsAfter('mutation { setTheme(theme: "dark") { theme money { amount } } }', { setTheme: { theme: 'dark', money: { amount: 1 } } }, policy);
-      expect(tags).toEqual(expect.arrayContaining([tag.type('Settings'), tag.type('Money')]));
-    });
-
-    it("are covered by the entity above them, whose tag names every answer that holds them", () => {
-      const data = { updateTodo: { id: '1', price: { amount: 2 } } };
-      expect(tagsAfter('mutation { updateTodo(id: "1") { id price { amount } } }', data, 'Entity')).toEqual([tag.entity('Todo', '1')]);
-      const wrapped = { wrap: { ok: true, todo: { id: '1', price: { amount: 2 } } } };
-      expect(tagsAfter('mutation { wrap { ok todo { id price { amount } } } }', wrapped, 'Entity')).toEqual(sorted([tag.type('Payload'), tag.entity('Todo', '1')]));
-    });
-  });
-
   const update = 'mutation { updateTodo(id: "1", title: "Buy oat milk") { title author { name } } }';
 
   it('invalidates nothing under None', async () => {
