@@ -28,12 +28,12 @@ import { documentHashOf, Exchange, type BatchPlan, type Explanation, type Mutati
 import type { PassReason } from './passReason.js';
 import {
   ambiguousRequest,
+  payloadTooLarge,
   checkLimits,
   checkSentQueryText,
   classify,
   isVerdict,
   lookupOrCoalesce,
-  ownError,
   possibleMutations,
   readParameters,
   resolveApq,
@@ -216,7 +216,7 @@ export class DecisionEngine {
         return this.passUnread(exchange, 'not-an-endpoint', 'a variant of an endpoint path', body);
       }
       if (head.method === 'GET' && body.length > 0) return this.passOn(exchange, 'get-with-body');
-      if (body.length > config.limits.maxRequestBodyBytes) return this.conclude(exchange, bodyTooLarge(config));
+      if (body.length > config.limits.maxRequestBodyBytes) return this.conclude(exchange, payloadTooLarge(config.limits));
       return this.decideGraphQL(exchange, readParameters(head, body), body);
     });
   }
@@ -280,7 +280,7 @@ export class DecisionEngine {
     }
     if (head.method !== 'POST') return this.passOn(exchange, 'method-not-graphql', head.method);
     const declaredLength = Number(headerValue(head.headers, 'content-length'));
-    if (declaredLength > config.limits.maxRequestBodyBytes) return this.conclude(exchange, bodyTooLarge(config));
+    if (declaredLength > config.limits.maxRequestBodyBytes) return this.conclude(exchange, payloadTooLarge(config.limits));
     if (!head.hasBody) return this.decideGraphQL(exchange, readParameters(head, NO_BODY), NO_BODY);
     return { kind: 'need-body' };
   }
@@ -910,10 +910,6 @@ function mutationPlan(document: DocumentNode, config: Config, schema: GraphQLSch
   const lists = config.mutationPolicy === 'List' ? listArgumentIndex(schema, config.listArguments) : undefined;
   const prepared = prepareOperation(schema, document, config.keyFields, lists);
   return { kind: 'mutation', schema, prepared, policy: config.mutationPolicy, maxResponseBodyBytes: config.limits.maxResponseBodyBytes };
-}
-
-function bodyTooLarge(config: Config): Verdict {
-  return ownError('PAYLOAD_TOO_LARGE', 413, `Request body is larger than ${config.limits.maxRequestBodyBytes} bytes`);
 }
 
 /**

@@ -209,6 +209,8 @@ export function possibleMutations(
 ): Verdict | DocumentNode[] {
   const readings = possibleOperations(head.path, head.headers, body, limits.maxRequestBodyBytes);
   if (readings === 'ambiguous') return ambiguousRequest(head);
+  // A coded body larger decoded than a readable one may be: refused as that body would be.
+  if (readings === 'too-large') return payloadTooLarge(limits);
   const mutations: DocumentNode[] = [];
   for (const { query, operationName } of readings) {
     const tooLarge = queryTextViolation(query, limits);
@@ -242,6 +244,10 @@ function operationToRun(parsed: ParsedDocument, operationName: string | undefine
 }
 
 /** svc-cache's answer to a request that gives a parameter more than one way: origins differ on which wins. */
+export function payloadTooLarge(limits: Config['limits']): Verdict {
+  return ownError('PAYLOAD_TOO_LARGE', 413, `Request body is larger than ${limits.maxRequestBodyBytes} bytes`);
+}
+
 export function ambiguousRequest(head: RequestHead): Verdict {
   const response = ambiguousRequestResponse(ownAnswerMediaType(headerValue(head.headers, 'accept')));
   return { kind: 'respond', outcome: 'ERROR', errorCode: 'AMBIGUOUS_REQUEST', response };

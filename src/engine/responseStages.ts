@@ -80,7 +80,7 @@ export function passedBody(plan: PassPlan, headers: HeaderList, body: Buffer, ma
   const coding = contentCoding(headers);
   if (coding === 'identity' || coding === undefined) return { body: stripAddedFields(plan.added, body), decoded: false };
   const identity = decodedWithin(body, coding, maxBodyBytes);
-  if (identity === undefined) return { body, decoded: false };
+  if (identity === undefined || identity === 'too-large') return { body, decoded: false };
   const stripped = stripAddedFields(plan.added, identity);
   return stripped === identity ? { body, decoded: false } : { body: stripped, decoded: true };
 }

@@ -7,12 +7,15 @@ import { contentCoding, decodedWithin, headerValues, type HeaderList } from '../
  * (body-parser and express-graphql decode any `utf-*` one); each of those also for the body
  * `content-encoding` says is compressed, when it names one coding svc-cache can undo (`gzip`,
  * `deflate`, `br`: body-parser inflates them before reading). Decoding stops at `maxBytes`, the most
- * a readable body may have, so a compression bomb costs no more than a large body; a body that does
- * not decode within it is not read so. At most a few texts, each linear in the body.
+ * a readable body may have, so a compression bomb costs no more than a large body; a body that would
+ * decode to more is `too-large`, and one that does not decode is not read so. At most a few texts,
+ * each linear in the body.
  */
-export function bodyTexts(headers: HeaderList, body: Uint8Array, maxBytes: number): string[] {
+export function bodyTexts(headers: HeaderList, body: Uint8Array, maxBytes: number): string[] | 'too-large' {
   const coding = contentCoding(headers);
   const decoded = coding === undefined || coding === 'identity' ? undefined : decodedWithin(body, coding, maxBytes);
+  // Larger than a readable body may be once decoded: refused as such a body is (README, Bad input).
+  if (decoded === 'too-large') return decoded;
   const charsets = declaredCharsets(headers);
   const texts = new Set<string>();
   for (const bytes of decoded === undefined ? [body] : [body, decoded]) {
@@ -39,7 +42,8 @@ function declaredCharsets(headers: HeaderList): Set<UtfCharset> {
       // body-parser reads a content type it cannot parse as declaring no charset: UTF-8.
       continue;
     }
-    const name = charset?.toLowerCase().replace(/[^0-9a-z]/g, '');
+    // iconv-lite's own matching: a `:2000`-style year suffix and every non-alphanumeric go.
+    const name = charset?.toLowerCase().replace(/:\d{4}$|[^0-9a-z]/g, '');
     if (name !== undefined && UTF_CHARSETS.has(name)) charsets.add(name as UtfCharset);
   }
   return charsets;

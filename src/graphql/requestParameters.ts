@@ -317,10 +317,17 @@ export interface PossibleOperation {
  * Invalidation after mutations). Linear in the request and bounded by `maxBodyBytes`; a batch is
  * read up to MAX_BATCH_OPERATIONS.
  */
-export function possibleOperations(path: string, headers: HeaderList, body: Uint8Array, maxBodyBytes: number): PossibleOperation[] | 'ambiguous' {
+export function possibleOperations(
+  path: string,
+  headers: HeaderList,
+  body: Uint8Array,
+  maxBodyBytes: number,
+): PossibleOperation[] | 'ambiguous' | 'too-large' {
   const mediaTypes = headerValues(headers, 'content-type').map(mediaType);
   const bodyReadings: Reading[] = [];
-  for (const text of bodyTexts(headers, body, maxBodyBytes)) {
+  const texts = bodyTexts(headers, body, maxBodyBytes);
+  if (texts === 'too-large') return texts;
+  for (const text of texts) {
     const found = textReadings(text, mediaTypes);
     if (found === 'ambiguous') return found;
     bodyReadings.push(...found);

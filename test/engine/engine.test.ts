@@ -195,6 +195,13 @@ describe('DecisionEngine', () => {
     expect((await roundTrip(query)).status).toBe('MISS');
   });
 
+  it('refuses with 413 a coded body that decodes to more than limits.maxRequestBodyBytes, as that body would be', async () => {
+    const { head } = post({}, [['content-encoding', 'gzip']]);
+    const bomb = gzipSync(Buffer.from(`{"query":"mutation { addTodo(title: \\"x\\") { id } }","padding":"${' '.repeat(2 * 1024 * 1024)}"}`));
+    const decision = await decide(head, bomb);
+    expect(decision.kind === 'respond' && [decision.response.status, decision.status]).toEqual([413, 'ERROR']);
+  });
+
   it('does not retry an invalidation the store applied but a replica did not confirm', async () => {
     build({ mutationPolicy: 'Entity' });
     const unconfirmed = vi.spyOn(store, 'invalidate').mockRejectedValueOnce(new UnconfirmedInvalidation('a replica did not answer'));

@@ -1,4 +1,4 @@
-import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { HeaderList } from '../../src/http/headers.js';
 import {
@@ -129,6 +129,11 @@ describe('possibleOperations', () => {
     expect(possibleOperations('/graphql', [['content-type', 'text/plain']], Buffer.from('{"query":"mutation { a }"}'), MAX_BODY_BYTES)).toEqual(MUTATION);
   });
 
+  it('reads raw DEFLATE under deflate too, as ASP.NET Core reads it', () => {
+    const raw = deflateRawSync(Buffer.from('{"query":"mutation { a }"}'));
+    expect(possibleOperations('/graphql', [['content-type', 'application/json'], ['content-encoding', 'deflate']], raw, MAX_BODY_BYTES)).toEqual(MUTATION);
+  });
+
   it('reads a compressed body decoded, as body-parser inflates it', () => {
     const json = Buffer.from('{"query":"mutation { a }"}');
     const codings: Array<[string, Buffer]> = [
@@ -162,6 +167,8 @@ describe('possibleOperations', () => {
       ['utf-32', utf32(`\ufeff${json}`, false)],
       ['utf-7', Buffer.from('{"query":"+AG0-utation { a }"}')],
       ['utf-7-imap', Buffer.from('{"query":"&AG0-utation { a }"}')],
+      // iconv-lite drops a year suffix: body-parser decodes this as UTF-16LE.
+      ['"utf-16le:2000"', Buffer.from(json, 'utf16le')],
     ];
     for (const [charset, body] of bodies) {
       // UTF-7 is ASCII but where it shifts: the UTF-8 reading finds a query too, not the mutation.
@@ -192,10 +199,10 @@ describe('possibleOperations', () => {
     ]);
   });
 
-  it('decodes no further than the body limit, and reads nothing from a body that does not decode', () => {
+  it('decodes no further than the body limit, refusing a body larger decoded, and reads nothing from a body that does not decode', () => {
     const bomb = gzipSync(Buffer.from(`{"query":"mutation { a }","padding":"${' '.repeat(4 * MAX_BODY_BYTES)}"}`));
     expect(bomb.length).toBeLessThan(MAX_BODY_BYTES / 100);
-    expect(possibleOperations('/graphql', [['content-encoding', 'gzip']], bomb, MAX_BODY_BYTES)).toEqual([]);
+    expect(possibleOperations('/graphql', [['content-encoding', 'gzip']], bomb, MAX_BODY_BYTES)).toBe('too-large');
     expect(possibleOperations('/graphql', [['content-encoding', 'gzip']], bomb, 5 * MAX_BODY_BYTES)).toEqual(MUTATION);
     const truncated = gzipSync(Buffer.from('{"query":"mutation { a }"}')).subarray(0, 20);
     expect(possibleOperations('/graphql', [['content-encoding', 'gzip']], truncated, MAX_BODY_BYTES)).toEqual([]);
