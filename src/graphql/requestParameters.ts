@@ -5,6 +5,7 @@ import { contentCoding, headerValues, mediaType, type HeaderList } from '../http
 import { graphQLErrorResponse, type HttpResponse } from '../http/index.js';
 import { readJson, readJsonBytes, type JsonValue } from './canonicalVariables.js';
 import { bodyTexts } from './bodyTexts.js';
+import { multipartFields } from './multipartFields.js';
 import type { GraphQLParams } from './httpRequest.js';
 
 /**
@@ -313,7 +314,8 @@ export interface PossibleOperation {
  * `application/graphql`), so every reading of every text the body may be read as (bodyTexts.ts)
  * that finds a query counts: JSON whatever the content type says, a form or a bare query under its
  * own; and so do the `query` and `operationName` of its URL, which express-graphql and others read
- * on a POST too (see readPostRequest). A mutation among them must still invalidate (README,
+ * on a POST too (see readPostRequest), and the `operations` field of a multipart upload
+ * (multipartFields.ts). A mutation among them must still invalidate (README,
  * Invalidation after mutations). Linear in the request and bounded by `maxBodyBytes`; a batch is
  * read up to MAX_BATCH_OPERATIONS.
  */
@@ -329,6 +331,13 @@ export function possibleOperations(
   if (texts === 'too-large') return texts;
   for (const text of texts) {
     const found = textReadings(text, mediaTypes);
+    if (found === 'ambiguous') return found;
+    bodyReadings.push(...found);
+  }
+  // The GraphQL multipart request: the operations are the JSON of its `operations` field.
+  const operationsFields = mediaTypes.includes('multipart/form-data') ? multipartFields(headers, body, 'operations', maxBodyBytes) : [];
+  for (const operations of operationsFields) {
+    const found = textReadings(operations, []);
     if (found === 'ambiguous') return found;
     bodyReadings.push(...found);
   }

@@ -129,6 +129,15 @@ describe('possibleOperations', () => {
     expect(possibleOperations('/graphql', [['content-type', 'text/plain']], Buffer.from('{"query":"mutation { a }"}'), MAX_BODY_BYTES)).toEqual(MUTATION);
   });
 
+  it("reads a GraphQL multipart request's operations field, one operation or a batch, and nothing from a body busboy cannot parse", () => {
+    const multipart = (operations: string) =>
+      Buffer.from(`--b\r\nContent-Disposition: form-data; name="operations"\r\n\r\n${operations}\r\n--b\r\nContent-Disposition: form-data; name="0"; filename="f"\r\n\r\nbytes\r\n--b--\r\n`);
+    const headers: HeaderList = [['content-type', 'multipart/form-data; boundary=b']];
+    expect(possibleOperations('/graphql', headers, multipart('{"query":"mutation { a }"}'), MAX_BODY_BYTES)).toEqual(MUTATION);
+    expect(possibleOperations('/graphql', headers, multipart('[{"query":"{ b }"},{"query":"mutation { a }"}]'), MAX_BODY_BYTES)).toEqual([{ query: '{ b }', operationName: undefined }, ...MUTATION]);
+    expect(possibleOperations('/graphql', [['content-type', 'multipart/form-data']], multipart('{"query":"mutation { a }"}'), MAX_BODY_BYTES)).toEqual([]);
+  });
+
   it('reads raw DEFLATE under deflate too, as ASP.NET Core reads it', () => {
     const raw = deflateRawSync(Buffer.from('{"query":"mutation { a }"}'));
     expect(possibleOperations('/graphql', [['content-type', 'application/json'], ['content-encoding', 'deflate']], raw, MAX_BODY_BYTES)).toEqual(MUTATION);
