@@ -3,12 +3,14 @@ import {
   getNullableType,
   isAbstractType,
   isCompositeType,
+  isInterfaceType,
   isListType,
   isObjectType,
   getVariableValues,
   type FieldNode,
   type GraphQLCompositeType,
   type GraphQLField,
+  type GraphQLNamedType,
   type GraphQLObjectType,
   type OperationDefinitionNode,
   type GraphQLOutputType,
@@ -132,12 +134,18 @@ export function mutationInvalidationTags(
   if (!trusted && !isPlainObject((result as { data?: unknown }).data)) return rootFieldTypeTags(schema, prepared);
   const lists = policy === 'List' && prepared.lists?.matching && trusted ? new ReturnedLists(prepared.lists, prepared.keyFields) : undefined;
   walkResponse(schema, prepared, result, {
-    object(type, key, _inList, value) {
+    object(type, key, _inList, value, atRoot) {
       returnedTypes.add(type.name);
       lists?.add(type, value);
       if (key !== undefined) {
         entityTypes.add(type.name);
         if (entities.size < MAX_RESPONSE_TAGS) entities.add(invalidationTag.entity(type.name, key));
+      } else if (atRoot && queriedTypes(schema).has(type.name)) {
+        // What the mutation returns and no key names, of a type queries hold (a viewer's settings,
+        // a note): no narrower tag names the answers holding it. Nested key-less objects (edges,
+        // page info, values inside an entity) are left to their entity or list (README, Objects no
+        // key names).
+        unnamedTypes.add(type.name);
       }
       return true;
     },
@@ -200,9 +208,10 @@ function coercedVariables(schema: GraphQLSchema, operation: OperationDefinitionN
 interface ResponseVisitor {
   /**
    * An object of the concrete `type`, with its key when it is an entity, directly in a list or not;
-   * `value` reads the fields its type's lists are named by (listArguments.ts), undefined when absent.
+   * `value` reads the fields its type's lists are named by (listArguments.ts), undefined when absent;
+   * `atRoot` when it is a root field's value (or an item of one).
    */
-  object(type: GraphQLObjectType, key: string | undefined, inList: boolean, value: (field: string) => unknown): boolean;
+  object(type: GraphQLObjectType, key: string | undefined, inList: boolean, value: (field: string) => unknown, atRoot: boolean): boolean;
   /** A list field present in the response (its value may be `null`), below an object of `parent`. */
   listField?(parent: GraphQLObjectType, definition: GraphQLField<unknown, unknown>, node: FieldNode): boolean;
   /**
@@ -229,7 +238,7 @@ function walkResponse(
   const operation = operationPlan(prepared);
   const root = operation && schema.getRootType(operation.operation.operation);
   if (!operation || !root || !isPlainObject(result) || !isPlainObject(result.data)) return true;
-  return new ResponseWalk(schema, prepared, visitor).fields(result.data, root, operation.plan);
+  return new ResponseWalk(schema, prepared, visitor).fields(result.data, root, operation.plan, true);
 }
 
 /** What reading an object of one type at one place of the operation needs, worked out once. */
@@ -262,17 +271,17 @@ class ResponseWalk {
     private readonly visitor: ResponseVisitor,
   ) {}
 
-  fields(object: Record<string, unknown>, type: GraphQLObjectType, plan: SelectionPlan): boolean {
+  fields(object: Record<string, unknown>, type: GraphQLObjectType, plan: SelectionPlan, atRoot = false): boolean {
     for (const field of this.shape(type, plan).objectFields) {
       if (!Object.hasOwn(object, field.responseKey)) continue;
       const { definition } = field;
       if (this.visitor.listField && isListType(getNullableType(definition.type)) && !this.visitor.listField(type, definition, field.node)) return false;
-      if (!this.value(object[field.responseKey], definition.type, field.plan, false)) return false;
+      if (!this.value(object[field.responseKey], definition.type, field.plan, false, atRoot)) return false;
     }
     return true;
   }
 
-  private value(value: unknown, type: GraphQLOutputType, plan: SelectionPlan, inList: boolean): boolean {
+  private value(value: unknown, type: GraphQLOutputType, plan: SelectionPlan, inList: boolean, atRoot: boolean): boolean {
     const nullable = getNullableType(type);
     if (value === null || value === undefined) {
       return this.visitor.vacancy(this.possibleTypes(getNamedType(nullable)), inList || isListType(nullable));
@@ -280,7 +289,7 @@ class ResponseWalk {
     if (isListType(nullable)) {
       if (!Array.isArray(value)) return true;
       if (value.length === 0) return this.visitor.vacancy(this.possibleTypes(getNamedType(nullable)), true);
-      return value.every((item) => this.value(item, nullable.ofType, plan, true));
+      return value.every((item) => this.value(item, nullable.ofType, plan, true, atRoot));
     }
     if (!isCompositeType(nullable) || !isPlainObject(value)) return true;
     const concrete = isObjectType(nullable) ? nullable : this.typeOf(value, nullable, plan);
@@ -290,7 +299,7 @@ class ResponseWalk {
     if (key === MISSING_KEY && !this.visitor.keyMissing(concrete)) return false;
     const entityKey = typeof key === 'string' ? key : undefined;
     const fieldValue = (field: string): unknown => firstPresent(value, shape.valueResponseKeys.get(field) ?? []);
-    return this.visitor.object(concrete, entityKey, inList, fieldValue) && this.fields(value, concrete, plan);
+    return this.visitor.object(concrete, entityKey, inList, fieldValue, atRoot) && this.fields(value, concrete, plan);
   }
 
   /** The concrete type named by whichever `__typename` the object received. */
@@ -382,4 +391,29 @@ function keyOf(object: Record<string, unknown>, keyResponseKeys: readonly string
     key = null;
   }
   return key;
+}
+
+/** Object types a query can reach from the query root: only those can be in a cached answer. */
+function queriedTypes(schema: GraphQLSchema): ReadonlySet<string> {
+  let types = queriedTypesBySchema.get(schema);
+  if (types === undefined) {
+    types = reachableObjectTypes(schema);
+    queriedTypesBySchema.set(schema, types);
+  }
+  return types;
+}
+
+const queriedTypesBySchema = new WeakMap<GraphQLSchema, ReadonlySet<string>>();
+
+function reachableObjectTypes(schema: GraphQLSchema): Set<string> {
+  const reached = new Set<string>();
+  const queryType = schema.getQueryType();
+  const pending: GraphQLNamedType[] = queryType ? [queryType] : [];
+  for (let type = pending.pop(); type !== undefined; type = pending.pop()) {
+    if (reached.has(type.name)) continue;
+    reached.add(type.name);
+    if (isAbstractType(type)) pending.push(...schema.getPossibleTypes(type));
+    if (isObjectType(type) || isInterfaceType(type)) for (const field of Object.values(type.getFields())) pending.push(getNamedType(field.type));
+  }
+  return new Set([...reached].filter((name) => isObjectType(schema.getType(name)) && name !== queryType?.name));
 }

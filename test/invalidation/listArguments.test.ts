@@ -150,7 +150,8 @@ describe('what a mutation names', () => {
     const moved = prepareOperation(schema, parse('mutation { setRole(name: "theme", role: admin) { name role } }'), keyFields, index);
     // Nothing is added to ask for: the values would name only the lists the object is in now.
     expect(moved.rewritten).toBe(false);
-    expect(mutationInvalidationTags(schema, moved, { data: { setRole: { name: 'theme', role: 'admin' } } }, 'List')).toEqual([tag.list('Setting')]);
+    // And every answer holding the type: the mutation returns it, and no key names it.
+    expect(mutationInvalidationTags(schema, moved, { data: { setRole: { name: 'theme', role: 'admin' } } }, 'List')).toEqual([tag.list('Setting'), tag.type('Setting')]);
   });
 
   it('never narrows by an argument listArguments.fields maps to null (a search, not an equality)', () => {

@@ -164,6 +164,34 @@ describe('responseTags', () => {
 });
 
 describe('mutationInvalidationTags', () => {
+  describe('objects no key names', () => {
+    const relaySchema = buildSchema(`
+      type Settings { theme: String! money: Money! }
+      type Money { amount: Int! }
+      type Todo { id: ID! price: Money! }
+      type TodoEdge { cursor: String! node: Todo! }
+      type PageInfo { hasNextPage: Boolean! }
+      type TodoConnection { edges: [TodoEdge!]! pageInfo: PageInfo! }
+      type CreateTodoPayload { todoEdge: TodoEdge! query: Query! }
+      type Query { settings: Settings! todos: TodoConnection! }
+      type Mutation { setTheme(theme: String!): Settings! createTodo: CreateTodoPayload! }
+    `);
+    const tagsAfter = (query: string, data: Record<string, unknown>, policy: MutationPolicy): string[] =>
+      sorted(mutationInvalidationTags(relaySchema, prepareOperation(relaySchema, parse(query), keyFields), { data }, policy));
+
+    it.each(['Entity', 'List'] as const)('invalidate their type under %s when a root field returns one that queries hold', (policy) => {
+      const data = { setTheme: { theme: 'dark', money: { amount: 1 } } };
+      expect(tagsAfter('mutation { setTheme(theme: "dark") { theme money { amount } } }', data, policy)).toContain(tag.type('Settings'));
+      expect(tagsAfter('mutation { setTheme(theme: "dark") { theme money { amount } } }', data, policy)).not.toContain(tag.type('Money'));
+    });
+
+    it('leave a payload no query holds, and the edges and page info below it, to the entities in them', () => {
+      const data = { createTodo: { todoEdge: { cursor: 'c', node: { id: '1', price: { amount: 2 } } }, query: { todos: { pageInfo: { hasNextPage: false }, edges: [] } } } };
+      const query = 'mutation { createTodo { todoEdge { cursor node { id price { amount } } } query { todos { pageInfo { hasNextPage } edges { cursor } } } } }';
+      expect(tagsAfter(query, data, 'Entity')).toEqual([tag.entity('Todo', '1')]);
+    });
+  });
+
   const update = 'mutation { updateTodo(id: "1", title: "Buy oat milk") { title author { name } } }';
 
   it('invalidates nothing under None', async () => {
