@@ -1,4 +1,4 @@
-import { staleLimits, storability } from '../http/index.js';
+import { contentCoding, staleLimits, storability } from '../http/index.js';
 import { headerValue, mediaType, type HeaderList } from '../http/index.js';
 import type { PassReason } from './passReason.js';
 import type { CachePolicy } from './rules.js';
@@ -34,10 +34,12 @@ export function isGraphQLJson(headers: HeaderList): boolean {
   return type === 'application/json' || type === 'application/graphql-response+json';
 }
 
-/** The body is compressed (or otherwise encoded): svc-cache reads and stores identity bodies only. */
+/**
+ * The body is compressed (or otherwise encoded): svc-cache reads and stores identity bodies only. An
+ * empty `content-encoding` lists no coding (RFC 9110 section 8.4: a list of codings), as clients read it.
+ */
 export function isEncoded(headers: HeaderList): boolean {
-  const encoding = headerValue(headers, 'content-encoding');
-  return encoding !== undefined && encoding.trim().toLowerCase() !== 'identity';
+  return contentCoding(headers) !== 'identity';
 }
 
 /**

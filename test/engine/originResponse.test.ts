@@ -86,6 +86,9 @@ describe('storeVerdict', () => {
 
   it('tells GraphQL JSON, streamed and encoded bodies', () => {
     expect([isGraphQLJson([JSON_TYPE]), isGraphQLJson([]), isEncoded([['content-encoding', 'br']]), isEncoded([])]).toEqual([true, false, true, false]);
+    // An empty list of codings, and several, as clients read them (RFC 9110 section 8.4).
+    const encoded = (...values: string[]) => isEncoded(values.map((value) => ['content-encoding', value] as [string, string]));
+    expect([encoded(''), encoded(' Identity '), encoded('identity', 'gzip'), encoded('x-gzip'), encoded('compress')]).toEqual([false, false, true, true, true]);
     expect([isStreaming([['content-type', 'Text/Event-Stream; charset=utf-8']]), isStreaming([JSON_TYPE])]).toEqual([true, false]);
   });
 });
