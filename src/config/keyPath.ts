@@ -20,6 +20,19 @@ export function formatKeyPath(path: KeyPath): string {
   return text;
 }
 
+/**
+ * A copy of plain data with `value` at `path`, sharing what is off the path; a missing mapping on the
+ * way is created, and an undefined value leaves the key out.
+ */
+export function withValueAt<T>(data: T, path: KeyPath, value: unknown): T {
+  if (path.length === 0) return value as T;
+  const [head, ...rest] = path;
+  const record = (typeof data === 'object' && data !== null ? data : {}) as Record<PropertyKey, unknown>;
+  const { [head!]: inner, ...others } = record;
+  const replaced = withValueAt(inner, rest, value);
+  return (replaced === undefined ? others : { ...others, [head!]: replaced }) as T;
+}
+
 /** The value at `path` in plain data, or undefined when some step is missing. */
 export function valueAt(data: unknown, path: KeyPath): unknown {
   let value = data;

@@ -6,11 +6,6 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type Logger = pino.Logger;
 
 export interface LoggerOptions {
-  /**
-   * Header names whose values are secrets beyond the usual ones (`authorization`, `cookie`, ...):
-   * the purge token header and the headers scopes are keyed on.
-   */
-  secretHeaders?: readonly string[];
   /** Where lines go; stdout when not given. */
   destination?: pino.DestinationStream;
 }
@@ -26,7 +21,7 @@ export function createLogger(level: LogLevel = 'info', name = 'svc-cache', optio
       name,
       level,
       base: { name },
-      redact: redaction(options.secretHeaders ?? []),
+      redact: redaction(() => NO_NAMES),
       serializers: { url: withoutCredentials },
     },
     options.destination,
@@ -34,10 +29,11 @@ export function createLogger(level: LogLevel = 'info', name = 'svc-cache', optio
 }
 
 /**
- * A logger that also redacts `secretHeaders`, for names only known once the configuration is read.
- * A child's redaction replaces its parent's, so the usual names are repeated here.
+ * A logger that also redacts the header names `secretHeaders()` gives when a line is written, for
+ * names only known once the configuration is read, and that a reload may change (README, Hot reload).
+ * A child's redaction replaces its parent's, so the usual names are redacted here too.
  */
-export function withSecretHeaders(logger: Logger, secretHeaders: readonly string[]): Logger {
+export function withSecretHeaders(logger: Logger, secretHeaders: () => readonly string[]): Logger {
   return logger.child({}, { redact: redaction(secretHeaders) });
 }
 
@@ -46,14 +42,36 @@ export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
 
-function redaction(secretHeaders: readonly string[]): { paths: string[]; censor: string } {
-  const names = new Set([...ALWAYS_SECRET_HEADERS, ...secretHeaders].map((header) => header.toLowerCase()));
-  const paths = [...names].flatMap((header) => {
-    const key = JSON.stringify(header);
-    return [`headers[${key}]`, `*.headers[${key}]`, `requestHeaders[${key}]`, `responseHeaders[${key}]`];
-  });
-  return { paths, censor: '[redacted]' };
+/**
+ * Every entry of a header map under these paths goes through the censor, which looks its name up in
+ * the names of the moment: a map of names to values, in any case, or a list of `[name, value]`
+ * pairs (the engine's `HeaderList`).
+ */
+function redaction(secretHeaders: () => readonly string[]): { paths: string[]; censor: (value: unknown, path: string[]) => unknown } {
+  let names = new Set<string>();
+  let namesFrom: readonly string[] | undefined;
+  const isSecret = (name: unknown): boolean => {
+    const current = secretHeaders();
+    if (current !== namesFrom) {
+      namesFrom = current;
+      names = new Set([...ALWAYS_SECRET_HEADERS, ...current].map((header) => header.toLowerCase()));
+    }
+    return typeof name === 'string' && names.has(name.toLowerCase());
+  };
+  const censor = (value: unknown, path: string[]): unknown => {
+    if (isHeaderPair(value)) return isSecret(value[0]) ? [value[0], REDACTED] : value;
+    return isSecret(path[path.length - 1]) ? REDACTED : value;
+  };
+  return { paths: ['headers.*', '*.headers.*', 'requestHeaders.*', 'responseHeaders.*'], censor };
 }
+
+function isHeaderPair(value: unknown): value is [string, unknown] {
+  return Array.isArray(value) && value.length === 2 && typeof value[0] === 'string';
+}
+
+const REDACTED = '[redacted]';
+
+const NO_NAMES: readonly string[] = [];
 
 const ALWAYS_SECRET_HEADERS = ['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'svc-purge-token', 'x-api-key'];
 

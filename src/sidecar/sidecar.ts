@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { Config } from '../config/index.js';
-import { watchConfig } from '../config/index.js';
+import { formatKeyPath, valueAt, watchConfig, withValueAt, type KeyPath } from '../config/index.js';
 import { Dashboard, dashboardRoutes, type StoreHealth } from '../dashboard/index.js';
 import { DecisionEngine, type RequestSummary, type RuntimeState } from '../engine/index.js';
 import { definitionOf, scopeSources } from '../engine/index.js';
@@ -57,7 +57,8 @@ export interface Sidecar {
 export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
   const startConfig = options.config;
   let config = startConfig;
-  const logger = withSecretHeaders(options.logger, secretHeaderNames(config));
+  let logSecretHeaders = secretHeaderNames(config);
+  const logger = withSecretHeaders(options.logger, () => logSecretHeaders);
   let closing = false;
   const metrics = new Metrics();
   const stores = createStores(config.redis, {
@@ -181,6 +182,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
           // First what can throw, so that a change that fails leaves the configuration as it was.
           schemaSource.reload(next);
           config = inEffect(next, startConfig);
+          logSecretHeaders = secretHeaderNames(config);
           metrics.recordConfigReload('ok');
           dashboard.recordReload('ok');
           logger.info({ path: options.configPath }, 'configuration reloaded');
@@ -266,35 +268,21 @@ function secretHeaderNames(config: Config): string[] {
 }
 
 /**
- * A reloaded configuration as the process runs it: the settings read only at start keep their
- * values from then, so the dashboard's configuration view shows what is in effect (README, Hot
- * reload) and each later reload still warns of them.
+ * Settings read once when the sidecar starts: the store connection, the ext_proc port's TLS, the
+ * bucket hash key, the memory bound and the log level (README, Hot reload).
  */
-function inEffect(next: Config, start: Config): Config {
-  return {
-    ...next,
-    redis: start.redis,
-    grpc: start.grpc,
-    cache: { ...next.cache, scopeKeySecret: start.cache.scopeKeySecret, memoryMaxBytes: start.cache.memoryMaxBytes },
-    logging: { ...next.logging, level: start.logging.level },
-  };
-}
+const READ_AT_START: readonly KeyPath[] = [['redis'], ['grpc'], ['cache', 'scopeKeySecret'], ['cache', 'memoryMaxBytes'], ['logging', 'level']];
 
 /**
- * Settings read once when the sidecar starts (the store connection, the bucket hash key, the
- * memory bound, logging); a reload that changes them must say so rather than pretend.
+ * A reloaded configuration as the process runs it: the settings read only at start keep their
+ * values from then, so the dashboard's configuration view shows what is in effect and each later
+ * reload still warns of them.
  */
+function inEffect(next: Config, start: Config): Config {
+  return READ_AT_START.reduce((config, path) => withValueAt(config, path, valueAt(start, path)), next);
+}
+
+/** The start-only settings a reload changes, which must say so rather than pretend. */
 function settingsReadAtStart(current: Config, next: Config): string[] {
-  const readAtStart: Array<[string, (config: Config) => unknown]> = [
-    ['redis', (config) => config.redis],
-    ['grpc.tls', (config) => config.grpc],
-    ['cache.scopeKeySecret', (config) => config.cache.scopeKeySecret],
-    ['cache.memoryMaxBytes', (config) => config.cache.memoryMaxBytes],
-    ['logging.level', (config) => config.logging.level],
-    ['scopes (header names kept out of logs)', (config) => Object.values(config.scopes).map(definitionOf)],
-    ['purge.header (kept out of logs)', (config) => config.purge.header],
-  ];
-  return readAtStart
-    .filter(([, read]) => JSON.stringify(read(current)) !== JSON.stringify(read(next)))
-    .map(([key]) => key);
+  return READ_AT_START.filter((path) => JSON.stringify(valueAt(current, path)) !== JSON.stringify(valueAt(next, path))).map(formatKeyPath);
 }

@@ -25,7 +25,7 @@ function memoryDestination(): { destination: Writable; lines: () => string[] } {
 describe('log redaction', () => {
   it('redacts credentials in header maps, at the top level or one level down, whatever the case of the configured name', () => {
     const { destination, lines } = memoryDestination();
-    const logger = withSecretHeaders(createLogger('info', 'svc-cache', { destination }), ['X-Team']);
+    const logger = withSecretHeaders(createLogger('info', 'svc-cache', { destination }), () => ['X-Team']);
     logger.info({ headers: { authorization: 'Bearer a', cookie: 'c', 'svc-purge-token': 't', 'x-team': 'blue', accept: '*/*' } }, 'top');
     logger.info({ request: { headers: { 'proxy-authorization': 'p', 'set-cookie': 's' } } }, 'nested');
     const [top, nested] = lines().map((line) => JSON.parse(line) as Record<string, Record<string, unknown>>);
@@ -37,6 +37,27 @@ describe('log redaction', () => {
       accept: '*/*',
     });
     expect(nested!.request).toEqual({ headers: { 'proxy-authorization': '[redacted]', 'set-cookie': '[redacted]' } });
+  });
+
+  it('redacts the names of the moment: a reload that adds a scope header is redacted from the next line on', () => {
+    const { destination, lines } = memoryDestination();
+    let names: readonly string[] = ['x-team'];
+    const logger = withSecretHeaders(createLogger('info', 'svc-cache', { destination }), () => names);
+    const headers = { 'X-Team': 'blue', 'x-tenant': 'acme' };
+    logger.info({ headers }, 'before');
+    names = ['x-tenant'];
+    logger.info({ headers }, 'after');
+    expect(lines().map((line) => (JSON.parse(line) as { headers: unknown }).headers)).toEqual([
+      { 'X-Team': '[redacted]', 'x-tenant': 'acme' },
+      { 'X-Team': 'blue', 'x-tenant': '[redacted]' },
+    ]);
+  });
+
+  it('redacts a header list of [name, value] pairs, as the engine holds headers', () => {
+    const { destination, lines } = memoryDestination();
+    const logger = withSecretHeaders(createLogger('info', 'svc-cache', { destination }), () => ['x-team']);
+    logger.info({ requestHeaders: [['Authorization', 'Bearer a'], ['x-team', 'blue'], ['accept', '*/*']] }, 'list');
+    expect(JSON.parse(lines()[0]!).requestHeaders).toEqual([['Authorization', '[redacted]'], ['x-team', '[redacted]'], ['accept', '*/*']]);
   });
 
   it('keeps a password in a URL out of the logs', () => {
