@@ -8,15 +8,15 @@ export interface KeyedTarget {
   endpoint: string;
   /** The query string's parameters other than GraphQL's, as sent; '' when none. */
   parameters: string;
-  /** `x-forwarded-host` and `forwarded` as sent, which an origin behind a proxy may take for its host; '' when neither. */
-  forwardedHost: string;
+  /** The forwarding headers as sent (`forwardingKey`), which an origin behind a proxy may build links with; '' when none. */
+  forwarding: string;
 }
 
 /**
  * The cache key (docs/graphql-caching.md, Cache key): scope bucket, host, endpoint path, operation
  * name, normalised document and canonical variables (their literal text, canonicalVariables.ts),
  * then the other URL parameters, `extensions` but for those that change no answer, and the
- * forwarded host headers, when a request has any of them.
+ * forwarding headers, when a request has any of them.
  * `Accept` is not in it: a cacheable answer has the same body under both GraphQL JSON types, and a
  * HIT is answered in a type the client accepts (README, HIT, MISS, PASS).
  */
@@ -34,8 +34,9 @@ export function cacheKey(
   // digest were 3% of a GET HIT's CPU in a `--cpu-prof` profile (README, Performance).
   // A request without the later parts keeps the key it had before they were keyed.
   const keyedParameters = target.parameters === '' && canonicalExtensions === '' ? '' : `\u0000${target.parameters}\u0000${canonicalExtensions}`;
-  // The forwarded part holds a NUL of its own (forwardedHostKey), which no other part can.
-  const later = target.forwardedHost === '' ? keyedParameters : `${keyedParameters}\u0000\u0000${target.forwardedHost}`;
+  // The forwarding part is a NUL and a header name (forwardingKey): no other part ends in a NUL, and
+  // the extensions' canonical text, which may follow one, starts with `{`.
+  const later = target.forwarding === '' ? keyedParameters : `${keyedParameters}\u0000${target.forwarding}`;
   const hashed = `${target.host}\u0000${target.endpoint}\u0000${operationName}\u0000${normalisedDocument}\u0000${canonicalVariables}${later}`;
   return `${bucket}/${hash('sha256', hashed, 'base64url')}`;
 }

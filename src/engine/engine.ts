@@ -8,7 +8,7 @@ import { operationViolation } from '../graphql/index.js';
 import { selectionOf } from '../graphql/index.js';
 import { hitNegotiation, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, varyNames, type HeaderList } from '../http/index.js';
-import { endpointOf, forwardedHostKey, hostKey, isEndpointVariant } from '../http/index.js';
+import { endpointOf, forwardingKey, hostKey, isEndpointVariant } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { mutationInvalidationTags } from '../invalidation/index.js';
 import { rootFieldTypeTags } from '../invalidation/index.js';
@@ -932,7 +932,7 @@ function keyedTargetOf(head: RequestHead, config: Config, otherUrlParameters: st
     host: hostKey(headerValue(head.headers, ':authority') ?? '', headerValue(head.headers, ':scheme') ?? ''),
     endpoint: endpointOf(head.path, config.endpoints) ?? head.path,
     parameters: otherUrlParameters,
-    forwardedHost: forwardedHostKey(head.headers),
+    forwarding: forwardingKey(head.headers),
   };
 }
 

@@ -3,5 +3,5 @@ export { acceptsNoJson, hitNegotiation, namesStreamingType, ownAnswerMediaType, 
 export { staleLimits, storability } from './cacheControl.js';
 export { contentCoding, decodedWithin } from './contentCoding.js';
 export { cookieValue, headerValue, headerValues, mediaType, varyNames, type HeaderList } from './headers.js';
-export { endpointOf, forwardedHostKey, hostKey, isEndpointVariant } from './requestTarget.js';
+export { endpointOf, forwardingKey, hostKey, isEndpointVariant } from './requestTarget.js';
 export { CACHE_STATUS_HEADER, graphQLErrorResponse, type HttpResponse, type OwnErrorCode } from './responses.js';

@@ -1,4 +1,4 @@
-import { headerValue, type HeaderList } from './headers.js';
+import type { HeaderList } from './headers.js';
 
 /**
  * Which endpoint a request is for and which host it names, as the cache key holds them (issue 12
@@ -59,26 +59,49 @@ function decodeUnreserved(segment: string): string {
 }
 
 /**
- * `x-forwarded-host` as sent and the `host=` parameters of `forwarded` (RFC 7239), for the key: an
- * origin that trusts its proxy (Express's `trust proxy`) takes its host from them and builds links
- * with it, so an unkeyed value would reach other clients' answers (README, Cache key). The rest of
- * `forwarded` (`for=`, the client's address) is left out, or every client would have its own entry.
- * '' when neither names a host; otherwise the two joined by a NUL.
+ * The headers through which a proxy tells the origin where the client's request was for (host,
+ * scheme, port, path prefix, original URL), as sent, for the key: an origin that trusts its proxy
+ * (Express's `trust proxy`, Rack, Spring's ForwardedHeaderFilter, ASP.NET's forwarded headers,
+ * Symfony) builds links and routes with them, so an unkeyed value would reach other clients' answers
+ * (README, Cache key). `forwarded` (RFC 7239) goes in without its `for=` parameters, each client's own
+ * address, or every client would have its own entry. '' when the request has none; otherwise each
+ * `name:value` in the order sent, NUL-separated (no header value holds a NUL).
  */
-export function forwardedHostKey(headers: HeaderList): string {
-  const forwardedHost = headerValue(headers, 'x-forwarded-host');
-  const forwarded = headerValue(headers, 'forwarded');
-  const forwardedHosts = forwarded === undefined ? '' : forwardedHostParameters(forwarded);
-  return forwardedHost === undefined && forwardedHosts === '' ? '' : `${forwardedHost ?? ''}\u0000${forwardedHosts}`;
+export function forwardingKey(headers: HeaderList): string {
+  let key = '';
+  for (const [name, value] of headers) {
+    if (!FORWARDING_HEADERS.has(name)) continue;
+    key += `\u0000${name}:${name === 'forwarded' ? withoutForParameters(value) : value}`;
+  }
+  return key;
 }
 
-/** The values of every `host=` parameter of a `forwarded` field, in order, as sent. */
-function forwardedHostParameters(forwarded: string): string {
+/**
+ * Spring and Rack read `x-forwarded-ssl` and `-prefix`; Rack `x-forwarded-scheme`; IIS's URL Rewrite
+ * and Symfony route by `x-original-url` and `x-rewrite-url`.
+ */
+const FORWARDING_HEADERS: ReadonlySet<string> = new Set([
+  'forwarded',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-forwarded-port',
+  'x-forwarded-prefix',
+  'x-forwarded-ssl',
+  'x-forwarded-scheme',
+  'x-original-url',
+  'x-rewrite-url',
+]);
+
+/** A `forwarded` value's elements without their `for=` pairs, the rest as sent. */
+function withoutForParameters(forwarded: string): string {
   return forwarded
-    .split(/[,;]/)
-    .map((pair) => pair.trim())
-    .filter((pair) => pair.slice(0, 5).toLowerCase() === 'host=')
-    .map((pair) => pair.slice(5))
+    .split(',')
+    .map((element) =>
+      element
+        .split(';')
+        .filter((pair) => pair.trim().slice(0, 4).toLowerCase() !== 'for=')
+        .join(';'),
+    )
     .join(',');
 }
 

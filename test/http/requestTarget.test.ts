@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_ENDPOINTS, endpointOf, forwardedHostKey, hostKey, isEndpointVariant } from '../../src/http/requestTarget.js';
+import { DEFAULT_ENDPOINTS, endpointOf, forwardingKey, hostKey, isEndpointVariant } from '../../src/http/requestTarget.js';
 
 describe('endpointOf', () => {
   it('defaults to /graphql', () => {
@@ -69,23 +69,36 @@ describe('hostKey', () => {
   });
 });
 
-describe('forwardedHostKey', () => {
-  it('is empty without either header, and tells every sent value apart', () => {
-    expect(forwardedHostKey([['host', 'api.example']])).toBe('');
+describe('forwardingKey', () => {
+  it('is empty without forwarding headers, and tells every sent value apart', () => {
+    expect(forwardingKey([['host', 'api.example'], ['x-forwarded-for', '192.0.2.60']])).toBe('');
     const keys = [
       [['x-forwarded-host', 'evil.example']],
       [['x-forwarded-host', 'good.example']],
       [['forwarded', 'host=evil.example']],
       [['x-forwarded-host', 'evil.example'], ['forwarded', 'host=good.example']],
       [['x-forwarded-host', '']],
-    ].map((headers) => forwardedHostKey(headers as Array<[string, string]>));
+      [['x-forwarded-proto', 'https']],
+      [['x-forwarded-proto', 'http']],
+      [['x-forwarded-port', '8443']],
+      [['x-forwarded-prefix', '/evil']],
+      [['x-forwarded-ssl', 'on']],
+      [['x-forwarded-scheme', 'https']],
+      [['x-original-url', '/admin/graphql']],
+      [['x-rewrite-url', '/admin/graphql']],
+      [['forwarded', 'proto=https']],
+    ].map((headers) => forwardingKey(headers as Array<[string, string]>));
     expect(new Set([...keys, '']).size).toBe(keys.length + 1);
   });
 
-  it('keys only the host= parameters of forwarded: its for= is each client\'s own address', () => {
-    expect(forwardedHostKey([['forwarded', 'for=192.0.2.60;proto=http;by=203.0.113.43']])).toBe('');
-    expect(forwardedHostKey([['forwarded', 'for=192.0.2.60;host=a.example, for=198.51.100.17']])).toBe(
-      forwardedHostKey([['forwarded', 'for=198.51.100.99;Host=a.example']]),
+  it("keys forwarded without its for= parameters, each client's own address, and the rest as sent", () => {
+    expect(forwardingKey([['forwarded', 'for=192.0.2.60']])).toBe(forwardingKey([['forwarded', 'for=198.51.100.17']]));
+    expect(forwardingKey([['forwarded', 'for=192.0.2.60;proto=http;by=203.0.113.43']])).toBe(
+      forwardingKey([['forwarded', 'For=198.51.100.17;proto=http;by=203.0.113.43']]),
+    );
+    expect(forwardingKey([['forwarded', 'for=192.0.2.60;proto=http']])).not.toBe(forwardingKey([['forwarded', 'for=192.0.2.60;proto=https']]));
+    expect(forwardingKey([['forwarded', 'for=192.0.2.60;host=a.example, for=198.51.100.17']])).not.toBe(
+      forwardingKey([['forwarded', 'for=192.0.2.60;host=b.example, for=198.51.100.17']]),
     );
   });
 });

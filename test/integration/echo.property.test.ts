@@ -86,8 +86,8 @@ interface Read {
   tenantExtension: string | null;
   /** A URL parameter besides GraphQL's, which the origin reads. */
   tenantParameter: string | null;
-  /** `X-Forwarded-Host`, which an origin that trusts its proxy reads for its host. */
-  forwardedHost: string | null;
+  /** A forwarding header (`X-Forwarded-Host`, `-Prefix`, `Forwarded`), which an origin that trusts its proxy builds links with. */
+  forwarding: [string, string] | null;
 }
 
 interface Bump {
@@ -156,7 +156,16 @@ const readFields = {
   batchWith: weighted<Operation | null>([[6, fc.constant(null)], [1, OPERATIONS]]),
   tenantExtension: mostly<string | null>(null, fc.constantFrom('acme', 'globex')),
   tenantParameter: mostly<string | null>(null, fc.constantFrom('acme', 'globex')),
-  forwardedHost: mostly<string | null>(null, fc.constantFrom('evil.example', 'good.example')),
+  forwarding: mostly<[string, string] | null>(
+    null,
+    fc.constantFrom<[string, string]>(
+      ['x-forwarded-host', 'evil.example'],
+      ['x-forwarded-host', 'good.example'],
+      ['x-forwarded-prefix', '/evil'],
+      ['forwarded', 'proto=https'],
+      ['forwarded', 'for=192.0.2.60;proto=https'],
+    ),
+  ),
 };
 type ReadFields = Omit<Read, 'kind'>;
 
@@ -270,7 +279,7 @@ function readWire(read: Read): WireRequest {
   if (read.authorization !== null) lines.push(['authorization', read.authorization]);
   if (read.cookie !== null) lines.push(['cookie', read.cookie]);
   if (read.xUser !== null) lines.push(['x-user', read.xUser]);
-  if (read.forwardedHost !== null) lines.push(['x-forwarded-host', read.forwardedHost]);
+  if (read.forwarding !== null) lines.push(read.forwarding);
   return { method: read.method, host: read.host, target: `${url.pathname}${url.search}`, lines, body };
 }
 

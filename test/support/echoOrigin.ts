@@ -16,8 +16,9 @@ import Negotiator from 'negotiator';
  *   last of a repeated URL parameter, URL parameters before the body's in a POST; the document
  *   (printed, so only its meaning counts), operationName, variables with each number's literal text
  *   (an arbitrary-precision origin tells 1 from 1.0), extensions other than `persistedQuery`;
- * - a URL parameter of its own, `tenant` (the last one given), and `X-Forwarded-Host`, as an origin
- *   that trusts its proxy reads it;
+ * - a URL parameter of its own, `tenant` (the last one given), and the forwarding headers
+ *   `X-Forwarded-Host`, `X-Forwarded-Prefix` and `Forwarded` (its `proto=` and `host=`), as an origin
+ *   that trusts its proxy reads them;
  * - the bytes of a body that is not UTF-8;
  * - `viewer` (scope AUTHENTICATED) reads authorization, `session` (scope SESSION) the `session`
  *   cookie, and `echo` (PUBLIC) no credentials: a PUBLIC answer is the same for everyone, and a query
@@ -327,12 +328,25 @@ function describe(operation: Operation, document: DocumentNode, execution: Execu
     variables: operation.variables === undefined || operation.variables === null ? null : losslessStringify(operation.variables),
     ...(Object.keys(extensions).length > 0 ? { extensions: losslessStringify(extensions) } : {}),
     ...(url.searchParams.has('tenant') ? { tenant: url.searchParams.getAll('tenant').at(-1) } : {}),
-    ...(request.headers['x-forwarded-host'] === undefined ? {} : { forwardedHost: request.headers['x-forwarded-host'] }),
+    ...forwardingRead(request),
     ...(isUtf8(request.body) ? {} : { bodyBase64: request.body.toString('base64') }),
     ...(directives.reads.length > 0 ? { reads } : {}),
     version: execution.version,
     ...execution.volatile,
   };
+}
+
+function forwardingRead(request: EchoRequest): Record<string, string> {
+  const read: Record<string, string> = {};
+  for (const name of ['x-forwarded-host', 'x-forwarded-prefix']) {
+    const value = request.headers[name];
+    if (value !== undefined) read[name] = value;
+  }
+  for (const pair of (request.headers.forwarded ?? '').split(/[,;]/)) {
+    const [name, value] = pair.trim().split('=');
+    if ((name === 'proto' || name === 'host') && value !== undefined) read[`forwarded-${name}`] = value;
+  }
+  return read;
 }
 
 function normalisedHost(host: string | undefined): string | null {
