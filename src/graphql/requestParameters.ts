@@ -42,6 +42,8 @@ export type UninterpretableReason =
   | 'content-encoding'
   | 'invalid-utf8'
   | 'invalid-percent-encoding'
+  /** A raw `;` in a GraphQL parameter, which some origins read as a separator (`urlParameters`). */
+  | 'semicolon-in-parameter'
   | 'invalid-json'
   | 'body-not-object'
   | 'empty-batch'
@@ -278,7 +280,13 @@ type UrlParameters =
 /**
  * The GraphQL parameters of a query string (`application/x-www-form-urlencoded`), decoded strictly:
  * URLSearchParams would turn bytes that are not UTF-8 into U+FFFD and keep a malformed `%` escape as
- * text, making different requests one key. Other parameters are kept as sent, for the key.
+ * text, making different requests one key. Other parameters are kept as sent, for the key, empty
+ * pairs (`&&`) too: they count towards the limit at which an origin's parser stops reading pairs
+ * (1,000 for Node's `querystring` and `qs`), so padding a request with them could hide its
+ * `variables` from the origin but not from the key. Origins that also split on a raw `;` (Rack 2,
+ * Python before 3.9.2) read a GraphQL parameter holding one as two: a `variables` hidden in a
+ * comment of the query, which the printed document leaves out of the key. Such a request is not
+ * svc-cache's to read (README, Bad input).
  */
 function urlParameters(path: string): UrlParameters {
   const values = new Map<ParameterName, string>();
@@ -289,9 +297,10 @@ function urlParameters(path: string): UrlParameters {
     const separator = pair.indexOf('=');
     const name = formDecode(separator < 0 ? pair : pair.slice(0, separator));
     if (!isParameterName(name)) {
-      if (pair !== '') others.push(pair);
+      others.push(pair);
       continue;
     }
+    if (pair.includes(';')) return { kind: 'uninterpretable', reason: 'semicolon-in-parameter' };
     const value = formDecode(separator < 0 ? '' : pair.slice(separator + 1));
     if (value === undefined) return { kind: 'uninterpretable', reason: 'invalid-percent-encoding' };
     const seen = values.get(name);
@@ -341,8 +350,7 @@ export function possibleOperations(
     if (found === 'ambiguous') return found;
     bodyReadings.push(...found);
   }
-  const queryStart = path.indexOf('?');
-  const urlReadings = queryStart < 0 ? [] : formReadings(path.slice(queryStart + 1));
+  const urlReadings = queryStringReadings(path);
   if (urlReadings === 'ambiguous') return urlReadings;
   // express-graphql takes each parameter from the URL when it is there, else from the body: a query
   // from one may then run under the other's operationName, so no name narrows which mutation runs.
@@ -381,6 +389,17 @@ function textReadings(text: string, mediaTypes: readonly string[]): Reading[] | 
  * A form's (or a query string's) `query` and `operationName`, decoded leniently as origins decode
  * them (URLSearchParams, querystring); one given twice with different values is ambiguous.
  */
+/** The URL's readings, split on `&` and, where it holds a raw `;`, as origins that split on both read it too (urlParameters). */
+function queryStringReadings(path: string): Reading[] | 'ambiguous' {
+  const queryStart = path.indexOf('?');
+  if (queryStart < 0) return [];
+  const queryString = path.slice(queryStart + 1);
+  const readings = formReadings(queryString);
+  if (readings === 'ambiguous' || !queryString.includes(';')) return readings;
+  const semicolonReadings = formReadings(queryString.replaceAll(';', '&'));
+  return semicolonReadings === 'ambiguous' ? semicolonReadings : [...readings, ...semicolonReadings];
+}
+
 function formReadings(text: string): Reading[] | 'ambiguous' {
   const form = new URLSearchParams(text);
   const [queries, names] = [new Set(form.getAll('query')), new Set(form.getAll('operationName'))];

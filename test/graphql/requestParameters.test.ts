@@ -109,10 +109,35 @@ describe('what else the origin sees, for the key', () => {
     expect(readGetRequest(`/graphql?query=x&extensions=${encodeURIComponent('{"tenant":"acme"}')}`)).toMatchObject({ canonicalExtensions: '{"tenant":"acme"}' });
   });
 
+  it('keeps empty pairs among the others: padding that takes variables past an origin\'s parameter limit is keyed', () => {
+    const variables = `variables=${encodeURIComponent('{"s":"victim"}')}`;
+    const padded = readGetRequest(`/graphql?query=x${'&'.repeat(1000)}&${variables}`);
+    const plain = readGetRequest(`/graphql?query=x&${variables}`);
+    expect(plain).toMatchObject({ otherUrlParameters: '', canonicalVariables: '{"s":"victim"}' });
+    // 1,000 empty pairs, joined by &.
+    expect(padded).toMatchObject({ otherUrlParameters: '&'.repeat(999), canonicalVariables: '{"s":"victim"}' });
+  });
+
+  it.each([
+    // A comment hides a second variables from the printed document, not from a parser splitting on ;
+    [`query=${encodeURIComponent('query Q($s: String) { echo(s: $s) } #')};variables=${encodeURIComponent('{"s":"evil"}')}`],
+    [`query=x&variables=${encodeURIComponent('{"s":"a')};b"}`],
+    [`query=x&operationName=A;B`],
+    [`query=x;&extensions=%7B%7D`],
+  ])('a raw ; in a GraphQL parameter is not svc-cache\'s to read: %s', (query) => {
+    expect(readGetRequest(`/graphql?${query}`)).toEqual({ kind: 'uninterpretable', reason: 'semicolon-in-parameter' });
+    expect(post('{"query":"x"}', `/graphql?${query}`)).toEqual({ kind: 'uninterpretable', reason: 'semicolon-in-parameter' });
+  });
+
+  it('keys a raw ; in another parameter as sent, and reads an escaped one', () => {
+    expect(readGetRequest('/graphql?query=x&tenant=a;b')).toMatchObject({ kind: 'graphql', otherUrlParameters: 'tenant=a;b' });
+    expect(readGetRequest('/graphql?query=a%3Bb')).toMatchObject({ kind: 'graphql', params: { query: 'a;b' } });
+  });
+
   it('the URL parameters other than GraphQL\'s, as sent', () => {
     expect(readGetRequest('/graphql?query=x')).toMatchObject({ otherUrlParameters: '' });
     expect(readGetRequest('/graphql?query=x&variables=%7B%7D&operationName=A&extensions=%7B%7D')).toMatchObject({ otherUrlParameters: '' });
-    expect(readGetRequest('/graphql?tenant=acme&query=x&&v=2&%71uery=x')).toMatchObject({ otherUrlParameters: 'tenant=acme&v=2' });
+    expect(readGetRequest('/graphql?tenant=acme&query=x&&v=2&%71uery=x')).toMatchObject({ otherUrlParameters: 'tenant=acme&&v=2' });
     expect(post('{"query":"x"}', '/graphql?flag')).toMatchObject({ otherUrlParameters: 'flag' });
     expect(post('{"query":"x"}')).toMatchObject({ otherUrlParameters: '' });
   });
@@ -127,6 +152,14 @@ describe('possibleOperations', () => {
     expect(possibleOperations('/graphql', [['content-type', 'multipart/form-data; boundary=x']], form, MAX_BODY_BYTES)).toEqual([]);
     expect(possibleOperations('/graphql', [['content-type', 'application/x-www-form-urlencoded']], form, MAX_BODY_BYTES)).toBe('ambiguous');
     expect(possibleOperations('/graphql', [['content-type', 'text/plain']], Buffer.from('{"query":"mutation { a }"}'), MAX_BODY_BYTES)).toEqual(MUTATION);
+  });
+
+  it('reads a URL with a raw ; also as origins that split on it read it', () => {
+    const json: HeaderList = [['content-type', 'application/json']];
+    const hidden = `/graphql?x=1;query=${encodeURIComponent('mutation { a }')}`;
+    expect(possibleOperations(hidden, json, Buffer.from('{}'), MAX_BODY_BYTES)).toEqual(MUTATION);
+    expect(possibleOperations(`/graphql?query=${encodeURIComponent('{ b }')};query=x`, json, Buffer.from('{}'), MAX_BODY_BYTES)).toBe('ambiguous');
+    expect(possibleOperations(`/graphql?x=1;y=2`, json, Buffer.from('{"query":"mutation { a }"}'), MAX_BODY_BYTES)).toEqual(MUTATION);
   });
 
   it("reads a GraphQL multipart request's operations field, one operation or a batch, and nothing from a body busboy cannot parse", () => {

@@ -93,6 +93,19 @@ describe('bad input through the gateway', () => {
     await stillServing();
   });
 
+  it('passes a GET whose GraphQL parameter holds a raw ;, which some origins split on, to the origin every time', async () => {
+    const url = `${stack.url}?query=${encodeURIComponent('{ todos { id } } #')};variables=%7B%7D`;
+    const direct = await fetch(url.replace(stack.url, stack.origin.url));
+    stack.origin.reset();
+    const answers = [await fetch(url), await fetch(url)];
+    for (const through of answers) {
+      expect([through.status, await through.text(), through.headers.get('svc-cache')]).toEqual([direct.status, await direct.clone().text(), 'PASS']);
+    }
+    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack.origin.requests.map((request) => request.path)).toEqual([url.replace(stack.url, '/graphql'), url.replace(stack.url, '/graphql')]);
+    await stillServing();
+  });
+
   it('passes a GET with variables that are not JSON', async () => {
     const url = `${stack.url}?query=${encodeURIComponent('{ todos { id } }')}&variables=%7Bnope`;
     const direct = await fetch(url.replace(stack.url, stack.origin.url));
