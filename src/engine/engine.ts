@@ -8,7 +8,7 @@ import { operationViolation } from '../graphql/index.js';
 import { selectionOf } from '../graphql/index.js';
 import { hitNegotiation, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, varyNames, type HeaderList } from '../http/index.js';
-import { endpointOf, forwardingKey, hostKey, isEndpointVariant } from '../http/index.js';
+import { endpointOf, forbidsTransform, forwardingKey, hostKey, isEndpointVariant } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { mutationInvalidationTags } from '../invalidation/index.js';
 import { rootFieldTypeTags } from '../invalidation/index.js';
@@ -21,7 +21,7 @@ import {
   withoutEmptyPurgeParentheses,
   type PurgeEvent,
 } from '../purge/index.js';
-import { compressBody, identityBodyOf, UnconfirmedInvalidation, type CacheStore, type CachedResponse } from '../store/index.js';
+import { compressBody, identityBodyOf, UnconfirmedInvalidation, type CacheStore, type CachedResponse, type CompressionSettings } from '../store/index.js';
 import { errorMessage, isPlainObject, shortened } from '../util/index.js';
 import { MissCoalescer } from './coalescing.js';
 import { documentHashOf, Exchange, type BatchPlan, type Explanation, type MutationPlan, type PassPlan, type RequestHead, type ResponsePlan, type StaleHold, type StorePlan } from './exchange.js';
@@ -466,6 +466,7 @@ export class DecisionEngine {
       coalescer: this.coalescer,
       now: this.now,
       coalesceWaitMs: config.cache.coalesceWaitMs,
+      ruleSwr: policy.swr,
       onCoalesced: () => this.report((events) => events.coalesced()),
       meanwhile: prepareMeanwhile,
     });
@@ -728,8 +729,10 @@ export class DecisionEngine {
     const storable = entryToStore(plan, headers, body, this.now());
     if ('reason' in storable) return notStored(storable.reason);
     const clientBody = storable.entry.body;
-    // Compressed once, here, so that a HIT replays the stored bytes (README, Performance).
-    const entry = { ...storable.entry, ...(await compressBody(clientBody, this.deps.state().config.cache.compression)) };
+    // Compressed once, here, so that a HIT replays the stored bytes (README, Performance); never
+    // an answer whose origin forbids changing it (`no-transform`).
+    const compression = forbidsTransform(headers) ? NO_COMPRESSION : this.deps.state().config.cache.compression;
+    const entry = { ...storable.entry, ...(await compressBody(clientBody, compression)) };
     try {
       const stored = await this.deps.store.store(plan.key, entry, { tags: storable.tags, ttlSeconds: storable.ttlSeconds, mark: plan.mark });
       if (!stored) return notStored('invalidated-meanwhile');
@@ -894,10 +897,11 @@ function tokenRemoval(head: RequestHead, config: Config): string[] {
 /**
  * Request headers an origin's `Vary` may name for its answer to be stored: those whose whole value
  * the key holds (the scopes' `header:` sources), `accept` (a HIT is negotiated against the
- * client's Accept) and `accept-encoding` (svc-cache removes it from what the origin gets).
+ * client's Accept) and `accept-encoding` (svc-cache removes it from what the origin gets). Not
+ * `content-type` or `content-length`: a GET and a POST, or two spellings of one body, share a key.
  */
 function keyedRequestHeaders(policy: CachePolicy, config: Config): ReadonlySet<string> {
-  return new Set(['accept', 'accept-encoding', 'content-type', 'content-length', ...scopeKeyedHeaders(policy.scopes, config.scopes)]);
+  return new Set(['accept', 'accept-encoding', ...scopeKeyedHeaders(policy.scopes, config.scopes)]);
 }
 
 /**
@@ -925,6 +929,8 @@ const DEBUG_HEADER = 'svc-debug';
 const LOGGED_DETAIL_CHARACTERS = 200;
 /** A request without a body; shared, as a buffer of no bytes cannot be changed (one allocated per GET was 0.5% of its CPU). */
 const NO_BODY = Buffer.alloc(0);
+/** Stored as the origin sent it. */
+const NO_COMPRESSION: CompressionSettings = { encoding: 'identity', minBytes: 0 };
 
 /** The key's host and endpoint; only requests for a configured endpoint get this far. */
 function keyedTargetOf(head: RequestHead, config: Config, otherUrlParameters: string): KeyedTarget {

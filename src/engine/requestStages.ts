@@ -378,6 +378,8 @@ export interface LookupDependencies {
   coalescer: MissCoalescer;
   now: () => number;
   coalesceWaitMs: number;
+  /** The swr of the rules the request was decided under: a reload that shortens it applies to entries stored before. */
+  ruleSwr: number;
   /** Told of each request answered from the entry its leader's fetch stored. */
   onCoalesced: () => void;
   /**
@@ -402,9 +404,10 @@ export async function lookupOrCoalesce(key: string, deps: LookupDependencies): P
   const leadership = deps.coalescer.lead(key);
   if (leadership) return { ...miss, leadership };
   // Stale-while-revalidate: another request is already refreshing this entry, so within swr its
-  // stale answer is served at once (with an age past max-age) instead of waiting.
+  // stale answer is served at once (with an age past max-age) instead of waiting. The window is the
+  // shorter of the entry's and the rules', as for stale-if-error (staleIfError.ts).
   const stale = lookup.entry;
-  if (stale && deps.now() - stale.storedAt <= (stale.maxAge + stale.swr) * 1000) return { kind: 'hit', entry: stale };
+  if (stale && deps.now() - stale.storedAt <= (stale.maxAge + Math.min(stale.swr, deps.ruleSwr)) * 1000) return { kind: 'hit', entry: stale };
   if (!(await deps.coalescer.follow(key, deps.coalesceWaitMs))) return miss;
   try {
     const afterLeader = freshEntry((await deps.store.lookup(key)).entry, deps.now());

@@ -16,8 +16,8 @@ export interface Replay {
 
 /**
  * A stored answer replayed: `served` (the stored bytes, or them decompressed for a client that does
- * not accept their coding) with `content-encoding` when encoded, the content type, `age` since it was
- * stored, and the stored headers with `overrides` replacing those of the same name. An entry stored
+ * not accept their coding) with `content-encoding` when encoded, the content type, `age` since the
+ * origin made it (responseStages.ts dates the entry so), and the stored headers with `overrides` replacing those of the same name. An entry stored
  * compressed is answered according to `accept-encoding`, which `vary` then says.
  */
 export function hitResponse(entry: CachedResponse, now: number, overrides: HeaderList, served: { body: Buffer; encoding: BodyEncoding }): HttpResponse {
@@ -46,21 +46,24 @@ function varyOnAcceptEncoding(headers: Array<[string, string]>): void {
 
 /**
  * Origin response headers that are never stored or replayed: hop-by-hop ones (RFC 9110 section
- * 7.6.1), per-user ones, framing that is recomputed for the stored bytes, and what the proxy adds.
+ * 7.6.1; every `proxy-*` besides, `replayableHeaders`), per-user ones (`authentication-info` answers
+ * one client's credentials, `clear-site-data` clears one browser's), framing that is recomputed for
+ * the stored bytes, and what the proxy adds. RFC 9111 section 3.1 forbids storing
+ * `proxy-authentication-info` by name.
  */
 const NOT_REPLAYED = new Set([
   'connection',
   'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
   'te',
   'trailer',
   'transfer-encoding',
   'upgrade',
   'set-cookie',
+  'set-cookie2',
   'authorization',
   'www-authenticate',
+  'authentication-info',
+  'clear-site-data',
   'content-length',
   'content-type',
   'content-encoding',
@@ -72,7 +75,7 @@ const NOT_REPLAYED = new Set([
 
 export function replayableHeaders(headers: HeaderList): Array<[string, string]> {
   return headers
-    .filter(([name]) => !name.startsWith(':') && !name.startsWith('x-envoy-') && !NOT_REPLAYED.has(name))
+    .filter(([name]) => !name.startsWith(':') && !name.startsWith('x-envoy-') && !name.startsWith('proxy-') && !NOT_REPLAYED.has(name))
     .map(([name, value]) => [name, value]);
 }
 

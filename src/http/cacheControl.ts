@@ -80,6 +80,20 @@ export function staleLimits(headers: HeaderList): StaleLimits {
 }
 
 /**
+ * RFC 9111 section 5.1: seconds an upstream cache says the answer had been held before svc-cache got
+ * it (`Age`), which a HIT's own `age` goes on from; 0 when absent. An invalid one made the answer
+ * unstorable already (`freshness`).
+ */
+export function upstreamAgeSeconds(headers: HeaderList): number {
+  return deltaSeconds(singleValue(headers, 'age')) ?? 0;
+}
+
+/** RFC 9110 section 7.7: `no-transform` forbids an intermediary to change the content, its coding included. */
+export function forbidsTransform(headers: HeaderList): boolean {
+  return cacheControlDirectives(headers).has('no-transform');
+}
+
+/**
  * Every Cache-Control directive of every `cache-control` line, lower-cased names; the value is
  * unquoted, and `null` when a repeated directive disagrees with itself.
  */

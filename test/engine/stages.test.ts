@@ -356,7 +356,7 @@ describe('lookupOrCoalesce', () => {
   it('hits a fresh entry, leads the fetch of a missing one, and follows no one without waiting', async () => {
     const store = await withStored(1_000, 60, 0);
     const coalescer = new MissCoalescer();
-    const deps = { store, coalescer, now: () => 2_000, coalesceWaitMs: 0, onCoalesced: () => {}, meanwhile: () => {} };
+    const deps = { store, coalescer, now: () => 2_000, coalesceWaitMs: 0, ruleSwr: 30, onCoalesced: () => {}, meanwhile: () => {} };
     expect(await lookupOrCoalesce('k', deps)).toMatchObject({ kind: 'hit', entry: { storedAt: 1_000 } });
     const miss = await lookupOrCoalesce('other', deps);
     expect(miss).toMatchObject({ kind: 'miss', leadership: { release: expect.any(Function) } });
@@ -366,16 +366,24 @@ describe('lookupOrCoalesce', () => {
   it('serves a stale entry within swr while another request refreshes it', async () => {
     const store = await withStored(0, 10, 30);
     const coalescer = new MissCoalescer();
-    const deps = { store, coalescer, now: () => 20_000, coalesceWaitMs: 0, onCoalesced: () => {}, meanwhile: () => {} };
+    const deps = { store, coalescer, now: () => 20_000, coalesceWaitMs: 0, ruleSwr: 30, onCoalesced: () => {}, meanwhile: () => {} };
     expect(await lookupOrCoalesce('k', deps)).toMatchObject({ kind: 'miss', leadership: { release: expect.any(Function) } });
     expect(await lookupOrCoalesce('k', deps)).toMatchObject({ kind: 'hit', entry: { storedAt: 0 } });
+  });
+
+  it("keeps to the rules' swr when a reload shortened it below the entry's own", async () => {
+    const store = await withStored(0, 10, 30);
+    const deps = { store, coalescer: new MissCoalescer(), now: () => 20_000, coalesceWaitMs: 0, ruleSwr: 5, onCoalesced: () => {}, meanwhile: () => {} };
+    expect(await lookupOrCoalesce('k', deps)).toMatchObject({ kind: 'miss', leadership: { release: expect.any(Function) } });
+    expect(await lookupOrCoalesce('k', deps)).toMatchObject({ kind: 'miss', leadership: undefined });
+    expect(await lookupOrCoalesce('k', { ...deps, now: () => 14_000 })).toMatchObject({ kind: 'hit', entry: { storedAt: 0 } });
   });
 
   it('answers a follower from the entry its leader stored, and reports it as coalesced', async () => {
     const store = new MemoryStore({ maxBytes: 1024 * 1024 });
     let coalesced = 0;
     const { coalescer, following } = watchedCoalescer();
-    const deps = { store, coalescer, now: () => 2_000, coalesceWaitMs: 60_000, onCoalesced: () => (coalesced += 1), meanwhile: () => {} };
+    const deps = { store, coalescer, now: () => 2_000, coalesceWaitMs: 60_000, ruleSwr: 30, onCoalesced: () => (coalesced += 1), meanwhile: () => {} };
     const leader = await lookupOrCoalesce('k', deps);
     if (leader.kind !== 'miss' || !leader.leadership) throw new Error('the first request should lead');
     const follower = lookupOrCoalesce('k', deps);
@@ -390,7 +398,7 @@ describe('lookupOrCoalesce', () => {
     const store = new MemoryStore({ maxBytes: 1024 * 1024 });
     let coalesced = 0;
     const { coalescer, following } = watchedCoalescer();
-    const deps = { store, coalescer, now: () => 2_000, coalesceWaitMs: 60_000, onCoalesced: () => (coalesced += 1), meanwhile: () => {} };
+    const deps = { store, coalescer, now: () => 2_000, coalesceWaitMs: 60_000, ruleSwr: 30, onCoalesced: () => (coalesced += 1), meanwhile: () => {} };
     const leader = await lookupOrCoalesce('k', deps);
     if (leader.kind !== 'miss' || !leader.leadership) throw new Error('the first request should lead');
     const follower = lookupOrCoalesce('k', deps);
@@ -403,7 +411,7 @@ describe('lookupOrCoalesce', () => {
   it('says the store is unavailable rather than throwing', async () => {
     const store = new MemoryStore({ maxBytes: 1024 });
     store.lookup = () => Promise.reject(new Error('redis down'));
-    expect(await lookupOrCoalesce('k', { store, coalescer: new MissCoalescer(), now: () => 0, coalesceWaitMs: 0, onCoalesced: () => {}, meanwhile: () => {} })).toEqual({ kind: 'unavailable', error: 'redis down' });
+    expect(await lookupOrCoalesce('k', { store, coalescer: new MissCoalescer(), now: () => 0, coalesceWaitMs: 0, ruleSwr: 0, onCoalesced: () => {}, meanwhile: () => {} })).toEqual({ kind: 'unavailable', error: 'redis down' });
   });
 
   it('runs the work a MISS needs while the store answers, and not when the store answers at once', async () => {
@@ -418,7 +426,7 @@ describe('lookupOrCoalesce', () => {
         return found;
       });
     };
-    const deps = { store, coalescer: new MissCoalescer(), now: () => 2_000, coalesceWaitMs: 0, onCoalesced: () => {}, meanwhile };
+    const deps = { store, coalescer: new MissCoalescer(), now: () => 2_000, coalesceWaitMs: 0, ruleSwr: 30, onCoalesced: () => {}, meanwhile };
     expect(await lookupOrCoalesce('k', deps)).toMatchObject({ kind: 'hit' });
     expect(events).toEqual(['asked', 'meanwhile', 'answered']);
 

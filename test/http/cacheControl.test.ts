@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { HeaderList } from '../../src/http/headers.js';
-import { httpDate, staleLimits, storability } from '../../src/http/cacheControl.js';
+import { forbidsTransform, httpDate, staleLimits, storability, upstreamAgeSeconds } from '../../src/http/cacheControl.js';
 
 const NOW = Date.UTC(2026, 10, 23, 12, 0, 0);
 const context = { keyedRequestHeaders: new Set(['accept', 'authorization']), now: NOW };
@@ -207,4 +207,14 @@ describe('httpDate', () => {
       expect(httpDate(value)).toBeUndefined();
     },
   );
+});
+
+describe('upstreamAgeSeconds and forbidsTransform', () => {
+  it("reads an upstream cache's Age, 0 when absent or invalid", () => {
+    expect([upstreamAgeSeconds([['age', '50']]), upstreamAgeSeconds([]), upstreamAgeSeconds([['age', 'soon']]), upstreamAgeSeconds([['age', '1'], ['age', '2']])]).toEqual([50, 0, 0, 0]);
+  });
+
+  it('finds no-transform on any cache-control line, in any case', () => {
+    expect([forbidsTransform([['cache-control', 'max-age=60, No-Transform']]), forbidsTransform([['cache-control', 'public'], ['cache-control', 'no-transform']]), forbidsTransform([['cache-control', 'max-age=60']])]).toEqual([true, true, false]);
+  });
 });

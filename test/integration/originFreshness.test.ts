@@ -53,6 +53,9 @@ describe("the origin's freshness and Vary", () => {
     ['an invalid max-age', { 'cache-control': 'max-age=soon' }, 'origin-max-age-invalid'],
     ['Vary: *', { vary: '*' }, 'origin-vary-star'],
     ['Vary on a request header outside the key', { vary: 'X-Region' }, 'origin-vary'],
+    // A GET and a POST, or two spellings of one body, share a key.
+    ['Vary: Content-Type', { vary: 'Content-Type' }, 'origin-vary'],
+    ['Vary: Content-Length', { vary: 'Content-Length' }, 'origin-vary'],
   ])('passes an answer with %s, as the origin sent it', async (_name, headers, reason) => {
     stack.origin.setBehaviour({ headers });
     const results = await twice(TODO);
@@ -73,6 +76,40 @@ describe("the origin's freshness and Vary", () => {
     expect(statuses(results)).toEqual(['MISS', 'HIT']);
     expect(results.map((result) => result.text)).toEqual([TODO_BODY, TODO_BODY]);
     expect(stack.origin.requestCount()).toBe(1);
+  });
+
+  it("counts an upstream cache's Age into a HIT's age, as into its freshness", async () => {
+    stack.origin.setBehaviour({ headers: { 'cache-control': 'public, max-age=60', age: '50' } });
+    const results = await twice(TODO);
+    expect(statuses(results)).toEqual(['MISS', 'HIT']);
+    expect(results.map((result) => result.headers.age)).toEqual(['50', expect.stringMatching(/^5[01]$/)]);
+    expect(results[1]!.headers['cache-control']).toBe('public, max-age=60');
+  });
+
+  it("never replays an origin's per-user or proxy authentication headers, nor Clear-Site-Data", async () => {
+    const perUser = {
+      'authentication-info': 'nextnonce="a1"',
+      'proxy-authentication-info': 'nextnonce="p1"',
+      'proxy-status': 'origin; error=none',
+      'clear-site-data': '"cookies"',
+      'set-cookie2': 'old=1',
+      'x-kept': 'yes',
+    };
+    stack.origin.setBehaviour({ headers: perUser });
+    const [miss, hit] = await twice(TODO);
+    expect(statuses([miss!, hit!])).toEqual(['MISS', 'HIT']);
+    for (const [name, value] of Object.entries(perUser)) expect(miss!.headers[name]).toBe(value);
+    expect(Object.keys(perUser).filter((name) => hit!.headers[name] !== undefined)).toEqual(['x-kept']);
+  });
+
+  it('stores an answer under no-transform as the origin sent it, never compressed', async () => {
+    const query = `{ ${['a', 'b', 'c', 'd'].map((alias) => `${alias}: todos { id title done }`).join(' ')} }`;
+    stack.origin.setBehaviour({ headers: { 'cache-control': 'public, max-age=60, no-transform' } });
+    const gzipClient = { 'accept-encoding': 'gzip' };
+    const [miss, hit] = [await postGraphQL(stack.url, { query }, gzipClient), await postGraphQL(stack.url, { query }, gzipClient)];
+    expect(statuses([miss!, hit!])).toEqual(['MISS', 'HIT']);
+    expect(miss!.text.length).toBeGreaterThan(256);
+    expect([hit!.headers['content-encoding'], hit!.headers.vary, hit!.text]).toEqual([undefined, undefined, miss!.text]);
   });
 
   it("stores an answer that varies on a scope's header, which the key holds whole", async () => {
