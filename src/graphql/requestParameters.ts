@@ -99,12 +99,15 @@ export function readPostRequest(path: string, headers: HeaderList, body: Uint8Ar
 /**
  * `application/json` with no parameter but `charset=utf-8`: what svc-cache reads a body as. Origins
  * refuse (graphql-http answers 415) or decode otherwise a body that says another charset or
- * parameter, so such a request is the origin's to answer, and never a HIT.
+ * parameter, so such a request is the origin's to answer, and never a HIT. The type is taken only as
+ * every origin reads it, written in lower case with nothing between it and its parameters: media
+ * types are case-insensitive (RFC 9110 section 8.3.1), but GraphQL Yoga answers 415 to
+ * `Application/JSON` and to `application/json ;charset=utf-8`.
  */
 function isUtf8Json(contentType: string | undefined): boolean {
   // What nearly every client sends, checked first: a HIT pays no parsing for it.
   if (contentType === 'application/json') return true;
-  if (mediaType(contentType) !== 'application/json') return false;
+  if (!contentType?.startsWith('application/json;')) return false;
   let parameters: Record<string, string>;
   try {
     parameters = parseContentType(contentType!).parameters;

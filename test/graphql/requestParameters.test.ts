@@ -341,9 +341,18 @@ describe('readPostRequest', () => {
       },
     );
 
-    it('application/json with parameters is read', () => {
-      expect(post('{"query":"a"}', '/graphql', [['content-type', 'Application/JSON; charset=utf-8']])).toMatchObject({ kind: 'graphql' });
+    it('application/json with charset=utf-8 is read, in the spellings every origin takes', () => {
+      for (const contentType of ['application/json; charset=utf-8', 'application/json;charset=UTF-8', 'application/json; charset="utf-8"']) {
+        expect(post('{"query":"a"}', '/graphql', [['content-type', contentType]]), contentType).toMatchObject({ kind: 'graphql' });
+      }
     });
+
+    it.each(['Application/JSON', 'APPLICATION/JSON; charset=utf-8', 'application/json ;charset=utf-8', 'application/jsonx', 'application/json; charset=latin1'])(
+      'a spelling some origins refuse is theirs to answer (%s)',
+      (contentType) => {
+        expect(post('{"query":"a"}', '/graphql', [['content-type', contentType]])).toEqual({ kind: 'uninterpretable', reason: 'content-type' });
+      },
+    );
   });
 
   it.each([
