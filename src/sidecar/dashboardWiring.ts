@@ -47,12 +47,14 @@ async function inspect(engine: DecisionEngine, config: Config, input: InspectInp
   );
   const token = config.purge.tokens[0] ?? '';
   // Clients of the page's kind ask for JSON; a given `host` names the site, part of the cache key
-  // (README, Cache key), and is sent as `:authority` as Envoy sends it.
+  // (README, Cache key), and is sent as `:authority` as Envoy sends it. Envoy's connection manager
+  // adds `x-forwarded-proto` to every request, and the key holds it, so the request inspected has it
+  // too (`http`, as `:scheme`, unless the headers given say otherwise).
   const { host, ...given } = Object.fromEntries(Object.entries(input.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]));
   const headers: HeaderList = [
     [':authority', host ?? ''],
     [':scheme', 'http'],
-    ...Object.entries({ accept: 'application/json', ...given }).map(([name, value]): [string, string] => [name, value]),
+    ...Object.entries({ accept: 'application/json', 'x-forwarded-proto': 'http', ...given }).map(([name, value]): [string, string] => [name, value]),
     ['svc-debug', '1'],
     [config.purge.header, token],
   ];
