@@ -1,7 +1,7 @@
 import { createHmac, hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { JwtScopeSettings } from '../config/index.js';
-import { cookieValue, headerValues, type HeaderList } from '../http/index.js';
+import { cookieValues, headerValues, type HeaderList } from '../http/index.js';
 import { TokenVerifier, type JwtFailure, type KeySetOptions } from '../jwt/index.js';
 import { sourcesOf, type ScopeDefinitions, type ScopeSource } from './scopes.js';
 
@@ -118,7 +118,8 @@ class RememberingVerifier {
 function tokenOf(sources: readonly ScopeSource[], headers: HeaderList): string | undefined {
   const [source] = sources;
   if (source === undefined) return undefined;
-  if (source.kind === 'cookie') return cookieValue(headers, source.name);
+  // A cookie's occurrences all agree here: requestStages.ts passed the others (ambiguousScopeCookie).
+  if (source.kind === 'cookie') return cookieValues(headers, source.name)[0];
   const values = headerValues(headers, source.name);
   if (values.length === 0) return undefined;
   if (values.length > 1) return '';

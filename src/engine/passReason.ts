@@ -32,6 +32,7 @@ export type PassReason =
   | 'max-age-zero'
   | 'credentials-on-public'
   | 'credentials-outside-scope'
+  | 'ambiguous-scope-value'
   | 'rewritten-path-too-long'
   // A JWT scope's token failed verification: the `jwt-*` codes of src/jwt/verifier.ts (README, Scopes).
   | JwtFailure

@@ -18,7 +18,7 @@ import type { Leadership, MissCoalescer } from './coalescing.js';
 import type { Explanation, RequestHead } from './exchange.js';
 import type { PassReason } from './passReason.js';
 import type { CachePolicy } from './rules.js';
-import { scopeBucketKey, scopeVaryHeaders, sharedBucketDespite } from './scopes.js';
+import { ambiguousScopeCookie, scopeBucketKey, scopeVaryHeaders, sharedBucketDespite } from './scopes.js';
 
 /**
  * The stages a GraphQL request goes through, in order: read parameters -> resolve APQ -> check
@@ -313,6 +313,8 @@ function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: C
   const { policy } = checked.analysis;
   if (!policy) return passVerdict('no-rule');
   if (policy.maxAge <= 0) return passVerdict('max-age-zero');
+  const ambiguous = ambiguousScopeCookie(policy.scopes, config.scopes, headers);
+  if (ambiguous !== undefined) return passVerdict('ambiguous-scope-value', ambiguous);
   if (!config.cache.publicForCredentialedRequests) {
     const credentials = CREDENTIAL_HEADERS.filter((name) => headerValue(headers, name) !== undefined);
     if (credentials.length > 0 && policy.scopes.length === 0) return passVerdict('credentials-on-public');

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { ScopeConfig } from '../config/index.js';
-import { cookieValue, headerValues, type HeaderList } from '../http/index.js';
+import { cookieValues, headerValues, type HeaderList } from '../http/index.js';
 
 /**
  * Scope buckets (docs/graphql-caching.md, Scopes). Each distinct key value is its own bucket. The bucket
@@ -108,6 +108,24 @@ export function sharedBucketDespite(
   return someScopeWithoutValue && credentials.some((name) => !read.has(name));
 }
 
+/**
+ * The first cookie one of the scopes reads (JWT scopes included) that the request sends more than
+ * once with values that differ, or undefined. Which one the origin reads is its parser's choice (the
+ * first in Node's `cookie`, the last in Python's SimpleCookie, Django, Tornado), so no bucket can be
+ * said to hold its answer: the request passes (README, Scopes). Identical repeats are one value.
+ * A header sent on several lines needs no such check: it is keyed with all its values.
+ */
+export function ambiguousScopeCookie(scopes: readonly string[], definitions: ScopeDefinitions, headers: HeaderList): string | undefined {
+  for (const scope of scopes) {
+    for (const source of sourcesOf(definitions, scope)) {
+      if (source.kind !== 'cookie') continue;
+      const values = cookieValues(headers, source.name);
+      if (values.some((value) => value !== values[0])) return `${scope}: cookie ${source.name}`;
+    }
+  }
+  return undefined;
+}
+
 /** Names of the request headers the scopes read, for `vary` on cached answers. */
 export function scopeVaryHeaders(scopes: readonly string[], definitions: ScopeDefinitions): string[] {
   const names = new Set<string>();
@@ -132,8 +150,9 @@ export function scopeKeyedHeaders(scopes: readonly string[], definitions: ScopeD
   return [...names];
 }
 
+/** A source's value; a cookie's occurrences all agree here (ambiguousScopeCookie passed the others). */
 function sourceValue(source: ScopeSource, headers: HeaderList): string | undefined {
-  if (source.kind === 'cookie') return cookieValue(headers, source.name);
+  if (source.kind === 'cookie') return cookieValues(headers, source.name)[0];
   const values = headerValues(headers, source.name);
   return values.length === 0 ? undefined : values.join('\u0000');
 }

@@ -30,18 +30,20 @@ export function headerValue(headers: HeaderList, name: string): string | undefin
 }
 
 /**
- * The value of one cookie. The first occurrence wins (RFC 6265 section 5.4 orders the more
- * specific path first, and that is the one a browser means); `cookie` may itself repeat over HTTP/2.
+ * Every value of one cookie, in order of occurrence across the `cookie` lines (which may repeat over
+ * HTTP/2). A name may repeat: a browser sends each cookie whose Path and Domain match, the more
+ * specific path first (RFC 6265 section 5.4), and cookie parsers differ on which one they keep.
  */
-export function cookieValue(headers: HeaderList, name: string): string | undefined {
+export function cookieValues(headers: HeaderList, name: string): string[] {
+  const values: string[] = [];
   for (const header of headerValues(headers, 'cookie')) {
     for (const pair of header.split(';')) {
       const separator = pair.indexOf('=');
       if (separator < 0) continue;
-      if (pair.slice(0, separator).trim() === name) return pair.slice(separator + 1).trim();
+      if (pair.slice(0, separator).trim() === name) values.push(pair.slice(separator + 1).trim());
     }
   }
-  return undefined;
+  return values;
 }
 
 /** The media type of a content-type value, lower-cased and without parameters. */

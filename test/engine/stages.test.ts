@@ -265,6 +265,41 @@ describe('classify', () => {
     });
   });
 
+  describe('a scope cookie sent more than once', () => {
+    const scoped = {
+      scopes: {
+        LOCALE: 'cookie:locale',
+        TEAM: 'header:x-team|cookie:team',
+        USER: { definition: 'cookie:token', jwt: { claim: 'sub', algorithms: ['HS256'], secret: 'a-secret-of-at-least-32-characters!!' } },
+      },
+      rules: [
+        { types: { Query: ['todos'] }, maxAge: 60, scope: 'LOCALE' },
+        { types: { Query: ['users'] }, maxAge: 60, scope: 'TEAM' },
+        { types: { Query: ['me'] }, maxAge: 60, scope: 'USER' },
+      ],
+    };
+
+    it.each([
+      ['two values in one line', '{ todos { id } }', [['cookie', 'locale=fr; locale=de']], 'LOCALE: cookie locale'],
+      ['an empty value and another', '{ todos { id } }', [['cookie', 'locale=; locale=fr']], 'LOCALE: cookie locale'],
+      ['values across two cookie lines', '{ todos { id } }', [['cookie', 'locale=fr'], ['cookie', 'a=1; locale=de']], 'LOCALE: cookie locale'],
+      ["a combined scope's cookie", '{ users { id } }', [['x-team', 'red'], ['cookie', 'team=1; team=2']], 'TEAM: cookie team'],
+      ["a JWT scope's cookie", '{ me { id } }', [['cookie', 'token=a.b.c; token=d.e.f']], 'USER: cookie token'],
+    ] as Array<[string, string, Array<[string, string]>, string]>)('passes %s, whichever one the origin reads', (_name, query, headers, detail) => {
+      const current = config(scoped);
+      expect(classify(checked(query, current), { method: 'POST', headers }, current, schema)).toEqual({ kind: 'pass', reason: 'ambiguous-scope-value', detail });
+    });
+
+    it.each([
+      ['an identical repeat', [['cookie', 'locale=fr; locale=fr']]],
+      ['an identical repeat across lines', [['cookie', 'locale=fr'], ['cookie', 'locale=fr']]],
+      ['other cookies repeated', [['cookie', 'a=1; locale=fr; a=2']]],
+    ] as Array<[string, Array<[string, string]>]>)('caches %s', (_name, headers) => {
+      const current = config(scoped);
+      expect(classify(checked('{ todos { id } }', current), { method: 'POST', headers }, current, schema)).toMatchObject({ kind: 'query' });
+    });
+  });
+
   it('classifies a cacheable query with its policy', () => {
     expect(classify(checked('{ todos { id } }'), post, config(), schema)).toMatchObject({ kind: 'query', policy: { maxAge: 60, swr: 0, scopes: [] } });
   });

@@ -220,6 +220,24 @@ describe('scope buckets through the gateway', () => {
     expect(stack.origin.requestCount()).toBe(2);
   });
 
+  it('passes a request whose scope cookie repeats with values that differ, and caches identical repeats', async () => {
+    // Which one the origin reads is its parser's choice (Django and Tornado keep the last), so no
+    // bucket holds its answer: `session=s1; session=s2` must never be served or stored under s1.
+    const twoValues = await postGraphQL(stack.url, { query: TIME }, { cookie: 'session=s1; session=s2' });
+    const s1 = await postGraphQL(stack.url, { query: TIME }, { cookie: 'session=s1' });
+    const twoValuesAgain = await postGraphQL(stack.url, { query: TIME }, { cookie: 'session=s1; session=s2' });
+    const lines: Array<[string, string]> = [['cookie', 'session=s1'], ['cookie', 'theme=dark; session=s2']];
+    const overTwoLines = await postGraphQLRaw(stack.url, { query: TIME }, lines);
+    const emptyThenValue = await postGraphQL(stack.url, { query: TIME }, { cookie: 'session=; session=s1' });
+    const identicalRepeat = await postGraphQL(stack.url, { query: TIME }, { cookie: 'session=s1; theme=dark; session=s1' });
+    expect(statuses([twoValues, s1, twoValuesAgain, overTwoLines, emptyThenValue, identicalRepeat])).toEqual(['PASS', 'MISS', 'PASS', 'PASS', 'PASS', 'HIT']);
+    expect(twoValues.status).toBe(200);
+    expect(twoValuesAgain.text).not.toBe(s1.text);
+    expect(identicalRepeat.text).toBe(s1.text);
+    expect(stack.origin.requestCount()).toBe(5);
+    expect(stack.origin.requests[0]!.headers['cookie']).toBe('session=s1; session=s2');
+  });
+
   it('reads cookie names case-sensitively: Session=s1 is not the session cookie and joins the keyless bucket', async () => {
     const otherCase = await postGraphQL(stack.url, { query: TIME }, { cookie: 'Session=s1' });
     const noCookie = await postGraphQL(stack.url, { query: TIME });
