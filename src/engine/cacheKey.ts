@@ -15,8 +15,8 @@ export interface KeyedTarget {
 /**
  * The cache key (docs/graphql-caching.md, Cache key): scope bucket, host, endpoint path, operation
  * name, normalised document and canonical variables (their literal text, canonicalVariables.ts),
- * then the other URL parameters, `extensions` but for those that change no answer, and the
- * forwarding headers, when a request has any of them.
+ * then the other URL parameters, `extensions` but for those that change no answer, the
+ * forwarding headers, and a POST body's members other than GraphQL's, when a request has any of them.
  * `Accept` is not in it: a cacheable answer has the same body under both GraphQL JSON types, and a
  * HIT is answered in a type the client accepts (README, HIT, MISS, PASS).
  */
@@ -27,6 +27,7 @@ export function cacheKey(
   normalisedDocument: string,
   canonicalVariables: string,
   canonicalExtensions: string,
+  otherMembers: string,
 ): string {
   // The parts joined by NUL hash the same UTF-8 bytes as the update per part of earlier versions,
   // so their keys stay: a NUL stands between any two parts, so no surrogate pair is split or joined
@@ -34,9 +35,11 @@ export function cacheKey(
   // digest were 3% of a GET HIT's CPU in a `--cpu-prof` profile (README, Performance).
   // A request without the later parts keeps the key it had before they were keyed.
   const keyedParameters = target.parameters === '' && canonicalExtensions === '' ? '' : `\u0000${target.parameters}\u0000${canonicalExtensions}`;
-  // The forwarding part is a NUL and a header name (forwardingKey): no other part ends in a NUL, and
-  // the extensions' canonical text, which may follow one, starts with `{`.
-  const later = target.forwarding === '' ? keyedParameters : `${keyedParameters}\u0000${target.forwarding}`;
+  // The forwarding part is a NUL and its entries, each a NUL and a header name (forwardingKey); the
+  // members follow four NULs. No part's text holds a NUL, so the length of each run of NULs and the
+  // character after it (a header name's letter, or the `{` of canonical JSON) tell the parts apart.
+  const forwarded = target.forwarding === '' ? keyedParameters : `${keyedParameters}\u0000${target.forwarding}`;
+  const later = otherMembers === '' ? forwarded : `${forwarded}\u0000\u0000\u0000\u0000${otherMembers}`;
   const hashed = `${target.host}\u0000${target.endpoint}\u0000${operationName}\u0000${normalisedDocument}\u0000${canonicalVariables}${later}`;
   return `${bucket}/${hash('sha256', hashed, 'base64url')}`;
 }

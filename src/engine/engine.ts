@@ -160,6 +160,8 @@ interface ReadRequest extends GraphQLOperation {
   /** The POST body as sent (empty for a GET): a rewrite for the origin keeps what it does not change. */
   body: Buffer;
   target: KeyedTarget;
+  /** A POST body's members other than GraphQL's, canonical, for the key; '' when none. */
+  otherMembers: string;
 }
 
 /** What one request's decision needs once its GraphQL parameters are read. */

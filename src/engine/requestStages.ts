@@ -340,7 +340,7 @@ export interface ScopedKey {
 export function scopeAndKey(
   policy: CachePolicy,
   selected: SelectedOperation,
-  parameters: { canonicalVariables: string; canonicalExtensions: string },
+  parameters: { canonicalVariables: string; canonicalExtensions: string; otherMembers: string },
   target: KeyedTarget,
   headers: HeaderList,
   config: Config,
@@ -348,7 +348,7 @@ export function scopeAndKey(
   jwtIdentities: ReadonlyMap<string, string | undefined>,
 ): ScopedKey {
   const bucket = scopeBucketKey(policy.scopes, config.scopes, headers, scopeKeySecret, jwtIdentities);
-  const key = cacheKey(bucket, target, selected.name, selected.normalised, parameters.canonicalVariables, parameters.canonicalExtensions);
+  const key = cacheKey(bucket, target, selected.name, selected.normalised, parameters.canonicalVariables, parameters.canonicalExtensions, parameters.otherMembers);
   const varyNames = scopeVaryHeaders(policy.scopes, config.scopes);
   const scopeHeaders: Array<[string, string]> =
     policy.scopes.length === 0 ? [] : [['cache-control', 'private, no-cache'], ['vary', varyNames.join(', ')]];

@@ -61,6 +61,12 @@ export type RequestParameters =
        * tenant, a version), so they are keyed (README, Cache key); '' when there are none.
        */
       otherUrlParameters: string;
+      /**
+       * A POST body's members other than GraphQL's, in the canonical text of `variables`: an origin
+       * may read them (a `documentId`, a tenant), so they are keyed (README, Cache key); '' when
+       * there are none.
+       */
+      otherMembers: string;
     } & GraphQLOperation)
   | { kind: 'batch'; operations: GraphQLOperation[] }
   | { kind: 'ambiguous'; reason: AmbiguityReason }
@@ -72,6 +78,7 @@ export const MAX_BATCH_OPERATIONS = 100;
 
 const PARAMETER_NAMES = ['query', 'operationName', 'variables', 'extensions'] as const;
 type ParameterName = (typeof PARAMETER_NAMES)[number];
+const GRAPHQL_PARAMETERS: ReadonlySet<string> = new Set(PARAMETER_NAMES);
 
 /** A GET's parameters, from its `:path`. */
 export function readGetRequest(path: string): RequestParameters {
@@ -243,8 +250,9 @@ function operationOf(members: ReadonlyMap<string, JsonValue>, otherUrlParameters
       extensions: extensions?.kind === 'object' ? (JSON.parse(extensions.canonical()) as Record<string, unknown>) : {},
     },
     canonicalVariables,
-    canonicalExtensions: extensions?.kind === 'object' ? canonicalWithout(extensions, UNKEYED_EXTENSIONS) : '',
+    canonicalExtensions: extensions?.kind === 'object' ? canonicalWithout(extensions.members ?? new Map(), UNKEYED_EXTENSIONS) : '',
     otherUrlParameters,
+    otherMembers: canonicalWithout(members, GRAPHQL_PARAMETERS),
   };
 }
 
@@ -256,10 +264,10 @@ function operationOf(members: ReadonlyMap<string, JsonValue>, otherUrlParameters
  */
 const UNKEYED_EXTENSIONS: ReadonlySet<string> = new Set(['persistedQuery', 'clientLibrary']);
 
-/** An object's canonical text without some members; '' when nothing else is left. */
-function canonicalWithout(object: JsonValue, omitted: ReadonlySet<string>): string {
-  const members = [...(object.members ?? [])].filter(([name]) => !omitted.has(name));
-  return members.length === 0 ? '' : `{${members.map(([name, value]) => `${JSON.stringify(name)}:${value.canonical()}`).join(',')}}`;
+/** The canonical text of an object's members but some; '' when nothing else is left. */
+function canonicalWithout(members: ReadonlyMap<string, JsonValue>, omitted: ReadonlySet<string>): string {
+  const kept = [...members].filter(([name]) => !omitted.has(name));
+  return kept.length === 0 ? '' : `{${kept.map(([name, value]) => `${JSON.stringify(name)}:${value.canonical()}`).join(',')}}`;
 }
 
 /** Whether a URL parameter's value gives what the body member gives. */

@@ -68,6 +68,7 @@ describe('readParameters', () => {
       canonicalVariables: '{}',
       canonicalExtensions: '',
       otherUrlParameters: '',
+      otherMembers: '',
     });
     expect(readParameters(head('POST'), Buffer.from('{"query":"{a}","variables":{"y":1.0, "x":1}}'))).toMatchObject({
       kind: 'graphql',
@@ -329,8 +330,8 @@ describe('scopeAndKey', () => {
   const target = { host: 'a.test', endpoint: '/graphql', parameters: '', forwarding: '' };
 
   it('keys per scope value and names the bucket without the raw value', () => {
-    const alice = scopeAndKey(policy, selected, { canonicalVariables: '{}', canonicalExtensions: '' }, target, [['authorization', 'Bearer alice']], scoped, secret, new Map());
-    const bob = scopeAndKey(policy, selected, { canonicalVariables: '{}', canonicalExtensions: '' }, target, [['authorization', 'Bearer bob']], scoped, secret, new Map());
+    const alice = scopeAndKey(policy, selected, { canonicalVariables: '{}', canonicalExtensions: '', otherMembers: '' }, target, [['authorization', 'Bearer alice']], scoped, secret, new Map());
+    const bob = scopeAndKey(policy, selected, { canonicalVariables: '{}', canonicalExtensions: '', otherMembers: '' }, target, [['authorization', 'Bearer bob']], scoped, secret, new Map());
     expect(alice.key).not.toBe(bob.key);
     expect(alice.bucket).toMatch(/^AUTHENTICATED:[A-Za-z0-9_-]{43}$/);
     expect(alice.key.startsWith(`${alice.bucket}/`)).toBe(true);
@@ -353,7 +354,7 @@ describe('scopeAndKey', () => {
 
   it('keys the canonical variables text, host and endpoint, but not Accept', () => {
     const key = (variables: string, at = target, headers: Array<[string, string]> = [['authorization', 'a']], extensions = '') =>
-      scopeAndKey(policy, selected, { canonicalVariables: variables, canonicalExtensions: extensions }, at, headers, scoped, secret, new Map()).key;
+      scopeAndKey(policy, selected, { canonicalVariables: variables, canonicalExtensions: extensions, otherMembers: '' }, at, headers, scoped, secret, new Map()).key;
     expect(key('{"a":1}')).not.toBe(key('{"a":1.0}'));
     expect(key('{"a":1}')).not.toBe(key('{"a":2}'));
     expect(key('{}', { host: 'b.test', endpoint: '/graphql', parameters: '', forwarding: '' })).not.toBe(key('{}'));

@@ -23,6 +23,7 @@ describe('readGetRequest', () => {
       canonicalVariables: '{"a":9007199254740993,"b":1.0}',
       canonicalExtensions: '',
       otherUrlParameters: 'x=1',
+      otherMembers: '',
     });
   });
 
@@ -140,6 +141,16 @@ describe('what else the origin sees, for the key', () => {
     expect(readGetRequest('/graphql?tenant=acme&query=x&&v=2&%71uery=x')).toMatchObject({ otherUrlParameters: 'tenant=acme&&v=2' });
     expect(post('{"query":"x"}', '/graphql?flag')).toMatchObject({ otherUrlParameters: 'flag' });
     expect(post('{"query":"x"}')).toMatchObject({ otherUrlParameters: '' });
+  });
+
+  it("a POST body's members other than GraphQL's, in their canonical text", () => {
+    expect(post('{"query":"x","operationName":"A","variables":{},"extensions":{}}')).toMatchObject({ otherMembers: '' });
+    expect(post('{"query":"x","documentId":"d1"}')).toMatchObject({ otherMembers: '{"documentId":"d1"}' });
+    expect(post('{ "tenant" : { "b" : 1.0, "a":"\\u0061" }, "query":"x", "documentId":"d1"}')).toMatchObject({
+      otherMembers: '{"documentId":"d1","tenant":{"a":"a","b":1.0}}',
+    });
+    expect(post('{"query":"x","documentId":null}')).toMatchObject({ otherMembers: '{"documentId":null}' });
+    expect(readGetRequest('/graphql?query=x&documentId=d1')).toMatchObject({ otherMembers: '', otherUrlParameters: 'documentId=d1' });
   });
 });
 
@@ -259,6 +270,7 @@ describe('readPostRequest', () => {
       canonicalVariables: '{"n":1.0}',
       canonicalExtensions: '{"e":true}',
       otherUrlParameters: '',
+      otherMembers: '{"other":1}',
     });
   });
 
@@ -278,6 +290,7 @@ describe('readPostRequest', () => {
       canonicalVariables: '{}',
       canonicalExtensions: '',
       otherUrlParameters: '',
+      otherMembers: '',
     });
   });
 
@@ -407,6 +420,7 @@ describe('remembered readings', () => {
       canonicalVariables: '{"n":{"deep":[1]}}',
       canonicalExtensions: '',
       otherUrlParameters: '',
+      otherMembers: '',
     });
     const params = (first as Extract<RequestParameters, { kind: 'graphql' }>).params;
     expect(() => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { getGraphQL, postGraphQL } from '../support/origin.js';
+import { getGraphQL, persistedQueryExtensions, postGraphQL } from '../support/origin.js';
 import { startStack, type Stack } from '../support/stack.js';
 
 /** Query caching end to end: client -> gateway -> real ext_proc gRPC -> sidecar -> demo origin. */
@@ -61,6 +61,31 @@ describe('query caching through the gateway', () => {
     expect(two.json?.data).toEqual({ todo: { id: '2', title: expect.any(String) }, other: { id: '3' } });
     expect(oneAgain.text).toBe(one.text);
     expect(stack.origin.requestCount()).toBe(2);
+  });
+
+  it("keys a POST body's members other than GraphQL's in their canonical text, and forwards them as sent", async () => {
+    const query = JSON.stringify(TODOS);
+    const results = [
+      await postGraphQL(stack.url, `{"query":${query},"documentId":"x"}`),
+      await postGraphQL(stack.url, `{"query":${query},"documentId":"y"}`),
+      await postGraphQL(stack.url, `{ "documentId" : "\\u0078", "query":${query} }`),
+      await postGraphQL(stack.url, { query: TODOS }),
+    ];
+    expect(results.map((result) => result.headers['svc-cache'])).toEqual(['MISS', 'MISS', 'HIT', 'MISS']);
+    expect(results[2]!.text).toBe(results[0]!.text);
+    expect(stack.origin.requestCount()).toBe(3);
+  });
+
+  it('carries the other members unchanged to the origin when it rewrites the request: key fields added, a persisted query expanded', async () => {
+    const titles = '{ todos { title } }';
+    const withKeyFields = await postGraphQL(stack.url, `{"query":${JSON.stringify(titles)},"tenant":{"n":1.0}}`);
+    const registered = await postGraphQL(stack.url, { query: TODOS, extensions: persistedQueryExtensions(TODOS) });
+    const expanded = await postGraphQL(stack.url, `{"extensions":${JSON.stringify(persistedQueryExtensions(TODOS))},"tenant":{"n":1.0}}`);
+    expect([withKeyFields, registered, expanded].map((result) => result.headers['svc-cache'])).toEqual(['MISS', 'MISS', 'MISS']);
+    const bodies = stack.origin.requests.map((request) => JSON.parse(request.body) as Record<string, unknown>);
+    expect(bodies[0]!['query']).not.toBe(titles);
+    expect([bodies[1]!['query'], bodies[2]!['query']]).toEqual([TODOS, TODOS]);
+    expect(stack.origin.requests.map((request) => request.body.includes('"tenant":{"n":1.0}'))).toEqual([true, false, true]);
   });
 
   it('caches GET requests, and GET and POST of one operation share the entry', async () => {
