@@ -23,7 +23,8 @@ export interface HitNegotiation {
 /**
  * The content type (`hitContentType`) and coding (`acceptedEncoding`) a HIT of an entry stored as
  * `storedType` in `storedEncoding` is answered in, or undefined when the client accepts neither
- * GraphQL JSON type or neither the stored coding nor identity. Clients send few distinct
+ * GraphQL JSON type, prefers another type to both (`prefersAnotherType`), or accepts neither the
+ * stored coding nor identity. Clients send few distinct
  * `Accept`/`Accept-Encoding` pairs and reading them was about 4% of a HIT's CPU, so answers are
  * remembered (see `remembered`).
  */
@@ -81,10 +82,25 @@ const jsonRefusals = new LRUCache<string, { answer: boolean }>({ max: REMEMBERED
 const streamingNamers = new LRUCache<string, { answer: boolean }>({ max: REMEMBERED_ANSWERS });
 
 function negotiate(accept: string | undefined, acceptEncoding: string | undefined, storedType: string, storedEncoding: string): HitNegotiation | undefined {
+  if (prefersAnotherType(accept)) return undefined;
   const contentType = hitContentType(accept, storedType);
   if (contentType === undefined) return undefined;
   const encoding = acceptedEncoding(acceptEncoding, storedEncoding);
   return encoding === undefined ? undefined : { contentType, encoding };
+}
+
+/**
+ * The client gives a range that is no GraphQL JSON type and no wildcard (`text/html` in a browser's
+ * `Accept`) a q-value strictly higher than either GraphQL JSON type gets: the origin may answer it
+ * in that type (GraphQL Yoga and other servers with GraphiQL send its HTML page to a browser), so
+ * the stored JSON is not what it would send (README, HIT, MISS, PASS). A type listed beside JSON at
+ * the same q (`application/json, text/plain, *\/*`, axios's default) leaves JSON the origin's choice.
+ */
+function prefersAnotherType(accept: string | undefined): boolean {
+  if (isAbsent(accept)) return false;
+  const ranges = mediaRanges(accept);
+  const servable = Math.max(qualityOf(ranges, JSON_TYPE, { exact: false }), qualityOf(ranges, GRAPHQL_RESPONSE_JSON, { exact: false }));
+  return ranges.some(({ type, q }) => q > servable && !type.endsWith('/*') && type !== JSON_TYPE && type !== GRAPHQL_RESPONSE_JSON);
 }
 
 /**
@@ -139,8 +155,9 @@ export function acceptedEncoding(acceptEncoding: string | undefined, stored: str
  */
 export function ownAnswerMediaType(accept: string | undefined): GraphQLResponseMediaType {
   if (isAbsent(accept)) return JSON_TYPE;
-  const graphQLResponse = qualityOf(accept, GRAPHQL_RESPONSE_JSON, { exact: true });
-  return graphQLResponse > 0 && graphQLResponse >= qualityOf(accept, JSON_TYPE, { exact: false }) ? GRAPHQL_RESPONSE_JSON : JSON_TYPE;
+  const ranges = mediaRanges(accept);
+  const graphQLResponse = qualityOf(ranges, GRAPHQL_RESPONSE_JSON, { exact: true });
+  return graphQLResponse > 0 && graphQLResponse >= qualityOf(ranges, JSON_TYPE, { exact: false }) ? GRAPHQL_RESPONSE_JSON : JSON_TYPE;
 }
 
 /** The offered types the client accepts (q > 0), in the client's order of preference. */
@@ -153,10 +170,10 @@ function acceptableTypes(accept: string | undefined, offered: readonly string[])
  * The q-value of the range that decides for `type` (RFC 9110 section 12.5.1: the most specific
  * range applies): 0 when none covers it, and 0 when only a wildcard does if `exact`.
  */
-function qualityOf(accept: string, type: string, { exact }: { exact: boolean }): number {
+function qualityOf(ranges: ReadonlyArray<MediaRange>, type: string, { exact }: { exact: boolean }): number {
   let quality = 0;
   let decidingSpecificity = -1;
-  for (const range of mediaRanges(accept)) {
+  for (const range of ranges) {
     const specificity = specificityFor(range.type, type);
     if (specificity < 0 || (exact && specificity < EXACT) || specificity < decidingSpecificity) continue;
     quality = specificity > decidingSpecificity ? range.q : Math.max(quality, range.q);
@@ -178,8 +195,8 @@ function specificityFor(range: string, type: string): number {
  * Each media range with its q-value, read by `content-type` (quoted parameters may hold commas).
  * A malformed range or q-value counts as q=0: what the client meant is unknown.
  */
-function mediaRanges(accept: string): Array<{ type: string; q: number }> {
-  const ranges: Array<{ type: string; q: number }> = [];
+function mediaRanges(accept: string): MediaRange[] {
+  const ranges: MediaRange[] = [];
   let index = 0;
   while (index < accept.length) {
     while (accept[index] === ' ' || accept[index] === '\t' || accept[index] === ',') index++;
@@ -194,6 +211,12 @@ function mediaRanges(accept: string): Array<{ type: string; q: number }> {
     }
   }
   return ranges;
+}
+
+interface MediaRange {
+  /** Lower-cased, without parameters. */
+  type: string;
+  q: number;
 }
 
 function qValue(raw: string | undefined): number {

@@ -162,6 +162,29 @@ describe('hitNegotiation: the type and coding of a HIT, remembered per pair of h
     expect(hitNegotiation(accept, acceptEncoding, STORED, stored)).toEqual(expected);
   });
 
+  it.each([
+    ['a browser navigating (GraphiQL servers answer it with HTML)', 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'],
+    ['a type ranked above JSON', 'application/json;q=0.5, text/plain'],
+    ['a type ranked above both GraphQL JSON types', `${GR};q=0.4, application/json;q=0.3, application/xml;q=0.5`],
+    ['a streaming type ranked above JSON', 'text/event-stream, application/json;q=0.9'],
+    ['a type ranked above a wildcard that alone covers JSON', 'Text/HTML, application/*;q=0.9'],
+  ])('passes %s (%j): the origin may answer in that type', (_name, accept) => {
+    expect(hitNegotiation(accept, undefined, STORED, 'identity')).toBeUndefined();
+    expect(hitNegotiation(accept, undefined, STORED, 'identity')).toBeUndefined();
+  });
+
+  it.each([
+    ['axios', 'application/json, text/plain, */*', STORED],
+    ['curl and Apollo Client 3', '*/*', STORED],
+    ['no Accept', undefined, STORED],
+    ['a type at the same q as JSON', 'text/html, application/json', STORED],
+    ['a type below JSON', `text/html;q=0.5, ${GR}`, `${GR}; charset=utf-8`],
+    ['a wildcard above JSON', 'application/json;q=0.5, text/*', STORED],
+    ['a type refused', 'text/html;q=0, */*', STORED],
+  ])('answers %s (%j) from the cache', (_name, accept, contentType) => {
+    expect(hitNegotiation(accept, undefined, STORED, 'identity')).toEqual({ contentType, encoding: 'identity' });
+  });
+
   it('an absent header is not an empty one: no Accept-Encoding means identity, an empty one too, but they are read apart', () => {
     expect(hitNegotiation(JSON_TYPE, undefined, STORED, 'gzip')).toEqual({ contentType: STORED, encoding: 'identity' });
     expect(hitNegotiation(JSON_TYPE, '', STORED, 'gzip')).toEqual({ contentType: STORED, encoding: 'identity' });

@@ -116,6 +116,25 @@ describe('query caching through the gateway', () => {
     expect(stack.origin.requestCount()).toBe(1);
   });
 
+  it('sends a client that prefers another type to JSON (a browser) to the origin, and keeps the entry for the others', async () => {
+    // GraphQL Yoga and other servers with GraphiQL answer a browser's navigation with an HTML page.
+    const browser = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+    const stored = await postGraphQL(stack.url, { query: TODOS }, { accept: 'application/json' });
+    const navigation = await getGraphQL(stack.url, { query: TODOS }, { accept: browser });
+    const axios = await getGraphQL(stack.url, { query: TODOS }, { accept: 'application/json, text/plain, */*' });
+    const anything = await getGraphQL(stack.url, { query: TODOS }, { accept: '*/*' });
+    expect([stored, navigation, axios, anything].map((result) => [result.status, result.headers['svc-cache']])).toEqual([
+      [200, 'MISS'],
+      [200, 'PASS'],
+      [200, 'HIT'],
+      [200, 'HIT'],
+    ]);
+    expect(navigation.headers['age']).toBeUndefined();
+    expect([axios.text, anything.text]).toEqual([stored.text, stored.text]);
+    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack.origin.requests[1]!.headers['accept']).toBe(browser);
+  });
+
   it('passes mutations to the origin every time with svc-cache: PASS', async () => {
     const mutation = 'mutation { addTodo(title: "write tests") { id title done } }';
     const first = await postGraphQL(stack.url, { query: mutation });
