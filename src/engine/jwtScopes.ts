@@ -113,7 +113,11 @@ class RememberingVerifier {
 
 /**
  * The token in a JWT scope's one source: undefined when the request has none, '' when it is not one
- * token (the header sent twice, or empty); a `Bearer ` prefix is dropped.
+ * token (the header sent twice, or empty). In `Authorization` and `Proxy-Authorization`, whose value
+ * is a scheme and its credentials (RFC 9110 section 11.4), the token is only what follows `Bearer`
+ * (any case) and one or more spaces (RFC 6750 section 2.1): an origin that extracts bearer tokens
+ * refuses a bare `Authorization: <jwt>`, so it is no token for the scope either (README, Scopes).
+ * In any other header the whole value is the token, a `Bearer ` prefix dropped.
  */
 function tokenOf(sources: readonly ScopeSource[], headers: HeaderList): string | undefined {
   const [source] = sources;
@@ -123,8 +127,14 @@ function tokenOf(sources: readonly ScopeSource[], headers: HeaderList): string |
   const values = headerValues(headers, source.name);
   if (values.length === 0) return undefined;
   if (values.length > 1) return '';
-  return values[0]!.replace(/^\s*bearer(?:\s+|$)/i, '').trim();
+  const value = values[0]!.trim();
+  const scheme = BEARER_SCHEME.exec(value);
+  if (scheme !== null) return value.slice(scheme[0].length);
+  return CREDENTIALS_FIELDS.has(source.name) ? '' : value;
 }
+
+const BEARER_SCHEME = /^bearer +/i;
+const CREDENTIALS_FIELDS: ReadonlySet<string> = new Set(['authorization', 'proxy-authorization']);
 
 function hashOf(token: string): string {
   // One-shot, as the cache key's (cacheKey.ts): every JWT-scoped request hashes its token.

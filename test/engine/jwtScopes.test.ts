@@ -12,6 +12,7 @@ const { scopes } = configSchema.parse({
     USER: { definition: 'header:authorization', jwt: { claim: 'sub', algorithms: ['HS256'], secret: HS_SECRET } },
     ORG: { definition: 'cookie:session', jwt: { claim: 'org', algorithms: ['HS256'], secret: HS_SECRET } },
     TEAM: 'header:x-team',
+    ACCESS: { definition: 'header:x-access-token', jwt: { claim: 'sub', algorithms: ['HS256'], secret: HS_SECRET } },
   },
 });
 
@@ -58,6 +59,27 @@ describe('JwtScopes', () => {
     const refused = { kind: 'refused', failure: 'jwt-malformed', detail: 'USER: not one bearer token' };
     expect(jwt.identify(['USER'], scopes, [['authorization', `Bearer ${token}`], ['authorization', `Bearer ${token}`]])).toEqual(refused);
     expect(jwt.identify(['USER'], scopes, [['authorization', 'Bearer ']])).toEqual(refused);
+  });
+
+  it('reads a token in Authorization only after the Bearer scheme, in any case and after one or more spaces', async () => {
+    const jwt = new JwtScopes({ secret: Buffer.from('scope-key'), now: Date.now });
+    const token = await hsToken({ sub: 'alice' });
+    const refused = { kind: 'refused', failure: 'jwt-malformed', detail: 'USER: not one bearer token' };
+    for (const value of [token, `Token ${token}`, `Basic ${token}`, `Bearer\t${token}`, `Bearer${token}`, `${token} Bearer`]) {
+      expect(jwt.identify(['USER'], scopes, [['authorization', value]])).toEqual(refused);
+    }
+    const identities = await Promise.all([`Bearer ${token}`, `bearer ${token}`, `BEARER   ${token}`, ` Bearer ${token} `].map((value) => jwt.identify(['USER'], scopes, [['authorization', value]])));
+    expect(identities.every((identity) => identity.kind === 'identified' && identity.identities.get('USER') !== undefined)).toBe(true);
+    expect(new Set(identities.map((identity) => JSON.stringify(identity.kind === 'identified' ? [...identity.identities] : identity))).size).toBe(1);
+  });
+
+  it('takes the whole value of another header as the token, a Bearer prefix dropped', async () => {
+    const jwt = new JwtScopes({ secret: Buffer.from('scope-key'), now: Date.now });
+    const token = await hsToken({ sub: 'alice' });
+    const bare = await jwt.identify(['ACCESS'], scopes, [['x-access-token', token]]);
+    const prefixed = await jwt.identify(['ACCESS'], scopes, [['x-access-token', `Bearer ${token}`]]);
+    expect(bare.kind).toBe('identified');
+    expect(prefixed).toEqual(bare);
   });
 
   it('starts over with a reloaded configuration: a new secret refuses the tokens the old one verified', async () => {
