@@ -1,3 +1,4 @@
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { configSchema, type Config, type ConfigInput as SchemaInput } from '../../src/config/schema.js';
 import { startGateway, type Gateway, type GatewayOptions } from '../../src/gateway/index.js';
 import { silentLogger } from '../../src/observability/log.js';
@@ -26,10 +27,15 @@ export function testConfig(originUrl: string, input: ConfigInput = {}): Config {
   return configSchema.parse({ rules: CACHE_ALL_QUERIES, ...input, origin: { url: originUrl } });
 }
 
-export async function startStack(
-  input: ConfigInput = {},
-  options: { origin?: DemoOrigin; gateway?: Partial<GatewayOptions>; onRequestCompleted?: SidecarOptions['onRequestCompleted'] } = {},
-): Promise<Stack> {
+/** What `startStack` takes besides the configuration. */
+export interface StackOptions {
+  /** An origin the test started and closes itself; by default the stack starts a demo origin of its own. */
+  origin?: DemoOrigin;
+  gateway?: Partial<GatewayOptions>;
+  onRequestCompleted?: SidecarOptions['onRequestCompleted'];
+}
+
+export async function startStack(input: ConfigInput = {}, options: StackOptions = {}): Promise<Stack> {
   const origin = options.origin ?? (await startDemoOrigin({ port: 0 }));
   const sidecar = await startSidecar({
     config: testConfig(origin.url, input),
@@ -60,4 +66,45 @@ export async function startStack(
       if (!options.origin) await origin.close();
     },
   };
+}
+
+export interface UseStackOptions extends StackOptions {
+  /**
+   * false: no reset before each test, so a test sees what the tests before it left in the store and
+   * at the origin, for blocks whose tests build on each other or reset what they need themselves.
+   */
+  freshEachTest?: boolean;
+}
+
+/**
+ * One stack for the calling describe block (or file): started in beforeAll, closed in afterAll and,
+ * unless `freshEachTest` is false, set back before each test (beforeEach): the origin's data,
+ * behaviour and request counts reset and the store emptied. Each test then starts with the origin's
+ * counts at zero and an empty store, so tests never see each other's entries and can run alone.
+ *
+ * `input` may be a function, called when the stack starts, for a configuration that needs what an
+ * earlier beforeAll of the block started (a Redis server, a JWKS server); hooks run in the order they
+ * are registered, and afterAll hooks in the reverse order, so the stack closes before those.
+ *
+ * Returns a getter for the started stack: call it in tests and hooks; it throws before the stack started.
+ */
+export function useStack(input: ConfigInput | (() => ConfigInput) = {}, { freshEachTest = true, ...options }: UseStackOptions = {}): () => Stack {
+  let started: Stack | undefined;
+  const stack = (): Stack => {
+    if (!started) throw new Error('useStack: the stack starts in beforeAll; call the getter in a test or a hook');
+    return started;
+  };
+  beforeAll(async () => {
+    started = await startStack(typeof input === 'function' ? input() : input, options);
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+  if (freshEachTest) {
+    beforeEach(async () => {
+      stack().origin.reset();
+      await stack().sidecar.store.invalidateAll();
+    });
+  }
+  return stack;
 }
