@@ -34,7 +34,7 @@ import { HS_SECRET, hsToken, noneToken, withPayload } from '../support/jwt.js';
 import type { GraphQLHttpResult } from '../support/origin.js';
 import { postGraphQLRaw, type RawHeaderLine } from '../support/rawHttp.js';
 import { startRedisServer, type RedisServer } from '../support/redis.js';
-import { startStack, type ConfigInput, type Stack } from '../support/stack.js';
+import { type ConfigInput, type Stack, useStack } from '../support/stack.js';
 
 /**
  * The "Hardening" property: random sequences of scoped queries, mutations and purges through the
@@ -489,24 +489,12 @@ const NAMED_VARIANTS = VARIANTS.map((variant) => [variantName(variant), variant]
 
 describe.each(NAMED_VARIANTS)('isolation and freshness, %s', (name, variant) => {
   let redis: RedisServer | undefined;
-  let stack: Stack;
   const tally: Tally = { runs: 0, steps: 0, requests: 0, statuses: {} };
 
   beforeAll(async () => {
     if (variant.store === 'redis') redis = await startRedisServer();
-    stack = await startStack({
-      ...BASE_CONFIG,
-      mutationPolicy: variant.mutationPolicy,
-      // A generous timeout, so that a slow store call on a loaded machine does not turn a MISS into
-      // a PASS, and a key prefix of its own, which keeps out any other sidecar reaching this Redis.
-      ...(redis
-        ? { redis: { url: redis.url, keyPrefix: `isolation-${randomUUID()}:`, commandTimeoutMs: 5000 } }
-        : {}),
-    });
-    await storeAnswering(stack);
   });
   afterAll(async () => {
-    await stack?.close();
     await redis?.stop();
     for (const key of ['runs', 'steps', 'requests'] as const) totals[key] += tally[key];
     for (const [status, count] of Object.entries(tally.statuses)) {
@@ -515,22 +503,38 @@ describe.each(NAMED_VARIANTS)('isolation and freshness, %s', (name, variant) => 
     console.log(`isolation property, ${name}: ${summary(tally)}`);
   });
 
+  const stack = useStack(
+    () => ({
+      ...BASE_CONFIG,
+      mutationPolicy: variant.mutationPolicy,
+      // A generous timeout, so that a slow store call on a loaded machine does not turn a MISS into
+      // a PASS, and a key prefix of its own, which keeps out any other sidecar reaching this Redis.
+      ...(redis
+        ? { redis: { url: redis.url, keyPrefix: `isolation-${randomUUID()}:`, commandTimeoutMs: 5000 } }
+        : {}),
+    }),
+    { freshEachTest: false },
+  );
+  beforeAll(async () => {
+    await storeAnswering(stack());
+  });
+
   it('serves nothing across buckets and nothing an acknowledged write cleared', { timeout: 300_000 }, async () => {
     const model = new CacheModel(variant.mutationPolicy);
     await fc.assert(
       fc.asyncProperty(stepsArbitrary, async (steps) => {
         tally.runs += 1;
-        stack.origin.reset();
-        await stack.sidecar.store.invalidateAll();
+        stack().origin.reset();
+        await stack().sidecar.store.invalidateAll();
         model.reset();
         // A gateway, so a connection, per run: a run's verdict then depends on its own steps alone,
         // which shrinking needs, not on connection state (reset budgets, rotation) left by earlier runs.
         const gateway = await startGateway({
-          processor: `127.0.0.1:${stack.sidecar.grpcPort}`,
-          origin: stack.origin.url,
+          processor: `127.0.0.1:${stack().sidecar.grpcPort}`,
+          origin: stack().origin.url,
           port: 0,
         });
-        const target: Target = { url: `${gateway.url}/graphql`, gateway, sidecar: stack.sidecar };
+        const target: Target = { url: `${gateway.url}/graphql`, gateway, sidecar: stack().sidecar };
         try {
           const readSoFar = new Map<string, Read>();
           for (const step of steps) {

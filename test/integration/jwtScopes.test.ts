@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postGraphQL, type GraphQLHttpResult } from '../support/origin.js';
 import { HS_SECRET, hsToken, noneToken, rsaKey, rsToken, startJwksServer, withPayload, type JwksServer, type SigningKey } from '../support/jwt.js';
 import { startRedisServer, TEST_REDIS_COMMAND_TIMEOUT_MS, type RedisServer } from '../support/redis.js';
-import { startStack, type ConfigInput, type Stack } from '../support/stack.js';
+import { type ConfigInput, useStack } from '../support/stack.js';
 
 /**
  * JWT-claim scopes end to end (client -> gateway -> ext_proc -> sidecar -> demo origin), on the
@@ -42,57 +42,51 @@ describe.each(['memory', 'redis'] as const)('JWT-claim scopes through the gatewa
   let redis: RedisServer | undefined;
   let jwks: JwksServer;
   let signing: SigningKey;
-  let stack: Stack;
 
   beforeAll(async () => {
     signing = await rsaKey('org-key-1');
     jwks = await startJwksServer([signing]);
     if (storeKind === 'redis') redis = await startRedisServer();
-    stack = await startStack(config(jwks.url, redis?.url));
   });
   afterAll(async () => {
-    await stack?.close();
     await jwks?.close();
     await redis?.stop();
   });
-  beforeEach(async () => {
-    stack.origin.reset();
-    await stack.sidecar.store.invalidateAll();
-  });
+  const stack = useStack(() => config(jwks.url, redis?.url));
 
   it("keeps a user's HITs across a token refresh (a new token, the same sub), and keeps users apart", async () => {
     const [first, refreshed, bob] = [await user('alice', '1h'), await user('alice', '2h'), await user('bob')];
     expect(first).not.toBe(refreshed);
     const results = [
-      await postGraphQL(stack.url, { query: TIME }, bearer(first)),
-      await postGraphQL(stack.url, { query: TIME }, bearer(refreshed)),
-      await postGraphQL(stack.url, { query: TIME }, bearer(bob)),
-      await postGraphQL(stack.url, { query: TIME }, bearer(first)),
+      await postGraphQL(stack().url, { query: TIME }, bearer(first)),
+      await postGraphQL(stack().url, { query: TIME }, bearer(refreshed)),
+      await postGraphQL(stack().url, { query: TIME }, bearer(bob)),
+      await postGraphQL(stack().url, { query: TIME }, bearer(first)),
     ];
     expect(results.map((result) => result.headers['svc-cache'])).toEqual(['MISS', 'HIT', 'MISS', 'HIT']);
     expect(results[1]!.text).toBe(results[0]!.text);
     expect(results[3]!.text).toBe(results[0]!.text);
     expect(results[2]!.text).not.toBe(results[0]!.text);
     expect([results[1]!.headers['cache-control'], results[1]!.headers['vary']]).toEqual(['private, no-cache', 'authorization']);
-    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack().origin.requestCount()).toBe(2);
   });
 
   it("gives a forged token with the victim's sub nothing of the victim's: PASS with the failed check", async () => {
-    const victim = await postGraphQL(stack.url, { query: TIME }, bearer(await user('alice')));
+    const victim = await postGraphQL(stack().url, { query: TIME }, bearer(await user('alice')));
     const attacker = await user('mallory');
     const forgeries = [
       withPayload(attacker, { sub: 'alice', iss: 'https://auth.test' }),
       await hsToken({ sub: 'alice', iss: 'https://auth.test' }, { secret: 'the-attackers-own-secret-32-bytes' }),
     ];
     for (const forged of forgeries) {
-      const result = await postGraphQL(stack.url, { query: TIME }, { ...bearer(forged), ...DEBUG });
+      const result = await postGraphQL(stack().url, { query: TIME }, { ...bearer(forged), ...DEBUG });
       expect(outcome(result)).toEqual(['PASS', 'jwt-invalid-signature']);
       expect(result.text).not.toBe(victim.text);
     }
     // Nothing was stored under the victim's bucket meanwhile: the victim still gets their own answer.
-    const again = await postGraphQL(stack.url, { query: TIME }, bearer(await user('alice', '3h')));
+    const again = await postGraphQL(stack().url, { query: TIME }, bearer(await user('alice', '3h')));
     expect([again.headers['svc-cache'], again.text]).toEqual(['HIT', victim.text]);
-    expect(stack.origin.requestCount()).toBe(3);
+    expect(stack().origin.requestCount()).toBe(3);
   });
 
   it('passes alg none, an expired token, another issuer and a non-JWT bearer value, each with its code, and stores none', async () => {
@@ -105,10 +99,10 @@ describe.each(['memory', 'redis'] as const)('JWT-claim scopes through the gatewa
       ['alice', 'jwt-malformed'],
     ];
     for (const [token, reason] of cases) {
-      const twice = [await postGraphQL(stack.url, { query: TIME }, { ...bearer(token), ...DEBUG }), await postGraphQL(stack.url, { query: TIME }, { ...bearer(token), ...DEBUG })];
+      const twice = [await postGraphQL(stack().url, { query: TIME }, { ...bearer(token), ...DEBUG }), await postGraphQL(stack().url, { query: TIME }, { ...bearer(token), ...DEBUG })];
       expect(twice.map(outcome)).toEqual([['PASS', reason], ['PASS', reason]]);
     }
-    expect(stack.origin.requestCount()).toBe(cases.length * 2);
+    expect(stack().origin.requestCount()).toBe(cases.length * 2);
   });
 
   it("reads the token only from the Bearer scheme: a user's token without it gets none of their answers", async () => {
@@ -132,9 +126,9 @@ describe.each(['memory', 'redis'] as const)('JWT-claim scopes through the gatewa
 
   it('serves a request without a token from the scope absent bucket, apart from every user', async () => {
     const results = [
-      await postGraphQL(stack.url, { query: TIME }),
-      await postGraphQL(stack.url, { query: TIME }, bearer(await user('alice'))),
-      await postGraphQL(stack.url, { query: TIME }),
+      await postGraphQL(stack().url, { query: TIME }),
+      await postGraphQL(stack().url, { query: TIME }, bearer(await user('alice'))),
+      await postGraphQL(stack().url, { query: TIME }),
     ];
     expect(results.map((result) => result.headers['svc-cache'])).toEqual(['MISS', 'MISS', 'HIT']);
     expect(results[2]!.text).toBe(results[0]!.text);
@@ -144,16 +138,16 @@ describe.each(['memory', 'redis'] as const)('JWT-claim scopes through the gatewa
   it('keys an RS256 cookie token from a JWKS on a dotted claim: one bucket per organisation', async () => {
     const session = async (sub: string, org: string) => ({ cookie: `session=${await rsToken(signing, { sub, org: { id: org } })}` });
     const results = [
-      await postGraphQL(stack.url, { query: USERS }, await session('alice', 'acme')),
-      await postGraphQL(stack.url, { query: USERS }, await session('bob', 'acme')),
-      await postGraphQL(stack.url, { query: USERS }, await session('carol', 'globex')),
-      await postGraphQL(stack.url, { query: USERS }, { ...(await session('dave', 'globex')), ...DEBUG }),
+      await postGraphQL(stack().url, { query: USERS }, await session('alice', 'acme')),
+      await postGraphQL(stack().url, { query: USERS }, await session('bob', 'acme')),
+      await postGraphQL(stack().url, { query: USERS }, await session('carol', 'globex')),
+      await postGraphQL(stack().url, { query: USERS }, { ...(await session('dave', 'globex')), ...DEBUG }),
     ];
     expect(results.map((result) => result.headers['svc-cache'])).toEqual(['MISS', 'HIT', 'MISS', 'HIT']);
     expect(results[3]!.headers['svc-debug-scope']).toBe('ORG');
-    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack().origin.requestCount()).toBe(2);
     const stranger = await rsToken(await rsaKey('org-key-unknown'), { sub: 'eve', org: { id: 'acme' } });
-    const refused = await postGraphQL(stack.url, { query: USERS }, { cookie: `session=${stranger}`, ...DEBUG });
+    const refused = await postGraphQL(stack().url, { query: USERS }, { cookie: `session=${stranger}`, ...DEBUG });
     expect(outcome(refused)).toEqual(['PASS', 'jwt-key-unavailable']);
   });
 });

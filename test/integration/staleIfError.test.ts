@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postGraphQL, startDemoOrigin, type DemoOrigin, type ForcedResponse } from '../support/origin.js';
 import { startRedisServer, TEST_REDIS_COMMAND_TIMEOUT_MS, type RedisServer } from '../support/redis.js';
-import { startStack, type ConfigInput, type Stack } from '../support/stack.js';
+import { startStack, type ConfigInput, type Stack, useStack } from '../support/stack.js';
 
 /**
  * stale-if-error through the gateway (README, Stale-if-error): once an entry is past maxAge, an
@@ -52,34 +52,32 @@ describe.each([
     },
   ],
 ])('stale-if-error with the %s store', (_name, setUp) => {
-  let stack: Stack;
+  let input: ConfigInput;
   let stop: () => Promise<void>;
 
   beforeAll(async () => {
-    const setup = await setUp();
-    stop = setup.stop;
-    stack = await startStack(setup.input);
+    ({ input, stop } = await setUp());
   });
   afterAll(async () => {
-    await stack?.close();
     await stop?.();
   });
+  const stack = useStack(() => input, { freshEachTest: false });
 
   it('answers failures with the expired entry within staleIfError, relays GraphQL errors, and lets failures pass past it', async () => {
     const sentAt = Date.now();
-    const time = await postGraphQL(stack.url, TIME);
-    const users = await postGraphQL(stack.url, USERS);
+    const time = await postGraphQL(stack().url, TIME);
+    const users = await postGraphQL(stack().url, USERS);
     expect([time.headers['svc-cache'], users.headers['svc-cache']]).toEqual(['MISS', 'MISS']);
     const primedAt = Date.now();
     await sleep(1100);
 
     for (const failure of [INTERNAL_ERROR, MAINTENANCE_PAGE, NOT_A_RESULT]) {
-      stack.origin.setBehaviour({ forcedResponse: failure });
-      const before = stack.origin.requestCount();
+      stack().origin.setBehaviour({ forcedResponse: failure });
+      const before = stack().origin.requestCount();
       const askedAt = Date.now();
-      const stale = await postGraphQL(stack.url, TIME);
+      const stale = await postGraphQL(stack().url, TIME);
       // The origin was asked, failed, and the client got the stored answer in its place.
-      expect(stack.origin.requestCount()).toBe(before + 1);
+      expect(stack().origin.requestCount()).toBe(before + 1);
       expect([stale.status, stale.text]).toEqual([200, time.text]);
       expect(decidedHeaders(stale.headers)).toEqual({
         'content-type': 'application/json; charset=utf-8',
@@ -94,13 +92,13 @@ describe.each([
       expect(age).toBeGreaterThanOrEqual(Math.floor((askedAt - primedAt) / 1000));
       expect(age).toBeLessThanOrEqual(Math.floor((Date.now() - sentAt) / 1000));
     }
-    const counted = await stack.sidecar.metrics.registry.getSingleMetricAsString('svc_cache_stale_if_error_total');
+    const counted = await stack().sidecar.metrics.registry.getSingleMetricAsString('svc_cache_stale_if_error_total');
     expect(counted).toContain('svc_cache_stale_if_error_total{failure="origin-status"} 1');
     expect(counted).toContain('svc_cache_stale_if_error_total{failure="origin-not-graphql"} 2');
 
     // A GraphQL result with errors is the origin answering: relayed, nothing stale.
-    stack.origin.setBehaviour({ forcedResponse: GRAPHQL_ERRORS });
-    const errors = await postGraphQL(stack.url, TIME, DEBUG);
+    stack().origin.setBehaviour({ forcedResponse: GRAPHQL_ERRORS });
+    const errors = await postGraphQL(stack().url, TIME, DEBUG);
     expect([errors.status, errors.text, errors.headers['svc-cache'], errors.headers['svc-debug-pass-reason']]).toEqual([
       200,
       GRAPHQL_ERRORS.body,
@@ -110,8 +108,8 @@ describe.each([
 
     // users: 1 s past expiry its window is over, though swr keeps it in the store.
     await sleep(Math.max(0, primedAt + 2100 - Date.now()));
-    stack.origin.setBehaviour({ forcedResponse: INTERNAL_ERROR });
-    const failed = await postGraphQL(stack.url, USERS, DEBUG);
+    stack().origin.setBehaviour({ forcedResponse: INTERNAL_ERROR });
+    const failed = await postGraphQL(stack().url, USERS, DEBUG);
     expect([failed.status, failed.text, failed.headers['svc-cache'], failed.headers['svc-debug-pass-reason']]).toEqual([
       500,
       'Internal Server Error',
@@ -121,8 +119,8 @@ describe.each([
     expect(failed.headers['svc-cache-stale']).toBeUndefined();
 
     // time is still within its window; a good answer refreshes it.
-    stack.origin.setBehaviour({ forcedResponse: null });
-    const refreshed = await postGraphQL(stack.url, TIME);
+    stack().origin.setBehaviour({ forcedResponse: null });
+    const refreshed = await postGraphQL(stack().url, TIME);
     expect([refreshed.headers['svc-cache'], refreshed.headers['svc-cache-stale']]).toEqual(['MISS', undefined]);
     expect(refreshed.text).not.toBe(time.text);
   });
@@ -131,16 +129,16 @@ describe.each([
     const HARD_PURGE = 'mutation { _purgeQuery(queries: [time]) }';
     /** TIME stored anew, expired, and asked of an origin that fails after 500 ms, with `purge` sent once it is asked. */
     async function failingWhilePurged(purge: string) {
-      stack.origin.setBehaviour({ forcedResponse: null, delayMs: 0 });
-      await postGraphQL(stack.url, { query: HARD_PURGE }, DEBUG);
-      const primed = await postGraphQL(stack.url, TIME);
+      stack().origin.setBehaviour({ forcedResponse: null, delayMs: 0 });
+      await postGraphQL(stack().url, { query: HARD_PURGE }, DEBUG);
+      const primed = await postGraphQL(stack().url, TIME);
       expect(primed.headers['svc-cache']).toBe('MISS');
       await sleep(1100);
-      stack.origin.setBehaviour({ forcedResponse: INTERNAL_ERROR, delayMs: 500 });
-      const asked = stack.origin.requestCount() + 1;
-      const pending = postGraphQL(stack.url, TIME, DEBUG);
-      while (stack.origin.requestCount() < asked) await sleep(10);
-      const purged = await postGraphQL(stack.url, { query: purge }, DEBUG);
+      stack().origin.setBehaviour({ forcedResponse: INTERNAL_ERROR, delayMs: 500 });
+      const asked = stack().origin.requestCount() + 1;
+      const pending = postGraphQL(stack().url, TIME, DEBUG);
+      while (stack().origin.requestCount() < asked) await sleep(10);
+      const purged = await postGraphQL(stack().url, { query: purge }, DEBUG);
       expect(purged.text).toBe('{"data":{"_purgeQuery":true}}');
       return { primed, answer: await pending };
     }
@@ -161,20 +159,20 @@ describe.each([
       'HIT',
       'error',
     ]);
-    stack.origin.setBehaviour({ forcedResponse: null, delayMs: 0 });
+    stack().origin.setBehaviour({ forcedResponse: null, delayMs: 0 });
   });
 
   /** Todos under its own alias, so that each is its own entry, stored with the origin's `cache-control`. */
   async function primeTodos(alias: string, cacheControl: string) {
-    stack.origin.setBehaviour({ headers: { 'cache-control': cacheControl }, forcedResponse: null });
+    stack().origin.setBehaviour({ headers: { 'cache-control': cacheControl }, forcedResponse: null });
     const params = { query: `{ ${alias}: todos { id } }` };
-    const primed = await postGraphQL(stack.url, params);
+    const primed = await postGraphQL(stack().url, params);
     expect(primed.headers['svc-cache']).toBe('MISS');
     return { params, primed };
   }
 
   async function expectFailureRelayed(params: { query: string }) {
-    const failed = await postGraphQL(stack.url, params, DEBUG);
+    const failed = await postGraphQL(stack().url, params, DEBUG);
     expect([failed.status, failed.text, failed.headers['svc-cache'], failed.headers['svc-debug-pass-reason'], failed.headers['svc-cache-stale']]).toEqual([
       503,
       'Service Unavailable',
@@ -196,11 +194,11 @@ describe.each([
     }
     const allowed = await primeTodos('maxAge', 'max-age=1');
     await sleep(1100);
-    stack.origin.setBehaviour({ headers: {}, forcedResponse: SERVICE_UNAVAILABLE });
+    stack().origin.setBehaviour({ headers: {}, forcedResponse: SERVICE_UNAVAILABLE });
 
     for (const params of forbidden) await expectFailureRelayed(params);
     // Without such a directive the rules' window holds.
-    const stale = await postGraphQL(stack.url, allowed.params);
+    const stale = await postGraphQL(stack().url, allowed.params);
     expect([stale.status, stale.text]).toEqual([200, allowed.primed.text]);
     expect(decidedHeaders(stale.headers)).toEqual({
       'content-type': 'application/json; charset=utf-8',
@@ -211,17 +209,17 @@ describe.each([
       age: expect.stringMatching(/^[12]$/),
       server: 'envoy',
     });
-    stack.origin.setBehaviour({ forcedResponse: null });
+    stack().origin.setBehaviour({ forcedResponse: null });
   });
 
   it('relays the failure for a soft-purged answer the origin sent with must-revalidate', async () => {
     const { params } = await primeTodos('softPurged', 'max-age=600, must-revalidate');
-    const purged = await postGraphQL(stack.url, { query: 'mutation { _purgeQuery(queries: [todos], soft: true) }' }, DEBUG);
+    const purged = await postGraphQL(stack().url, { query: 'mutation { _purgeQuery(queries: [todos], soft: true) }' }, DEBUG);
     expect(purged.text).toBe('{"data":{"_purgeQuery":true}}');
-    stack.origin.setBehaviour({ headers: {}, forcedResponse: SERVICE_UNAVAILABLE });
+    stack().origin.setBehaviour({ headers: {}, forcedResponse: SERVICE_UNAVAILABLE });
 
     await expectFailureRelayed(params);
-    stack.origin.setBehaviour({ forcedResponse: null });
+    stack().origin.setBehaviour({ forcedResponse: null });
   });
 });
 
