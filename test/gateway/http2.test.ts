@@ -2,7 +2,7 @@ import http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerEach, continueResponse, type ScriptedStream } from '../support/fakeProcessor.js';
 import { graphQLGetUrl } from '../support/origin.js';
-import { startStack, type Stack } from '../support/stack.js';
+import { useStack } from '../support/stack.js';
 import { header, kinds, send, startRig, type Rig } from './harness.js';
 
 interface Http2Response {
@@ -99,22 +99,14 @@ describe('the gateway over h2c', () => {
 });
 
 describe('the sidecar behind an h2c client', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack();
-  });
-
-  afterAll(async () => {
-    await stack.close();
-  });
+  const stack = useStack({}, { freshEachTest: false });
 
   it.each<Ending>(['headers', 'empty-data', 'trailers'])('a GET ended by %s is a bodiless GET: MISS, then HIT', async (ending) => {
-    const url = new URL(graphQLGetUrl(stack.url, { query: `query H2${ending.replace('-', '')} { todos { id } }` }));
+    const url = new URL(graphQLGetUrl(stack().url, { query: `query H2${ending.replace('-', '')} { todos { id } }` }));
     const path = url.pathname + url.search;
 
-    const first = await sendHttp2(stack.gateway.url, path, ending);
-    const second = await sendHttp2(stack.gateway.url, path, ending);
+    const first = await sendHttp2(stack().gateway.url, path, ending);
+    const second = await sendHttp2(stack().gateway.url, path, ending);
 
     expect([first.status, second.status]).toEqual([200, 200]);
     expect([first.headers['svc-cache'], second.headers['svc-cache']]).toEqual(['MISS', 'HIT']);
@@ -122,9 +114,9 @@ describe('the sidecar behind an h2c client', () => {
   });
 
   it('a GET that does carry a body still passes, uncached', async () => {
-    const url = new URL(graphQLGetUrl(stack.url, { query: 'query GetWithBody { todos { id } }' }));
+    const url = new URL(graphQLGetUrl(stack().url, { query: 'query GetWithBody { todos { id } }' }));
 
-    const response = await send(stack.gateway.url, { method: 'GET', path: url.pathname + url.search, body: 'x' });
+    const response = await send(stack().gateway.url, { method: 'GET', path: url.pathname + url.search, body: 'x' });
 
     expect(response.status).toBe(200);
     expect(header(response, 'svc-cache')).toBe('PASS');

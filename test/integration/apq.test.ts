@@ -8,7 +8,7 @@ import {
   type GraphQLRequestParams,
 } from '../support/origin.js';
 import { startReplicasSharingRedis, type Replicas } from '../support/replicas.js';
-import { startStack, type Stack } from '../support/stack.js';
+import { startStack, type Stack, useStack } from '../support/stack.js';
 import { postGraphQLRaw } from '../support/rawHttp.js';
 
 /** Replicas serve one site: their requests name the same host, whichever replica's port they reach. */
@@ -45,73 +45,62 @@ async function apolloStyleRequest(
 }
 
 describe('automatic persisted queries', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack();
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
-  beforeEach(async () => {
-    stack.origin.reset();
-    await stack.sidecar.store.invalidateAll();
-  });
+  const stack = useStack();
 
   it('answers an unknown hash with Apollo\'s PersistedQueryNotFound and never calls the origin', async () => {
     const query = '{ todos { id done } }';
     for (const response of [
-      await postGraphQL(stack.url, { extensions: persistedQueryExtensions(query) }),
-      await getGraphQL(stack.url, { extensions: persistedQueryExtensions(query) }),
+      await postGraphQL(stack().url, { extensions: persistedQueryExtensions(query) }),
+      await getGraphQL(stack().url, { extensions: persistedQueryExtensions(query) }),
     ]) {
       expect(response.status).toBe(200);
       expect(response.json).toEqual(NOT_FOUND);
       expect(response.headers['cache-control']).toBe(APOLLO_NO_CACHE);
       expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
     }
-    expect(stack.origin.requestCount()).toBe(0);
+    expect(stack().origin.requestCount()).toBe(0);
   });
 
   it('registers a hash sent with its query, sends the origin the plain query, then serves the hash alone', async () => {
     const extensions = persistedQueryExtensions(TODOS);
-    const registering = await postGraphQL(stack.url, { query: TODOS, extensions });
+    const registering = await postGraphQL(stack().url, { query: TODOS, extensions });
     expect(registering.status).toBe(200);
     expect(registering.headers['svc-cache']).toBe('MISS');
     expect(registering.json?.data).toEqual({ todos: expect.any(Array) });
-    expect(JSON.parse(stack.origin.requests[0]!.body)).toEqual({ query: TODOS });
+    expect(JSON.parse(stack().origin.requests[0]!.body)).toEqual({ query: TODOS });
 
-    const hashOnly = await postGraphQL(stack.url, { extensions });
+    const hashOnly = await postGraphQL(stack().url, { extensions });
     expect(hashOnly.headers['svc-cache']).toBe('HIT');
     expect(hashOnly.text).toBe(registering.text);
-    const asText = await postGraphQL(stack.url, { query: TODOS });
+    const asText = await postGraphQL(stack().url, { query: TODOS });
     expect(asText.headers['svc-cache']).toBe('HIT');
-    expect(stack.origin.requestCount()).toBe(1);
+    expect(stack().origin.requestCount()).toBe(1);
   });
 
   it('expands a registered hash for the origin when the entry is not cached (POST body and GET path)', async () => {
     const query = 'query One($id: ID!) { todo(id: $id) { id title } }';
-    await postGraphQL(stack.url, { query, variables: { id: '1' }, extensions: persistedQueryExtensions(query) });
-    stack.origin.reset();
+    await postGraphQL(stack().url, { query, variables: { id: '1' }, extensions: persistedQueryExtensions(query) });
+    stack().origin.reset();
 
-    const post = await postGraphQL(stack.url, {
+    const post = await postGraphQL(stack().url, {
       variables: { id: '2' },
       operationName: 'One',
       extensions: { ...persistedQueryExtensions(query), client: 'x' },
     });
     expect(post.headers['svc-cache']).toBe('MISS');
     expect(post.json?.data).toEqual({ todo: { id: '2', title: expect.any(String) } });
-    expect(JSON.parse(stack.origin.requests[0]!.body)).toEqual({
+    expect(JSON.parse(stack().origin.requests[0]!.body)).toEqual({
       query,
       variables: { id: '2' },
       operationName: 'One',
       extensions: { client: 'x' },
     });
-    expect(stack.origin.requests[0]!.headers['content-length']).toBe(String(Buffer.byteLength(stack.origin.requests[0]!.body)));
+    expect(stack().origin.requests[0]!.headers['content-length']).toBe(String(Buffer.byteLength(stack().origin.requests[0]!.body)));
 
-    const get = await getGraphQL(stack.url, { variables: { id: '3' }, extensions: persistedQueryExtensions(query) });
+    const get = await getGraphQL(stack().url, { variables: { id: '3' }, extensions: persistedQueryExtensions(query) });
     expect(get.headers['svc-cache']).toBe('MISS');
     expect(get.json?.data).toEqual({ todo: { id: '3', title: expect.any(String) } });
-    const forwarded = new URL(`http://origin${stack.origin.requests[1]!.path}`).searchParams;
+    const forwarded = new URL(`http://origin${stack().origin.requests[1]!.path}`).searchParams;
     expect(forwarded.get('query')).toBe(query);
     expect(forwarded.get('variables')).toBe('{"id":"3"}');
     expect(forwarded.has('extensions')).toBe(false);
@@ -120,10 +109,10 @@ describe('automatic persisted queries', () => {
   it('keeps variables and operation name in the key of a hashed query', async () => {
     const query = 'query A($id: ID!) { todo(id: $id) { id } } query B { todos { id } }';
     const extensions = persistedQueryExtensions(query);
-    await postGraphQL(stack.url, { query, operationName: 'A', variables: { id: '1' }, extensions });
-    const otherVariables = await postGraphQL(stack.url, { operationName: 'A', variables: { id: '2' }, extensions });
-    const otherOperation = await postGraphQL(stack.url, { operationName: 'B', extensions });
-    const same = await postGraphQL(stack.url, { operationName: 'A', variables: { id: '1' }, extensions });
+    await postGraphQL(stack().url, { query, operationName: 'A', variables: { id: '1' }, extensions });
+    const otherVariables = await postGraphQL(stack().url, { operationName: 'A', variables: { id: '2' }, extensions });
+    const otherOperation = await postGraphQL(stack().url, { operationName: 'B', extensions });
+    const same = await postGraphQL(stack().url, { operationName: 'A', variables: { id: '1' }, extensions });
     expect([otherVariables, otherOperation, same].map((r) => r.headers['svc-cache'])).toEqual(['MISS', 'MISS', 'HIT']);
     expect(otherOperation.json?.data).toEqual({ todos: expect.any(Array) });
   });
@@ -156,107 +145,107 @@ describe('automatic persisted queries', () => {
     ],
   ])('answers %s with 400 and Apollo\'s message, never cached, never forwarded', async (_name, params, message) => {
     for (let attempt = 0; attempt < 2; attempt += 1) {
-      const response = await postGraphQL(stack.url, params);
+      const response = await postGraphQL(stack().url, params);
       expect(response.status).toBe(400);
       expect(response.json).toEqual({ errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] });
       expect(response.headers['svc-cache']).toBeUndefined();
     }
-    const get = await getGraphQL(stack.url, params);
+    const get = await getGraphQL(stack().url, params);
     expect(get.status).toBe(400);
-    expect(stack.origin.requestCount()).toBe(0);
+    expect(stack().origin.requestCount()).toBe(0);
   });
 
   it('answers a GET by hash PersistedQueryNotFound when the expanded query would be too long a path', async () => {
     const query = `{ search(text: "${'x'.repeat(20 * 1024)}") { ... on Todo { title } } }`;
     const extensions = persistedQueryExtensions(query);
-    const registered = await postGraphQL(stack.url, { query, extensions });
+    const registered = await postGraphQL(stack().url, { query, extensions });
     expect(registered.headers['svc-cache']).toBe('MISS');
     // A cached answer needs no forwarding; only a miss would have to put the query in the path.
-    expect((await getGraphQL(stack.url, { extensions })).headers['svc-cache']).toBe('HIT');
-    await stack.sidecar.store.invalidateAll();
-    stack.origin.reset();
-    const overGet = await getGraphQL(stack.url, { extensions });
+    expect((await getGraphQL(stack().url, { extensions })).headers['svc-cache']).toBe('HIT');
+    await stack().sidecar.store.invalidateAll();
+    stack().origin.reset();
+    const overGet = await getGraphQL(stack().url, { extensions });
     expect([overGet.status, overGet.json]).toEqual([200, NOT_FOUND]);
-    expect(stack.origin.requestCount()).toBe(0);
-    const overPost = await postGraphQL(stack.url, { extensions });
+    expect(stack().origin.requestCount()).toBe(0);
+    const overPost = await postGraphQL(stack().url, { extensions });
     expect(overPost.headers['svc-cache']).toBe('MISS');
   });
 
   it('refuses a mutation sent by hash over GET with 405', async () => {
     const mutation = 'mutation { addTodo(title: "by hash") { id } }';
     const extensions = persistedQueryExtensions(mutation);
-    const registered = await postGraphQL(stack.url, { query: mutation, extensions });
+    const registered = await postGraphQL(stack().url, { query: mutation, extensions });
     expect(registered.headers['svc-cache']).toBe('PASS');
-    const overGet = await getGraphQL(stack.url, { extensions });
+    const overGet = await getGraphQL(stack().url, { extensions });
     expect(overGet.status).toBe(405);
     expect(overGet.json).toEqual({
       errors: [{ message: 'Mutations cannot be sent with GET; use POST', extensions: { code: 'METHOD_NOT_ALLOWED' } }],
     });
-    expect(stack.origin.requestCount()).toBe(1);
+    expect(stack().origin.requestCount()).toBe(1);
   });
 
   it.each(['POST', 'GET'] as const)('works for an unmodified Apollo-style client over %s', async (method) => {
     const query = `query ApolloStyle${method} { todos { id title done } }`;
-    const first = await apolloStyleRequest(stack.url, method, { query });
+    const first = await apolloStyleRequest(stack().url, method, { query });
     expect(first.map((r) => [r.status, r.json?.errors?.[0]?.message ?? r.headers['svc-cache']])).toEqual([
       [200, 'PersistedQueryNotFound'],
       [200, 'MISS'],
     ]);
-    const second = await apolloStyleRequest(stack.url, method, { query });
+    const second = await apolloStyleRequest(stack().url, method, { query });
     expect(second.map((r) => [r.status, r.headers['svc-cache']])).toEqual([[200, 'HIT']]);
     expect(second[0]!.text).toBe(first[1]!.text);
-    expect(stack.origin.requestCount()).toBe(1);
+    expect(stack().origin.requestCount()).toBe(1);
   });
 
   describe('registers a query only once the origin answered it with data', () => {
-    const hashOnly = (query: string) => postGraphQL(stack.url, { extensions: persistedQueryExtensions(query) });
+    const hashOnly = (query: string) => postGraphQL(stack().url, { extensions: persistedQueryExtensions(query) });
 
     it('never registers text that does not parse', async () => {
       const text = 'this is not graphql at all';
-      const sent = await postGraphQL(stack.url, { query: text, extensions: persistedQueryExtensions(text) });
+      const sent = await postGraphQL(stack().url, { query: text, extensions: persistedQueryExtensions(text) });
       expect(sent.json?.data).toBeUndefined();
       expect((await hashOnly(text)).json).toEqual(NOT_FOUND);
     });
 
     it('never registers a query over the limits', async () => {
       const deep = `{ ${'todos { author { '.repeat(13)}id${' } }'.repeat(13)} }`;
-      const sent = await postGraphQL(stack.url, { query: deep, extensions: persistedQueryExtensions(deep) });
+      const sent = await postGraphQL(stack().url, { query: deep, extensions: persistedQueryExtensions(deep) });
       expect(sent.status).toBe(400);
       expect((await hashOnly(deep)).json).toEqual(NOT_FOUND);
     });
 
     it('does not register a query the origin answers with errors only, nor one it refuses', async () => {
       const query = '{ todos { id done } }';
-      stack.origin.setBehaviour({
+      stack().origin.setBehaviour({
         forcedResponse: { status: 200, headers: { 'content-type': 'application/json' }, body: '{"errors":[{"message":"backend down"}]}' },
       });
-      expect((await postGraphQL(stack.url, { query, extensions: persistedQueryExtensions(query) })).text).toBe('{"errors":[{"message":"backend down"}]}');
-      stack.origin.setBehaviour({ forcedResponse: null });
+      expect((await postGraphQL(stack().url, { query, extensions: persistedQueryExtensions(query) })).text).toBe('{"errors":[{"message":"backend down"}]}');
+      stack().origin.setBehaviour({ forcedResponse: null });
       expect((await hashOnly(query)).json).toEqual(NOT_FOUND);
       const invalid = '{ todos { nope } }';
-      await postGraphQL(stack.url, { query: invalid, extensions: persistedQueryExtensions(invalid) });
+      await postGraphQL(stack().url, { query: invalid, extensions: persistedQueryExtensions(invalid) });
       expect((await hashOnly(invalid)).json).toEqual(NOT_FOUND);
     });
 
     it('registers a valid query after the origin answered it with data, whether or not the answer was stored', async () => {
       const query = '{ todos { id done } }';
-      const withHash = await postGraphQL(stack.url, { query, extensions: persistedQueryExtensions(query) });
+      const withHash = await postGraphQL(stack().url, { query, extensions: persistedQueryExtensions(query) });
       expect(withHash.headers['svc-cache']).toBe('MISS');
       const alone = await hashOnly(query);
       expect([alone.headers['svc-cache'], alone.text]).toEqual(['HIT', withHash.text]);
       const uncached = '{ time }';
-      stack.origin.setBehaviour({ headers: { 'cache-control': 'no-store' } });
-      const passed = await postGraphQL(stack.url, { query: uncached, extensions: persistedQueryExtensions(uncached) });
+      stack().origin.setBehaviour({ headers: { 'cache-control': 'no-store' } });
+      const passed = await postGraphQL(stack().url, { query: uncached, extensions: persistedQueryExtensions(uncached) });
       expect(passed.headers['svc-cache']).toBe('PASS');
       expect((await hashOnly(uncached)).json?.data).toHaveProperty('time');
     });
 
     it('registers on a HIT: the entry is the origin answering that query with data', async () => {
       const query = '{ users { id } }';
-      expect((await postGraphQL(stack.url, { query })).headers['svc-cache']).toBe('MISS');
-      expect((await postGraphQL(stack.url, { query, extensions: persistedQueryExtensions(query) })).headers['svc-cache']).toBe('HIT');
+      expect((await postGraphQL(stack().url, { query })).headers['svc-cache']).toBe('MISS');
+      expect((await postGraphQL(stack().url, { query, extensions: persistedQueryExtensions(query) })).headers['svc-cache']).toBe('HIT');
       expect((await hashOnly(query)).headers['svc-cache']).toBe('HIT');
-      expect(stack.origin.requestCount()).toBe(1);
+      expect(stack().origin.requestCount()).toBe(1);
     });
   });
 });

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runServerAudits, type AuditOutcome } from '../support/audit.js';
-import { startStack, type Stack } from '../support/stack.js';
+import { useStack } from '../support/stack.js';
 
 /**
  * Transparency (README, HIT, MISS, PASS): graphql-http's GraphQL over HTTP audit suite gives the same result per
@@ -8,26 +8,19 @@ import { startStack, type Stack } from '../support/stack.js';
  * answers come from the cache.
  */
 describe('GraphQL over HTTP audits through the cache', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack();
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
+  const stack = useStack({}, { freshEachTest: false });
 
   const summary = (outcomes: AuditOutcome[]) => outcomes.map(({ id, status }) => `${id} ${status}`);
 
   it('gives the same result for every audit as the origin, twice in a row', async () => {
-    const direct = await runServerAudits(stack.origin.url);
+    const direct = await runServerAudits(stack().origin.url);
     expect(direct.length).toBeGreaterThan(50);
 
-    stack.origin.reset();
-    const first = await runServerAudits(stack.url);
-    const originCallsFirstRun = stack.origin.requestCount();
-    const second = await runServerAudits(stack.url);
-    const originCallsSecondRun = stack.origin.requestCount() - originCallsFirstRun;
+    stack().origin.reset();
+    const first = await runServerAudits(stack().url);
+    const originCallsFirstRun = stack().origin.requestCount();
+    const second = await runServerAudits(stack().url);
+    const originCallsSecondRun = stack().origin.requestCount() - originCallsFirstRun;
 
     expect(summary(first)).toEqual(summary(direct));
     expect(summary(second)).toEqual(summary(direct));

@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { getGraphQL, persistedQueryExtensions, postGraphQL } from '../support/origin.js';
-import { startStack, type Stack } from '../support/stack.js';
+import { useStack } from '../support/stack.js';
 
 /**
  * Bad input (README "Bad input"): what svc-cache cannot interpret reaches the origin untouched and
@@ -36,32 +36,21 @@ function sendRaw(url: string, body: Buffer, headers: Record<string, string>): Pr
 }
 
 describe('bad input through the gateway', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack({
-      scopes: { AUTHENTICATED: 'header:authorization' },
-      rules: [
-        { types: ['Query'], maxAge: 60 },
-        { types: { Query: ['me'] }, maxAge: 60, scope: 'AUTHENTICATED' },
-      ],
-      limits: { maxRequestBodyBytes: 64 * 1024, maxQueryBytes: 2048, maxDepth: 5, maxAliases: 3 },
-    });
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
-  beforeEach(async () => {
-    stack.origin.reset();
-    await stack.sidecar.store.invalidateAll();
+  const stack = useStack({
+    scopes: { AUTHENTICATED: 'header:authorization' },
+    rules: [
+      { types: ['Query'], maxAge: 60 },
+      { types: { Query: ['me'] }, maxAge: 60, scope: 'AUTHENTICATED' },
+    ],
+    limits: { maxRequestBodyBytes: 64 * 1024, maxQueryBytes: 2048, maxDepth: 5, maxAliases: 3 },
   });
 
   /** After any bad request the sidecar still caches: MISS then HIT. */
   async function stillServing(): Promise<void> {
     const query = { query: `{ todo(id: "${Math.ceil(Math.random() * 3)}") { id } }` };
-    await stack.sidecar.store.invalidateAll();
-    expect((await postGraphQL(stack.url, query)).headers['svc-cache']).toBe('MISS');
-    expect((await postGraphQL(stack.url, query)).headers['svc-cache']).toBe('HIT');
+    await stack().sidecar.store.invalidateAll();
+    expect((await postGraphQL(stack().url, query)).headers['svc-cache']).toBe('MISS');
+    expect((await postGraphQL(stack().url, query)).headers['svc-cache']).toBe('HIT');
   }
 
   it.each<[string, Buffer, string]>([
@@ -78,60 +67,60 @@ describe('bad input through the gateway', () => {
     ['a form body', Buffer.from('query=%7B+todos+%7B+id+%7D+%7D'), 'application/x-www-form-urlencoded'],
   ])('passes %s to the origin untouched and returns its own answer', async (_name, body, contentType) => {
     const headers = { 'content-type': contentType, accept: 'application/json' };
-    const direct = await sendRaw(stack.origin.url, body, headers);
-    stack.origin.reset();
-    const first = await sendRaw(stack.url, body, headers);
-    const second = await sendRaw(stack.url, body, headers);
+    const direct = await sendRaw(stack().origin.url, body, headers);
+    stack().origin.reset();
+    const first = await sendRaw(stack().url, body, headers);
+    const second = await sendRaw(stack().url, body, headers);
     for (const answer of [first, second]) {
       expect(answer.status).toBe(direct.status);
       expect(answer.text).toBe(direct.text);
       expect(answer.headers['content-type']).toBe(direct.headers['content-type']);
       expect(answer.headers['svc-cache']).toBe('PASS');
     }
-    expect(stack.origin.requestCount()).toBe(2);
-    expect(Buffer.from(stack.origin.requests[0]!.body, 'utf8').equals(Buffer.from(body.toString('utf8')))).toBe(true);
+    expect(stack().origin.requestCount()).toBe(2);
+    expect(Buffer.from(stack().origin.requests[0]!.body, 'utf8').equals(Buffer.from(body.toString('utf8')))).toBe(true);
     await stillServing();
   });
 
   it('passes a GET whose GraphQL parameter holds a raw ;, which some origins split on, to the origin every time', async () => {
-    const url = `${stack.url}?query=${encodeURIComponent('{ todos { id } } #')};variables=%7B%7D`;
-    const direct = await fetch(url.replace(stack.url, stack.origin.url));
-    stack.origin.reset();
+    const url = `${stack().url}?query=${encodeURIComponent('{ todos { id } } #')};variables=%7B%7D`;
+    const direct = await fetch(url.replace(stack().url, stack().origin.url));
+    stack().origin.reset();
     const answers = [await fetch(url), await fetch(url)];
     for (const through of answers) {
       expect([through.status, await through.text(), through.headers.get('svc-cache')]).toEqual([direct.status, await direct.clone().text(), 'PASS']);
     }
-    expect(stack.origin.requestCount()).toBe(2);
-    expect(stack.origin.requests.map((request) => request.path)).toEqual([url.replace(stack.url, '/graphql'), url.replace(stack.url, '/graphql')]);
+    expect(stack().origin.requestCount()).toBe(2);
+    expect(stack().origin.requests.map((request) => request.path)).toEqual([url.replace(stack().url, '/graphql'), url.replace(stack().url, '/graphql')]);
     await stillServing();
   });
 
   it('passes a GET with variables that are not JSON', async () => {
-    const url = `${stack.url}?query=${encodeURIComponent('{ todos { id } }')}&variables=%7Bnope`;
-    const direct = await fetch(url.replace(stack.url, stack.origin.url));
-    stack.origin.reset();
+    const url = `${stack().url}?query=${encodeURIComponent('{ todos { id } }')}&variables=%7Bnope`;
+    const direct = await fetch(url.replace(stack().url, stack().origin.url));
+    stack().origin.reset();
     const through = await fetch(url);
     expect(through.status).toBe(direct.status);
     expect(await through.text()).toBe(await direct.text());
     expect(through.headers.get('svc-cache')).toBe('PASS');
-    expect(stack.origin.requestCount()).toBe(1);
+    expect(stack().origin.requestCount()).toBe(1);
   });
 
   it.each<[string, () => Promise<{ status: number; json: unknown; headers: Record<string, string> }>, number, string, string]>([
-    ['a mutation over GET', () => getGraphQL(stack.url, { query: 'mutation { addTodo(title: "x") { id } }' }), 405, 'METHOD_NOT_ALLOWED', 'Mutations cannot be sent with GET; use POST'],
-    ['a mutation over GET with an empty operationName', () => getGraphQL(stack.url, { query: 'mutation { addTodo(title: "x") { id } }', operationName: '' }), 405, 'METHOD_NOT_ALLOWED', 'Mutations cannot be sent with GET; use POST'],
-    ['a body over limits.maxRequestBodyBytes', () => postGraphQL(stack.url, { query: `{ todos { id } } #${'x'.repeat(70 * 1024)}` }), 413, 'PAYLOAD_TOO_LARGE', 'Request body is larger than 65536 bytes'],
-    ['a query over limits.maxQueryBytes', () => postGraphQL(stack.url, { query: `{ todos { id } } #${'x'.repeat(3000)}` }), 400, 'QUERY_TOO_LARGE', 'Query is 3018 bytes; the limit is 2048'],
-    ['a query deeper than limits.maxDepth', () => postGraphQL(stack.url, { query: '{ users { todos { author { todos { author { todos { id } } } } } } }' }), 400, 'QUERY_TOO_DEEP', 'Query is deeper than 5 levels'],
-    ['depth hidden in fragments', () => postGraphQL(stack.url, { query: '{ users { ...U } } fragment U on User { todos { author { todos { ...T } } } } fragment T on Todo { author { todos { id } } }' }), 400, 'QUERY_TOO_DEEP', 'Query is deeper than 5 levels'],
-    ['more aliases than limits.maxAliases', () => postGraphQL(stack.url, { query: '{ a: todos { id } b: todos { id } c: todos { id } d: todos { id } }' }), 400, 'TOO_MANY_ALIASES', 'Query has more than 3 aliases'],
-    ['aliases multiplied by fragment spreads', () => postGraphQL(stack.url, { query: '{ todos { ...F } users { todos { ...F } } } fragment F on Todo { x: id y: title }' }), 400, 'TOO_MANY_ALIASES', 'Query has more than 3 aliases'],
+    ['a mutation over GET', () => getGraphQL(stack().url, { query: 'mutation { addTodo(title: "x") { id } }' }), 405, 'METHOD_NOT_ALLOWED', 'Mutations cannot be sent with GET; use POST'],
+    ['a mutation over GET with an empty operationName', () => getGraphQL(stack().url, { query: 'mutation { addTodo(title: "x") { id } }', operationName: '' }), 405, 'METHOD_NOT_ALLOWED', 'Mutations cannot be sent with GET; use POST'],
+    ['a body over limits.maxRequestBodyBytes', () => postGraphQL(stack().url, { query: `{ todos { id } } #${'x'.repeat(70 * 1024)}` }), 413, 'PAYLOAD_TOO_LARGE', 'Request body is larger than 65536 bytes'],
+    ['a query over limits.maxQueryBytes', () => postGraphQL(stack().url, { query: `{ todos { id } } #${'x'.repeat(3000)}` }), 400, 'QUERY_TOO_LARGE', 'Query is 3018 bytes; the limit is 2048'],
+    ['a query deeper than limits.maxDepth', () => postGraphQL(stack().url, { query: '{ users { todos { author { todos { author { todos { id } } } } } } }' }), 400, 'QUERY_TOO_DEEP', 'Query is deeper than 5 levels'],
+    ['depth hidden in fragments', () => postGraphQL(stack().url, { query: '{ users { ...U } } fragment U on User { todos { author { todos { ...T } } } } fragment T on Todo { author { todos { id } } }' }), 400, 'QUERY_TOO_DEEP', 'Query is deeper than 5 levels'],
+    ['more aliases than limits.maxAliases', () => postGraphQL(stack().url, { query: '{ a: todos { id } b: todos { id } c: todos { id } d: todos { id } }' }), 400, 'TOO_MANY_ALIASES', 'Query has more than 3 aliases'],
+    ['aliases multiplied by fragment spreads', () => postGraphQL(stack().url, { query: '{ todos { ...F } users { todos { ...F } } } fragment F on Todo { x: id y: title }' }), 400, 'TOO_MANY_ALIASES', 'Query has more than 3 aliases'],
   ])('answers %s itself, never forwarded', async (_name, send, status, code, message) => {
     const response = await send();
     expect(response.status).toBe(status);
     expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(response.json).toEqual({ errors: [{ message, extensions: { code } }] });
-    expect(stack.origin.requestCount()).toBe(0);
+    expect(stack().origin.requestCount()).toBe(0);
     await stillServing();
   });
 
@@ -140,23 +129,23 @@ describe('bad input through the gateway', () => {
     ['a JSON body in another charset', { 'content-type': 'application/json; charset=latin1' }, JSON.stringify({ query: '{ todos { id } }' })],
     ['a JSON body with another media type parameter', { 'content-type': 'application/json; foo=bar' }, JSON.stringify({ query: '{ todos { id } }' })],
   ])('passes %s to the origin, even when the query is cached', async (_name, headers, body) => {
-    expect((await postGraphQL(stack.url, { query: '{ todos { id } }' })).headers['svc-cache']).toMatch(/^(MISS|HIT)$/);
-    stack.origin.reset();
-    const through = await fetch(stack.url, { method: 'POST', headers: { accept: 'application/json', ...headers }, body });
+    expect((await postGraphQL(stack().url, { query: '{ todos { id } }' })).headers['svc-cache']).toMatch(/^(MISS|HIT)$/);
+    stack().origin.reset();
+    const through = await fetch(stack().url, { method: 'POST', headers: { accept: 'application/json', ...headers }, body });
     expect(through.headers.get('svc-cache')).toBe('PASS');
-    expect(stack.origin.requestCount()).toBe(1);
-    expect((await postGraphQL(stack.url, { query: '{ todos { id } }' }, { 'content-type': 'application/json; charset=UTF-8' })).headers['svc-cache']).toBe('HIT');
+    expect(stack().origin.requestCount()).toBe(1);
+    expect((await postGraphQL(stack().url, { query: '{ todos { id } }' }, { 'content-type': 'application/json; charset=UTF-8' })).headers['svc-cache']).toBe('HIT');
   });
 
   it.each(['todos { id }', 'todos { title }'])(
     'never answers a document whose other operation is invalid as its valid one alone (%s, a key field added or not): the origin validates the whole document',
     async (selection) => {
-      await postGraphQL(stack.url, { query: `query A { ${selection} }`, operationName: 'A' });
-      expect((await postGraphQL(stack.url, { query: `query A { ${selection} }`, operationName: 'A' })).headers['svc-cache']).toBe('HIT');
+      await postGraphQL(stack().url, { query: `query A { ${selection} }`, operationName: 'A' });
+      expect((await postGraphQL(stack().url, { query: `query A { ${selection} }`, operationName: 'A' })).headers['svc-cache']).toBe('HIT');
       const withInvalid = { query: `query A { ${selection} } query B { nope }`, operationName: 'A' };
-      const direct = await postGraphQL(stack.origin.url, withInvalid);
+      const direct = await postGraphQL(stack().origin.url, withInvalid);
       for (let attempt = 0; attempt < 2; attempt += 1) {
-        const through = await postGraphQL(stack.url, withInvalid);
+        const through = await postGraphQL(stack().url, withInvalid);
         expect(through.headers['svc-cache']).not.toBe('HIT');
         expect([through.status, through.text]).toEqual([direct.status, direct.text]);
       }
@@ -166,21 +155,21 @@ describe('bad input through the gateway', () => {
   it('never registers a persisted query too long to serve', async () => {
     const query = `{ todos { id } } #${'x'.repeat(3000)}`;
     const extensions = persistedQueryExtensions(query);
-    const sent = await postGraphQL(stack.url, { query, extensions });
+    const sent = await postGraphQL(stack().url, { query, extensions });
     expect([sent.status, sent.json?.errors?.[0]?.extensions?.code]).toEqual([400, 'QUERY_TOO_LARGE']);
-    const byHash = await postGraphQL(stack.url, { extensions });
+    const byHash = await postGraphQL(stack().url, { extensions });
     expect(byHash.json?.errors?.[0]?.extensions?.code).toBe('PERSISTED_QUERY_NOT_FOUND');
-    expect(stack.origin.requestCount()).toBe(0);
+    expect(stack().origin.requestCount()).toBe(0);
   });
 
   it('keys a scope on a very large header value by its hash, and Envoy refuses headers over 60 KiB', async () => {
     // Under the demo origin's own 16 KiB header limit (Node's default), far over any real token.
     const large = `Bearer ${'a'.repeat(12 * 1024)}`;
-    const first = await postGraphQL(stack.url, { query: '{ me { id } }' }, { authorization: large });
-    const second = await postGraphQL(stack.url, { query: '{ me { id } }' }, { authorization: large });
+    const first = await postGraphQL(stack().url, { query: '{ me { id } }' }, { authorization: large });
+    const second = await postGraphQL(stack().url, { query: '{ me { id } }' }, { authorization: large });
     expect([first.status, first.headers['svc-cache'], second.headers['svc-cache']]).toEqual([200, 'MISS', 'HIT']);
 
-    const tooLarge = await postGraphQL(stack.url, { query: '{ me { id } }' }, { authorization: `Bearer ${'a'.repeat(70 * 1024)}` });
+    const tooLarge = await postGraphQL(stack().url, { query: '{ me { id } }' }, { authorization: `Bearer ${'a'.repeat(70 * 1024)}` });
     expect(tooLarge.status).toBe(431);
     await stillServing();
   });

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { postGraphQL, type GraphQLHttpResult } from '../support/origin.js';
-import { startStack, type ConfigInput, type Stack } from '../support/stack.js';
+import { startStack, type ConfigInput, type Stack, useStack } from '../support/stack.js';
 
 /**
  * What the origin's answer and the configuration allow to be stored, end to end through the gateway
@@ -30,94 +30,83 @@ async function startFreshStack(input: ConfigInput, origin?: Stack['origin']): Pr
 }
 
 describe('answers the origin makes uncacheable', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack();
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
-  beforeEach(async () => {
-    stack.origin.reset();
-    await stack.sidecar.store.invalidateAll();
-  });
+  const stack = useStack();
 
   it('passes a 200 answer with GraphQL errors, with or without data, as the origin sent it', async () => {
     for (const body of [
       '{"errors":[{"message":"backend down"}]}',
       '{"data":{"todo":null},"errors":[{"message":"not allowed","path":["todo"]}]}',
     ]) {
-      stack.origin.setBehaviour({
+      stack().origin.setBehaviour({
         forcedResponse: { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body },
       });
-      const results = await twice(stack, TODO);
+      const results = await twice(stack(), TODO);
       expect(statuses(results), body).toEqual(['PASS', 'PASS']);
       expect(results.map((result) => [result.status, result.text]), body).toEqual([
         [200, body],
         [200, body],
       ]);
     }
-    expect(stack.origin.requestCount()).toBe(4);
+    expect(stack().origin.requestCount()).toBe(4);
   });
 
   it('passes a non-200 answer as the origin sent it', async () => {
     const body = '{"errors":[{"message":"overloaded"}]}';
-    stack.origin.setBehaviour({
+    stack().origin.setBehaviour({
       forcedResponse: { status: 503, headers: { 'content-type': 'application/json', 'retry-after': '5' }, body },
     });
-    const results = await twice(stack, TODO);
+    const results = await twice(stack(), TODO);
     expect(statuses(results)).toEqual(['PASS', 'PASS']);
     expect(results.map((result) => [result.status, result.headers['retry-after'], result.text])).toEqual([
       [503, '5', body],
       [503, '5', body],
     ]);
-    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack().origin.requestCount()).toBe(2);
   });
 
   it('passes an answer that sets a cookie, and the client still gets the cookie', async () => {
-    stack.origin.setBehaviour({ headers: { 'set-cookie': 'sid=abc; Path=/; HttpOnly' } });
-    const results = await twice(stack, TODO);
+    stack().origin.setBehaviour({ headers: { 'set-cookie': 'sid=abc; Path=/; HttpOnly' } });
+    const results = await twice(stack(), TODO);
     expect(statuses(results)).toEqual(['PASS', 'PASS']);
     expect(results.map((result) => [result.text, result.headers['set-cookie']])).toEqual([
       [TODO_BODY, 'sid=abc; Path=/; HttpOnly'],
       [TODO_BODY, 'sid=abc; Path=/; HttpOnly'],
     ]);
-    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack().origin.requestCount()).toBe(2);
   });
 
   it('passes answers marked cache-control no-store or private', async () => {
     for (const cacheControl of ['no-store', 'private, max-age=60', 'max-age=60, No-Store']) {
-      stack.origin.setBehaviour({ headers: { 'cache-control': cacheControl } });
-      const results = await twice(stack, TODO);
+      stack().origin.setBehaviour({ headers: { 'cache-control': cacheControl } });
+      const results = await twice(stack(), TODO);
       expect(statuses(results), cacheControl).toEqual(['PASS', 'PASS']);
       expect(results.map((result) => [result.text, result.headers['cache-control']]), cacheControl).toEqual([
         [TODO_BODY, cacheControl],
         [TODO_BODY, cacheControl],
       ]);
     }
-    expect(stack.origin.requestCount()).toBe(6);
+    expect(stack().origin.requestCount()).toBe(6);
   });
 
   it('passes an answer marked cache-control no-cache: svc-cache does not revalidate, so it must not reuse it', async () => {
     // RFC 9111 section 5.2.2.4: a no-cache response is not used for another request without validation.
-    stack.origin.setBehaviour({ headers: { 'cache-control': 'no-cache' } });
-    const results = await twice(stack, TIME);
+    stack().origin.setBehaviour({ headers: { 'cache-control': 'no-cache' } });
+    const results = await twice(stack(), TIME);
     expect(statuses(results)).toEqual(['PASS', 'PASS']);
     expect(results[1]?.text).not.toBe(results[0]?.text);
-    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack().origin.requestCount()).toBe(2);
   });
 
   it('passes an answer whose max-age is 0', async () => {
-    stack.origin.setBehaviour({ headers: { 'cache-control': 'max-age=0' } });
-    const results = await twice(stack, TODO);
+    stack().origin.setBehaviour({ headers: { 'cache-control': 'max-age=0' } });
+    const results = await twice(stack(), TODO);
     expect(statuses(results)).toEqual(['PASS', 'PASS']);
     expect(results.map((result) => result.text)).toEqual([TODO_BODY, TODO_BODY]);
   });
 
   it('replays the origin cache-control on PUBLIC answers, with age on the HIT and no vary added', async () => {
-    stack.origin.setBehaviour({ headers: { 'cache-control': 'public, max-age=60' } });
-    const [miss, hit] = await twice(stack, TODO);
+    stack().origin.setBehaviour({ headers: { 'cache-control': 'public, max-age=60' } });
+    const [miss, hit] = await twice(stack(), TODO);
     expect(statuses([miss, hit])).toEqual(['MISS', 'HIT']);
     expect([miss.headers['cache-control'], hit.headers['cache-control']]).toEqual(['public, max-age=60', 'public, max-age=60']);
     expect([miss.headers['vary'], hit.headers['vary']]).toEqual([undefined, undefined]);

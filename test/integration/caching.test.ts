@@ -1,29 +1,19 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { getGraphQL, persistedQueryExtensions, postGraphQL } from '../support/origin.js';
-import { startStack, type Stack } from '../support/stack.js';
+import { startStack, useStack } from '../support/stack.js';
 
 /** Query caching end to end: client -> gateway -> real ext_proc gRPC -> sidecar -> demo origin. */
 describe('query caching through the gateway', () => {
-  let stack: Stack;
   const TODOS = '{ todos { id title done } }';
 
-  beforeAll(async () => {
-    stack = await startStack();
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
-  beforeEach(async () => {
-    stack.origin.reset();
-    await stack.sidecar.store.invalidateAll();
-  });
+  const stack = useStack();
 
   it('answers MISS from the origin, then HIT from the cache with the identical body, one origin call', async () => {
-    const direct = await postGraphQL(stack.origin.url, { query: TODOS });
-    stack.origin.reset();
+    const direct = await postGraphQL(stack().origin.url, { query: TODOS });
+    stack().origin.reset();
 
-    const first = await postGraphQL(stack.url, { query: TODOS });
-    const second = await postGraphQL(stack.url, { query: TODOS });
+    const first = await postGraphQL(stack().url, { query: TODOS });
+    const second = await postGraphQL(stack().url, { query: TODOS });
 
     expect(first.status).toBe(200);
     expect(first.headers['svc-cache']).toBe('MISS');
@@ -35,23 +25,23 @@ describe('query caching through the gateway', () => {
     expect(second.headers['content-type']).toBe(direct.headers['content-type']);
     expect(second.headers['content-length']).toBe(String(Buffer.byteLength(direct.text)));
     expect(second.text).toBe(first.text);
-    expect(stack.origin.requestCount()).toBe(1);
+    expect(stack().origin.requestCount()).toBe(1);
   });
 
   it('serves a reformatted query (whitespace, comments) from the same entry', async () => {
-    await postGraphQL(stack.url, { query: TODOS });
-    const reformatted = await postGraphQL(stack.url, {
+    await postGraphQL(stack().url, { query: TODOS });
+    const reformatted = await postGraphQL(stack().url, {
       query: '# the list\nquery {\n  todos {\n    id\n    title\n    done\n  }\n}\n',
     });
     expect(reformatted.headers['svc-cache']).toBe('HIT');
-    expect(stack.origin.requestCount()).toBe(1);
+    expect(stack().origin.requestCount()).toBe(1);
   });
 
   it('keys on variables: other values miss, the same values in another key order hit', async () => {
     const query = 'query Todos($id: ID!, $other: ID!) { todo(id: $id) { id title } other: todo(id: $other) { id } }';
-    const one = await postGraphQL(stack.url, { query, variables: { id: '1', other: '3' } });
-    const two = await postGraphQL(stack.url, { query, variables: { id: '2', other: '3' } });
-    const oneAgain = await postGraphQL(stack.url, { query, variables: { other: '3', id: '1' } });
+    const one = await postGraphQL(stack().url, { query, variables: { id: '1', other: '3' } });
+    const two = await postGraphQL(stack().url, { query, variables: { id: '2', other: '3' } });
+    const oneAgain = await postGraphQL(stack().url, { query, variables: { other: '3', id: '1' } });
     expect([one.headers['svc-cache'], two.headers['svc-cache'], oneAgain.headers['svc-cache']]).toEqual([
       'MISS',
       'MISS',
@@ -60,52 +50,52 @@ describe('query caching through the gateway', () => {
     expect(one.json?.data).toEqual({ todo: { id: '1', title: expect.any(String) }, other: { id: '3' } });
     expect(two.json?.data).toEqual({ todo: { id: '2', title: expect.any(String) }, other: { id: '3' } });
     expect(oneAgain.text).toBe(one.text);
-    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack().origin.requestCount()).toBe(2);
   });
 
   it("keys a POST body's members other than GraphQL's in their canonical text, and forwards them as sent", async () => {
     const query = JSON.stringify(TODOS);
     const results = [
-      await postGraphQL(stack.url, `{"query":${query},"documentId":"x"}`),
-      await postGraphQL(stack.url, `{"query":${query},"documentId":"y"}`),
-      await postGraphQL(stack.url, `{ "documentId" : "\\u0078", "query":${query} }`),
-      await postGraphQL(stack.url, { query: TODOS }),
+      await postGraphQL(stack().url, `{"query":${query},"documentId":"x"}`),
+      await postGraphQL(stack().url, `{"query":${query},"documentId":"y"}`),
+      await postGraphQL(stack().url, `{ "documentId" : "\\u0078", "query":${query} }`),
+      await postGraphQL(stack().url, { query: TODOS }),
     ];
     expect(results.map((result) => result.headers['svc-cache'])).toEqual(['MISS', 'MISS', 'HIT', 'MISS']);
     expect(results[2]!.text).toBe(results[0]!.text);
-    expect(stack.origin.requestCount()).toBe(3);
+    expect(stack().origin.requestCount()).toBe(3);
   });
 
   it('carries the other members unchanged to the origin when it rewrites the request: key fields added, a persisted query expanded', async () => {
     const titles = '{ todos { title } }';
-    const withKeyFields = await postGraphQL(stack.url, `{"query":${JSON.stringify(titles)},"tenant":{"n":1.0}}`);
-    const registered = await postGraphQL(stack.url, { query: TODOS, extensions: persistedQueryExtensions(TODOS) });
-    const expanded = await postGraphQL(stack.url, `{"extensions":${JSON.stringify(persistedQueryExtensions(TODOS))},"tenant":{"n":1.0}}`);
+    const withKeyFields = await postGraphQL(stack().url, `{"query":${JSON.stringify(titles)},"tenant":{"n":1.0}}`);
+    const registered = await postGraphQL(stack().url, { query: TODOS, extensions: persistedQueryExtensions(TODOS) });
+    const expanded = await postGraphQL(stack().url, `{"extensions":${JSON.stringify(persistedQueryExtensions(TODOS))},"tenant":{"n":1.0}}`);
     expect([withKeyFields, registered, expanded].map((result) => result.headers['svc-cache'])).toEqual(['MISS', 'MISS', 'MISS']);
-    const bodies = stack.origin.requests.map((request) => JSON.parse(request.body) as Record<string, unknown>);
+    const bodies = stack().origin.requests.map((request) => JSON.parse(request.body) as Record<string, unknown>);
     expect(bodies[0]!['query']).not.toBe(titles);
     expect([bodies[1]!['query'], bodies[2]!['query']]).toEqual([TODOS, TODOS]);
-    expect(stack.origin.requests.map((request) => request.body.includes('"tenant":{"n":1.0}'))).toEqual([true, false, true]);
+    expect(stack().origin.requests.map((request) => request.body.includes('"tenant":{"n":1.0}'))).toEqual([true, false, true]);
   });
 
   it('caches GET requests, and GET and POST of one operation share the entry', async () => {
-    const first = await getGraphQL(stack.url, { query: TODOS });
-    const second = await getGraphQL(stack.url, { query: TODOS });
-    const post = await postGraphQL(stack.url, { query: TODOS });
+    const first = await getGraphQL(stack().url, { query: TODOS });
+    const second = await getGraphQL(stack().url, { query: TODOS });
+    const post = await postGraphQL(stack().url, { query: TODOS });
     expect([first.headers['svc-cache'], second.headers['svc-cache'], post.headers['svc-cache']]).toEqual([
       'MISS',
       'HIT',
       'HIT',
     ]);
     expect(second.text).toBe(first.text);
-    expect(stack.origin.requestCount()).toBe(1);
+    expect(stack().origin.requestCount()).toBe(1);
   });
 
   it('keys without Accept: one origin request serves each GraphQL JSON type the client accepts', async () => {
-    const json = await postGraphQL(stack.url, { query: TODOS }, { accept: 'application/json' });
-    const graphqlResponse = await postGraphQL(stack.url, { query: TODOS }, { accept: 'application/graphql-response+json' });
-    const urql = await postGraphQL(stack.url, { query: TODOS }, { accept: 'application/graphql-response+json, application/json, text/event-stream, multipart/mixed' });
-    const anything = await postGraphQL(stack.url, { query: TODOS }, { accept: '*/*' });
+    const json = await postGraphQL(stack().url, { query: TODOS }, { accept: 'application/json' });
+    const graphqlResponse = await postGraphQL(stack().url, { query: TODOS }, { accept: 'application/graphql-response+json' });
+    const urql = await postGraphQL(stack().url, { query: TODOS }, { accept: 'application/graphql-response+json, application/json, text/event-stream, multipart/mixed' });
+    const anything = await postGraphQL(stack().url, { query: TODOS }, { accept: '*/*' });
     expect([json, graphqlResponse, urql, anything].map((result) => [result.headers['svc-cache'], result.headers['content-type']])).toEqual([
       ['MISS', 'application/json; charset=utf-8'],
       ['HIT', 'application/graphql-response+json; charset=utf-8'],
@@ -113,16 +103,16 @@ describe('query caching through the gateway', () => {
       ['HIT', 'application/json; charset=utf-8'],
     ]);
     expect(new Set([json.text, graphqlResponse.text, urql.text, anything.text]).size).toBe(1);
-    expect(stack.origin.requestCount()).toBe(1);
+    expect(stack().origin.requestCount()).toBe(1);
   });
 
   it('sends a client that prefers another type to JSON (a browser) to the origin, and keeps the entry for the others', async () => {
     // GraphQL Yoga and other servers with GraphiQL answer a browser's navigation with an HTML page.
     const browser = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
-    const stored = await postGraphQL(stack.url, { query: TODOS }, { accept: 'application/json' });
-    const navigation = await getGraphQL(stack.url, { query: TODOS }, { accept: browser });
-    const axios = await getGraphQL(stack.url, { query: TODOS }, { accept: 'application/json, text/plain, */*' });
-    const anything = await getGraphQL(stack.url, { query: TODOS }, { accept: '*/*' });
+    const stored = await postGraphQL(stack().url, { query: TODOS }, { accept: 'application/json' });
+    const navigation = await getGraphQL(stack().url, { query: TODOS }, { accept: browser });
+    const axios = await getGraphQL(stack().url, { query: TODOS }, { accept: 'application/json, text/plain, */*' });
+    const anything = await getGraphQL(stack().url, { query: TODOS }, { accept: '*/*' });
     expect([stored, navigation, axios, anything].map((result) => [result.status, result.headers['svc-cache']])).toEqual([
       [200, 'MISS'],
       [200, 'PASS'],
@@ -131,50 +121,50 @@ describe('query caching through the gateway', () => {
     ]);
     expect(navigation.headers['age']).toBeUndefined();
     expect([axios.text, anything.text]).toEqual([stored.text, stored.text]);
-    expect(stack.origin.requestCount()).toBe(2);
-    expect(stack.origin.requests[1]!.headers['accept']).toBe(browser);
+    expect(stack().origin.requestCount()).toBe(2);
+    expect(stack().origin.requests[1]!.headers['accept']).toBe(browser);
   });
 
   it('passes mutations to the origin every time with svc-cache: PASS', async () => {
     const mutation = 'mutation { addTodo(title: "write tests") { id title done } }';
-    const first = await postGraphQL(stack.url, { query: mutation });
-    const second = await postGraphQL(stack.url, { query: mutation });
+    const first = await postGraphQL(stack().url, { query: mutation });
+    const second = await postGraphQL(stack().url, { query: mutation });
     expect(first.status).toBe(200);
     expect(first.headers['svc-cache']).toBe('PASS');
     expect(second.headers['svc-cache']).toBe('PASS');
     expect(first.json?.data).toEqual({ addTodo: { id: expect.any(String), title: 'write tests', done: false } });
     expect(second.json?.data?.addTodo).not.toEqual(first.json?.data?.addTodo);
-    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack().origin.requestCount()).toBe(2);
   });
 
   it('refuses a mutation over GET itself with 405 and never forwards it', async () => {
-    const response = await getGraphQL(stack.url, { query: 'mutation { addTodo(title: "x") { id } }' });
+    const response = await getGraphQL(stack().url, { query: 'mutation { addTodo(title: "x") { id } }' });
     expect(response.status).toBe(405);
     expect(response.headers['allow']).toBe('POST');
     expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(response.json).toEqual({
       errors: [{ message: 'Mutations cannot be sent with GET; use POST', extensions: { code: 'METHOD_NOT_ALLOWED' } }],
     });
-    expect(stack.origin.requestCount()).toBe(0);
+    expect(stack().origin.requestCount()).toBe(0);
   });
 
   it('does not store answers with GraphQL errors: the client gets the origin answer each time', async () => {
     const query = '{ todos { id nope } }';
-    const direct = await postGraphQL(stack.origin.url, { query });
-    stack.origin.reset();
-    const first = await postGraphQL(stack.url, { query });
-    const second = await postGraphQL(stack.url, { query });
+    const direct = await postGraphQL(stack().origin.url, { query });
+    stack().origin.reset();
+    const first = await postGraphQL(stack().url, { query });
+    const second = await postGraphQL(stack().url, { query });
     expect(first.status).toBe(direct.status);
     expect(first.text).toBe(direct.text);
     expect(first.headers['svc-cache']).toBe('PASS');
     expect(second.headers['svc-cache']).toBe('PASS');
-    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack().origin.requestCount()).toBe(2);
   });
 
   it('passes what it cannot interpret to the origin untouched and returns the origin answer', async () => {
     for (const body of ['{not json', '[1,2]', '{"query": 42}', '{"query":"{ todos { id }","variables":[]}']) {
-      const direct = await postGraphQL(stack.origin.url, body);
-      const through = await postGraphQL(stack.url, body);
+      const direct = await postGraphQL(stack().origin.url, body);
+      const through = await postGraphQL(stack().url, body);
       expect(through.status, body).toBe(direct.status);
       expect(through.text, body).toBe(direct.text);
       expect(through.headers['content-type'], body).toBe(direct.headers['content-type']);

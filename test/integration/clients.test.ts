@@ -5,7 +5,7 @@ import { cacheExchange, Client, fetchExchange } from '@urql/core';
 import { persistedExchange } from '@urql/exchange-persisted';
 import { GraphQLClient } from 'graphql-request';
 import Negotiator from 'negotiator';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import {
   describeExchanges,
   graphQLParameters,
@@ -13,7 +13,7 @@ import {
   type RecordedExchange,
   type RecordingFetch,
 } from '../support/recordingFetch.js';
-import { startStack, type Stack } from '../support/stack.js';
+import { useStack } from '../support/stack.js';
 
 /**
  * Real GraphQL clients, unmodified, through the development gateway in front of the demo origin
@@ -90,21 +90,13 @@ function expectAnswer(exchange: RecordedExchange, cacheStatus: string, body: str
 }
 
 describe.each(PERSISTED_CLIENTS)('%s at default settings, through the gateway', (_name, makeClient) => {
-  let stack: Stack;
   let recorder: RecordingFetch;
   let client: ClientUnderTest;
 
-  beforeAll(async () => {
-    stack = await startStack();
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
+  const stack = useStack();
   beforeEach(async () => {
-    stack.origin.reset();
-    await stack.sidecar.store.invalidateAll();
     recorder = recordingFetch();
-    client = makeClient(stack.url, recorder, { persisted: true });
+    client = makeClient(stack().url, recorder, { persisted: true });
     return () => client.close();
   });
 
@@ -122,7 +114,7 @@ describe.each(PERSISTED_CLIENTS)('%s at default settings, through the gateway', 
       sha256Hash: graphQLParameters(hashOnly).sha256Hash,
     });
     expectAnswer(withQuery, 'MISS', titlesAnswer(SEED_TITLES), 'the query with its hash');
-    expect(stack.origin.requestCount(), 'the hash alone never reaches the origin').toBe(1);
+    expect(stack().origin.requestCount(), 'the hash alone never reaches the origin').toBe(1);
 
     for (let round = 0; round < 2; round += 1) {
       expect(await client.query(TITLES_QUERY)).toEqual(titlesData(SEED_TITLES));
@@ -131,7 +123,7 @@ describe.each(PERSISTED_CLIENTS)('%s at default settings, through the gateway', 
       expect(graphQLParameters(again!)).toEqual({ sha256Hash: graphQLParameters(hashOnly).sha256Hash });
       expectAnswer(again!, 'HIT', titlesAnswer(SEED_TITLES), 'the hash alone, once registered and cached');
     }
-    expect(stack.origin.requestCount()).toBe(1);
+    expect(stack().origin.requestCount()).toBe(1);
   });
 
   it('sees its own mutation at once: the next query is a MISS with the new data, then HITs again', async () => {
@@ -144,7 +136,7 @@ describe.each(PERSISTED_CLIENTS)('%s at default settings, through the gateway', 
     });
     const mutation = recorder.take();
     expect(
-      stack.origin.requests.filter((request) => request.body.includes('updateTodo')).length,
+      stack().origin.requests.filter((request) => request.body.includes('updateTodo')).length,
       `the mutation reaches the origin once:\n${describeExchanges(mutation)}`,
     ).toBe(1);
 
@@ -214,18 +206,7 @@ function accepts(accept: string | undefined, contentType: string | undefined): b
 }
 
 describe('five clients asking the same query', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack();
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
-  beforeEach(async () => {
-    stack.origin.reset();
-    await stack.sidecar.store.invalidateAll();
-  });
+  const stack = useStack();
 
   const ORDERS = FIVE_CLIENTS.map((first) => [first.name, [first, ...FIVE_CLIENTS.filter((client) => client !== first)]] as const);
 
@@ -233,7 +214,7 @@ describe('five clients asking the same query', () => {
     const seen: Array<{ client: string; exchange: RecordedExchange }> = [];
     for (const client of clients) {
       const recorder = recordingFetch();
-      const data = await client.ask(stack.url, recorder);
+      const data = await client.ask(stack().url, recorder);
       const [exchange, ...more] = recorder.exchanges;
       expectExchanges([exchange!, ...more], 1, client.name);
       seen.push({ client: client.name, exchange: exchange! });
@@ -254,18 +235,18 @@ describe('five clients asking the same query', () => {
       seen.map(({ exchange }) => exchange.responseHeaders['svc-cache']),
       `the first is a MISS, the other four HITs\n${report}`,
     ).toEqual(['MISS', 'HIT', 'HIT', 'HIT', 'HIT']);
-    expect(stack.origin.requestCount(), `one origin request for five clients\n${report}`).toBe(1);
+    expect(stack().origin.requestCount(), `one origin request for five clients\n${report}`).toBe(1);
   });
 
   it('serves an answer stored as application/json to a client that accepts only application/graphql-response+json', async () => {
     const recorder = recordingFetch();
-    await postWithAccept(stack.url, recorder, 'application/json');
-    await postWithAccept(stack.url, recorder, 'application/graphql-response+json');
+    await postWithAccept(stack().url, recorder, 'application/json');
+    await postWithAccept(stack().url, recorder, 'application/graphql-response+json');
     const [stored, served] = recorder.exchanges as [RecordedExchange, RecordedExchange];
     const report = describeExchanges(recorder.exchanges);
     expect(stored.responseHeaders['content-type'], report).toMatch(/^application\/json\b/);
     expectAnswer(served, 'HIT', FIVE_ANSWER, 'the second client');
     expect(served.responseHeaders['content-type'], report).toMatch(/^application\/graphql-response\+json\b/);
-    expect(stack.origin.requestCount(), report).toBe(1);
+    expect(stack().origin.requestCount(), report).toBe(1);
   });
 });

@@ -1,8 +1,8 @@
 import { request } from 'node:http';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readResponse, type RawAnswer } from '../support/rawHttp.js';
-import { startStack, type ConfigInput, type Stack } from '../support/stack.js';
+import { type ConfigInput, useStack } from '../support/stack.js';
 
 /**
  * Stored bodies are compressed (README, Response headers stored and replayed): through the gateway,
@@ -39,23 +39,12 @@ function framing(answer: RawAnswer): Record<string, string | undefined> {
 }
 
 describe('compressed storage, gzip (the default)', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack({ purge: { tokens: [TOKEN] } });
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
-  beforeEach(async () => {
-    stack.origin.reset();
-    await stack.sidecar.store.invalidateAll();
-  });
+  const stack = useStack({ purge: { tokens: [TOKEN] } });
 
   it('answers a client accepting gzip with the stored gzip bytes, and one accepting none with the origin bytes, from one entry', async () => {
-    const miss = await post(stack.url, USERS, { 'accept-encoding': 'gzip, br' });
-    const encoded = await post(stack.url, USERS, { 'accept-encoding': 'gzip, br' });
-    const identity = await post(stack.url, USERS);
+    const miss = await post(stack().url, USERS, { 'accept-encoding': 'gzip, br' });
+    const encoded = await post(stack().url, USERS, { 'accept-encoding': 'gzip, br' });
+    const identity = await post(stack().url, USERS);
     const originBytes = miss.body;
     expect(originBytes.length).toBeGreaterThanOrEqual(256);
     expect(framing(miss)).toEqual({
@@ -83,22 +72,22 @@ describe('compressed storage, gzip (the default)', () => {
     });
     expect(identity.body.equals(originBytes)).toBe(true);
     // One origin request, and the origin was asked for identity bytes: svc-cache reads what it stores.
-    expect(stack.origin.requests.map((seen) => seen.headers['accept-encoding'])).toEqual([undefined]);
+    expect(stack().origin.requests.map((seen) => seen.headers['accept-encoding'])).toEqual([undefined]);
   });
 
   it('negotiates with q-values: gzip;q=0 gets identity, identity;q=0 without gzip goes to the origin', async () => {
-    await post(stack.url, USERS);
-    const refused = await post(stack.url, USERS, { 'accept-encoding': 'br, gzip;q=0' });
+    await post(stack().url, USERS);
+    const refused = await post(stack().url, USERS, { 'accept-encoding': 'br, gzip;q=0' });
     expect([refused.headers['svc-cache'], refused.headers['content-encoding']]).toEqual(['HIT', undefined]);
-    const nothing = await post(stack.url, USERS, { 'accept-encoding': 'br, identity;q=0', 'svc-debug': '1', 'svc-purge-token': TOKEN });
+    const nothing = await post(stack().url, USERS, { 'accept-encoding': 'br, identity;q=0', 'svc-debug': '1', 'svc-purge-token': TOKEN });
     expect([nothing.headers['svc-cache'], nothing.headers['svc-debug-pass-reason']]).toEqual(['PASS', 'not-acceptable']);
-    const anything = await post(stack.url, USERS, { 'accept-encoding': '*' });
+    const anything = await post(stack().url, USERS, { 'accept-encoding': '*' });
     expect([anything.headers['svc-cache'], anything.headers['content-encoding']]).toEqual(['HIT', 'gzip']);
   });
 
   it('keeps a body under cache.compression.minBytes identity: no coding, no vary', async () => {
-    const miss = await post(stack.url, TODO);
-    const hit = await post(stack.url, TODO, { 'accept-encoding': 'gzip' });
+    const miss = await post(stack().url, TODO);
+    const hit = await post(stack().url, TODO, { 'accept-encoding': 'gzip' });
     expect(miss.body.length).toBeLessThan(256);
     expect(framing(hit)).toEqual({
       'content-type': 'application/json; charset=utf-8',
@@ -111,49 +100,42 @@ describe('compressed storage, gzip (the default)', () => {
   });
 
   it("adds accept-encoding to the origin's vary, once", async () => {
-    stack.origin.setBehaviour({ headers: { vary: 'Accept' } });
-    await post(stack.url, USERS);
-    expect((await post(stack.url, USERS, { 'accept-encoding': 'gzip' })).headers['vary']).toBe('Accept, accept-encoding');
-    await stack.sidecar.store.invalidateAll();
-    stack.origin.setBehaviour({ headers: { vary: 'Accept-Encoding' } });
-    await post(stack.url, USERS);
-    expect((await post(stack.url, USERS, { 'accept-encoding': 'gzip' })).headers['vary']).toBe('Accept-Encoding');
+    stack().origin.setBehaviour({ headers: { vary: 'Accept' } });
+    await post(stack().url, USERS);
+    expect((await post(stack().url, USERS, { 'accept-encoding': 'gzip' })).headers['vary']).toBe('Accept, accept-encoding');
+    await stack().sidecar.store.invalidateAll();
+    stack().origin.setBehaviour({ headers: { vary: 'Accept-Encoding' } });
+    await post(stack().url, USERS);
+    expect((await post(stack().url, USERS, { 'accept-encoding': 'gzip' })).headers['vary']).toBe('Accept-Encoding');
   });
 
   it("passes an origin answer that comes encoded anyway, bytes and headers untouched, and stores nothing", async () => {
     const body = '{"data":{"users":[]}}';
-    stack.origin.setBehaviour({
+    stack().origin.setBehaviour({
       forcedResponse: { status: 200, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body },
     });
     const answers = [
-      await post(stack.url, USERS, { 'accept-encoding': 'gzip', 'svc-debug': '1', 'svc-purge-token': TOKEN }),
-      await post(stack.url, USERS, { 'accept-encoding': 'gzip' }),
+      await post(stack().url, USERS, { 'accept-encoding': 'gzip', 'svc-debug': '1', 'svc-purge-token': TOKEN }),
+      await post(stack().url, USERS, { 'accept-encoding': 'gzip' }),
     ];
     expect(answers.map((answer) => [answer.headers['svc-cache'], answer.headers['content-encoding'], answer.body.toString()])).toEqual([
       ['PASS', 'gzip', body],
       ['PASS', 'gzip', body],
     ]);
     expect(answers[0]!.headers['svc-debug-pass-reason']).toBe('origin-encoded');
-    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack().origin.requestCount()).toBe(2);
   });
 });
 
 describe('compressed storage and stale-if-error', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack({ rules: [{ types: ['Query'], maxAge: 1, staleIfError: 5 }] });
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
+  const stack = useStack({ rules: [{ types: ['Query'], maxAge: 1, staleIfError: 5 }] }, { freshEachTest: false });
 
   it('answers a failing origin with the stale entry in the coding the client accepts, as a HIT', async () => {
-    const miss = await post(stack.url, USERS);
+    const miss = await post(stack().url, USERS);
     await new Promise((resolve) => setTimeout(resolve, 1100));
-    stack.origin.setBehaviour({ forcedResponse: { status: 500, headers: { 'content-type': 'text/plain' }, body: 'down' } });
-    const encoded = await post(stack.url, USERS, { 'accept-encoding': 'gzip' });
-    const identity = await post(stack.url, USERS);
+    stack().origin.setBehaviour({ forcedResponse: { status: 500, headers: { 'content-type': 'text/plain' }, body: 'down' } });
+    const encoded = await post(stack().url, USERS, { 'accept-encoding': 'gzip' });
+    const identity = await post(stack().url, USERS);
     expect([encoded.headers['svc-cache-stale'], encoded.headers['content-encoding'], encoded.headers['vary'], encoded.headers['content-length']]).toEqual([
       'error',
       'gzip',
@@ -166,20 +148,14 @@ describe('compressed storage and stale-if-error', () => {
 });
 
 describe('compressed storage, brotli', () => {
-  let stack: Stack;
   const config: ConfigInput = { cache: { compression: { encoding: 'br', level: 5 } } };
 
-  beforeAll(async () => {
-    stack = await startStack(config);
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
+  const stack = useStack(config, { freshEachTest: false });
 
   it('answers a client accepting br with the stored bytes and a gzip-only client with identity bytes', async () => {
-    const miss = await post(stack.url, USERS, { 'accept-encoding': 'gzip' });
-    const brotli = await post(stack.url, USERS, { 'accept-encoding': 'gzip, deflate, br' });
-    const gzipOnly = await post(stack.url, USERS, { 'accept-encoding': 'gzip' });
+    const miss = await post(stack().url, USERS, { 'accept-encoding': 'gzip' });
+    const brotli = await post(stack().url, USERS, { 'accept-encoding': 'gzip, deflate, br' });
+    const gzipOnly = await post(stack().url, USERS, { 'accept-encoding': 'gzip' });
     expect([brotli.headers['svc-cache'], brotli.headers['content-encoding'], brotli.headers['content-length']]).toEqual(['HIT', 'br', String(brotli.body.length)]);
     expect(brotliDecompressSync(brotli.body).equals(miss.body)).toBe(true);
     expect([gzipOnly.headers['svc-cache'], gzipOnly.headers['content-encoding'], gzipOnly.headers['vary']]).toEqual(['HIT', undefined, 'accept-encoding']);

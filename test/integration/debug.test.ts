@@ -1,33 +1,30 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { postGraphQL } from '../support/origin.js';
-import { startStack, type Stack } from '../support/stack.js';
+import { useStack } from '../support/stack.js';
 
 /** `svc-debug: 1` with a valid purge token explains the decision; without the token it is ignored. */
 describe('debug headers', () => {
-  let stack: Stack;
   const TOKEN = 'debug-purge-token-0123456789';
   const debugHeaders = { 'svc-debug': '1', 'svc-purge-token': TOKEN };
 
-  beforeAll(async () => {
-    stack = await startStack({
+  const stack = useStack(
+    {
       purge: { tokens: [TOKEN] },
       scopes: { AUTHENTICATED: 'header:authorization' },
       rules: [
         { description: 'all todos', types: { Query: ['todos'] }, maxAge: 60 },
         { types: { Query: ['me'] }, maxAge: 30, scope: 'AUTHENTICATED' },
       ],
-    });
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
+    },
+    { freshEachTest: false },
+  );
 
   const explanation = (headers: Record<string, string>) =>
     Object.fromEntries(Object.entries(headers).filter(([name]) => name.startsWith('svc-debug')));
 
   it('explains a MISS and a HIT: scope, bucket and matched rules', async () => {
-    const miss = await postGraphQL(stack.url, { query: '{ todos { id } }' }, debugHeaders);
-    const hit = await postGraphQL(stack.url, { query: '{ todos { id } }' }, debugHeaders);
+    const miss = await postGraphQL(stack().url, { query: '{ todos { id } }' }, debugHeaders);
+    const hit = await postGraphQL(stack().url, { query: '{ todos { id } }' }, debugHeaders);
     const expected = { 'svc-debug-scope': 'PUBLIC', 'svc-debug-bucket': 'PUBLIC', 'svc-debug-rules': 'all todos' };
     expect([miss.headers['svc-cache'], explanation(miss.headers)]).toEqual(['MISS', expected]);
     expect([hit.headers['svc-cache'], explanation(hit.headers)]).toEqual(['HIT', expected]);
@@ -35,7 +32,7 @@ describe('debug headers', () => {
 
   it('names a scoped bucket by its keyed hash, never the raw value', async () => {
     const response = await postGraphQL(
-      stack.url,
+      stack().url,
       { query: '{ me { id } }' },
       { ...debugHeaders, authorization: 'Bearer alice' },
     );
@@ -51,14 +48,14 @@ describe('debug headers', () => {
     ['a mutation', { query: 'mutation { addTodo(title: "x") { title } }' }, 'mutation'],
     ['a body that is not JSON', '{oops', 'uninterpretable-body'],
   ])('says why %s was PASS', async (_name, body, reason) => {
-    const response = await postGraphQL(stack.url, body, debugHeaders);
+    const response = await postGraphQL(stack().url, body, debugHeaders);
     expect(response.headers['svc-cache']).toBe('PASS');
     expect(explanation(response.headers)).toEqual({ 'svc-debug-pass-reason': reason });
   });
 
   it('ignores svc-debug without a valid purge token', async () => {
     for (const headers of [{ 'svc-debug': '1' }, { 'svc-debug': '1', 'svc-purge-token': 'wrong' }] as Array<Record<string, string>>) {
-      const response = await postGraphQL(stack.url, { query: '{ users { name } }' }, headers);
+      const response = await postGraphQL(stack().url, { query: '{ users { name } }' }, headers);
       expect(response.headers['svc-cache']).toBe('PASS');
       expect(explanation(response.headers)).toEqual({});
     }

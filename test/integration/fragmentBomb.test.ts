@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { postGraphQL } from '../support/origin.js';
-import { startStack, type Stack } from '../support/stack.js';
+import { useStack } from '../support/stack.js';
 
 /**
  * Fragment-doubling documents (`fragment Fi on Query { ...Fi+1 ...Fi+1 }`): a kilobyte of query
@@ -16,41 +16,34 @@ function fragmentBomb(levels: number, body: string): string {
 }
 
 describe('fragment-doubling documents through the gateway', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack({ limits: { maxQueryBytes: 100 * 1024, maxDepth: 5, maxAliases: 10 } });
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
+  const stack = useStack({ limits: { maxQueryBytes: 100 * 1024, maxDepth: 5, maxAliases: 10 } }, { freshEachTest: false });
 
   async function withHealthProbe<T>(send: () => Promise<T>): Promise<T> {
-    const [answer, health] = await Promise.all([send(), fetch(`http://127.0.0.1:${stack.sidecar.adminPort}/healthz`)]);
+    const [answer, health] = await Promise.all([send(), fetch(`http://127.0.0.1:${stack().sidecar.adminPort}/healthz`)]);
     expect(health.status).toBe(200);
     return answer;
   }
 
   for (const levels of [24, 40]) {
     it(`answers ${levels} levels of aliased fragments with TOO_MANY_ALIASES, never forwarded`, async () => {
-      stack.origin.reset();
-      const response = await withHealthProbe(() => postGraphQL(stack.url, { query: fragmentBomb(levels, 'x: todos { id }') }));
+      stack().origin.reset();
+      const response = await withHealthProbe(() => postGraphQL(stack().url, { query: fragmentBomb(levels, 'x: todos { id }') }));
       expect(response.status).toBe(400);
       expect(response.json).toEqual({ errors: [{ message: 'Query has more than 10 aliases', extensions: { code: 'TOO_MANY_ALIASES' } }] });
-      expect(stack.origin.requestCount()).toBe(0);
+      expect(stack().origin.requestCount()).toBe(0);
     });
 
     it(`caches ${levels} levels of fragments within the limits as any query`, async () => {
-      stack.origin.reset();
+      stack().origin.reset();
       const query = fragmentBomb(levels, 'todos { id }');
-      const first = await withHealthProbe(() => postGraphQL(stack.url, { query }));
+      const first = await withHealthProbe(() => postGraphQL(stack().url, { query }));
       expect(first.status).toBe(200);
       expect(first.headers['svc-cache']).toBe('MISS');
       expect((first.json as { data: { todos: unknown[] } }).data.todos.length).toBeGreaterThan(0);
-      const second = await withHealthProbe(() => postGraphQL(stack.url, { query }));
+      const second = await withHealthProbe(() => postGraphQL(stack().url, { query }));
       expect(second.headers['svc-cache']).toBe('HIT');
       expect(second.json).toEqual(first.json);
-      expect(stack.origin.requestCount()).toBe(1);
+      expect(stack().origin.requestCount()).toBe(1);
     });
   }
 });

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { postGraphQL } from '../support/origin.js';
-import { startStack, type Stack } from '../support/stack.js';
+import { useStack } from '../support/stack.js';
 
 /**
  * An origin answer that leaves no room under Envoy's 100 headers for svc-cache's own would be
@@ -8,45 +8,34 @@ import { startStack, type Stack } from '../support/stack.js';
  * headers out instead and caches as usual (README, Bad input).
  */
 describe('an origin answer at Envoy header limit', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack({ rules: [{ types: ['Query'], maxAge: 60 }] });
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
-  beforeEach(async () => {
-    stack.origin.reset();
-    await stack.sidecar.store.invalidateAll();
-  });
+  const stack = useStack({ rules: [{ types: ['Query'], maxAge: 60 }] });
 
   /** The origin's own headers plus `n` more: with `:status`, content-type, content-length, date, connection and keep-alive. */
   function originAdds(n: number): void {
-    stack.origin.setBehaviour({ headers: Object.fromEntries(Array.from({ length: n }, (_, i) => [`x-origin-${i}`, 'v'])) });
+    stack().origin.setBehaviour({ headers: Object.fromEntries(Array.from({ length: n }, (_, i) => [`x-origin-${i}`, 'v'])) });
   }
 
   it('keeps svc-cache on an answer with room for it: 99 headers, 100 with it', async () => {
     originAdds(93);
-    const miss = await postGraphQL(stack.url, { query: '{ todos { id } }' });
-    const pass = await postGraphQL(stack.url, { query: 'mutation { addTodo(title: "a") { id } }' });
+    const miss = await postGraphQL(stack().url, { query: '{ todos { id } }' });
+    const pass = await postGraphQL(stack().url, { query: 'mutation { addTodo(title: "a") { id } }' });
     expect([miss.status, miss.headers['svc-cache'], pass.status, pass.headers['svc-cache']]).toEqual([200, 'MISS', 200, 'PASS']);
   });
 
   it('answers the origin answer without svc-cache when 100 headers leave no room, and still caches it', async () => {
     originAdds(94);
-    const miss = await postGraphQL(stack.url, { query: '{ todos { id } }' });
+    const miss = await postGraphQL(stack().url, { query: '{ todos { id } }' });
     expect([miss.status, miss.headers['svc-cache'], miss.headers['x-origin-93'], miss.text]).toEqual([
       200,
       undefined,
       'v',
       '{"data":{"todos":[{"id":"1"},{"id":"2"},{"id":"3"}]}}',
     ]);
-    const hit = await postGraphQL(stack.url, { query: '{ todos { id } }' });
+    const hit = await postGraphQL(stack().url, { query: '{ todos { id } }' });
     expect([hit.status, hit.headers['svc-cache'], hit.text]).toEqual([200, 'HIT', miss.text]);
 
-    const pass = await postGraphQL(stack.url, { query: 'mutation { addTodo(title: "a") { id } }' });
+    const pass = await postGraphQL(stack().url, { query: 'mutation { addTodo(title: "a") { id } }' });
     expect([pass.status, pass.headers['svc-cache'], pass.json?.data]).toEqual([200, undefined, { addTodo: { id: '4' } }]);
-    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack().origin.requestCount()).toBe(2);
   });
 });

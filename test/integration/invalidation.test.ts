@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { postGraphQL } from '../support/origin.js';
-import { startStack, type Stack } from '../support/stack.js';
+import { type Stack, useStack } from '../support/stack.js';
 
 /** Automatic invalidation after mutations, per mutation policy, through the gateway. */
 
@@ -25,26 +25,15 @@ async function warm(stack: Stack, queries: string[]): Promise<void> {
 }
 
 describe.each(['Entity', 'List', 'Type', 'None'] as const)('mutationPolicy %s', (policy) => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack({ mutationPolicy: policy });
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
-  beforeEach(async () => {
-    stack.origin.reset();
-    await stack.sidecar.store.invalidateAll();
-  });
+  const stack = useStack({ mutationPolicy: policy });
 
   it('after updating Todo 1', async () => {
-    await warm(stack, [LIST, TODO_1, TODO_2, USERS, SEARCH]);
-    const update = await postGraphQL(stack.url, { query: 'mutation { updateTodo(id: "1", title: "Renamed") { title } }' });
+    await warm(stack(), [LIST, TODO_1, TODO_2, USERS, SEARCH]);
+    const update = await postGraphQL(stack().url, { query: 'mutation { updateTodo(id: "1", title: "Renamed") { title } }' });
     expect(update.headers['svc-cache']).toBe('PASS');
     expect(update.text).toBe('{"data":{"updateTodo":{"title":"Renamed"}}}');
 
-    const after = await cacheStatuses(stack, [LIST, TODO_1, TODO_2, USERS, SEARCH]);
+    const after = await cacheStatuses(stack(), [LIST, TODO_1, TODO_2, USERS, SEARCH]);
     const expected = {
       // Every entry holding Todo:1 misses; other todos and other types stay.
       Entity: ['MISS', 'MISS', 'HIT', 'HIT', 'MISS'],
@@ -55,16 +44,16 @@ describe.each(['Entity', 'List', 'Type', 'None'] as const)('mutationPolicy %s', 
     }[policy];
     expect(after).toEqual(expected);
     if (policy !== 'None') {
-      const fresh = await postGraphQL(stack.url, { query: TODO_1 });
+      const fresh = await postGraphQL(stack().url, { query: TODO_1 });
       expect(fresh.json?.data).toEqual({ todo: { id: '1', title: 'Renamed' } });
     }
   });
 
   it('after adding a todo', async () => {
-    await warm(stack, [LIST, TODO_1, USERS, OPEN_TODOS, DONE_TODOS]);
-    const add = await postGraphQL(stack.url, { query: 'mutation { addTodo(title: "New") { title done } }' });
+    await warm(stack(), [LIST, TODO_1, USERS, OPEN_TODOS, DONE_TODOS]);
+    const add = await postGraphQL(stack().url, { query: 'mutation { addTodo(title: "New") { title done } }' });
     expect(add.text).toBe('{"data":{"addTodo":{"title":"New","done":false}}}');
-    const after = await cacheStatuses(stack, [LIST, TODO_1, USERS, OPEN_TODOS, DONE_TODOS]);
+    const after = await cacheStatuses(stack(), [LIST, TODO_1, USERS, OPEN_TODOS, DONE_TODOS]);
     const expected = {
       // docs/graphql-caching.md, Invalidation: an added item does not touch list queries under Entity.
       Entity: ['HIT', 'HIT', 'HIT', 'HIT', 'HIT'],
@@ -75,16 +64,16 @@ describe.each(['Entity', 'List', 'Type', 'None'] as const)('mutationPolicy %s', 
     }[policy];
     expect(after).toEqual(expected);
     if (policy === 'List') {
-      const open = await postGraphQL(stack.url, { query: OPEN_TODOS });
+      const open = await postGraphQL(stack().url, { query: OPEN_TODOS });
       expect(open.text).toBe('{"data":{"todos":[{"id":"1","title":"Buy milk"},{"id":"3","title":"Walk the dog"},{"id":"4","title":"New"}]}}');
     }
   });
 
   it('after finishing todo 1', async () => {
-    await warm(stack, [OPEN_TODOS, DONE_TODOS, TODO_2]);
-    const finish = await postGraphQL(stack.url, { query: 'mutation { updateTodo(id: "1", done: true) { id } }' });
+    await warm(stack(), [OPEN_TODOS, DONE_TODOS, TODO_2]);
+    const finish = await postGraphQL(stack().url, { query: 'mutation { updateTodo(id: "1", done: true) { id } }' });
     expect(finish.text).toBe('{"data":{"updateTodo":{"id":"1"}}}');
-    const after = await cacheStatuses(stack, [OPEN_TODOS, DONE_TODOS, TODO_2]);
+    const after = await cacheStatuses(stack(), [OPEN_TODOS, DONE_TODOS, TODO_2]);
     const expected = {
       // The open list holds Todo:1; the done list does not yet, so only List and Type reach it.
       Entity: ['MISS', 'HIT', 'HIT'],
@@ -97,59 +86,37 @@ describe.each(['Entity', 'List', 'Type', 'None'] as const)('mutationPolicy %s', 
 });
 
 describe('a mutation sent to a variant of the endpoint path', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack({ mutationPolicy: 'Entity' });
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
-  beforeEach(async () => {
-    stack.origin.reset();
-    await stack.sidecar.store.invalidateAll();
-  });
+  const stack = useStack({ mutationPolicy: 'Entity' });
 
   // The demo origin routes as Express does by default: `/graphql/` and `/GraphQL` run its GraphQL handler.
   it.each(['/graphql/', '/GraphQL'])('invalidates the types its root fields return when sent to %s, unread', async (variant) => {
-    await warm(stack, [LIST, TODO_1, USERS]);
-    const url = stack.url.replace(/\/graphql$/, variant);
+    await warm(stack(), [LIST, TODO_1, USERS]);
+    const url = stack().url.replace(/\/graphql$/, variant);
     const update = await postGraphQL(url, { query: 'mutation { updateTodo(id: "1", title: "Renamed") { title } }' });
     expect([update.headers['svc-cache'], update.text]).toEqual(['PASS', '{"data":{"updateTodo":{"title":"Renamed"}}}']);
-    expect(await cacheStatuses(stack, [LIST, TODO_1, USERS])).toEqual(['MISS', 'MISS', 'HIT']);
-    expect((await postGraphQL(stack.url, { query: TODO_1 })).json?.data).toEqual({ todo: { id: '1', title: 'Renamed' } });
+    expect(await cacheStatuses(stack(), [LIST, TODO_1, USERS])).toEqual(['MISS', 'MISS', 'HIT']);
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).json?.data).toEqual({ todo: { id: '1', title: 'Renamed' } });
   });
 
   it('leaves the cache alone for a query sent there, which it does not cache either', async () => {
-    await warm(stack, [LIST, USERS]);
-    const url = stack.url.replace(/\/graphql$/, '/graphql/');
+    await warm(stack(), [LIST, USERS]);
+    const url = stack().url.replace(/\/graphql$/, '/graphql/');
     const first = await postGraphQL(url, { query: LIST });
     const second = await postGraphQL(url, { query: LIST });
     expect([first.headers['svc-cache'], second.headers['svc-cache'], second.text]).toEqual(['PASS', 'PASS', first.text]);
-    expect(await cacheStatuses(stack, [LIST, USERS])).toEqual(['HIT', 'HIT']);
+    expect(await cacheStatuses(stack(), [LIST, USERS])).toEqual(['HIT', 'HIT']);
   });
 });
 
 describe('entities keyed by another field, and fields svc-cache adds', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack({ keyFields: { defaults: ['id'], types: { Product: ['sku'] } } });
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
-  beforeEach(async () => {
-    stack.origin.reset();
-    await stack.sidecar.store.invalidateAll();
-  });
+  const stack = useStack({ keyFields: { defaults: ['id'], types: { Product: ['sku'] } } });
 
   it('invalidates a Product by its sku', async () => {
     const PRODUCT_2 = '{ product(sku: "sku-2") { name } }';
-    await warm(stack, [PRODUCT_1, PRODUCT_2]);
-    await postGraphQL(stack.url, { query: 'mutation { updateProduct(sku: "sku-1", price: 9.5) { price } }' });
-    expect(await cacheStatuses(stack, [PRODUCT_1, PRODUCT_2])).toEqual(['MISS', 'HIT']);
-    expect((await postGraphQL(stack.url, { query: PRODUCT_1 })).json?.data).toEqual({
+    await warm(stack(), [PRODUCT_1, PRODUCT_2]);
+    await postGraphQL(stack().url, { query: 'mutation { updateProduct(sku: "sku-1", price: 9.5) { price } }' });
+    expect(await cacheStatuses(stack(), [PRODUCT_1, PRODUCT_2])).toEqual(['MISS', 'HIT']);
+    expect((await postGraphQL(stack().url, { query: PRODUCT_1 })).json?.data).toEqual({
       product: { name: expect.any(String), price: 9.5 },
     });
   });
@@ -163,21 +130,21 @@ describe('entities keyed by another field, and fields svc-cache adds', () => {
       ['{ products { name } }', '{"data":{"products":[{"name":"Coffee beans"},{"name":"Green tea"}]}}'],
     ];
     for (const [query, body] of cases) {
-      const direct = await postGraphQL(stack.origin.url, { query });
-      const miss = await postGraphQL(stack.url, { query });
-      const hit = await postGraphQL(stack.url, { query });
+      const direct = await postGraphQL(stack().origin.url, { query });
+      const miss = await postGraphQL(stack().url, { query });
+      const hit = await postGraphQL(stack().url, { query });
       expect(direct.text, query).toBe(body);
       expect([miss.headers['svc-cache'], miss.text], query).toEqual(['MISS', body]);
       expect([hit.headers['svc-cache'], hit.text], query).toEqual(['HIT', body]);
       expect(miss.headers['content-length'], query).toBe(String(Buffer.byteLength(body)));
     }
     // What the origin got through svc-cache for the first query: the key field added under an alias.
-    const forwarded = stack.origin.requests.find((r) => r.headers['x-forwarded-proto'] && r.body.includes('todos'));
+    const forwarded = stack().origin.requests.find((r) => r.headers['x-forwarded-proto'] && r.body.includes('todos'));
     expect(JSON.parse(forwarded!.body)).toEqual({ query: '{\n  todos {\n    title\n    _svc_id: id\n  }\n}' });
   });
 
   it('strips added fields from a mutation answer too', async () => {
-    const update = await postGraphQL(stack.url, { query: 'mutation { updateTodo(id: "3", done: true) { done } }' });
+    const update = await postGraphQL(stack().url, { query: 'mutation { updateTodo(id: "3", done: true) { done } }' });
     expect(update.text).toBe('{"data":{"updateTodo":{"done":true}}}');
   });
 });

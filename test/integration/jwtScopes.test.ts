@@ -108,11 +108,11 @@ describe.each(['memory', 'redis'] as const)('JWT-claim scopes through the gatewa
   it("reads the token only from the Bearer scheme: a user's token without it gets none of their answers", async () => {
     // Origins that extract bearer tokens answer `Authorization: <jwt>` with a 401.
     const token = await user('alice');
-    const stored = await postGraphQL(stack.url, { query: TIME }, bearer(token));
+    const stored = await postGraphQL(stack().url, { query: TIME }, bearer(token));
     const results = [
-      await postGraphQL(stack.url, { query: TIME }, { authorization: token, ...DEBUG }),
-      await postGraphQL(stack.url, { query: TIME }, { authorization: `Token ${token}`, ...DEBUG }),
-      await postGraphQL(stack.url, { query: TIME }, { authorization: `BEARER   ${token}`, ...DEBUG }),
+      await postGraphQL(stack().url, { query: TIME }, { authorization: token, ...DEBUG }),
+      await postGraphQL(stack().url, { query: TIME }, { authorization: `Token ${token}`, ...DEBUG }),
+      await postGraphQL(stack().url, { query: TIME }, { authorization: `BEARER   ${token}`, ...DEBUG }),
     ];
     expect([stored, ...results].map(outcome)).toEqual([
       ['MISS', undefined],
@@ -121,7 +121,7 @@ describe.each(['memory', 'redis'] as const)('JWT-claim scopes through the gatewa
       ['HIT', undefined],
     ]);
     expect(results.map((result) => result.text === stored.text)).toEqual([false, false, true]);
-    expect(stack.origin.requestCount()).toBe(3);
+    expect(stack().origin.requestCount()).toBe(3);
   });
 
   it('serves a request without a token from the scope absent bucket, apart from every user', async () => {

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { RequestSummary } from '../../src/engine/engine.js';
 import { postGraphQL, startDemoOrigin, type DemoOrigin, type GraphQLHttpResult } from '../support/origin.js';
-import { startStack, type Stack } from '../support/stack.js';
+import { startStack, type Stack, useStack } from '../support/stack.js';
 
 /**
  * What RFC 9111 lets a shared cache store and for how long, the origin's `Vary`, and streamed
@@ -18,26 +18,18 @@ function statuses(results: readonly GraphQLHttpResult<unknown>[]): Array<string 
 }
 
 describe("the origin's freshness and Vary", () => {
-  let stack: Stack;
   const summaries: RequestSummary[] = [];
 
-  beforeAll(async () => {
-    stack = await startStack(
-      { scopes: { tenant: 'header:x-tenant' }, rules: [{ types: ['Query'], maxAge: 60 }, { types: { Query: ['me'] }, maxAge: 60, scope: 'tenant' }] },
-      { onRequestCompleted: (summary) => summaries.push(summary) },
-    );
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
+  const stack = useStack(
+    { scopes: { tenant: 'header:x-tenant' }, rules: [{ types: ['Query'], maxAge: 60 }, { types: { Query: ['me'] }, maxAge: 60, scope: 'tenant' }] },
+    { onRequestCompleted: (summary) => summaries.push(summary) },
+  );
   beforeEach(async () => {
-    stack.origin.reset();
-    await stack.sidecar.store.invalidateAll();
     summaries.length = 0;
   });
 
   async function twice(query: string, headers: Record<string, string> = {}): Promise<GraphQLHttpResult<unknown>[]> {
-    return [await postGraphQL(stack.url, { query }, headers), await postGraphQL(stack.url, { query }, headers)];
+    return [await postGraphQL(stack().url, { query }, headers), await postGraphQL(stack().url, { query }, headers)];
   }
 
   /** The pass reasons of the requests so far, once their streams have ended. */
@@ -57,12 +49,12 @@ describe("the origin's freshness and Vary", () => {
     ['Vary: Content-Type', { vary: 'Content-Type' }, 'origin-vary'],
     ['Vary: Content-Length', { vary: 'Content-Length' }, 'origin-vary'],
   ])('passes an answer with %s, as the origin sent it', async (_name, headers, reason) => {
-    stack.origin.setBehaviour({ headers });
+    stack().origin.setBehaviour({ headers });
     const results = await twice(TODO);
     expect(statuses(results)).toEqual(['PASS', 'PASS']);
     expect(results.map((result) => result.text)).toEqual([TODO_BODY, TODO_BODY]);
     expect(await passReasons(2)).toEqual([reason, reason]);
-    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack().origin.requestCount()).toBe(2);
   });
 
   it.each([
@@ -71,15 +63,15 @@ describe("the origin's freshness and Vary", () => {
     ['Pragma: no-cache beside a Cache-Control', { pragma: 'no-cache', 'cache-control': 'max-age=60' }],
     ['Vary: Accept, Accept-Encoding', { vary: 'Accept, Accept-Encoding' }],
   ])('stores an answer with %s', async (_name, headers) => {
-    stack.origin.setBehaviour({ headers });
+    stack().origin.setBehaviour({ headers });
     const results = await twice(TODO);
     expect(statuses(results)).toEqual(['MISS', 'HIT']);
     expect(results.map((result) => result.text)).toEqual([TODO_BODY, TODO_BODY]);
-    expect(stack.origin.requestCount()).toBe(1);
+    expect(stack().origin.requestCount()).toBe(1);
   });
 
   it("counts an upstream cache's Age into a HIT's age, as into its freshness", async () => {
-    stack.origin.setBehaviour({ headers: { 'cache-control': 'public, max-age=60', age: '50' } });
+    stack().origin.setBehaviour({ headers: { 'cache-control': 'public, max-age=60', age: '50' } });
     const results = await twice(TODO);
     expect(statuses(results)).toEqual(['MISS', 'HIT']);
     expect(results.map((result) => result.headers.age)).toEqual(['50', expect.stringMatching(/^5[01]$/)]);
@@ -95,7 +87,7 @@ describe("the origin's freshness and Vary", () => {
       'set-cookie2': 'old=1',
       'x-kept': 'yes',
     };
-    stack.origin.setBehaviour({ headers: perUser });
+    stack().origin.setBehaviour({ headers: perUser });
     const [miss, hit] = await twice(TODO);
     expect(statuses([miss!, hit!])).toEqual(['MISS', 'HIT']);
     for (const [name, value] of Object.entries(perUser)) expect(miss!.headers[name]).toBe(value);
@@ -104,23 +96,23 @@ describe("the origin's freshness and Vary", () => {
 
   it('stores an answer under no-transform as the origin sent it, never compressed', async () => {
     const query = `{ ${['a', 'b', 'c', 'd'].map((alias) => `${alias}: todos { id title done }`).join(' ')} }`;
-    stack.origin.setBehaviour({ headers: { 'cache-control': 'public, max-age=60, no-transform' } });
+    stack().origin.setBehaviour({ headers: { 'cache-control': 'public, max-age=60, no-transform' } });
     const gzipClient = { 'accept-encoding': 'gzip' };
-    const [miss, hit] = [await postGraphQL(stack.url, { query }, gzipClient), await postGraphQL(stack.url, { query }, gzipClient)];
+    const [miss, hit] = [await postGraphQL(stack().url, { query }, gzipClient), await postGraphQL(stack().url, { query }, gzipClient)];
     expect(statuses([miss!, hit!])).toEqual(['MISS', 'HIT']);
     expect(miss!.text.length).toBeGreaterThan(256);
     expect([hit!.headers['content-encoding'], hit!.headers.vary, hit!.text]).toEqual([undefined, undefined, miss!.text]);
   });
 
   it("stores an answer that varies on a scope's header, which the key holds whole", async () => {
-    stack.origin.setBehaviour({ headers: { vary: 'X-Tenant' } });
+    stack().origin.setBehaviour({ headers: { vary: 'X-Tenant' } });
     const results = await twice('{ me { id } }', { 'x-tenant': 'acme' });
     expect(statuses(results)).toEqual(['MISS', 'HIT']);
   });
 
   it('streams an event-stream answer through, unread and unstored', async () => {
     const body = 'event: next\ndata: {"data":{"todo":{"id":"1"}}}\n\nevent: complete\ndata:\n\n';
-    stack.origin.setBehaviour({ forcedResponse: { status: 200, headers: { 'content-type': 'text/event-stream' }, body } });
+    stack().origin.setBehaviour({ forcedResponse: { status: 200, headers: { 'content-type': 'text/event-stream' }, body } });
     const results = await twice(TODO);
     expect(statuses(results)).toEqual(['PASS', 'PASS']);
     expect(results.map((result) => [result.status, result.headers['content-type'], result.text])).toEqual([

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { postGraphQL } from '../support/origin.js';
 import { startReplicasSharingRedis, type Replicas } from '../support/replicas.js';
-import { startStack, type ConfigInput, type Stack } from '../support/stack.js';
+import { type ConfigInput, type Stack, useStack } from '../support/stack.js';
 import type { GraphQLRequestParams } from '../support/origin.js';
 import { postGraphQLRaw } from '../support/rawHttp.js';
 
@@ -45,19 +45,12 @@ const purge = (stack: Stack, mutation: string, token: string | null = TOKEN) =>
   postGraphQL(stack.url, { query: mutation }, token === null ? {} : { 'svc-purge-token': token });
 
 describe('purge mutations', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack(PURGE_CONFIG);
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
+  const stack = useStack(PURGE_CONFIG, { freshEachTest: false });
   beforeEach(async () => {
-    await stack.sidecar.store.invalidateAll();
-    await statuses(stack);
-    expect(Object.values(await statuses(stack))).toEqual(ALL.map(() => 'HIT'));
-    stack.origin.reset();
+    await stack().sidecar.store.invalidateAll();
+    await statuses(stack());
+    expect(Object.values(await statuses(stack()))).toEqual(ALL.map(() => 'HIT'));
+    stack().origin.reset();
   });
 
   it.each<[string, string, Name[]]>([
@@ -74,23 +67,23 @@ describe('purge mutations', () => {
     ['_purgeType(type)', 'mutation { _purgeType(type: "User") }', ['users', 'named']],
     ['_purgeType(keyFields)', 'mutation { _purgeType(type: "Todo", keyFields: [{ name: "id", value: "2" }]) }', ['list', 'todo2']],
   ])('%s clears exactly its entries and answers true', async (field, mutation, misses) => {
-    const response = await purge(stack, mutation);
+    const response = await purge(stack(), mutation);
     expect(response.status).toBe(200);
     const name = mutation.match(/\{ (\w+)/)![1]!;
     expect(response.text).toBe(`{"data":{"${name}":true}}`);
     expect(response.headers['svc-cache'], field).toBe('PASS');
-    expect(stack.origin.requestCount(), 'a purge is never forwarded').toBe(0);
-    expectMisses(await statuses(stack), misses);
+    expect(stack().origin.requestCount(), 'a purge is never forwarded').toBe(0);
+    expectMisses(await statuses(stack()), misses);
   });
 
   it('runs a purge sent with an empty operationName, which names no operation here', async () => {
-    const response = await postGraphQL(stack.url, { query: 'mutation { _purgeAll }', operationName: '' }, { 'svc-purge-token': TOKEN });
+    const response = await postGraphQL(stack().url, { query: 'mutation { _purgeAll }', operationName: '' }, { 'svc-purge-token': TOKEN });
     expect([response.status, response.json]).toEqual([200, { data: { _purgeAll: true } }]);
   });
 
   it('refuses a purge without a token or with a wrong one, and purges nothing', async () => {
     for (const token of [null, 'wrong-token', `${TOKEN}x`, '']) {
-      const response = await purge(stack, 'mutation { _purgeAll }', token);
+      const response = await purge(stack(), 'mutation { _purgeAll }', token);
       expect(response.status, String(token)).toBe(401);
       expect(response.json).toEqual({
         errors: [
@@ -98,35 +91,35 @@ describe('purge mutations', () => {
         ],
       });
     }
-    expect(stack.origin.requestCount()).toBe(0);
-    expectMisses(await statuses(stack), []);
+    expect(stack().origin.requestCount()).toBe(0);
+    expectMisses(await statuses(stack()), []);
   });
 
   it('answers a malformed purge with a GraphQL validation error and purges nothing', async () => {
-    const response = await purge(stack, 'mutation { purgeProduct(id: "1") }');
+    const response = await purge(stack(), 'mutation { purgeProduct(id: "1") }');
     expect(response.status).toBe(200);
     expect(response.json?.errors?.map((e) => e.message)).toEqual([
       'Unknown argument "id" on field "Mutation.purgeProduct".',
     ]);
-    expectMisses(await statuses(stack), []);
+    expectMisses(await statuses(stack()), []);
   });
 
   it('introspects the purge schema with the token', async () => {
     const response = await postGraphQL(
-      stack.url,
+      stack().url,
       { query: '{ __schema { mutationType { fields { name } } } }' },
       { 'svc-purge-token': TOKEN },
     );
     const fields = (response.json?.data as { __schema: { mutationType: { fields: Array<{ name: string }> } } }).__schema
       .mutationType.fields.map((f) => f.name);
     expect(fields).toEqual(expect.arrayContaining(['_purgeAll', '_purgeTodo', 'purgeTodo', 'purgeProduct', '_purgeQuery', '_purgeOperationName']));
-    expect(stack.origin.requestCount()).toBe(0);
+    expect(stack().origin.requestCount()).toBe(0);
   });
 
   it('never forwards the purge token to the origin', async () => {
-    await postGraphQL(stack.url, { query: '{ todos { done } }' }, { 'svc-purge-token': TOKEN });
-    expect(stack.origin.requests).toHaveLength(1);
-    expect(stack.origin.requests[0]!.headers['svc-purge-token']).toBeUndefined();
+    await postGraphQL(stack().url, { query: '{ todos { done } }' }, { 'svc-purge-token': TOKEN });
+    expect(stack().origin.requests).toHaveLength(1);
+    expect(stack().origin.requests[0]!.headers['svc-purge-token']).toBeUndefined();
   });
 });
 

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { postGraphQL, type GraphQLHttpResult } from '../support/origin.js';
 import { postGraphQLRaw } from '../support/rawHttp.js';
-import { startStack, type ConfigInput, type Stack } from '../support/stack.js';
+import { startStack, type ConfigInput, useStack } from '../support/stack.js';
 
 /**
  * Scope buckets end to end (client -> gateway -> real ext_proc gRPC -> sidecar -> demo origin): which
@@ -52,38 +52,27 @@ function bodies(results: readonly GraphQLHttpResult<unknown>[]): string[] {
 }
 
 describe('scope buckets through the gateway', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack(SCOPED_CONFIG);
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
-  beforeEach(async () => {
-    stack.origin.reset();
-    await stack.sidecar.store.invalidateAll();
-  });
+  const stack = useStack(SCOPED_CONFIG);
 
   it('gives two Authorization values separate MISS/HIT sequences, each with its own data only', async () => {
     const alice = { authorization: 'Bearer alice' };
     const bob = { authorization: 'Bearer bob' };
     const results = [
-      await postGraphQL(stack.url, { query: ME }, alice),
-      await postGraphQL(stack.url, { query: ME }, bob),
-      await postGraphQL(stack.url, { query: ME }, alice),
-      await postGraphQL(stack.url, { query: ME }, bob),
+      await postGraphQL(stack().url, { query: ME }, alice),
+      await postGraphQL(stack().url, { query: ME }, bob),
+      await postGraphQL(stack().url, { query: ME }, alice),
+      await postGraphQL(stack().url, { query: ME }, bob),
     ];
     expect(statuses(results)).toEqual(['MISS', 'MISS', 'HIT', 'HIT']);
     expect(bodies(results)).toEqual([ALICE, BOB, ALICE, BOB]);
     expect(results.map((result) => result.status)).toEqual([200, 200, 200, 200]);
-    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack().origin.requestCount()).toBe(2);
   });
 
   it('labels scoped answers private and varying on the scope header, MISS and HIT alike; HITs carry age', async () => {
     const alice = { authorization: 'Bearer alice' };
-    const miss = await postGraphQL(stack.url, { query: ME }, alice);
-    const hit = await postGraphQL(stack.url, { query: ME }, alice);
+    const miss = await postGraphQL(stack().url, { query: ME }, alice);
+    const hit = await postGraphQL(stack().url, { query: ME }, alice);
     expect(miss.headers['cache-control']).toBe('private, no-cache');
     expect(miss.headers['vary']).toBe('authorization');
     expect(miss.headers['age']).toBeUndefined();
@@ -96,9 +85,9 @@ describe('scope buckets through the gateway', () => {
   });
 
   it('replaces the origin cache-control of a scoped answer and adds the scope header to the origin vary', async () => {
-    stack.origin.setBehaviour({ headers: { 'cache-control': 'public, max-age=60', vary: 'Accept' } });
-    const miss = await postGraphQL(stack.url, { query: ME }, { authorization: 'Bearer alice' });
-    const hit = await postGraphQL(stack.url, { query: ME }, { authorization: 'Bearer alice' });
+    stack().origin.setBehaviour({ headers: { 'cache-control': 'public, max-age=60', vary: 'Accept' } });
+    const miss = await postGraphQL(stack().url, { query: ME }, { authorization: 'Bearer alice' });
+    const hit = await postGraphQL(stack().url, { query: ME }, { authorization: 'Bearer alice' });
     expect(statuses([miss, hit])).toEqual(['MISS', 'HIT']);
     expect([miss.headers['cache-control'], hit.headers['cache-control']]).toEqual(['private, no-cache', 'private, no-cache']);
     expect([miss.headers['vary'], hit.headers['vary']]).toEqual(['Accept, authorization', 'Accept, authorization']);
@@ -106,10 +95,10 @@ describe('scope buckets through the gateway', () => {
   });
 
   it('names every header of a combined scope in vary, and cookie for a cookie scope', async () => {
-    const team = await postGraphQL(stack.url, { query: USERS }, { 'x-team': 'red', cookie: 'team=1' });
-    const teamHit = await postGraphQL(stack.url, { query: USERS }, { 'x-team': 'red', cookie: 'team=1' });
-    const session = await postGraphQL(stack.url, { query: TIME }, { cookie: 'session=s1' });
-    const sessionHit = await postGraphQL(stack.url, { query: TIME }, { cookie: 'session=s1' });
+    const team = await postGraphQL(stack().url, { query: USERS }, { 'x-team': 'red', cookie: 'team=1' });
+    const teamHit = await postGraphQL(stack().url, { query: USERS }, { 'x-team': 'red', cookie: 'team=1' });
+    const session = await postGraphQL(stack().url, { query: TIME }, { cookie: 'session=s1' });
+    const sessionHit = await postGraphQL(stack().url, { query: TIME }, { cookie: 'session=s1' });
     expect(statuses([team, teamHit, session, sessionHit])).toEqual(['MISS', 'HIT', 'MISS', 'HIT']);
     expect([team.headers['vary'], teamHit.headers['vary']]).toEqual(['cookie, x-team', 'cookie, x-team']);
     expect([session.headers['vary'], sessionHit.headers['vary']]).toEqual(['cookie', 'cookie']);
@@ -119,91 +108,91 @@ describe('scope buckets through the gateway', () => {
 
   it('puts requests without the key in one shared bucket, apart from every keyed one', async () => {
     const results = [
-      await postGraphQL(stack.url, { query: ME }),
-      await postGraphQL(stack.url, { query: ME }),
-      await postGraphQL(stack.url, { query: ME }, { authorization: 'Bearer alice' }),
-      await postGraphQL(stack.url, { query: ME }),
+      await postGraphQL(stack().url, { query: ME }),
+      await postGraphQL(stack().url, { query: ME }),
+      await postGraphQL(stack().url, { query: ME }, { authorization: 'Bearer alice' }),
+      await postGraphQL(stack().url, { query: ME }),
     ];
     expect(statuses(results)).toEqual(['MISS', 'HIT', 'MISS', 'HIT']);
     expect(bodies(results)).toEqual([NOBODY, NOBODY, ALICE, NOBODY]);
-    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack().origin.requestCount()).toBe(2);
   });
 
   it('passes a request in the bucket of no value that carries credentials its scope does not read', async () => {
     // The origin may know the user by them (a session cookie beside an Authorization scope), and the
     // bucket of no value is shared by everyone without the scope's own values.
     const results = [
-      await postGraphQL(stack.url, { query: ME }),
-      await postGraphQL(stack.url, { query: ME }, { cookie: 'sid=alice' }),
-      await postGraphQL(stack.url, { query: ME }, { cookie: 'sid=bob' }),
-      await postGraphQL(stack.url, { query: ME }, { authorization: 'Bearer alice', cookie: 'sid=alice' }),
-      await postGraphQL(stack.url, { query: ME }, { authorization: 'Bearer alice', cookie: 'sid=alice' }),
-      await postGraphQL(stack.url, { query: TIME }, { authorization: 'Bearer alice' }),
-      await postGraphQL(stack.url, { query: TIME }, { authorization: 'Bearer alice' }),
-      await postGraphQL(stack.url, { query: TIME }, { authorization: 'Bearer alice', cookie: 'session=s1' }),
-      await postGraphQL(stack.url, { query: TIME }, { cookie: 'theme=dark' }),
+      await postGraphQL(stack().url, { query: ME }),
+      await postGraphQL(stack().url, { query: ME }, { cookie: 'sid=alice' }),
+      await postGraphQL(stack().url, { query: ME }, { cookie: 'sid=bob' }),
+      await postGraphQL(stack().url, { query: ME }, { authorization: 'Bearer alice', cookie: 'sid=alice' }),
+      await postGraphQL(stack().url, { query: ME }, { authorization: 'Bearer alice', cookie: 'sid=alice' }),
+      await postGraphQL(stack().url, { query: TIME }, { authorization: 'Bearer alice' }),
+      await postGraphQL(stack().url, { query: TIME }, { authorization: 'Bearer alice' }),
+      await postGraphQL(stack().url, { query: TIME }, { authorization: 'Bearer alice', cookie: 'session=s1' }),
+      await postGraphQL(stack().url, { query: TIME }, { cookie: 'theme=dark' }),
     ];
     expect(statuses(results)).toEqual(['MISS', 'PASS', 'PASS', 'MISS', 'HIT', 'PASS', 'PASS', 'MISS', 'MISS']);
     expect(bodies(results.slice(0, 5))).toEqual([NOBODY, NOBODY, NOBODY, ALICE, ALICE]);
-    expect(stack.origin.requestCount()).toBe(8);
+    expect(stack().origin.requestCount()).toBe(8);
   });
 
   it('tells a header sent empty from a header not sent', async () => {
     const results = [
-      await postGraphQLRaw(stack.url, { query: ME }, []),
-      await postGraphQLRaw(stack.url, { query: ME }, [['authorization', '']]),
-      await postGraphQLRaw(stack.url, { query: ME }, []),
-      await postGraphQLRaw(stack.url, { query: ME }, [['authorization', '']]),
+      await postGraphQLRaw(stack().url, { query: ME }, []),
+      await postGraphQLRaw(stack().url, { query: ME }, [['authorization', '']]),
+      await postGraphQLRaw(stack().url, { query: ME }, []),
+      await postGraphQLRaw(stack().url, { query: ME }, [['authorization', '']]),
     ];
     expect(statuses(results)).toEqual(['MISS', 'MISS', 'HIT', 'HIT']);
     expect(bodies(results)).toEqual([NOBODY, NOBODY, NOBODY, NOBODY]);
-    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack().origin.requestCount()).toBe(2);
   });
 
   it('tells a cookie sent empty from a cookie not sent', async () => {
-    const absent = await postGraphQL(stack.url, { query: TIME }, { cookie: 'theme=dark' });
-    const empty = await postGraphQL(stack.url, { query: TIME }, { cookie: 'theme=dark; session=' });
-    const absentAgain = await postGraphQL(stack.url, { query: TIME });
-    const emptyAgain = await postGraphQL(stack.url, { query: TIME }, { cookie: 'session=' });
+    const absent = await postGraphQL(stack().url, { query: TIME }, { cookie: 'theme=dark' });
+    const empty = await postGraphQL(stack().url, { query: TIME }, { cookie: 'theme=dark; session=' });
+    const absentAgain = await postGraphQL(stack().url, { query: TIME });
+    const emptyAgain = await postGraphQL(stack().url, { query: TIME }, { cookie: 'session=' });
     expect(statuses([absent, empty, absentAgain, emptyAgain])).toEqual(['MISS', 'MISS', 'HIT', 'HIT']);
     expect(empty.text).not.toBe(absent.text);
     expect(bodies([absentAgain, emptyAgain])).toEqual([absent.text, empty.text]);
-    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack().origin.requestCount()).toBe(2);
   });
 
   it('keys a header sent twice on both values in order, never on the first alone', async () => {
     const aliceThenBob = [['authorization', 'Bearer alice'], ['authorization', 'Bearer bob']] as const;
     const bobThenAlice = [['authorization', 'Bearer bob'], ['authorization', 'Bearer alice']] as const;
     const results = [
-      await postGraphQLRaw(stack.url, { query: ME }, aliceThenBob),
-      await postGraphQLRaw(stack.url, { query: ME }, aliceThenBob),
-      await postGraphQLRaw(stack.url, { query: ME }, bobThenAlice),
-      await postGraphQLRaw(stack.url, { query: ME }, [['authorization', 'Bearer alice']]),
-      await postGraphQLRaw(stack.url, { query: ME }, bobThenAlice),
+      await postGraphQLRaw(stack().url, { query: ME }, aliceThenBob),
+      await postGraphQLRaw(stack().url, { query: ME }, aliceThenBob),
+      await postGraphQLRaw(stack().url, { query: ME }, bobThenAlice),
+      await postGraphQLRaw(stack().url, { query: ME }, [['authorization', 'Bearer alice']]),
+      await postGraphQLRaw(stack().url, { query: ME }, bobThenAlice),
     ];
     expect(statuses(results)).toEqual(['MISS', 'HIT', 'MISS', 'MISS', 'HIT']);
     // Node's HTTP server, like most, reads the first of repeated Authorization lines.
     expect(bodies(results)).toEqual([ALICE, ALICE, BOB, ALICE, BOB]);
-    expect(stack.origin.requestCount()).toBe(3);
+    expect(stack().origin.requestCount()).toBe(3);
   });
 
   it('treats header names case-insensitively: Authorization, authorization and AUTHORIZATION share a bucket', async () => {
     const results = [
-      await postGraphQLRaw(stack.url, { query: ME }, [['Authorization', 'Bearer bob']]),
-      await postGraphQLRaw(stack.url, { query: ME }, [['authorization', 'Bearer bob']]),
-      await postGraphQLRaw(stack.url, { query: ME }, [['AUTHORIZATION', 'Bearer bob']]),
+      await postGraphQLRaw(stack().url, { query: ME }, [['Authorization', 'Bearer bob']]),
+      await postGraphQLRaw(stack().url, { query: ME }, [['authorization', 'Bearer bob']]),
+      await postGraphQLRaw(stack().url, { query: ME }, [['AUTHORIZATION', 'Bearer bob']]),
     ];
     expect(statuses(results)).toEqual(['MISS', 'HIT', 'HIT']);
     expect(bodies(results)).toEqual([BOB, BOB, BOB]);
-    expect(stack.origin.requestCount()).toBe(1);
+    expect(stack().origin.requestCount()).toBe(1);
   });
 
   it('keys a cookie scope on that cookie alone: other cookies are ignored, each session has its own bucket', async () => {
-    const s1 = await postGraphQL(stack.url, { query: TIME }, { cookie: 'session=s1' });
-    const s1WithOthers = await postGraphQL(stack.url, { query: TIME }, { cookie: 'theme=dark; session=s1; lang=en' });
-    const s2 = await postGraphQL(stack.url, { query: TIME }, { cookie: 'session=s2' });
-    const s2WithOthers = await postGraphQL(stack.url, { query: TIME }, { cookie: 'a=1; session=s2' });
-    const s1AgainOverTwoLines = await postGraphQLRaw(stack.url, { query: TIME }, [
+    const s1 = await postGraphQL(stack().url, { query: TIME }, { cookie: 'session=s1' });
+    const s1WithOthers = await postGraphQL(stack().url, { query: TIME }, { cookie: 'theme=dark; session=s1; lang=en' });
+    const s2 = await postGraphQL(stack().url, { query: TIME }, { cookie: 'session=s2' });
+    const s2WithOthers = await postGraphQL(stack().url, { query: TIME }, { cookie: 'a=1; session=s2' });
+    const s1AgainOverTwoLines = await postGraphQLRaw(stack().url, { query: TIME }, [
       ['cookie', 'theme=light'],
       ['cookie', 'session=s1'],
     ]);
@@ -217,82 +206,82 @@ describe('scope buckets through the gateway', () => {
     expect(s1.json?.data).toEqual({ time: expect.any(String) });
     expect(s2.text).not.toBe(s1.text);
     expect(bodies([s1WithOthers, s2WithOthers, s1AgainOverTwoLines])).toEqual([s1.text, s2.text, s1.text]);
-    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack().origin.requestCount()).toBe(2);
   });
 
   it('passes a request whose scope cookie repeats with values that differ, and caches identical repeats', async () => {
     // Which one the origin reads is its parser's choice (Django and Tornado keep the last), so no
     // bucket holds its answer: `session=s1; session=s2` must never be served or stored under s1.
-    const twoValues = await postGraphQL(stack.url, { query: TIME }, { cookie: 'session=s1; session=s2' });
-    const s1 = await postGraphQL(stack.url, { query: TIME }, { cookie: 'session=s1' });
-    const twoValuesAgain = await postGraphQL(stack.url, { query: TIME }, { cookie: 'session=s1; session=s2' });
+    const twoValues = await postGraphQL(stack().url, { query: TIME }, { cookie: 'session=s1; session=s2' });
+    const s1 = await postGraphQL(stack().url, { query: TIME }, { cookie: 'session=s1' });
+    const twoValuesAgain = await postGraphQL(stack().url, { query: TIME }, { cookie: 'session=s1; session=s2' });
     const lines: Array<[string, string]> = [['cookie', 'session=s1'], ['cookie', 'theme=dark; session=s2']];
-    const overTwoLines = await postGraphQLRaw(stack.url, { query: TIME }, lines);
-    const emptyThenValue = await postGraphQL(stack.url, { query: TIME }, { cookie: 'session=; session=s1' });
-    const identicalRepeat = await postGraphQL(stack.url, { query: TIME }, { cookie: 'session=s1; theme=dark; session=s1' });
+    const overTwoLines = await postGraphQLRaw(stack().url, { query: TIME }, lines);
+    const emptyThenValue = await postGraphQL(stack().url, { query: TIME }, { cookie: 'session=; session=s1' });
+    const identicalRepeat = await postGraphQL(stack().url, { query: TIME }, { cookie: 'session=s1; theme=dark; session=s1' });
     expect(statuses([twoValues, s1, twoValuesAgain, overTwoLines, emptyThenValue, identicalRepeat])).toEqual(['PASS', 'MISS', 'PASS', 'PASS', 'PASS', 'HIT']);
     expect(twoValues.status).toBe(200);
     expect(twoValuesAgain.text).not.toBe(s1.text);
     expect(identicalRepeat.text).toBe(s1.text);
-    expect(stack.origin.requestCount()).toBe(5);
-    expect(stack.origin.requests[0]!.headers['cookie']).toBe('session=s1; session=s2');
+    expect(stack().origin.requestCount()).toBe(5);
+    expect(stack().origin.requests[0]!.headers['cookie']).toBe('session=s1; session=s2');
   });
 
   it('reads cookie names case-sensitively: Session=s1 is not the session cookie and joins the keyless bucket', async () => {
-    const otherCase = await postGraphQL(stack.url, { query: TIME }, { cookie: 'Session=s1' });
-    const noCookie = await postGraphQL(stack.url, { query: TIME });
-    const otherCookiesOnly = await postGraphQL(stack.url, { query: TIME }, { cookie: 'theme=dark' });
-    const realSession = await postGraphQL(stack.url, { query: TIME }, { cookie: 'session=s1' });
+    const otherCase = await postGraphQL(stack().url, { query: TIME }, { cookie: 'Session=s1' });
+    const noCookie = await postGraphQL(stack().url, { query: TIME });
+    const otherCookiesOnly = await postGraphQL(stack().url, { query: TIME }, { cookie: 'theme=dark' });
+    const realSession = await postGraphQL(stack().url, { query: TIME }, { cookie: 'session=s1' });
     expect(statuses([otherCase, noCookie, otherCookiesOnly, realSession])).toEqual(['MISS', 'HIT', 'HIT', 'MISS']);
     expect(bodies([noCookie, otherCookiesOnly])).toEqual([otherCase.text, otherCase.text]);
     expect(realSession.text).not.toBe(otherCase.text);
-    expect(stack.origin.requestCount()).toBe(2);
+    expect(stack().origin.requestCount()).toBe(2);
   });
 
   it('finds the session cookie in a cookie header of many cookies', async () => {
     const others = Array.from({ length: 40 }, (_, index) => `c${index}=${'v'.repeat(index)}`);
     const crowded = [...others.slice(0, 25), 'session=s9', ...others.slice(25)].join('; ');
     const reordered = ['session=s9', ...others.reverse()].join('; ');
-    const first = await postGraphQL(stack.url, { query: TIME }, { cookie: crowded });
-    const alone = await postGraphQL(stack.url, { query: TIME }, { cookie: 'session=s9' });
-    const again = await postGraphQL(stack.url, { query: TIME }, { cookie: reordered });
+    const first = await postGraphQL(stack().url, { query: TIME }, { cookie: crowded });
+    const alone = await postGraphQL(stack().url, { query: TIME }, { cookie: 'session=s9' });
+    const again = await postGraphQL(stack().url, { query: TIME }, { cookie: reordered });
     expect(statuses([first, alone, again])).toEqual(['MISS', 'HIT', 'HIT']);
     expect(bodies([alone, again])).toEqual([first.text, first.text]);
-    expect(stack.origin.requestCount()).toBe(1);
+    expect(stack().origin.requestCount()).toBe(1);
   });
 
   it('keys a combined scope on the header and the cookie together', async () => {
     const results = [
-      await postGraphQL(stack.url, { query: USERS }, { 'x-team': 'red', cookie: 'team=1' }),
-      await postGraphQL(stack.url, { query: USERS }, { 'x-team': 'red', cookie: 'team=1' }),
-      await postGraphQL(stack.url, { query: USERS }, { 'x-team': 'red', cookie: 'team=2' }),
-      await postGraphQL(stack.url, { query: USERS }, { 'x-team': 'blue', cookie: 'team=1' }),
-      await postGraphQL(stack.url, { query: USERS }, { 'x-team': 'red' }),
-      await postGraphQL(stack.url, { query: USERS }, { 'x-team': 'blue', cookie: 'team=1' }),
+      await postGraphQL(stack().url, { query: USERS }, { 'x-team': 'red', cookie: 'team=1' }),
+      await postGraphQL(stack().url, { query: USERS }, { 'x-team': 'red', cookie: 'team=1' }),
+      await postGraphQL(stack().url, { query: USERS }, { 'x-team': 'red', cookie: 'team=2' }),
+      await postGraphQL(stack().url, { query: USERS }, { 'x-team': 'blue', cookie: 'team=1' }),
+      await postGraphQL(stack().url, { query: USERS }, { 'x-team': 'red' }),
+      await postGraphQL(stack().url, { query: USERS }, { 'x-team': 'blue', cookie: 'team=1' }),
     ];
     expect(statuses(results)).toEqual(['MISS', 'HIT', 'MISS', 'MISS', 'MISS', 'HIT']);
     expect(bodies(results)).toEqual(Array<string>(6).fill(USERS_BODY));
-    expect(stack.origin.requestCount()).toBe(4);
+    expect(stack().origin.requestCount()).toBe(4);
   });
 
   it('never serves or stores a PUBLIC answer for a request with Authorization or Cookie', async () => {
-    const anonymous = await postGraphQL(stack.url, { query: TODOS });
-    const withAuthorization = await postGraphQL(stack.url, { query: TODOS }, { authorization: 'Bearer alice' });
-    const withCookie = await postGraphQL(stack.url, { query: TODOS }, { cookie: 'theme=dark' });
-    const withEmptyAuthorization = await postGraphQLRaw(stack.url, { query: TODOS }, [['authorization', '']]);
-    const withAuthorizationAgain = await postGraphQL(stack.url, { query: TODOS }, { authorization: 'Bearer alice' });
-    const anonymousAgain = await postGraphQL(stack.url, { query: TODOS });
+    const anonymous = await postGraphQL(stack().url, { query: TODOS });
+    const withAuthorization = await postGraphQL(stack().url, { query: TODOS }, { authorization: 'Bearer alice' });
+    const withCookie = await postGraphQL(stack().url, { query: TODOS }, { cookie: 'theme=dark' });
+    const withEmptyAuthorization = await postGraphQLRaw(stack().url, { query: TODOS }, [['authorization', '']]);
+    const withAuthorizationAgain = await postGraphQL(stack().url, { query: TODOS }, { authorization: 'Bearer alice' });
+    const anonymousAgain = await postGraphQL(stack().url, { query: TODOS });
     const results = [anonymous, withAuthorization, withCookie, withEmptyAuthorization, withAuthorizationAgain, anonymousAgain];
     expect(statuses(results)).toEqual(['MISS', 'PASS', 'PASS', 'PASS', 'PASS', 'HIT']);
     expect(bodies(results)).toEqual(Array<string>(6).fill(TODOS_BODY));
-    expect(stack.origin.requestCount()).toBe(5);
+    expect(stack().origin.requestCount()).toBe(5);
   });
 
   it('caches a query whose rules give it a scope for credentialed requests in that scope, not in PUBLIC', async () => {
     const query = '{ me { name } todos { id } }';
-    const alice = await postGraphQL(stack.url, { query }, { authorization: 'Bearer alice' });
-    const aliceAgain = await postGraphQL(stack.url, { query }, { authorization: 'Bearer alice' });
-    const anonymous = await postGraphQL(stack.url, { query });
+    const alice = await postGraphQL(stack().url, { query }, { authorization: 'Bearer alice' });
+    const aliceAgain = await postGraphQL(stack().url, { query }, { authorization: 'Bearer alice' });
+    const anonymous = await postGraphQL(stack().url, { query });
     expect(statuses([alice, aliceAgain, anonymous])).toEqual(['MISS', 'HIT', 'MISS']);
     expect(aliceAgain.text).toBe('{"data":{"me":{"name":"Alice"},"todos":[{"id":"1"},{"id":"2"},{"id":"3"}]}}');
     expect(anonymous.text).toBe('{"data":{"me":null,"todos":[{"id":"1"},{"id":"2"},{"id":"3"}]}}');
@@ -300,9 +289,9 @@ describe('scope buckets through the gateway', () => {
   });
 
   it('ignores the request cache-control and headers not listed in bypassCacheHeaders', async () => {
-    const first = await postGraphQL(stack.url, { query: TODOS });
-    const noCache = await postGraphQL(stack.url, { query: TODOS }, { 'cache-control': 'no-cache', pragma: 'no-cache' });
-    const bypass = await postGraphQL(stack.url, { query: TODOS }, { 'x-cache-bypass': '1' });
+    const first = await postGraphQL(stack().url, { query: TODOS });
+    const noCache = await postGraphQL(stack().url, { query: TODOS }, { 'cache-control': 'no-cache', pragma: 'no-cache' });
+    const bypass = await postGraphQL(stack().url, { query: TODOS }, { 'x-cache-bypass': '1' });
     expect(statuses([first, noCache, bypass])).toEqual(['MISS', 'HIT', 'HIT']);
   });
 });

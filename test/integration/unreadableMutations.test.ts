@@ -1,8 +1,8 @@
 import { brotliCompressSync, gzipSync } from 'node:zlib';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { ForcedResponse } from '../support/origin.js';
 import { postGraphQL } from '../support/origin.js';
-import { startStack, type Stack } from '../support/stack.js';
+import { useStack } from '../support/stack.js';
 
 /**
  * A mutation whose answer svc-cache cannot read still invalidates, by the types its root fields
@@ -29,33 +29,25 @@ const UNREADABLE: Array<[string, ForcedResponse]> = [
 ];
 
 describe.each(['Entity', 'Type', 'None'] as const)('mutationPolicy %s: a mutation whose answer cannot be read', (policy) => {
-  let stack: Stack;
   const invalidations: unknown[] = [];
 
-  beforeAll(async () => {
-    stack = await startStack({ mutationPolicy: policy });
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
+  const stack = useStack({ mutationPolicy: policy });
   beforeEach(async () => {
-    stack.origin.reset();
-    await stack.sidecar.store.invalidateAll();
     invalidations.length = 0;
   });
 
   async function statuses(queries: string[]): Promise<Array<string | undefined>> {
     const found: Array<string | undefined> = [];
-    for (const query of queries) found.push((await postGraphQL(stack.url, { query })).headers['svc-cache']);
+    for (const query of queries) found.push((await postGraphQL(stack().url, { query })).headers['svc-cache']);
     return found;
   }
 
   it.each(UNREADABLE)('%s: invalidates every entry holding a type its root fields return, unless the policy is None', async (_name, answer) => {
     expect(await statuses([TODO_1, USERS])).toEqual(['MISS', 'MISS']);
-    stack.origin.setBehaviour({ forcedResponse: answer });
-    const mutation = await postGraphQL(stack.url, { query: UPDATE_TODO });
+    stack().origin.setBehaviour({ forcedResponse: answer });
+    const mutation = await postGraphQL(stack().url, { query: UPDATE_TODO });
     expect([mutation.headers['svc-cache'], mutation.text]).toEqual(['PASS', answer.body]);
-    stack.origin.setBehaviour({ forcedResponse: null });
+    stack().origin.setBehaviour({ forcedResponse: null });
     expect(await statuses([TODO_1, USERS])).toEqual([policy === 'None' ? 'HIT' : 'MISS', 'HIT']);
   });
 });
@@ -122,33 +114,22 @@ interface Sent {
 }
 
 describe('a request svc-cache cannot read that an origin may run as a mutation', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack({ mutationPolicy: 'Entity' });
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
-  beforeEach(async () => {
-    stack.origin.reset();
-    await stack.sidecar.store.invalidateAll();
-  });
+  const stack = useStack({ mutationPolicy: 'Entity' });
 
   async function send(body: Buffer, contentType: string, { headers = {}, search = '' }: Sent = {}): Promise<Response> {
-    return fetch(`${stack.url}${search}`, { method: 'POST', headers: { 'content-type': contentType, accept: 'application/json', ...headers }, body: new Uint8Array(body) });
+    return fetch(`${stack().url}${search}`, { method: 'POST', headers: { 'content-type': contentType, accept: 'application/json', ...headers }, body: new Uint8Array(body) });
   }
 
   it.each(UNREAD_REQUESTS)('%s: passes it as sent and invalidates the types its root fields return', async (_name, body, contentType, sent) => {
-    expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
-    expect((await postGraphQL(stack.url, { query: USERS })).headers['svc-cache']).toBe('MISS');
-    stack.origin.setBehaviour({ forcedResponse: { status: 200, headers: { 'content-type': 'application/json' }, body: '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}' } });
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    expect((await postGraphQL(stack().url, { query: USERS })).headers['svc-cache']).toBe('MISS');
+    stack().origin.setBehaviour({ forcedResponse: { status: 200, headers: { 'content-type': 'application/json' }, body: '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}' } });
     const mutation = await send(body, contentType, sent);
     expect([mutation.status, mutation.headers.get('svc-cache')]).toEqual([200, 'PASS']);
-    expect(stack.origin.requests.at(-1)?.body).toBe(body.toString());
-    stack.origin.setBehaviour({ forcedResponse: null });
-    expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
-    expect((await postGraphQL(stack.url, { query: USERS })).headers['svc-cache']).toBe('HIT');
+    expect(stack().origin.requests.at(-1)?.body).toBe(body.toString());
+    stack().origin.setBehaviour({ forcedResponse: null });
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    expect((await postGraphQL(stack().url, { query: USERS })).headers['svc-cache']).toBe('HIT');
   });
 
   it('refuses a reading that gives a parameter twice, as it refuses a readable request', async () => {
@@ -159,21 +140,21 @@ describe('a request svc-cache cannot read that an origin may run as a mutation',
     expect(form.status).toBe(400);
     const url = await send(Buffer.from('x'), 'text/plain', { search: `?query=${encodeURIComponent(UPDATE_TODO)}&query=${encodeURIComponent('{ todos { id } }')}` });
     expect(url.status).toBe(400);
-    expect(stack.origin.requestCount()).toBe(0);
+    expect(stack().origin.requestCount()).toBe(0);
   });
 
   it('invalidates for a mutation named by an empty operationName, which some origins run', async () => {
-    expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
-    const mutation = await postGraphQL(stack.url, { query: UPDATE_TODO, operationName: '' });
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    const mutation = await postGraphQL(stack().url, { query: UPDATE_TODO, operationName: '' });
     expect(mutation.headers['svc-cache']).toBe('PASS');
-    expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
   });
 
   it('leaves the cache alone when no reading finds a mutation', async () => {
-    expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
     const query = await send(Buffer.from(JSON.stringify({ query: TODO_1 })), 'text/plain');
     expect(query.headers.get('svc-cache')).toBe('PASS');
-    expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('HIT');
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('HIT');
   });
 
   it('refuses a reading over the query size limit, as it refuses a readable request', async () => {

@@ -12,7 +12,7 @@ import { MemoryStore } from '../../src/store/memory.js';
 import type { Lookup } from '../../src/store/index.js';
 import type { RequestSummary } from '../../src/engine/engine.js';
 import { demoSchemaSDL, startDemoOrigin } from '../support/origin.js';
-import { startStack, type Stack } from '../support/stack.js';
+import { startStack, type Stack, useStack } from '../support/stack.js';
 import { eventually, metricTypes, sampleValue, scrape } from './prometheusText.js';
 
 /** `/metrics` moving with real traffic: client -> development gateway -> sidecar -> demo origin. */
@@ -25,28 +25,21 @@ async function postGraphQL(url: string, body: unknown, headers: Record<string, s
 }
 
 describe('metrics with real traffic', () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await startStack({ purge: { tokens: [PURGE_TOKEN] } });
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
+  const stack = useStack({ purge: { tokens: [PURGE_TOKEN] } }, { freshEachTest: false });
 
   it('counts MISS, HIT and PASS, the bytes served from cache and the time spent per message', async () => {
-    const miss = await postGraphQL(stack.url, { query: TODOS_QUERY });
+    const miss = await postGraphQL(stack().url, { query: TODOS_QUERY });
     expect(miss.headers.get('svc-cache')).toBe('MISS');
     await miss.arrayBuffer();
-    const hit = await postGraphQL(stack.url, { query: TODOS_QUERY });
+    const hit = await postGraphQL(stack().url, { query: TODOS_QUERY });
     expect(hit.headers.get('svc-cache')).toBe('HIT');
     const hitBytes = (await hit.arrayBuffer()).byteLength;
-    const mutation = await postGraphQL(stack.url, { query: 'mutation { addTodo(title: "metrics") { id } }' });
+    const mutation = await postGraphQL(stack().url, { query: 'mutation { addTodo(title: "metrics") { id } }' });
     expect(mutation.headers.get('svc-cache')).toBe('PASS');
     await mutation.arrayBuffer();
 
     const exposition = await eventually(async () => {
-      const text = await scrape(stack.sidecar.adminPort);
+      const text = await scrape(stack().sidecar.adminPort);
       expect(sampleValue(text, 'svc_cache_streams_active')).toBe(0);
       return text;
     });
@@ -65,13 +58,13 @@ describe('metrics with real traffic', () => {
   });
 
   it('counts errors svc-cache answers itself as ERROR', async () => {
-    const before = sampleValue(await scrape(stack.sidecar.adminPort), 'svc_cache_requests_total', { outcome: 'ERROR' })!;
-    const path = `${stack.url}?query=${encodeURIComponent('mutation { addTodo(title: "by GET") { id } }')}`;
+    const before = sampleValue(await scrape(stack().sidecar.adminPort), 'svc_cache_requests_total', { outcome: 'ERROR' })!;
+    const path = `${stack().url}?query=${encodeURIComponent('mutation { addTodo(title: "by GET") { id } }')}`;
     const refused = await fetch(path);
     expect(refused.status).toBe(405);
     await refused.arrayBuffer();
     await eventually(async () => {
-      const text = await scrape(stack.sidecar.adminPort);
+      const text = await scrape(stack().sidecar.adminPort);
       expect(sampleValue(text, 'svc_cache_requests_total', { outcome: 'ERROR' })).toBe(before + 1);
     });
   });
@@ -79,34 +72,34 @@ describe('metrics with real traffic', () => {
   it('counts persisted-query registrations and PersistedQueryNotFound answers', async () => {
     const query = '{ users { id name } }';
     const persistedQuery = { version: 1, sha256Hash: createHash('sha256').update(query).digest('hex') };
-    const unknown = await postGraphQL(stack.url, { extensions: { persistedQuery } });
+    const unknown = await postGraphQL(stack().url, { extensions: { persistedQuery } });
     expect(await unknown.json()).toMatchObject({ errors: [{ extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }] });
-    const registering = await postGraphQL(stack.url, { query, extensions: { persistedQuery } });
+    const registering = await postGraphQL(stack().url, { query, extensions: { persistedQuery } });
     expect(registering.status).toBe(200);
     await registering.arrayBuffer();
-    const text = await scrape(stack.sidecar.adminPort);
+    const text = await scrape(stack().sidecar.adminPort);
     expect(sampleValue(text, 'svc_cache_persisted_queries_total', { event: 'not-found' })).toBe(1);
     expect(sampleValue(text, 'svc_cache_persisted_queries_total', { event: 'registered' })).toBe(1);
   });
 
   it('counts purges by result with the entries removed, and invalidations after mutations', async () => {
-    const before = await scrape(stack.sidecar.adminPort);
+    const before = await scrape(stack().sidecar.adminPort);
     const query = '{ todo(id: "2") { id title } }';
-    await (await postGraphQL(stack.url, { query })).arrayBuffer();
-    const mutation = await postGraphQL(stack.url, { query: 'mutation { updateTodo(id: "2", done: false) { id done } }' });
+    await (await postGraphQL(stack().url, { query })).arrayBuffer();
+    const mutation = await postGraphQL(stack().url, { query: 'mutation { updateTodo(id: "2", done: false) { id done } }' });
     expect(mutation.status).toBe(200);
     await mutation.arrayBuffer();
-    await (await postGraphQL(stack.url, { query: TODOS_QUERY })).arrayBuffer();
-    const refused = await postGraphQL(stack.url, { query: 'mutation { _purgeTodo }' }, { 'svc-purge-token': 'wrong' });
+    await (await postGraphQL(stack().url, { query: TODOS_QUERY })).arrayBuffer();
+    const refused = await postGraphQL(stack().url, { query: 'mutation { _purgeTodo }' }, { 'svc-purge-token': 'wrong' });
     expect(refused.status).toBe(401);
     await refused.arrayBuffer();
-    const purged = await postGraphQL(stack.url, { query: 'mutation { _purgeTodo }' }, { 'svc-purge-token': PURGE_TOKEN });
+    const purged = await postGraphQL(stack().url, { query: 'mutation { _purgeTodo }' }, { 'svc-purge-token': PURGE_TOKEN });
     expect(await purged.json()).toEqual({ data: { _purgeTodo: true } });
-    await (await postGraphQL(stack.url, { query: TODOS_QUERY })).arrayBuffer();
-    const softly = await postGraphQL(stack.url, { query: 'mutation { _purgeTodo(soft: true) }' }, { 'svc-purge-token': PURGE_TOKEN });
+    await (await postGraphQL(stack().url, { query: TODOS_QUERY })).arrayBuffer();
+    const softly = await postGraphQL(stack().url, { query: 'mutation { _purgeTodo(soft: true) }' }, { 'svc-purge-token': PURGE_TOKEN });
     expect(await softly.json()).toEqual({ data: { _purgeTodo: true } });
 
-    const after = await scrape(stack.sidecar.adminPort);
+    const after = await scrape(stack().sidecar.adminPort);
     const increase = (name: string, labels: Record<string, string> = {}): number =>
       (sampleValue(after, name, labels) ?? 0) - (sampleValue(before, name, labels) ?? 0);
     expect(increase('svc_cache_invalidations_total', { policy: 'Entity', result: 'ok' })).toBe(1);
@@ -118,7 +111,7 @@ describe('metrics with real traffic', () => {
   });
 
   it('declares every svc-cache metric with its type, and the process metrics', async () => {
-    const types = metricTypes(await scrape(stack.sidecar.adminPort));
+    const types = metricTypes(await scrape(stack().sidecar.adminPort));
     expect(Object.fromEntries([...types].filter(([name]) => name.startsWith('svc_cache_')))).toEqual({
       svc_cache_requests_total: 'counter',
       svc_cache_pass_total: 'counter',

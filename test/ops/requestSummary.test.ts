@@ -1,24 +1,17 @@
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RequestSummary } from '../../src/engine/engine.js';
 import { postGraphQL } from '../support/origin.js';
-import { startStack, type Stack } from '../support/stack.js';
+import { useStack } from '../support/stack.js';
 import { eventually, sampleValue, scrape } from './prometheusText.js';
 
 /** Each finished request's summary reaches the sidecar's observer, after /metrics counted it. */
 describe('request summaries', () => {
-  let stack: Stack;
   const summaries: RequestSummary[] = [];
-
-  beforeAll(async () => {
-    stack = await startStack(
-      { rules: [{ types: { Query: ['todos'] }, maxAge: 60 }] },
-      { onRequestCompleted: (summary) => summaries.push(summary) },
-    );
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
+  const stack = useStack(
+    { rules: [{ types: { Query: ['todos'] }, maxAge: 60 }] },
+    { onRequestCompleted: (summary) => summaries.push(summary), freshEachTest: false },
+  );
 
   const next = async (count: number): Promise<RequestSummary[]> =>
     eventually(async () => {
@@ -27,13 +20,13 @@ describe('request summaries', () => {
     });
 
   it('summarises a MISS, a HIT, a PASS by rule and an error svc-cache answered', async () => {
-    await postGraphQL(stack.url, { query: 'query Todos { todos { id } }' });
+    await postGraphQL(stack().url, { query: 'query Todos { todos { id } }' });
     await next(1);
-    await postGraphQL(stack.url, { query: 'query Todos { todos { id } }' });
+    await postGraphQL(stack().url, { query: 'query Todos { todos { id } }' });
     await next(2);
-    await postGraphQL(stack.url, { query: '{ users { id } }' });
+    await postGraphQL(stack().url, { query: '{ users { id } }' });
     await next(3);
-    const refused = await fetch(`${stack.url}?query=${encodeURIComponent('mutation { addTodo(title: "x") { id } }')}`);
+    const refused = await fetch(`${stack().url}?query=${encodeURIComponent('mutation { addTodo(title: "x") { id } }')}`);
     expect(refused.status).toBe(405);
     const [miss, hit, pass, error] = await next(4);
     const hash = createHash('sha256').update('Todos\u0000query Todos {\n  todos {\n    id\n  }\n}').digest('hex').slice(0, 12);
@@ -50,7 +43,7 @@ describe('request summaries', () => {
     expect(hit!.bytesServedFromCache).toBeGreaterThan(0);
     expect(pass).toMatchObject({ outcome: 'PASS', passReason: 'no-rule', operationName: '', originLatencyMs: expect.any(Number) });
     expect(error).toMatchObject({ outcome: 'ERROR', errorCode: 'METHOD_NOT_ALLOWED', passReason: undefined });
-    const metrics = await scrape(stack.sidecar.adminPort);
+    const metrics = await scrape(stack().sidecar.adminPort);
     expect(sampleValue(metrics, 'svc_cache_pass_total', { reason: 'no-rule' })).toBe(1);
   });
 });
