@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { configSchema, type Config, type ConfigInput as SchemaInput } from '../../src/config/schema.js';
 import { startGateway, type Gateway, type GatewayOptions } from '../../src/gateway/index.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { startSidecar, type Sidecar, type SidecarOptions } from '../../src/sidecar/sidecar.js';
+import { useStarted } from './lifecycle.js';
 import { startDemoOrigin, type DemoOrigin } from './origin.js';
 
 /**
@@ -83,28 +83,20 @@ export interface UseStackOptions extends StackOptions {
  * counts at zero and an empty store, so tests never see each other's entries and can run alone.
  *
  * `input` may be a function, called when the stack starts, for a configuration that needs what an
- * earlier beforeAll of the block started (a Redis server, a JWKS server); hooks run in the order they
- * are registered, and afterAll hooks in the reverse order, so the stack closes before those.
+ * earlier beforeAll of the block started (a Redis server, a JWKS server): the stack closes before those.
  *
  * Returns a getter for the started stack: call it in tests and hooks; it throws before the stack started.
  */
 export function useStack(input: ConfigInput | (() => ConfigInput) = {}, { freshEachTest = true, ...options }: UseStackOptions = {}): () => Stack {
-  let started: Stack | undefined;
-  const stack = (): Stack => {
-    if (!started) throw new Error('useStack: the stack starts in beforeAll; call the getter in a test or a hook');
-    return started;
-  };
-  beforeAll(async () => {
-    started = await startStack(typeof input === 'function' ? input() : input, options);
+  return useStarted({
+    name: 'useStack',
+    start: () => startStack(typeof input === 'function' ? input() : input, options),
+    close: (stack) => stack.close(),
+    reset: freshEachTest ? emptyStoreAndResetOrigin : undefined,
   });
-  afterAll(async () => {
-    await started?.close();
-  });
-  if (freshEachTest) {
-    beforeEach(async () => {
-      stack().origin.reset();
-      await stack().sidecar.store.invalidateAll();
-    });
-  }
-  return stack;
+}
+
+async function emptyStoreAndResetOrigin(stack: Stack): Promise<void> {
+  stack.origin.reset();
+  await stack.sidecar.store.invalidateAll();
 }
