@@ -3,7 +3,8 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startGateway, type Gateway, type GatewayOptions } from '../../src/gateway/index.js';
 import type { ExtProcCounters } from '../../src/gateway/stats.js';
-import { startFakeProcessor, type FakeProcessor } from '../support/fakeProcessor.js';
+import { answerEach, continueResponse, startFakeProcessor, type FakeProcessor } from '../support/fakeProcessor.js';
+import { useStarted } from '../support/lifecycle.js';
 
 /** A request as the origin received it. */
 export interface OriginRequest {
@@ -189,4 +190,24 @@ export async function startRig(options: Partial<GatewayOptions> = {}): Promise<R
       await Promise.all([processor.close(), origin.close()]);
     },
   };
+}
+
+/**
+ * One rig for the calling file or describe block: started in beforeAll (`options` for its gateway),
+ * closed in afterAll with any gateway `gatewayWith` added, and set back before each test (beforeEach):
+ * the processor answers every message with CONTINUE and the origin answers 200 with `originBody`, as
+ * a fresh rig does, so the script or origin one test sets never answers the next.
+ *
+ * Returns a getter for the started rig: call it in tests and hooks; it throws before the rig started.
+ */
+export function useRig(options: Partial<GatewayOptions> = {}, { originBody = '{"data":{}}' }: { originBody?: string } = {}): () => Rig {
+  return useStarted({
+    name: 'useRig',
+    start: () => startRig(options),
+    close: (rig) => rig.close(),
+    reset: (rig) => {
+      rig.processor.use(answerEach((request) => continueResponse(request)));
+      rig.origin.use(jsonOrigin(originBody));
+    },
+  });
 }
