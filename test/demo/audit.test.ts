@@ -1,45 +1,33 @@
 import { serverAudits } from 'graphql-http';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runServerAudits } from '../support/audit.js';
-import { startDemoOrigin, type DemoOrigin } from '../support/origin.js';
+import { startDemoOrigin, useDemoOrigin } from '../support/origin.js';
 
-let origin: DemoOrigin;
-
-beforeAll(async () => {
-  origin = await startDemoOrigin();
-});
-
-afterAll(async () => {
-  await origin.close();
-});
-
-beforeEach(() => {
-  origin.reset();
-});
+const origin = useDemoOrigin();
 
 describe('GraphQL over HTTP audits against the demo origin', () => {
   it('passes every audit graphql-http has, as graphql-http itself does', async () => {
-    const outcomes = await runServerAudits(origin.url);
-    expect(outcomes.map(({ id }) => id)).toEqual(serverAudits({ url: origin.url }).map(({ id }) => id));
+    const outcomes = await runServerAudits(origin().url);
+    expect(outcomes.map(({ id }) => id)).toEqual(serverAudits({ url: origin().url }).map(({ id }) => id));
     expect(outcomes.filter(({ status }) => status !== 'ok')).toEqual([]);
   });
 
   it('gives the same outcomes when run twice in a row', async () => {
-    const first = await runServerAudits(origin.url);
-    const second = await runServerAudits(origin.url);
+    const first = await runServerAudits(origin().url);
+    const second = await runServerAudits(origin().url);
     expect(second).toEqual(first);
   });
 
   it('sends the origin one request per audit', async () => {
-    await runServerAudits(origin.url);
-    expect(origin.requestCount()).toBe(serverAudits({ url: origin.url }).length);
+    await runServerAudits(origin().url);
+    expect(origin().requestCount()).toBe(serverAudits({ url: origin().url }).length);
   });
 });
 
 describe('the audit harness', () => {
   it('grades a broken server by requirement level, with reasons', async () => {
-    origin.setBehaviour({ forcedResponse: { status: 500, headers: { 'content-type': 'text/plain' }, body: 'broken' } });
-    const outcomes = await runServerAudits(origin.url);
+    origin().setBehaviour({ forcedResponse: { status: 500, headers: { 'content-type': 'text/plain' }, body: 'broken' } });
+    const outcomes = await runServerAudits(origin().url);
     const byId = new Map(outcomes.map((outcome) => [outcome.id, outcome]));
     expect(byId.get('2C94')).toMatchObject({ status: 'error', reason: 'Response status code is not 200' });
     expect(byId.get('22EB')).toMatchObject({ status: 'warn', reason: 'Response status code is not 200' });
@@ -60,8 +48,8 @@ describe('the audit harness', () => {
   });
 
   it('fails an audit whose request outlives the timeout', async () => {
-    origin.setBehaviour({ delayMs: 500 });
-    const outcomes = await runServerAudits(origin.url, { requestTimeoutMs: 20 });
+    origin().setBehaviour({ delayMs: 500 });
+    const outcomes = await runServerAudits(origin().url, { requestTimeoutMs: 20 });
     expect(outcomes[0]).toMatchObject({ status: 'error', reason: expect.stringMatching(/^fatal: TimeoutError/) });
   });
 });

@@ -1,33 +1,21 @@
 import { buildClientSchema, buildSchema, getIntrospectionQuery, printSchema, type IntrospectionQuery } from 'graphql';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { demoSchemaSDL, getGraphQL, postGraphQL, startDemoOrigin, type DemoOrigin } from '../support/origin.js';
+import { describe, expect, it } from 'vitest';
+import { demoSchemaSDL, getGraphQL, postGraphQL, startDemoOrigin, useDemoOrigin } from '../support/origin.js';
 
-let origin: DemoOrigin;
-
-beforeAll(async () => {
-  origin = await startDemoOrigin();
-});
-
-afterAll(async () => {
-  await origin.close();
-});
-
-beforeEach(() => {
-  origin.reset();
-});
+const origin = useDemoOrigin();
 
 type Todo = { id: string; title: string; done: boolean; author: { id: string; name: string } | null };
 
 describe('the demo origin', () => {
   it('listens on a free local port and serves /graphql only', async () => {
-    expect(origin.url).toBe(`http://127.0.0.1:${origin.port}/graphql`);
-    const elsewhere = await fetch(new URL('/other', origin.url), { method: 'POST', body: '{}' });
+    expect(origin().url).toBe(`http://127.0.0.1:${origin().port}/graphql`);
+    const elsewhere = await fetch(new URL('/other', origin().url), { method: 'POST', body: '{}' });
     expect(elsewhere.status).toBe(404);
     await elsewhere.body?.cancel();
   });
 
   it('serves exactly the exported SDL', async () => {
-    const introspection = await postGraphQL<IntrospectionQuery>(origin.url, { query: getIntrospectionQuery() });
+    const introspection = await postGraphQL<IntrospectionQuery>(origin().url, { query: getIntrospectionQuery() });
     const served = buildClientSchema(introspection.json?.data as IntrospectionQuery);
     expect(printSchema(served)).toBe(printSchema(buildSchema(demoSchemaSDL)));
   });
@@ -49,14 +37,14 @@ describe('the demo origin', () => {
     await postGraphQL(other.url, { query: 'mutation { deleteTodo(id: "1") }' });
     await other.close();
     await other.close();
-    const todos = await postGraphQL<{ todos: Todo[] }>(origin.url, { query: '{ todos { id } }' });
+    const todos = await postGraphQL<{ todos: Todo[] }>(origin().url, { query: '{ todos { id } }' });
     expect(todos.json?.data?.todos).toHaveLength(3);
   });
 });
 
 describe('queries', () => {
   it('lists the seed todos with their authors', async () => {
-    const result = await postGraphQL(origin.url, { query: '{ todos { id title done author { id name } } }' });
+    const result = await postGraphQL(origin().url, { query: '{ todos { id title done author { id name } } }' });
     expect(result.status).toBe(200);
     expect(result.json).toEqual({
       data: {
@@ -70,7 +58,7 @@ describe('queries', () => {
   });
 
   it('finds one todo by id, or null', async () => {
-    const result = await postGraphQL(origin.url, {
+    const result = await postGraphQL(origin().url, {
       query: 'query Two($id: ID!) { todo(id: $id) { title } missing: todo(id: "99") { title } }',
       variables: { id: '2' },
       operationName: 'Two',
@@ -79,7 +67,7 @@ describe('queries', () => {
   });
 
   it('lists users with their todos and finds one by id', async () => {
-    const result = await postGraphQL(origin.url, {
+    const result = await postGraphQL(origin().url, {
       query: '{ users { id name email todos { id } } user(id: "u2") { name } }',
     });
     expect(result.json).toEqual({
@@ -94,7 +82,7 @@ describe('queries', () => {
   });
 
   it('serves products keyed by sku', async () => {
-    const result = await postGraphQL(origin.url, {
+    const result = await postGraphQL(origin().url, {
       query: '{ products { sku name price } product(sku: "sku-2") { name } missing: product(sku: "nope") { name } }',
     });
     expect(result.json).toEqual({
@@ -110,7 +98,7 @@ describe('queries', () => {
   });
 
   it('resolves todos and users through the Node interface', async () => {
-    const result = await postGraphQL(origin.url, {
+    const result = await postGraphQL(origin().url, {
       query: `{
         todo: node(id: "3") { __typename id ... on Todo { title } }
         user: node(id: "u1") { __typename id ... on User { name } }
@@ -127,7 +115,7 @@ describe('queries', () => {
   });
 
   it('searches todos, users and products through the SearchResult union', async () => {
-    const result = await postGraphQL(origin.url, {
+    const result = await postGraphQL(origin().url, {
       query: `{ search(text: "E") {
         __typename
         ... on Todo { id }
@@ -150,14 +138,14 @@ describe('queries', () => {
 
   it('answers a different time on every call', async () => {
     const times = await Promise.all(
-      [1, 2, 3].map(async () => (await postGraphQL<{ time: string }>(origin.url, { query: '{ time }' })).json?.data?.time),
+      [1, 2, 3].map(async () => (await postGraphQL<{ time: string }>(origin().url, { query: '{ time }' })).json?.data?.time),
     );
     expect(new Set(times).size).toBe(3);
     for (const time of times) expect(time).toMatch(/^\d{4}-\d\d-\d\dT/);
   });
 
   it('answers queries over GET, variables in the query string', async () => {
-    const result = await getGraphQL(origin.url, {
+    const result = await getGraphQL(origin().url, {
       query: 'query One($id: ID!) { todo(id: $id) { title } }',
       variables: { id: '1' },
     });
@@ -166,18 +154,18 @@ describe('queries', () => {
   });
 
   it('refuses mutations over GET', async () => {
-    const result = await getGraphQL(origin.url, { query: 'mutation { deleteTodo(id: "1") }' });
+    const result = await getGraphQL(origin().url, { query: 'mutation { deleteTodo(id: "1") }' });
     expect(result.status).toBe(405);
-    const todos = await postGraphQL<{ todos: Todo[] }>(origin.url, { query: '{ todos { id } }' });
+    const todos = await postGraphQL<{ todos: Todo[] }>(origin().url, { query: '{ todos { id } }' });
     expect(todos.json?.data?.todos).toHaveLength(3);
   });
 
   it('answers errors the GraphQL over HTTP way for each accepted media type', async () => {
-    const asJson = await postGraphQL(origin.url, { query: '{ nope }' });
+    const asJson = await postGraphQL(origin().url, { query: '{ nope }' });
     expect(asJson.status).toBe(200);
     expect(asJson.json?.errors?.[0]?.message).toMatch(/nope/);
     const asGraphQLResponse = await postGraphQL(
-      origin.url,
+      origin().url,
       { query: '{ nope }' },
       { Accept: 'application/graphql-response+json' },
     );
@@ -189,47 +177,47 @@ describe('queries', () => {
 describe('mutations', () => {
   it('adds a todo authored by the signed-in user, or by nobody', async () => {
     const added = await postGraphQL<{ addTodo: Todo }>(
-      origin.url,
+      origin().url,
       { query: 'mutation { addTodo(title: "Water plants") { id title done author { id } } }' },
       { authorization: 'Bearer bob' },
     );
     expect(added.json?.data?.addTodo).toEqual({ id: '4', title: 'Water plants', done: false, author: { id: 'u2' } });
-    const anonymous = await postGraphQL<{ addTodo: Todo }>(origin.url, {
+    const anonymous = await postGraphQL<{ addTodo: Todo }>(origin().url, {
       query: 'mutation { addTodo(title: "Anonymous") { id author { id } } }',
     });
     expect(anonymous.json?.data?.addTodo).toEqual({ id: '5', author: null });
-    const bob = await postGraphQL(origin.url, { query: '{ user(id: "u2") { todos { id } } }' });
+    const bob = await postGraphQL(origin().url, { query: '{ user(id: "u2") { todos { id } } }' });
     expect(bob.json?.data).toEqual({ user: { todos: [{ id: '2' }, { id: '4' }] } });
   });
 
   it('updates only the fields given', async () => {
-    const done = await postGraphQL(origin.url, { query: 'mutation { updateTodo(id: "1", done: true) { title done } }' });
+    const done = await postGraphQL(origin().url, { query: 'mutation { updateTodo(id: "1", done: true) { title done } }' });
     expect(done.json?.data).toEqual({ updateTodo: { title: 'Buy milk', done: true } });
-    const renamed = await postGraphQL(origin.url, {
+    const renamed = await postGraphQL(origin().url, {
       query: 'mutation Rename($title: String) { updateTodo(id: "1", title: $title) { title done } }',
       variables: { title: 'Buy oat milk' },
     });
     expect(renamed.json?.data).toEqual({ updateTodo: { title: 'Buy oat milk', done: true } });
-    const missing = await postGraphQL(origin.url, { query: 'mutation { updateTodo(id: "99", done: true) { id } }' });
+    const missing = await postGraphQL(origin().url, { query: 'mutation { updateTodo(id: "99", done: true) { id } }' });
     expect(missing.json?.data).toEqual({ updateTodo: null });
   });
 
   it('deletes a todo once', async () => {
     const query = 'mutation { deleteTodo(id: "2") }';
-    expect((await postGraphQL(origin.url, { query })).json?.data).toEqual({ deleteTodo: '2' });
-    expect((await postGraphQL(origin.url, { query })).json?.data).toEqual({ deleteTodo: null });
-    const todos = await postGraphQL(origin.url, { query: '{ todos { id } }' });
+    expect((await postGraphQL(origin().url, { query })).json?.data).toEqual({ deleteTodo: '2' });
+    expect((await postGraphQL(origin().url, { query })).json?.data).toEqual({ deleteTodo: null });
+    const todos = await postGraphQL(origin().url, { query: '{ todos { id } }' });
     expect(todos.json?.data).toEqual({ todos: [{ id: '1' }, { id: '3' }] });
   });
 
   it('reprices a product and renames a user', async () => {
-    const product = await postGraphQL(origin.url, {
+    const product = await postGraphQL(origin().url, {
       query: 'mutation { updateProduct(sku: "sku-1", price: 9.99) { sku price } }',
     });
     expect(product.json?.data).toEqual({ updateProduct: { sku: 'sku-1', price: 9.99 } });
-    const user = await postGraphQL(origin.url, { query: 'mutation { updateUser(id: "u1", name: "Alicia") { id name } }' });
+    const user = await postGraphQL(origin().url, { query: 'mutation { updateUser(id: "u1", name: "Alicia") { id name } }' });
     expect(user.json?.data).toEqual({ updateUser: { id: 'u1', name: 'Alicia' } });
-    const after = await postGraphQL(origin.url, { query: '{ product(sku: "sku-1") { price } todo(id: "1") { author { name } } }' });
+    const after = await postGraphQL(origin().url, { query: '{ product(sku: "sku-1") { price } todo(id: "1") { author { name } } }' });
     expect(after.json?.data).toEqual({ product: { price: 9.99 }, todo: { author: { name: 'Alicia' } } });
   });
 });
@@ -245,34 +233,34 @@ describe('me', () => {
     ['alice', null],
   ])('with authorization %s is %o', async (authorization, me) => {
     const headers: Record<string, string> = authorization === undefined ? {} : { authorization };
-    const result = await postGraphQL(origin.url, { query: '{ me { id name } }' }, headers);
+    const result = await postGraphQL(origin().url, { query: '{ me { id name } }' }, headers);
     expect(result.json).toEqual({ data: { me } });
   });
 });
 
 describe('reset', () => {
   it('restores the seed, restarts the ids and forgets requests and behaviour', async () => {
-    await postGraphQL(origin.url, { query: 'mutation { addTodo(title: "Extra") { id } }' });
-    await postGraphQL(origin.url, { query: 'mutation { updateProduct(sku: "sku-2", price: 1) { price } }' });
-    origin.setBehaviour({ headers: { 'x-extra': 'yes' }, delayMs: 5 });
-    origin.reset();
-    expect(origin.requestCount()).toBe(0);
-    expect(origin.requests).toEqual([]);
+    await postGraphQL(origin().url, { query: 'mutation { addTodo(title: "Extra") { id } }' });
+    await postGraphQL(origin().url, { query: 'mutation { updateProduct(sku: "sku-2", price: 1) { price } }' });
+    origin().setBehaviour({ headers: { 'x-extra': 'yes' }, delayMs: 5 });
+    origin().reset();
+    expect(origin().requestCount()).toBe(0);
+    expect(origin().requests).toEqual([]);
 
-    const after = await postGraphQL(origin.url, { query: '{ todos { id } product(sku: "sku-2") { price } }' });
+    const after = await postGraphQL(origin().url, { query: '{ todos { id } product(sku: "sku-2") { price } }' });
     expect(after.json?.data).toEqual({ todos: [{ id: '1' }, { id: '2' }, { id: '3' }], product: { price: 4.25 } });
     expect(after.headers['x-extra']).toBeUndefined();
-    const added = await postGraphQL(origin.url, { query: 'mutation { addTodo(title: "Again") { id } }' });
+    const added = await postGraphQL(origin().url, { query: 'mutation { addTodo(title: "Again") { id } }' });
     expect(added.json?.data).toEqual({ addTodo: { id: '4' } });
   });
 });
 
 describe('setBehaviour', () => {
   it('adds headers to every GraphQL answer, repeated ones included', async () => {
-    origin.setBehaviour({
+    origin().setBehaviour({
       headers: { 'Cache-Control': 'no-store', 'set-cookie': ['session=abc; Path=/', 'theme=dark; Path=/'] },
     });
-    const response = await fetch(origin.url, {
+    const response = await fetch(origin().url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ query: '{ todos { id } }' }),
@@ -284,37 +272,37 @@ describe('setBehaviour', () => {
   });
 
   it('replaces only the fields given', async () => {
-    origin.setBehaviour({ headers: { 'x-origin': 'demo' } });
-    origin.setBehaviour({ delayMs: 1 });
-    const result = await postGraphQL(origin.url, { query: '{ __typename }' });
+    origin().setBehaviour({ headers: { 'x-origin': 'demo' } });
+    origin().setBehaviour({ delayMs: 1 });
+    const result = await postGraphQL(origin().url, { query: '{ __typename }' });
     expect(result.headers['x-origin']).toBe('demo');
-    origin.setBehaviour({ headers: {} });
-    expect((await postGraphQL(origin.url, { query: '{ __typename }' })).headers['x-origin']).toBeUndefined();
+    origin().setBehaviour({ headers: {} });
+    expect((await postGraphQL(origin().url, { query: '{ __typename }' })).headers['x-origin']).toBeUndefined();
   });
 
   it('delays answers, recording the request before the wait', async () => {
-    origin.setBehaviour({ delayMs: 300 });
+    origin().setBehaviour({ delayMs: 300 });
     const started = performance.now();
-    const pending = postGraphQL(origin.url, { query: '{ time }' });
-    await expect.poll(() => origin.requestCount(), { interval: 10, timeout: 250 }).toBe(1);
+    const pending = postGraphQL(origin().url, { query: '{ time }' });
+    await expect.poll(() => origin().requestCount(), { interval: 10, timeout: 250 }).toBe(1);
     const result = await pending;
     expect(result.status).toBe(200);
     expect(performance.now() - started).toBeGreaterThanOrEqual(290);
   });
 
   it('forces an answer without executing anything, until cleared', async () => {
-    origin.setBehaviour({
+    origin().setBehaviour({
       forcedResponse: { status: 500, headers: { 'Content-Type': 'text/plain' }, body: 'upstream exploded' },
       headers: { 'x-origin': 'demo' },
     });
-    const forced = await postGraphQL(origin.url, { query: 'mutation { deleteTodo(id: "1") }' });
+    const forced = await postGraphQL(origin().url, { query: 'mutation { deleteTodo(id: "1") }' });
     expect(forced).toMatchObject({ status: 500, text: 'upstream exploded', json: undefined });
     expect(forced.headers['content-type']).toBe('text/plain');
     expect(forced.headers['x-origin']).toBe('demo');
     expect(forced.headers['content-length']).toBe(String('upstream exploded'.length));
 
-    origin.setBehaviour({ forcedResponse: null });
-    const todos = await postGraphQL(origin.url, { query: '{ todos { id } }' });
+    origin().setBehaviour({ forcedResponse: null });
+    const todos = await postGraphQL(origin().url, { query: '{ todos { id } }' });
     expect(todos.json?.data).toEqual({ todos: [{ id: '1' }, { id: '2' }, { id: '3' }] });
   });
 });
@@ -322,12 +310,12 @@ describe('setBehaviour', () => {
 describe('request recording', () => {
   it('records method, path, lower-case headers and body in order, on every path', async () => {
     const body = JSON.stringify({ query: '{ me { id } }' });
-    await postGraphQL(origin.url, body, { Authorization: 'Bearer alice', 'X-Trace': 't-1' });
-    await getGraphQL(origin.url, { query: '{ time }' });
-    await (await fetch(new URL('/healthz', origin.url))).text();
+    await postGraphQL(origin().url, body, { Authorization: 'Bearer alice', 'X-Trace': 't-1' });
+    await getGraphQL(origin().url, { query: '{ time }' });
+    await (await fetch(new URL('/healthz', origin().url))).text();
 
-    expect(origin.requestCount()).toBe(3);
-    const [post, get, other] = origin.requests;
+    expect(origin().requestCount()).toBe(3);
+    const [post, get, other] = origin().requests;
     expect(post).toMatchObject({ method: 'POST', path: '/graphql', body });
     expect(post?.headers).toMatchObject({
       authorization: 'Bearer alice',
@@ -342,9 +330,9 @@ describe('request recording', () => {
 
 describe('HTTP framing', () => {
   it('answers a correct content-length, uncompressed whatever the client accepts', async () => {
-    await postGraphQL(origin.url, { query: 'mutation { addTodo(title: "Café ☕ für 2 🏃") { id } }' });
+    await postGraphQL(origin().url, { query: 'mutation { addTodo(title: "Café ☕ für 2 🏃") { id } }' });
     const result = await postGraphQL(
-      origin.url,
+      origin().url,
       { query: '{ todos { title } }' },
       { 'accept-encoding': 'gzip, deflate, br' },
     );

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { startDemoOrigin, type DemoOrigin, type DemoOriginOptions } from '../../src/demo/origin.js';
+import { useStarted } from './lifecycle.js';
 
 export {
   DEMO_ORIGIN_PATH,
@@ -10,6 +12,21 @@ export {
   type OriginBehaviour,
   type RecordedRequest,
 } from '../../src/demo/origin.js';
+
+/**
+ * One demo origin for the calling file or describe block: started in beforeAll, closed in afterAll
+ * and reset before each test (beforeEach): seed data, no forced behaviour, no requests recorded, so
+ * each test sees the origin as the first one did. Returns a getter for the started origin: call it
+ * in tests and hooks; it throws before the origin started.
+ */
+export function useDemoOrigin(options: DemoOriginOptions = {}): () => DemoOrigin {
+  return useStarted({
+    name: 'useDemoOrigin',
+    start: () => startDemoOrigin(options),
+    close: (origin) => origin.close(),
+    reset: (origin) => origin.reset(),
+  });
+}
 
 /** The GraphQL over HTTP request parameters; over GET they travel in the query string. */
 export interface GraphQLRequestParams {
