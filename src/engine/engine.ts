@@ -36,6 +36,7 @@ import {
   lookupOrCoalesce,
   possibleMutations,
   readParameters,
+  refusedForEach,
   resolveApq,
   scopeAndKey,
   scopeExplanation,
@@ -351,7 +352,9 @@ export class DecisionEngine {
    * A batch (a JSON array, as Apollo's BatchHttpLink sends) goes to the origin as sent and is never
    * stored: each operation is read, under the limits, so that its mutations invalidate from the
    * array of answers (docs/graphql-caching.md, Invalidation). A hash-only element is looked up to
-   * know what it runs, but not expanded: that would mean rewriting the batch body.
+   * know what it runs, but not expanded: that would mean rewriting the batch body. One svc-cache
+   * refuses (a hash it does not know) refuses the batch, as it would refuse the element alone: the
+   * origin may know the hash, and svc-cache could not see the mutation it would run.
    */
   private async decideBatch(exchange: Exchange, operations: readonly GraphQLOperation[]): Promise<RequestDecision> {
     const { config, schema } = this.deps.state();
@@ -360,9 +363,13 @@ export class DecisionEngine {
       const sentTooLarge = checkSentQueryText(params, config.limits);
       if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
       const resolved = await resolveApq(params, { apq: config.apq, registry: this.deps.persistedQueries, logger: this.deps.logger });
-      const checked = 'kind' in resolved ? undefined : checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
-      if (checked && isVerdict(checked) && checked.kind === 'respond') return this.conclude(exchange, checked);
-      mutations.push(checked && !isVerdict(checked) ? this.batchedMutation(checked, config, schema) : undefined);
+      if ('kind' in resolved) {
+        this.report((events) => events.persistedQuery(resolved.refusal));
+        return this.conclude(exchange, refusedForEach(resolved.verdict, operations.length));
+      }
+      const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
+      if (isVerdict(checked) && checked.kind === 'respond') return this.conclude(exchange, checked);
+      mutations.push(isVerdict(checked) ? undefined : this.batchedMutation(checked, config, schema));
     }
     if (mutations.every((mutation) => mutation === undefined)) return this.passOn(exchange, 'batch');
     exchange.forward({ kind: 'batch', mutations, maxResponseBodyBytes: config.limits.maxResponseBodyBytes });

@@ -85,6 +85,17 @@ export function resolveApq(params: GraphQLParams, deps: ApqDependencies): ApqRes
   return resolveReference(params, deps);
 }
 
+/**
+ * The answer to a batch one of whose operations svc-cache refuses: the refusal once for each of its
+ * `count` operations, so that a client reads it as it reads an answer to the batch (Apollo's
+ * persisted-query link then sends each operation again with its text).
+ */
+export function refusedForEach(verdict: Verdict, count: number): Verdict {
+  if (verdict.kind !== 'respond') return verdict;
+  const refusal = verdict.response.body.toString('utf8');
+  return { ...verdict, response: { ...verdict.response, body: Buffer.from(`[${Array.from({ length: count }, () => refusal).join(',')}]`) } };
+}
+
 type ApqDependencies = { apq: Config['apq']; registry: PersistedQueryRegistry; logger: Logger };
 
 async function resolveReference(params: GraphQLParams, deps: ApqDependencies): Promise<ApqResult> {

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { postGraphQL, startDemoOrigin, type DemoOrigin } from '../support/origin.js';
+import { persistedQueryExtensions, postGraphQL, startDemoOrigin, type DemoOrigin } from '../support/origin.js';
 import { startStack, type Stack } from '../support/stack.js';
 
 /**
@@ -53,6 +53,19 @@ describe.each(['Entity', 'Type'] as const)('batches, mutationPolicy %s', (policy
     const second = await batch([{ query: TODO_1 }, { query: '{ users { id } }' }]);
     expect([first.headers['svc-cache'], second.headers['svc-cache'], second.text]).toEqual(['PASS', 'PASS', first.text]);
     expect(demo.requestCount()).toBe(4);
+  });
+
+  it('answers a batch holding a hash svc-cache does not know with PersistedQueryNotFound for each operation, never forwarded', async () => {
+    // The origin may know the hash: svc-cache could not see the mutation it would run.
+    const hashOnly = { extensions: persistedQueryExtensions(RENAME) };
+    const refused = await postGraphQL(stack.url, JSON.stringify([{ query: TODO_1 }, hashOnly]));
+    const notFound = '{"errors":[{"message":"PersistedQueryNotFound","extensions":{"code":"PERSISTED_QUERY_NOT_FOUND"}}]}';
+    expect([refused.status, refused.text]).toEqual([200, `[${notFound},${notFound}]`]);
+    expect(demo.requestCount()).toBe(0);
+    // Sent again with its text, as Apollo's persisted-query link does, the mutation invalidates.
+    expect((await postGraphQL(stack.url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    await postGraphQL(stack.url, JSON.stringify([{ query: RENAME, ...hashOnly }]));
+    expect((await postGraphQL(stack.url, { query: TODO_1 })).text).toBe('{"data":{"todo":{"id":"1","title":"Renamed"}}}');
   });
 
   it('refuses a batch one of whose operations is over the limits, never forwarded', async () => {
