@@ -109,7 +109,7 @@ export interface EngineEvents {
  * What an invalidation after a mutation was worked out from: its answer, or its root fields' types
  * when the answer could not be read; `retry` applies again those the store failed (PendingInvalidations).
  */
-export type InvalidationSource = 'answer' | 'root-field-types' | 'retry';
+export type InvalidationSource = 'answer' | 'root-field-types' | 'unseen-operation' | 'retry';
 
 export interface EngineDependencies {
   state: () => RuntimeState;
@@ -330,6 +330,7 @@ export class DecisionEngine {
     }
     const context: RequestContext = { exchange, head, config, request, resolved };
     const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
+    if (isVerdict(checked) && checked.kind === 'pass' && checked.reason === 'no-query') return this.passUnseen(exchange, config);
     if (isVerdict(checked)) return this.conclude(exchange, (await this.emptyParenthesesPurge(context, checked, schema)) ?? checked, context);
     // It parses and passes the limits: registered once an answer with data shows the origin runs it.
     exchange.registration = resolved.registration;
@@ -639,6 +640,17 @@ export class DecisionEngine {
   }
 
   /**
+   * A POST that names no query may still run one at the origin: a stored document sent by its id
+   * (`documentId`, Relay's `doc_id`), which svc-cache cannot see. It may be a mutation, so a 2xx
+   * answer empties the store (README, Invalidation after mutations).
+   */
+  private passUnseen(exchange: Exchange, config: Config): RequestDecision {
+    if (requestHeadOf(exchange).method !== 'POST' || config.mutationPolicy === 'None') return this.passOn(exchange, 'no-query');
+    this.deps.logger.debug({ passReason: 'no-query' }, 'request passed; it may run an operation svc-cache cannot see');
+    return forwardUntouched(exchange, { kind: 'pass', reason: 'no-query', unseen: true });
+  }
+
+  /**
    * The request goes on to the origin untouched but for the purge token, and is not stored. The
    * detail can quote the client (`no operation named "…"`, a syntax error's token): it is logged
    * cut to LOGGED_DETAIL_CHARACTERS, as the dashboard cuts names (README, Dashboard).
@@ -667,6 +679,7 @@ export class DecisionEngine {
     // A mutation whose answer will not be read (streamed, not GraphQL JSON, encoded, bodiless).
     if (forwarded.kind === 'mutation' && plan.kind !== 'mutation') await this.invalidateByRootFieldTypes(forwarded);
     if (forwarded.kind === 'pass' && forwarded.unread) await this.invalidateByRootFieldTypes(...forwarded.unread);
+    if (forwarded.kind === 'pass' && forwarded.unseen && status >= 200 && status < 300) await this.invalidateEverything('unseen-operation');
     if (forwarded.kind === 'batch' && plan.kind !== 'batch') await this.invalidateAfterBatch(forwarded, undefined);
     const { maxResponseBodyBytes } = this.deps.state().config.limits;
     const holdable = isHoldable(headers, endOfStream, maxResponseBodyBytes);
@@ -808,6 +821,21 @@ export class DecisionEngine {
       this.deps.logger.error({ policy, from, tags: tags.length, retried, err: errorMessage(error) }, 'invalidation after mutation failed');
       this.report((events) => events.invalidation({ policy, from, failed: errorMessage(error) }));
       if (retried) this.pendingInvalidations.add(tags);
+    }
+  }
+
+  /** Empties the store, for what svc-cache cannot tell apart; a failure is retried as any invalidation is. */
+  private async invalidateEverything(from: InvalidationSource): Promise<void> {
+    const policy = this.deps.state().config.mutationPolicy;
+    try {
+      const removedEntries = await this.deps.store.invalidateAll();
+      this.deps.logger.info({ policy, from, removedEntries }, 'invalidated everything after an operation svc-cache cannot see');
+      this.report((events) => events.invalidation({ policy, from, tags: 0, removedEntries }));
+    } catch (error) {
+      const retried = !(error instanceof UnconfirmedInvalidation);
+      this.deps.logger.error({ policy, from, retried, err: errorMessage(error) }, 'invalidation of everything failed');
+      this.report((events) => events.invalidation({ policy, from, failed: errorMessage(error) }));
+      if (retried) this.pendingInvalidations.addEverything();
     }
   }
 

@@ -187,6 +187,8 @@ export interface PassPlan {
   added?: PreparedOperation;
   /** Mutations an origin might run from a request svc-cache could not read: they invalidate their root fields' types once it answered. */
   unread?: MutationPlan[];
+  /** The origin runs an operation svc-cache cannot see (a stored document's id): a 2xx answer empties the store. */
+  unseen?: true;
 }
 
 /** What `svc-debug-*` response headers show: what the decision was based on. */

@@ -35,6 +35,12 @@ export class PendingInvalidations {
     this.schedule();
   }
 
+  /** Everything is to be invalidated: the retry empties the store. */
+  addEverything(): void {
+    this.coverEverything();
+    this.schedule();
+  }
+
   private coverEverything(): void {
     this.everything = true;
     this.tags = new Set();

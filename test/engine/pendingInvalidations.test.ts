@@ -60,4 +60,13 @@ describe('PendingInvalidations', () => {
     expect(applied.at(-1)).toBe('everything');
     expect(pending.pending).toBe(false);
   });
+
+  it('empties the whole store when everything was asked for, whatever tags were kept', async () => {
+    pending.add(['Todo:1']);
+    pending.addEverything();
+    pending.add(['User:2']);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(applied).toEqual(['everything']);
+    expect(pending.pending).toBe(false);
+  });
 });

@@ -157,6 +157,28 @@ describe('a request svc-cache cannot read that an origin may run as a mutation',
     expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('HIT');
   });
 
+  it('empties the store after a POST that names no query but runs one at the origin (a stored document by its id)', async () => {
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    expect((await postGraphQL(stack().url, { query: USERS })).headers['svc-cache']).toBe('MISS');
+    stack().origin.setBehaviour({ forcedResponse: { status: 200, headers: { 'content-type': 'application/json' }, body: '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}' } });
+    const stored = await send(Buffer.from('{"documentId":"rename-todo-1"}'), 'application/json');
+    expect([stored.status, stored.headers.get('svc-cache'), await stored.text()]).toEqual([200, 'PASS', '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}']);
+    stack().origin.setBehaviour({ forcedResponse: null });
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    expect((await postGraphQL(stack().url, { query: USERS })).headers['svc-cache']).toBe('MISS');
+  });
+
+  it('leaves the store alone when the origin refuses a POST that names no query, and for a GET naming none', async () => {
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    const refused = await send(Buffer.from('{"variables":{}}'), 'application/json');
+    expect([refused.status, refused.headers.get('svc-cache')]).toEqual([400, 'PASS']);
+    stack().origin.setBehaviour({ forcedResponse: { status: 200, headers: { 'content-type': 'application/json' }, body: '{"data":{"todo":null}}' } });
+    const get = await fetch(`${stack().url}?documentId=todo-1`, { headers: { accept: 'application/json' } });
+    expect([get.status, get.headers.get('svc-cache')]).toEqual([200, 'PASS']);
+    stack().origin.setBehaviour({ forcedResponse: null });
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('HIT');
+  });
+
   it('refuses a reading over the query size limit, as it refuses a readable request', async () => {
     const tooLarge = `mutation { updateTodo(id: "1", title: "${'x'.repeat(110 * 1024)}") { id } }`;
     const answer = await send(Buffer.from(`query=${encodeURIComponent(tooLarge)}`), 'application/x-www-form-urlencoded');
