@@ -192,7 +192,7 @@ function derive(origin: GraphQLSchema, keyFields: KeyFields): PurgeApi {
           info.fieldName,
           values === null || values === undefined
             ? [typeTag]
-            : values.map((value) => invalidationTag.entity(type.name, entityKeyText(value))),
+            : values.flatMap((value) => entityTags(type.name, value)),
           isSoft(args),
         );
         return true;
@@ -257,13 +257,29 @@ function schemalessPurgeField(origin: GraphQLSchema, keyFields: KeyFields): Purg
       } else if (args.keyFields === null || args.keyFields === undefined) {
         targets.addTags(info.fieldName, [invalidationTag.type(args.type)], isSoft(args));
       } else {
-        const tags = args.keyFields.map((field) => invalidationTag.entity(args.type, entityKeyText(field.value)));
+        const tags = args.keyFields.flatMap((field) => entityTags(args.type, field.value));
         targets.addTags(info.fieldName, tags, isSoft(args));
       }
       return true;
     },
   };
 }
+
+/**
+ * The entity tags a purged key value names. A response's key value is tagged as JSON.parse reads it
+ * and prints it again (entityKeyText): `1.0` as `1`, and a number past 2^53 rounded. A value written
+ * as a number literal, in the string a purge gives it in (an `ID`, `_purgeType`'s `value`), so also
+ * names the tag of that number, whichever way the origin spelt it (README, Purge API); at worst it
+ * also purges the string key of the same text.
+ */
+function entityTags(type: string, value: unknown): string[] {
+  const tag = invalidationTag.entity(type, entityKeyText(value));
+  if (typeof value !== 'string' || !JSON_NUMBER.test(value)) return [tag];
+  const asNumber = invalidationTag.entity(type, entityKeyText(JSON.parse(value)));
+  return asNumber === tag ? [tag] : [tag, asNumber];
+}
+
+const JSON_NUMBER = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$/;
 
 interface SchemalessArguments {
   type: string;

@@ -363,6 +363,19 @@ describe('handlePurgeRequest', () => {
       expect(await fresh()).toEqual(['namedTime']);
     });
 
+    it('names a number-literal value by the tag of that number too, however the origin spelt it', async () => {
+      const invalidate = vi.spyOn(store, 'invalidate');
+      const byValue = (value: string) => `mutation { _purgeType(type: "User", keyFields: [{ name: "id", value: "${value}" }]) purgeUser(id: "${value}") }`;
+      await expectAnswer(byValue('1.0'), { _purgeType: true, purgeUser: true });
+      await expectAnswer(byValue('9007199254740993'), { _purgeType: true, purgeUser: true });
+      await expectAnswer(byValue('u2'), { _purgeType: true, purgeUser: true });
+      expect(invalidate.mock.calls.map(([tags]) => [...new Set(tags)])).toEqual([
+        [tag.entity('User', '1.0'), tag.entity('User', '1')],
+        [tag.entity('User', '9007199254740993'), tag.entity('User', '9007199254740992')],
+        [tag.entity('User', 'u2')],
+      ]);
+    });
+
     it('answers an unknown type or a field that is not the key as a request error, purging nothing', async () => {
       const cases: Array<[string, string]> = [
         ['mutation { _purgeTodo _purgeType(type: "Nope") }', '_purgeType: "Nope" is not an object type of the origin schema'],
