@@ -153,12 +153,17 @@ describe('DecisionEngine', () => {
     ['a syntax error', { query: '{ todos { id }' }, 'syntax-error'],
     ['an unknown operationName', { query: 'query A { todos { id } }', operationName: 'B' }, 'unknown-operation'],
     ['several operations without a name', { query: 'query A { todos { id } } query B { users { id } }' }, 'unknown-operation'],
-    ['no query', { extensions: {} }, 'no-query'],
     ['a subscription', { query: 'subscription { x }' }, 'subscription'],
   ])('passes %s', async (_name, body, reason) => {
     const request = post(body);
     const decision = await decide(request.head, request.body);
     expect(decision).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason } });
+  });
+
+  it('passes a POST with no query as one that may run an operation svc-cache cannot see', async () => {
+    const request = post({ extensions: {} });
+    const decision = await decide(request.head, request.body);
+    expect(decision).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'no-query', unseen: true } });
   });
 
   it.each([
