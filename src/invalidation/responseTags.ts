@@ -18,6 +18,7 @@ import {
 } from 'graphql';
 import { entityKeyText } from './keyFields.js';
 import type { PreparedOperation } from './entityFields.js';
+import { heldTypes, possibleObjectTypes, type HeldTypes } from './heldTypes.js';
 import { rootFieldTypeTags } from './rootFieldTypes.js';
 import { entityKeyField, type KeyFields } from './keyFields.js';
 import type { ListArgumentIndex } from './listArguments.js';
@@ -41,8 +42,9 @@ export type { MutationPolicy };
  * The invalidation tags of a query's response (the rewritten operation's, before stripping):
  * - `entity` for each object with a key, under its concrete `__typename`;
  * - `type` for each object type present, and `list` for each type present as a list element;
- * - for a field that came back `null` or as an empty list, `type` (and `list` for a list field) of
- *   every object type it could have held, so that "nothing yet" is invalidated when one appears;
+ * - for a field that came back `null` or as an empty list, `type` (and `list` for a list field, or
+ *   one below a list in it) of every object type it could have held, through objects without a key
+ *   down to entities (heldTypes.ts), so that "nothing yet" is invalidated when one appears;
  * - `query` for each root field (its schema name, not its alias), `operation` for a named operation;
  * - with `prepared.lists`, `listField` for each list field present (also `null`), per object type it
  *   can hold, with its narrowing arguments' values read with `variables` (listArguments.ts).
@@ -88,10 +90,10 @@ export function responseTags(
       if (key !== undefined) tags.add(invalidationTag.entity(type.name, key));
       return tags.size <= maxTags;
     },
-    vacancy(types, list) {
-      for (const type of types) {
+    vacancy(held, list) {
+      for (const type of held.all) {
         tags.add(invalidationTag.type(type.name));
-        if (list) tags.add(invalidationTag.list(type.name));
+        if (list || held.listed.has(type.name)) tags.add(invalidationTag.list(type.name));
       }
       return tags.size <= maxTags;
     },
@@ -149,8 +151,8 @@ export function mutationInvalidationTags(
       }
       return true;
     },
-    vacancy(types) {
-      if (!trusted) for (const type of types) unnamedTypes.add(type.name);
+    vacancy(held) {
+      if (!trusted) for (const type of held.all) unnamedTypes.add(type.name);
       return true;
     },
     unidentified(types) {
@@ -215,10 +217,10 @@ interface ResponseVisitor {
   /** A list field present in the response (its value may be `null`), below an object of `parent`. */
   listField?(parent: GraphQLObjectType, definition: GraphQLField<unknown, unknown>, node: FieldNode): boolean;
   /**
-   * A place that could have held objects of these types holds none: a `null` or an empty list;
+   * A place that could have held objects of the `held` types holds none: a `null` or an empty list;
    * `list` when the place is (or is in) a list.
    */
-  vacancy(types: readonly GraphQLObjectType[], list: boolean): boolean;
+  vacancy(held: HeldTypes, list: boolean): boolean;
   /** An object of one of these types, which one not told by its `__typename`; what it holds is not walked. */
   unidentified(types: readonly GraphQLObjectType[]): boolean;
   /** An object of an entity type without its key field in the response (reported besides `object`). */
@@ -283,17 +285,15 @@ class ResponseWalk {
 
   private value(value: unknown, type: GraphQLOutputType, plan: SelectionPlan, inList: boolean, atRoot: boolean): boolean {
     const nullable = getNullableType(type);
-    if (value === null || value === undefined) {
-      return this.visitor.vacancy(this.possibleTypes(getNamedType(nullable)), inList || isListType(nullable));
-    }
+    if (value === null || value === undefined) return this.visitor.vacancy(this.held(nullable), inList || isListType(nullable));
     if (isListType(nullable)) {
       if (!Array.isArray(value)) return true;
-      if (value.length === 0) return this.visitor.vacancy(this.possibleTypes(getNamedType(nullable)), true);
+      if (value.length === 0) return this.visitor.vacancy(this.held(nullable), true);
       return value.every((item) => this.value(item, nullable.ofType, plan, true, atRoot));
     }
     if (!isCompositeType(nullable) || !isPlainObject(value)) return true;
     const concrete = isObjectType(nullable) ? nullable : this.typeOf(value, nullable, plan);
-    if (!concrete) return this.visitor.unidentified(this.possibleTypes(nullable));
+    if (!concrete) return this.visitor.unidentified(possibleObjectTypes(this.schema, nullable));
     const shape = this.shape(concrete, plan);
     const key = shape.keyResponseKeys && keyOf(value, shape.keyResponseKeys);
     if (key === MISSING_KEY && !this.visitor.keyMissing(concrete)) return false;
@@ -364,9 +364,8 @@ class ResponseWalk {
     return { keyResponseKeys, objectFields, valueResponseKeys };
   }
 
-  private possibleTypes(type: GraphQLOutputType): readonly GraphQLObjectType[] {
-    if (isObjectType(type)) return [type];
-    return isAbstractType(type) ? this.schema.getPossibleTypes(type) : [];
+  private held(type: GraphQLOutputType): HeldTypes {
+    return heldTypes(this.schema, this.prepared.keyFields, getNamedType(type));
   }
 }
 

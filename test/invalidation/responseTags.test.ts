@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { prepareOperation, type PreparedOperation } from '../../src/invalidation/entityFields.js';
 import { mutationInvalidationTags, responseTags, type MutationPolicy } from '../../src/invalidation/responseTags.js';
 import { invalidationTag as tag } from '../../src/invalidation/tags.js';
+import { connectionSchema } from '../support/connectionOrigin.js';
 import { keyFields, originBody, prepare, schema, spreadChain } from './fixtures.js';
 
 /** Tags of what a graphql-js origin answers to the rewritten operation. */
@@ -153,6 +154,47 @@ describe('responseTags', () => {
     expect(sorted(responseTags(nullableSchema, prepared, { data: { drafts: [{ title: 'x', _svc_id: null }] } }, ''))).toEqual(
       sorted([tag.type('Draft'), tag.list('Draft'), tag.query('drafts')]),
     );
+  });
+
+  describe('a place that came back null or empty, through objects without a key (README, Invalidation after mutations)', () => {
+    const tagsOf = (query: string, data: Record<string, unknown>): string[] =>
+      sorted(responseTags(connectionSchema, prepareOperation(connectionSchema, parse(query), keyFields), { data }, ''));
+    const updated = { updateTodo: { id: '1', done: true } };
+    const update = prepareOperation(connectionSchema, parse('mutation { updateTodo(id: "1", done: true) { id done } }'), keyFields);
+
+    it('is tagged with the entities the edges of an empty connection would hold, which Type and a purge of the type name', () => {
+      const stored = tagsOf('{ todosConnection(done: true) { edges { node { id title } } } }', { todosConnection: { edges: [] } });
+      expect(stored).toEqual(
+        sorted([tag.query('todosConnection'), tag.type('TodoConnection'), tag.type('TodoEdge'), tag.list('TodoEdge'), tag.type('Todo'), tag.list('Todo')]),
+      );
+      expect(mutationInvalidationTags(connectionSchema, update, { data: updated }, 'Type')).toEqual([tag.type('Todo')]);
+    });
+
+    it('is tagged, for a null connection, with its page info and, as listed, its edges and their nodes; not with what an entity holds', () => {
+      expect(tagsOf('{ archive { pageInfo { hasNextPage } edges { cursor } } }', { archive: null })).toEqual(
+        sorted([
+          tag.query('archive'),
+          tag.type('TodoConnection'),
+          tag.type('PageInfo'),
+          tag.type('TodoEdge'),
+          tag.list('TodoEdge'),
+          tag.type('Todo'),
+          tag.list('Todo'),
+        ]),
+      );
+    });
+
+    it('invalidates, nulled in an answer with errors, what a payload could have held: the mutation may have created it', () => {
+      const create = prepareOperation(connectionSchema, parse('mutation { createTodo(title: "x") { todoEdge { node { id } } } }'), keyFields);
+      const nulled = { errors: [{ message: 'failed after the write', path: ['createTodo', 'todoEdge'] }], data: { createTodo: null } };
+      expect(mutationInvalidationTags(connectionSchema, create, nulled, 'Entity')).toEqual([tag.type('CreateTodoPayload'), tag.type('TodoEdge'), tag.type('Todo')]);
+    });
+
+    it('ends at a type that holds itself', () => {
+      expect(tagsOf('{ folder { name } }', { folder: null })).toEqual(
+        sorted([tag.query('folder'), tag.type('Folder'), tag.list('Folder'), tag.type('Todo'), tag.list('Todo')]),
+      );
+    });
   });
 
   it('tags only the operation when there is no data', () => {
