@@ -463,7 +463,7 @@ export class DecisionEngine {
     // Performance: What a MISS adds). A HIT from Redis pays it once per document this process has
     // not prepared. An error here is left for the MISS's own call below, inside guarded(), as before.
     let prepared: PreparedOperation | undefined;
-    const prepare = (): PreparedOperation => (prepared ??= prepareOperation(schema, checked.selected.document, config.keyFields, listArgumentIndex(schema, config.listArguments)));
+    const prepare = (): PreparedOperation => (prepared ??= prepareOperation(schema, checked.selected.document, config.keyFields, listArgumentIndex(schema, config.listArguments, config.keyFields)));
     const prepareMeanwhile = (): void => {
       try {
         prepare();
@@ -948,7 +948,7 @@ function keyedRequestHeaders(policy: CachePolicy, config: Config): ReadonlySet<s
  */
 /** How a mutation's answer will be read for invalidation, whether it came alone or in a batch. */
 function mutationPlan(document: DocumentNode, config: Config, schema: GraphQLSchema): MutationPlan {
-  const lists = config.mutationPolicy === 'List' ? listArgumentIndex(schema, config.listArguments) : undefined;
+  const lists = config.mutationPolicy === 'List' ? listArgumentIndex(schema, config.listArguments, config.keyFields) : undefined;
   const prepared = prepareOperation(schema, document, config.keyFields, lists);
   return { kind: 'mutation', schema, prepared, policy: config.mutationPolicy, maxResponseBodyBytes: config.limits.maxResponseBodyBytes };
 }

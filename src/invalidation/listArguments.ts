@@ -3,8 +3,6 @@ import {
   getArgumentValues,
   getNamedType,
   getNullableType,
-  isAbstractType,
-  isCompositeType,
   isEnumType,
   isInputObjectType,
   isLeafType,
@@ -23,7 +21,9 @@ import {
 } from 'graphql';
 import type { ListArguments } from '../config/index.js';
 import { canonicalJson } from '../graphql/index.js';
-import { isPlainObject } from '../util/index.js';
+import { getOrInsertComputed, isPlainObject } from '../util/index.js';
+import { heldTypes, possibleObjectTypes } from './heldTypes.js';
+import { entityKeyField, type KeyFields } from './keyFields.js';
 import { invalidationTag } from './tags.js';
 
 /**
@@ -34,8 +34,10 @@ import { invalidationTag } from './tags.js';
  * (`Query.usersByRole {"role":"admin"}`), and a mutation that returns an object computes, from the
  * object's own field values, the tag of every list it could belong to: for each list field that
  * can hold its type, one tag per subset of the field's narrowing arguments (a list cached with
- * `role` alone, with `team` alone, with both, with neither). Both sides are worked out from the
- * schema and `listArguments.fields` by this one index, so they agree.
+ * `role` alone, with `team` alone, with both, with neither). A Relay connection field
+ * (`todosConnection(done: true)`) counts as a list of the entities its edges hold (addListField).
+ * Both sides are worked out from the schema, `listArguments.fields` and `keyFields` by this one
+ * index, so they agree.
  *
  * An argument narrows a list of type T when it maps (by name, or through `listArguments.fields`)
  * to a field of T that takes no required arguments and either has the argument's own enum or
@@ -69,22 +71,17 @@ interface ListFieldTarget {
 /** What a mutation's answer must hold of an object of a type to name its lists: field name to sub-fields (none for a leaf). */
 export type ListValueFields = ReadonlyMap<string, readonly string[] | undefined>;
 
-/** The index for one schema and one `listArguments` setting, worked out once. */
-export function listArgumentIndex(schema: GraphQLSchema, settings: ListArguments): ListArgumentIndex {
-  let bySettings = indexes.get(schema);
-  if (!bySettings) {
-    bySettings = new WeakMap();
-    indexes.set(schema, bySettings);
-  }
-  let index = bySettings.get(settings);
-  if (!index) {
-    index = new ListArgumentIndex(schema, settings);
-    bySettings.set(settings, index);
-  }
-  return index;
+/** The index for one schema, one `listArguments` setting and one `keyFields`, worked out once. */
+export function listArgumentIndex(schema: GraphQLSchema, settings: ListArguments, keyFields: KeyFields): ListArgumentIndex {
+  const bySettings = getOrInsertComputed(indexes, schema, () => new WeakMap<ListArguments, WeakMap<KeyFields, ListArgumentIndex>>());
+  const byKeyFields = getOrInsertComputed(bySettings, settings, () => new WeakMap<KeyFields, ListArgumentIndex>());
+  return getOrInsertComputed(byKeyFields, keyFields, () => new ListArgumentIndex(schema, settings, keyFields));
 }
 
-const indexes = new WeakMap<GraphQLSchema, WeakMap<ListArguments, ListArgumentIndex>>();
+const indexes = new WeakMap<GraphQLSchema, WeakMap<ListArguments, WeakMap<KeyFields, ListArgumentIndex>>>();
+
+/** A field of a parent type: where a list's arguments are read. */
+type ParentField = readonly [GraphQLObjectType, GraphQLField<unknown, unknown>];
 
 export class ListArgumentIndex {
   /** `mode: match`: mutations name the lists their objects belong to; `any`, every list of their types. */
@@ -94,18 +91,29 @@ export class ListArgumentIndex {
   /** List fields by coordinate, then by object type. */
   private readonly targetsByField = new Map<string, Map<string, ListFieldTarget>>();
   private readonly valueFieldsByType = new Map<string, ListValueFields>();
+  /** The fields that can return each object type, for the connections among them. */
+  private readonly fieldsReturning = new Map<string, ParentField[]>();
 
   constructor(
     private readonly schema: GraphQLSchema,
-    settings: ListArguments,
+    private readonly settings: ListArguments,
+    private readonly keyFields: KeyFields,
   ) {
     this.matching = settings.mode === 'match';
     // No answer that is stored holds a list under the Mutation or Subscription root.
     const writeRoots = new Set([schema.getMutationType(), schema.getSubscriptionType()]);
-    for (const parent of Object.values(schema.getTypeMap())) {
-      if (!isObjectType(parent) || parent.name.startsWith('__') || writeRoots.has(parent)) continue;
-      for (const field of Object.values(parent.getFields())) this.addListField(parent, field, settings.fields);
+    const parentFields = Object.values(schema.getTypeMap()).flatMap((parent): ParentField[] =>
+      !isObjectType(parent) || parent.name.startsWith('__') || writeRoots.has(parent) ? [] : Object.values(parent.getFields()).map((field) => [parent, field]),
+    );
+    for (const parentField of parentFields) {
+      for (const type of possibleObjectTypes(schema, getNamedType(parentField[1].type))) getOrInsertComputed(this.fieldsReturning, type.name, () => []).push(parentField);
     }
+    for (const [parent, field] of parentFields) this.addListField(parent, field);
+  }
+
+  /** Whether a stored answer's value of this field is tagged by `entryTags`: a list field, or one returning a connection. */
+  tagsLists(parent: GraphQLObjectType, field: GraphQLField<unknown, unknown>): boolean {
+    return this.targetsByField.has(`${parent.name}.${field.name}`);
   }
 
   /** The fields a mutation's answer must hold of an object of this type for `mutationTags`. */
@@ -157,35 +165,50 @@ export class ListArgumentIndex {
     return tags;
   }
 
-  private addListField(parent: GraphQLObjectType, field: GraphQLField<unknown, unknown>, mappings: ListArguments['fields']): void {
+  /**
+   * A list field holds its items' types. A list whose items have no key field (a connection's
+   * `edges`) holds as well the entities they hold (each edge's `node`): the list's arguments are
+   * then those of the field that returned the object holding it when that object has no key field
+   * either (`todosConnection(first:, done:)` returning a `TodoConnection`), or else its own. The
+   * list field of such a connection is no list of those entities itself: it takes no arguments,
+   * so its tag would name every page of every connection.
+   */
+  private addListField(parent: GraphQLObjectType, field: GraphQLField<unknown, unknown>): void {
     const nullable = getNullableType(field.type);
     if (!isListType(nullable)) return;
-    const named = getNamedType(nullable);
-    if (!isCompositeType(named)) return;
-    const coordinate = `${parent.name}.${field.name}`;
-    const possibleTypes = isAbstractType(named) ? this.schema.getPossibleTypes(named) : [named as GraphQLObjectType];
-    const byType = new Map<string, ListFieldTarget>();
-    for (const type of possibleTypes) {
-      const narrowing = field.args.flatMap((argument) => {
-        const mapped = mappings[`${coordinate}.${argument.name}`];
-        // null: the argument filters by something else than equality (a search), so never narrows.
-        if (mapped === null) return [];
-        const [mappedType, mappedField] = mapped?.split('.') ?? [];
-        const fieldName = mapped !== undefined && mappedType === type.name ? mappedField! : argument.name;
-        const found = narrowingArgument(argument, type, fieldName);
-        return found ? [found] : [];
-      });
-      const target = { coordinate, narrowing: narrowing.length > MAX_NARROWING_ARGUMENTS ? [] : narrowing };
-      byType.set(type.name, target);
-      let ofType = this.targetsByType.get(type.name);
-      if (!ofType) {
-        ofType = [];
-        this.targetsByType.set(type.name, ofType);
+    const connection = !this.isEntity(parent) && parent !== this.schema.getQueryType();
+    const owners = connection ? (this.fieldsReturning.get(parent.name) ?? []) : [[parent, field] as const];
+    for (const item of possibleObjectTypes(this.schema, getNamedType(nullable))) {
+      this.addTarget(parent, field, item);
+      if (this.isEntity(item)) continue;
+      for (const held of heldTypes(this.schema, this.keyFields, item).all) {
+        if (this.isEntity(held)) for (const [ownerParent, owner] of owners) this.addTarget(ownerParent, owner, held);
       }
-      ofType.push(target);
-      this.addValueFields(type, target.narrowing);
     }
-    this.targetsByField.set(coordinate, byType);
+  }
+
+  /** Makes `parent.field` a list of `type`, narrowed by those of its arguments that narrow for it. */
+  private addTarget(parent: GraphQLObjectType, field: GraphQLField<unknown, unknown>, type: GraphQLObjectType): void {
+    const coordinate = `${parent.name}.${field.name}`;
+    const byType = getOrInsertComputed(this.targetsByField, coordinate, () => new Map<string, ListFieldTarget>());
+    if (byType.has(type.name)) return;
+    const narrowing = field.args.flatMap((argument) => {
+      const mapped = this.settings.fields[`${coordinate}.${argument.name}`];
+      // null: the argument filters by something else than equality (a search), so never narrows.
+      if (mapped === null) return [];
+      const [mappedType, mappedField] = mapped?.split('.') ?? [];
+      const fieldName = mapped !== undefined && mappedType === type.name ? mappedField! : argument.name;
+      const found = narrowingArgument(argument, type, fieldName);
+      return found ? [found] : [];
+    });
+    const target = { coordinate, narrowing: narrowing.length > MAX_NARROWING_ARGUMENTS ? [] : narrowing };
+    byType.set(type.name, target);
+    getOrInsertComputed(this.targetsByType, type.name, () => []).push(target);
+    this.addValueFields(type, target.narrowing);
+  }
+
+  private isEntity(type: GraphQLObjectType): boolean {
+    return entityKeyField(type, this.keyFields) !== undefined;
   }
 
   private addValueFields(type: GraphQLObjectType, narrowing: readonly NarrowingArgument[]): void {

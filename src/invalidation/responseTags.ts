@@ -209,12 +209,16 @@ function coercedVariables(schema: GraphQLSchema, operation: OperationDefinitionN
 /** What a walk over a response reports; each call returns false to end the walk. */
 interface ResponseVisitor {
   /**
-   * An object of the concrete `type`, with its key when it is an entity, directly in a list or not;
+   * An object of the concrete `type`, with its key when it is an entity; `inList` when it is in a
+   * list, directly or below objects without a key in one (a connection's edges and their nodes);
    * `value` reads the fields its type's lists are named by (listArguments.ts), undefined when absent;
    * `atRoot` when it is a root field's value (or an item of one).
    */
   object(type: GraphQLObjectType, key: string | undefined, inList: boolean, value: (field: string) => unknown, atRoot: boolean): boolean;
-  /** A list field present in the response (its value may be `null`), below an object of `parent`. */
+  /**
+   * A field present in the response (its value may be `null`), below an object of `parent`, whose
+   * value `prepared.lists` tags as a list: a list field, or one returning a connection.
+   */
   listField?(parent: GraphQLObjectType, definition: GraphQLField<unknown, unknown>, node: FieldNode): boolean;
   /**
    * A place that could have held objects of the `held` types holds none: a `null` or an empty list;
@@ -258,6 +262,8 @@ interface ObjectField {
   node: FieldNode;
   definition: GraphQLField<unknown, unknown>;
   plan: SelectionPlan;
+  /** Whether `prepared.lists` tags its value as a list: a list field, or one returning a connection. */
+  tagsLists: boolean;
 }
 
 /** Shapes by plan node and concrete type name; a plan belongs to one prepared operation, so to one schema. */
@@ -273,12 +279,13 @@ class ResponseWalk {
     private readonly visitor: ResponseVisitor,
   ) {}
 
-  fields(object: Record<string, unknown>, type: GraphQLObjectType, plan: SelectionPlan, atRoot = false): boolean {
+  /** `inList` when what the object holds is in a list too: an object without a key in one (an edge). */
+  fields(object: Record<string, unknown>, type: GraphQLObjectType, plan: SelectionPlan, atRoot = false, inList = false): boolean {
     for (const field of this.shape(type, plan).objectFields) {
       if (!Object.hasOwn(object, field.responseKey)) continue;
       const { definition } = field;
-      if (this.visitor.listField && isListType(getNullableType(definition.type)) && !this.visitor.listField(type, definition, field.node)) return false;
-      if (!this.value(object[field.responseKey], definition.type, field.plan, false, atRoot)) return false;
+      if (this.visitor.listField && field.tagsLists && !this.visitor.listField(type, definition, field.node)) return false;
+      if (!this.value(object[field.responseKey], definition.type, field.plan, inList, atRoot)) return false;
     }
     return true;
   }
@@ -299,7 +306,10 @@ class ResponseWalk {
     if (key === MISSING_KEY && !this.visitor.keyMissing(concrete)) return false;
     const entityKey = typeof key === 'string' ? key : undefined;
     const fieldValue = (field: string): unknown => firstPresent(value, shape.valueResponseKeys.get(field) ?? []);
-    return this.visitor.object(concrete, entityKey, inList, fieldValue, atRoot) && this.fields(value, concrete, plan);
+    // What an object without a key holds is in its list too (a connection's edge and the edge's
+    // node); an entity's fields are its own (README, Lists by argument).
+    const holdsInList = inList && shape.keyResponseKeys === undefined;
+    return this.visitor.object(concrete, entityKey, inList, fieldValue, atRoot) && this.fields(value, concrete, plan, false, holdsInList);
   }
 
   /** The concrete type named by whichever `__typename` the object received. */
@@ -359,7 +369,8 @@ class ResponseWalk {
       const definition = definitions[name];
       // What svc-cache selected to name lists holds no objects of the answer's own.
       if (!definition || !isCompositeType(getNamedType(definition.type)) || responseKey.startsWith(addedKeyPrefix)) continue;
-      objectFields.push({ responseKey, node, definition, plan: plan.child(responseKey, filter) });
+      const tagsLists = this.prepared.lists?.tagsLists(type, definition) ?? false;
+      objectFields.push({ responseKey, node, definition, plan: plan.child(responseKey, filter), tagsLists });
     }
     return { keyResponseKeys, objectFields, valueResponseKeys };
   }

@@ -8,11 +8,14 @@ import { unitEngineDependencies } from '../support/engineDependencies.js';
 /**
  * Relay connections through the decision engine, with real tagging and a graphql-js origin that
  * runs what the engine forwards (the outside audit's reproductions; README, Invalidation after
- * mutations): a connection answered empty is named by `Type` and by a purge of its node type.
+ * mutations): a connection answered empty is named by `Type` and by a purge of its node type, and
+ * under `List` a created todo empties the connection pages it fits, as it does plain lists.
  */
 
 const TOKEN = 'purge-token-0123456789';
-const DONE = '{ todosConnection(done: true) { edges { node { id title } } } }';
+const page = (args: string): string => `{ todosConnection${args} { edges { node { id title } } } }`;
+const [DONE, ALL, FIRST] = [page('(done: true)'), page(''), page('(first: 1)')];
+const TODOS = '{ todos { id title } }';
 
 describe('Relay connections through the engine', () => {
   let engine: DecisionEngine;
@@ -67,6 +70,22 @@ describe('Relay connections through the engine', () => {
       const { decision } = await decide('mutation { _purgeTodo }', [['svc-purge-token', TOKEN]]);
       expect(decision.kind === 'respond' && decision.response.body.toString()).toBe('{"data":{"_purgeTodo":true}}');
       expect(await send(DONE)).toBe('MISS');
+    });
+  });
+
+  describe('under List, a created todo', () => {
+    it('empties every connection page it fits, and not the done ones, under listArguments mode match', async () => {
+      build({ mutationPolicy: 'List' });
+      await warm([TODOS, ALL, FIRST, DONE]);
+      expect(await send('mutation { addTodo(title: "NEW") { id title done } }')).toBe('PASS');
+      expect(await statuses([TODOS, ALL, FIRST, DONE])).toEqual(['MISS', 'MISS', 'MISS', 'HIT']);
+    });
+
+    it('empties every connection page under listArguments mode any', async () => {
+      build({ mutationPolicy: 'List', listArguments: { mode: 'any' } });
+      await warm([TODOS, ALL, FIRST, DONE]);
+      expect(await send('mutation { addTodo(title: "NEW") { id title done } }')).toBe('PASS');
+      expect(await statuses([TODOS, ALL, FIRST, DONE])).toEqual(['MISS', 'MISS', 'MISS', 'MISS']);
     });
   });
 });

@@ -4,6 +4,7 @@ import { prepareOperation, stripAddedFields } from '../../src/invalidation/entit
 import { listArgumentIndex, MAX_NARROWING_ARGUMENTS } from '../../src/invalidation/listArguments.js';
 import { mutationInvalidationTags, responseTags } from '../../src/invalidation/responseTags.js';
 import { invalidationTag as tag } from '../../src/invalidation/tags.js';
+import { connectionOrigin, connectionSchema } from '../support/connectionOrigin.js';
 import { LIST_SCHEMA_SDL } from '../support/listOrigin.js';
 
 /** Argument-aware list tags (README, Invalidation after mutations): what lists are tagged with, and what a mutation names. */
@@ -11,7 +12,7 @@ import { LIST_SCHEMA_SDL } from '../support/listOrigin.js';
 const schema = buildSchema(LIST_SCHEMA_SDL);
 const keyFields = { defaults: ['id'], types: {} };
 const MATCH = { mode: 'match' as const, fields: { 'Query.usersByTeam.team': 'User.teamId' } };
-const index = listArgumentIndex(schema, MATCH);
+const index = listArgumentIndex(schema, MATCH, keyFields);
 const User = schema.getType('User') as GraphQLObjectType;
 
 const list = (coordinate: string, narrowed: Record<string, unknown> = {}): string =>
@@ -56,7 +57,7 @@ describe('list field tags of a stored answer', () => {
     const [only] = listTagsOf(`{ usersWhere(name: "${name}") { id } }`, { usersWhere: [] });
     // usersWhere has more narrowing arguments than the bound: none narrows.
     expect(only).toBe(list('Query.usersWhere'));
-    const wide = listArgumentIndex(schema, { mode: 'match', fields: {} });
+    const wide = listArgumentIndex(schema, { mode: 'match', fields: {} }, keyFields);
     const prepared = prepareOperation(schema, parse('query ($role: Role, $team: ID) { usersByRoleAndTeam(role: $role, teamId: $team) { id } }'), keyFields, wide);
     const tags = responseTags(schema, prepared, { data: { usersByRoleAndTeam: [] } }, '', { role: 'admin', team: 'y'.repeat(200) })!;
     expect(tags.filter((name) => name.startsWith('l:User:'))).toEqual([expect.stringMatching(/^l:User:Query\.usersByRoleAndTeam:#[\w-]{43}$/)]);
@@ -64,7 +65,7 @@ describe('list field tags of a stored answer', () => {
 
   it('never narrows by a custom scalar, which may answer in another spelling than it is given in', () => {
     const events = buildSchema('scalar DateTime type Event { id: ID! at: DateTime! day: String! } type Query { events(at: DateTime, day: String): [Event!]! }');
-    const eventIndex = listArgumentIndex(events, MATCH);
+    const eventIndex = listArgumentIndex(events, MATCH, keyFields);
     const Event = events.getType('Event') as GraphQLObjectType;
     expect([...eventIndex.valueFields(Event).keys()]).toEqual(['day']);
     const values: Record<string, unknown> = { at: '2026-01-01T00:00:00.000Z', day: 'Mon' };
@@ -126,7 +127,7 @@ describe('what a mutation names', () => {
   it('reuses a value the client selected plainly, and adds nothing under other modes or to queries', () => {
     const prepared = prepareOperation(schema, parse('mutation { addUser(name: "Cy", role: admin) { role teamId location { city country } } }'), keyFields, index);
     expect(print(prepared.document)).toContain('role\n    teamId\n    location {\n      city\n      country\n    }\n    _svc_id: id\n    _svc_location: location {');
-    const any = listArgumentIndex(schema, { mode: 'any', fields: {} });
+    const any = listArgumentIndex(schema, { mode: 'any', fields: {} }, keyFields);
     const anyMutation = prepareOperation(schema, parse('mutation { addUser(name: "Cy", role: admin) { id } }'), keyFields, any);
     expect(anyMutation.rewritten).toBe(false);
     expect(mutationInvalidationTags(schema, anyMutation, { data: { addUser: { id: 'u3' } } }, 'List')).toEqual([tag.entity('User', 'u3'), tag.list('User')]);
@@ -155,10 +156,58 @@ describe('what a mutation names', () => {
   });
 
   it('never narrows by an argument listArguments.fields maps to null (a search, not an equality)', () => {
-    const searching = listArgumentIndex(schema, { mode: 'match', fields: { 'Query.usersByRole.role': null } });
+    const searching = listArgumentIndex(schema, { mode: 'match', fields: { 'Query.usersByRole.role': null } }, keyFields);
     expect(searching.valueFields(User).has('role')).toBe(true);
     const values: Record<string, unknown> = { role: 'admin', teamId: null, location: null };
     const tags = searching.mutationTags(User, (field) => values[field])!;
     expect(tags.filter((name) => name.includes('Query.usersByRole:'))).toEqual([list('Query.usersByRole')]);
+  });
+});
+
+describe('Relay connections: a list of key-less edges is a list of their nodes, with the connection field\'s arguments', () => {
+  const todoList = (coordinate: string, narrowed: Record<string, unknown> = {}): string => tag.listField('Todo', coordinate, JSON.stringify(narrowed));
+
+  /** The list tags of the query's answer, and what creating a todo then names. */
+  async function answered(query: string, mode: 'match' | 'any'): Promise<{ stored: string[]; mutated: string[] }> {
+    const origin = connectionOrigin();
+    const lists = listArgumentIndex(connectionSchema, { mode, fields: {} }, keyFields);
+    const read = prepareOperation(connectionSchema, parse(query), keyFields, lists);
+    const stored = responseTags(connectionSchema, read, JSON.parse(await origin(JSON.stringify({ query: print(read.document) }))), '')!;
+    const add = prepareOperation(connectionSchema, parse('mutation { addTodo(title: "NEW") { id } }'), keyFields, lists);
+    const mutated = mutationInvalidationTags(connectionSchema, add, JSON.parse(await origin(JSON.stringify({ query: print(add.document) }))), 'List');
+    return { stored: stored.filter((name) => name.startsWith('l:')).sort(), mutated: mutated.sort() };
+  }
+
+  it('under mode match, tags a page with the connection field and its narrowing arguments, and a created todo names the pages it fits', async () => {
+    const { stored, mutated } = await answered('{ todosConnection(done: false, first: 10) { edges { node { title } } } }', 'match');
+    expect(stored).toEqual(
+      [tag.list('Todo'), todoList('Query.todosConnection', { done: false }), tag.list('TodoEdge'), tag.listField('TodoEdge', 'TodoConnection.edges', '{}')].sort(),
+    );
+    // The new todo is open: the open pages and every unnarrowed list of todos, not the done pages nor every edge list.
+    expect(mutated).toEqual(
+      [
+        tag.entity('Todo', '3'),
+        todoList('Query.todos'),
+        todoList('User.todos'),
+        todoList('Query.todosConnection'),
+        todoList('Query.todosConnection', { done: false }),
+        todoList('Query.archive'),
+        todoList('Query.folder'),
+        todoList('Folder.children'),
+      ].sort(),
+    );
+  });
+
+  it('asks the origin for the created todo\'s done, which connection pages are narrowed by', () => {
+    const lists = listArgumentIndex(connectionSchema, { mode: 'match', fields: {} }, keyFields);
+    const add = prepareOperation(connectionSchema, parse('mutation { addTodo(title: "NEW") { id } }'), keyFields, lists);
+    expect(print(add.document)).toBe('mutation {\n  addTodo(title: "NEW") {\n    id\n    _svc_done: done\n  }\n}');
+  });
+
+  it('under mode any, tags the nodes of a connection as in a list, which a created todo names', async () => {
+    const { stored, mutated } = await answered('{ todosConnection(first: 1) { edges { node { title } } } }', 'any');
+    // The type-wide list tags, which mode any names (the list field tags are the same as under match).
+    expect(stored.filter((name) => name.split(':').length === 2)).toEqual([tag.list('Todo'), tag.list('TodoEdge')]);
+    expect(mutated).toEqual([tag.entity('Todo', '3'), tag.list('Todo')]);
   });
 });
