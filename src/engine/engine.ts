@@ -52,6 +52,8 @@ import {
   isReadable,
   parseBatchResults,
   parseGraphQLResult,
+  ranUnseenMutation,
+  isSuccess,
   isHoldable,
   passedBody,
   planAfterResponseHead,
@@ -184,6 +186,9 @@ export class DecisionEngine {
     (what) => this.retryInvalidation(what),
     (error, failures) => this.deps.logger.warn({ err: errorMessage(error), failures }, 'invalidation after mutation still failing; retrying'),
   );
+  /** The flush of the whole store running, and the one waiting behind it (`invalidateEverything`). */
+  private runningFlush: Promise<void> | undefined;
+  private queuedFlush: Promise<void> | undefined;
 
   constructor(private readonly deps: EngineDependencies) {
     this.now = deps.now ?? Date.now;
@@ -360,6 +365,7 @@ export class DecisionEngine {
   private async decideBatch(exchange: Exchange, operations: readonly GraphQLOperation[]): Promise<RequestDecision> {
     const { config, schema } = this.deps.state();
     const mutations: Array<MutationPlan | undefined> = [];
+    const unseen: number[] = [];
     for (const { params } of operations) {
       const sentTooLarge = checkSentQueryText(params, config.limits);
       if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
@@ -370,10 +376,11 @@ export class DecisionEngine {
       }
       const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
       if (isVerdict(checked) && checked.kind === 'respond') return this.conclude(exchange, checked);
+      if (isVerdict(checked) && checked.reason === 'no-query' && config.mutationPolicy !== 'None') unseen.push(mutations.length);
       mutations.push(isVerdict(checked) ? undefined : this.batchedMutation(checked, config, schema));
     }
-    if (mutations.every((mutation) => mutation === undefined)) return this.passOn(exchange, 'batch');
-    exchange.forward({ kind: 'batch', mutations, maxResponseBodyBytes: config.limits.maxResponseBodyBytes });
+    if (unseen.length === 0 && mutations.every((mutation) => mutation === undefined)) return this.passOn(exchange, 'batch');
+    exchange.forward({ kind: 'batch', mutations, unseen, maxResponseBodyBytes: config.limits.maxResponseBodyBytes });
     // Identity bodies are what svc-cache reads.
     return { kind: 'forward', requestHeaders: { set: [], remove: [...tokenRemoval(requestHeadOf(exchange), config), 'accept-encoding'] } };
   }
@@ -632,22 +639,25 @@ export class DecisionEngine {
     const { config, schema } = this.deps.state();
     const head = requestHeadOf(exchange);
     if (head.method !== 'POST' || !schema || config.mutationPolicy === 'None') return this.passOn(exchange, reason, detail);
-    const mutations = possibleMutations(head, body, config.limits, (document) => this.analysisOf(document, config, schema));
-    if (isVerdict(mutations)) return this.conclude(exchange, mutations);
-    if (mutations.length === 0) return this.passOn(exchange, reason, detail);
-    this.deps.logger.debug({ passReason: reason, detail, mutations: mutations.length }, 'request passed; it may run mutations');
-    return forwardUntouched(exchange, { kind: 'pass', reason, unread: mutations.map((document) => mutationPlan(document, config, schema)) });
+    const possible = possibleMutations(head, body, config.limits, (document) => this.analysisOf(document, config, schema));
+    if (isVerdict(possible)) return this.conclude(exchange, possible);
+    const { mutations, unseen } = possible;
+    if (mutations.length === 0 && !unseen) return this.passOn(exchange, reason, detail);
+    this.deps.logger.debug({ passReason: reason, detail, mutations: mutations.length, unseen }, 'request passed; it may run mutations');
+    const unread = mutations.map((document) => mutationPlan(document, config, schema));
+    return forwardUntouched(exchange, { kind: 'pass', reason, unread, ...(unseen ? { unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } } : {}) });
   }
 
   /**
    * A POST that names no query may still run one at the origin: a stored document sent by its id
-   * (`documentId`, Relay's `doc_id`), which svc-cache cannot see. It may be a mutation, so a 2xx
-   * answer empties the store (README, Invalidation after mutations).
+   * (`documentId`, Relay's `doc_id`), which svc-cache cannot see. It may be a mutation, so an answer
+   * showing that something other than a query ran empties the store (README, Invalidation after
+   * mutations: `ranUnseenMutation`).
    */
   private passUnseen(exchange: Exchange, config: Config): RequestDecision {
     if (requestHeadOf(exchange).method !== 'POST' || config.mutationPolicy === 'None') return this.passOn(exchange, 'no-query');
     this.deps.logger.debug({ passReason: 'no-query' }, 'request passed; it may run an operation svc-cache cannot see');
-    return forwardUntouched(exchange, { kind: 'pass', reason: 'no-query', unseen: true });
+    return forwardUntouched(exchange, { kind: 'pass', reason: 'no-query', unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } });
   }
 
   /**
@@ -679,8 +689,9 @@ export class DecisionEngine {
     // A mutation whose answer will not be read (streamed, not GraphQL JSON, encoded, bodiless).
     if (forwarded.kind === 'mutation' && plan.kind !== 'mutation') await this.invalidateByRootFieldTypes(forwarded);
     if (forwarded.kind === 'pass' && forwarded.unread) await this.invalidateByRootFieldTypes(...forwarded.unread);
-    if (forwarded.kind === 'pass' && forwarded.unseen && status >= 200 && status < 300) await this.invalidateEverything('unseen-operation');
-    if (forwarded.kind === 'batch' && plan.kind !== 'batch') await this.invalidateAfterBatch(forwarded, undefined);
+    // An answer svc-cache will not read cannot show that only a query ran.
+    if (forwarded.kind === 'pass' && forwarded.unseen && plan.kind === 'pass' && !plan.readUnseen && isSuccess(status)) await this.invalidateEverything('unseen-operation');
+    if (forwarded.kind === 'batch' && plan.kind !== 'batch') await this.invalidateAfterBatch({ ...forwarded, unseen: isSuccess(status) ? forwarded.unseen : [] }, undefined);
     const { maxResponseBodyBytes } = this.deps.state().config.limits;
     const holdable = isHoldable(headers, endOfStream, maxResponseBodyBytes);
     if (status !== 200 || !holdable || !isReadable(headers)) exchange.registration = undefined;
@@ -721,6 +732,7 @@ export class DecisionEngine {
     if (exchange.registration && isPlainObject(parseGraphQLResult(body)?.data)) await this.registerPersistedQuery(exchange);
     switch (plan.kind) {
       case 'pass': {
+        if (plan.readUnseen && ranUnseenMutation(parseGraphQLResult(body), this.deps.state().schema)) await this.invalidateEverything('unseen-operation');
         const passed = passedBody(plan, exchange.responseHeaders, body, this.deps.state().config.limits.maxResponseBodyBytes);
         const response = this.passedResponse(exchange, plan.reason, passed.body, body);
         // Cut from a decoded body, the answer goes as identity (stream.ts sets its content-length).
@@ -804,6 +816,8 @@ export class DecisionEngine {
       if (isPlainObject(answer)) for (const tag of mutationInvalidationTags(mutation.schema, mutation.prepared, answer, mutation.policy)) fromAnswers.add(tag);
       else for (const tag of rootFieldTypeTags(mutation.schema, mutation.prepared)) fromRootFields.add(tag);
     });
+    const { schema } = this.deps.state();
+    if (plan.unseen.some((index) => answers === undefined || ranUnseenMutation(answers[index], schema))) await this.invalidateEverything('unseen-operation');
     if (policy === undefined) return;
     await this.invalidate(policy, [...fromAnswers], 'answer');
     await this.invalidate(policy, [...fromRootFields], 'root-field-types');
@@ -824,8 +838,32 @@ export class DecisionEngine {
     }
   }
 
-  /** Empties the store, for what svc-cache cannot tell apart; a failure is retried as any invalidation is. */
-  private async invalidateEverything(from: InvalidationSource): Promise<void> {
+  /**
+   * Empties the store, for what svc-cache cannot tell apart. One flush runs at a time, and at most one
+   * waits behind it, shared by every request that asks meanwhile: it starts after they asked, so it
+   * covers what they changed, and many such requests cost the store two flushes, not one each.
+   */
+  private invalidateEverything(from: InvalidationSource): Promise<void> {
+    if (this.queuedFlush) return this.queuedFlush;
+    if (this.runningFlush === undefined) return this.startFlush(from);
+    const queued = this.runningFlush.then(() => {
+      this.queuedFlush = undefined;
+      return this.startFlush(from);
+    });
+    this.queuedFlush = queued;
+    return queued;
+  }
+
+  private startFlush(from: InvalidationSource): Promise<void> {
+    const flush = this.flushOnce(from).finally(() => {
+      if (this.runningFlush === flush) this.runningFlush = undefined;
+    });
+    this.runningFlush = flush;
+    return flush;
+  }
+
+  /** Never rejects: a failure is retried as any invalidation is. */
+  private async flushOnce(from: InvalidationSource): Promise<void> {
     const policy = this.deps.state().config.mutationPolicy;
     try {
       const removedEntries = await this.deps.store.invalidateAll();

@@ -187,8 +187,13 @@ export interface PassPlan {
   added?: PreparedOperation;
   /** Mutations an origin might run from a request svc-cache could not read: they invalidate their root fields' types once it answered. */
   unread?: MutationPlan[];
-  /** The origin runs an operation svc-cache cannot see (a stored document's id): a 2xx answer empties the store. */
-  unseen?: true;
+  /**
+   * The origin may run an operation svc-cache cannot see (a stored document's id): an answer showing
+   * a mutation may have run, read up to the response body limit, empties the store.
+   */
+  unseen?: { maxResponseBodyBytes: number };
+  /** Set once the head showed a body to read for `unseen`: GraphQL JSON svc-cache can hold, of a 2xx. */
+  readUnseen?: true;
 }
 
 /** What `svc-debug-*` response headers show: what the decision was based on. */
@@ -234,6 +239,8 @@ export interface BatchPlan {
   kind: 'batch';
   /** Per element of the batch, in order: its mutation plan, or undefined for an element that is none. */
   mutations: Array<MutationPlan | undefined>;
+  /** The elements that name no query: the origin may run a stored document svc-cache cannot see. */
+  unseen: readonly number[];
   /** Past this the answers are not read: each mutation invalidates its root fields' types. */
   maxResponseBodyBytes: number;
 }

@@ -210,20 +210,26 @@ export function checkLimits(
 /**
  * The mutations an origin might run from a POST svc-cache could not read (README, Bad input): any
  * operation a reading of its body or URL names that is a mutation the origin could pick. Each reading is
- * held to the limits a readable request is held to, and refused as one would be.
+ * held to the limits a readable request is held to, and refused as one would be. `unseen` when a
+ * reading names no query but other members, as a stored document sent by its id does.
  */
 export function possibleMutations(
   head: RequestHead,
   body: Buffer,
   limits: Config['limits'],
   analyse: (document: DocumentNode) => DocumentAnalysis,
-): Verdict | DocumentNode[] {
+): Verdict | { mutations: DocumentNode[]; unseen: boolean } {
   const readings = possibleOperations(head.path, head.headers, body, limits.maxRequestBodyBytes);
   if (readings === 'ambiguous') return ambiguousRequest(head);
   // A coded body larger decoded than a readable one may be: refused as that body would be.
   if (readings === 'too-large') return payloadTooLarge(limits);
   const mutations: DocumentNode[] = [];
+  let unseen = false;
   for (const { query, operationName } of readings) {
+    if (query === undefined) {
+      unseen = true;
+      continue;
+    }
     const tooLarge = queryTextViolation(query, limits);
     if (tooLarge) return limitExceeded(tooLarge);
     const parsed = parseDocument(query);
@@ -239,7 +245,7 @@ export function possibleMutations(
       mutations.push(selected.document);
     }
   }
-  return mutations;
+  return { mutations, unseen };
 }
 
 /**

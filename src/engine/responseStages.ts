@@ -1,3 +1,4 @@
+import type { GraphQLSchema } from 'graphql';
 import type { HeaderList } from '../http/index.js';
 import { contentCoding, decodedWithin, headerValue, upstreamAgeSeconds } from '../http/index.js';
 import { isPlainObject } from '../util/index.js';
@@ -23,13 +24,15 @@ import { replayableHeaders } from './responses.js';
 export function planAfterResponseHead(plan: ResponsePlan, status: number, headers: HeaderList, endOfStream: boolean, now: number): ResponsePlan {
   switch (plan.kind) {
     case 'pass':
-      return plan;
+      return plan.unseen && isSuccess(status) && isReadable(headers) && isHoldable(headers, endOfStream, plan.unseen.maxResponseBodyBytes) ? { ...plan, readUnseen: true } : plan;
     case 'mutation':
       return isReadable(headers) && isHoldable(headers, endOfStream, plan.maxResponseBodyBytes)
         ? plan
         : { kind: 'pass', reason: 'mutation', ...addedFields(plan.prepared) };
     case 'batch':
-      return isReadable(headers) && isHoldable(headers, endOfStream, plan.maxResponseBodyBytes) ? plan : { kind: 'pass', reason: 'batch' };
+      // Elements svc-cache could not see ran nothing to answer for when the origin refused the batch.
+      if (!isReadable(headers) || !isHoldable(headers, endOfStream, plan.maxResponseBodyBytes)) return { kind: 'pass', reason: 'batch' };
+      return isSuccess(status) ? plan : { ...plan, unseen: [] };
     case 'store': {
       const verdict = storeVerdict(status, headers, {
         keyedRequestHeaders: plan.keyedRequestHeaders,
@@ -51,8 +54,28 @@ export function planAfterResponseHead(plan: ResponsePlan, status: number, header
  * coding it can undo: an origin may compress although svc-cache asked for identity).
  */
 export function wantsResponseBody(plan: ResponsePlan, headers: HeaderList, endOfStream: boolean, maxBodyBytes: number): boolean {
-  if (plan.kind !== 'pass') return true;
+  if (plan.kind !== 'pass' || plan.readUnseen) return true;
   return plan.added !== undefined && isHoldable(headers, endOfStream, maxBodyBytes) && contentCoding(headers) !== undefined;
+}
+
+/** A 2xx status: the origin ran the request (a 4xx or 5xx ran nothing svc-cache must answer for). */
+export function isSuccess(status: number): boolean {
+  return status >= 200 && status < 300;
+}
+
+/**
+ * Whether an answer to an operation svc-cache could not see shows that it may have changed data:
+ * it has `data` (a request error has none: GraphQL over HTTP), and `data` is not made only of the
+ * query root's fields. Stored documents are written by the origin's own developers, so their root
+ * fields are what they seem; an answer that cannot be read, or `data: null`, may be a mutation's.
+ */
+export function ranUnseenMutation(result: unknown, schema: GraphQLSchema | undefined): boolean {
+  if (!isPlainObject(result) || !Object.hasOwn(result, 'data')) return result === undefined;
+  const { data } = result;
+  if (!isPlainObject(data) || schema === undefined) return true;
+  const queryFields = schema.getQueryType()?.getFields() ?? {};
+  const mutationFields = schema.getMutationType()?.getFields() ?? {};
+  return Object.keys(data).some((name) => !Object.hasOwn(queryFields, name) || Object.hasOwn(mutationFields, name));
 }
 
 /** A body svc-cache can read: GraphQL JSON, not encoded. */

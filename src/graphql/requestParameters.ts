@@ -323,7 +323,11 @@ function urlParameters(path: string): UrlParameters {
 
 /** A query text an origin may run, and the operation it names (README, Bad input). */
 export interface PossibleOperation {
-  query: string;
+  /**
+   * Undefined for a reading of the body that names no query but other members, as a stored document
+   * sent by its id does (`{"documentId":…}`): the origin may run one svc-cache cannot see.
+   */
+  query: string | undefined;
   operationName: string | undefined;
 }
 
@@ -366,16 +370,21 @@ export function possibleOperations(
   // express-graphql takes each parameter from the URL when it is there, else from the body: a query
   // from one may then run under the other's operationName, so no name narrows which mutation runs.
   const mixed = bodyReadings.length > 0 && urlReadings.length > 0;
-  return [...bodyReadings, ...urlReadings].flatMap(({ query, operationName }) =>
-    query === undefined ? [] : [{ query, operationName: mixed ? undefined : operationName }],
-  );
+  return [...bodyReadings, ...urlReadings].flatMap(({ query, operationName, storedDocument }): PossibleOperation[] => {
+    if (storedDocument) return [{ query: undefined, operationName: undefined }];
+    return query === undefined ? [] : [{ query, operationName: mixed ? undefined : operationName }];
+  });
 }
 
 /** The GraphQL parameters one reading finds: a query, an operationName, or both. */
 interface Reading {
   query: string | undefined;
   operationName: string | undefined;
+  /** A JSON object without `query` but with other members: what a stored document sent by its id looks like. */
+  storedDocument?: true;
 }
+
+const STORED_DOCUMENT: Reading = { query: undefined, operationName: undefined, storedDocument: true };
 
 function textReadings(text: string, mediaTypes: readonly string[]): Reading[] | 'ambiguous' {
   const readings: Reading[] = [];
@@ -386,6 +395,7 @@ function textReadings(text: string, mediaTypes: readonly string[]): Reading[] | 
   for (const object of objects) {
     const [query, operationName] = [object.members?.get('query')?.string, object.members?.get('operationName')?.string];
     if (query !== undefined || operationName !== undefined) readings.push({ query, operationName });
+    else if (object.members !== undefined && object.members.size > 0 && !object.members.has('query')) readings.push(STORED_DOCUMENT);
   }
   if (mediaTypes.includes('application/x-www-form-urlencoded')) {
     const form = formReadings(text);

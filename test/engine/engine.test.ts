@@ -163,7 +163,7 @@ describe('DecisionEngine', () => {
   it('passes a POST with no query as one that may run an operation svc-cache cannot see', async () => {
     const request = post({ extensions: {} });
     const decision = await decide(request.head, request.body);
-    expect(decision).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'no-query', unseen: true } });
+    expect(decision).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'no-query', unseen: { maxResponseBodyBytes: 10_000_000 } } });
   });
 
   it.each([
@@ -205,6 +205,19 @@ describe('DecisionEngine', () => {
     const bomb = gzipSync(Buffer.from(`{"query":"mutation { addTodo(title: \\"x\\") { id } }","padding":"${' '.repeat(2 * 1024 * 1024)}"}`));
     const decision = await decide(head, bomb);
     expect(decision.kind === 'respond' && [decision.response.status, decision.status]).toEqual([413, 'ERROR']);
+  });
+
+  it('runs one flush of the store at a time, and one more behind it for every unseen operation answered meanwhile', async () => {
+    let release: () => void = () => {};
+    const flush = vi.spyOn(store, 'invalidateAll').mockImplementation(() => new Promise<number>((resolve) => (release = () => resolve(0))));
+    const unseen = () => roundTrip(post({ documentId: 'rename' }), { body: Buffer.from('{"data":{"updateTodo":{"id":"1"}}}') });
+    const answered = [unseen(), unseen(), unseen(), unseen()];
+    await vi.waitFor(() => expect(flush).toHaveBeenCalledTimes(1));
+    release();
+    await vi.waitFor(() => expect(flush).toHaveBeenCalledTimes(2));
+    release();
+    expect((await Promise.all(answered)).map((answer) => answer.status)).toEqual(['PASS', 'PASS', 'PASS', 'PASS']);
+    expect(flush).toHaveBeenCalledTimes(2);
   });
 
   it('does not retry an invalidation the store applied but a replica did not confirm', async () => {

@@ -168,6 +168,33 @@ describe('a request svc-cache cannot read that an origin may run as a mutation',
     expect((await postGraphQL(stack().url, { query: USERS })).headers['svc-cache']).toBe('MISS');
   });
 
+  it.each<[string, string, string, string]>([
+    ['in a batch', '[{"documentId":"rename-todo-1"}]', 'application/json', '[{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}]'],
+    ['beside a query in a batch', `[{"query":${JSON.stringify(USERS)}},{"documentId":"rename-todo-1"}]`, 'application/json', '[{"data":{"users":[]}},{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}]'],
+    ['in a body svc-cache does not read', '{"documentId":"rename-todo-1"}', 'text/plain', '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}'],
+    ['whose answer is not one svc-cache reads', '{"documentId":"rename-todo-1"}', 'application/json', 'done'],
+  ])('empties the store after a stored document sent by its id %s', async (_name, body, contentType, answer) => {
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    const answerType = answer === 'done' ? 'text/plain' : 'application/json';
+    stack().origin.setBehaviour({ forcedResponse: { status: 200, headers: { 'content-type': answerType }, body: answer } });
+    const sent = await send(Buffer.from(body), contentType);
+    expect([sent.status, sent.headers.get('svc-cache'), await sent.text()]).toEqual([200, 'PASS', answer]);
+    stack().origin.setBehaviour({ forcedResponse: null });
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+  });
+
+  it.each<[string, string]>([
+    ['a request error (no data), answered 200 as some origins do', '{"errors":[{"message":"Must provide query string."}]}'],
+    ["a stored query: data of the query root's fields only", '{"data":{"todo":{"id":"1","title":"Buy milk"}}}'],
+  ])('leaves the store alone after a POST naming no query answered with %s', async (_name, answer) => {
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    stack().origin.setBehaviour({ forcedResponse: { status: 200, headers: { 'content-type': 'application/json' }, body: answer } });
+    const sent = await send(Buffer.from('{"documentId":"todo-1"}'), 'application/json');
+    expect([sent.status, sent.headers.get('svc-cache'), await sent.text()]).toEqual([200, 'PASS', answer]);
+    stack().origin.setBehaviour({ forcedResponse: null });
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('HIT');
+  });
+
   it('leaves the store alone when the origin refuses a POST that names no query, and for a GET naming none', async () => {
     expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
     const refused = await send(Buffer.from('{"variables":{}}'), 'application/json');
