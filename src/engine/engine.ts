@@ -34,6 +34,7 @@ import {
   classify,
   isVerdict,
   lookupOrCoalesce,
+  mutationOverGet,
   possibleMutations,
   readParameters,
   refusedForEach,
@@ -638,6 +639,7 @@ export class DecisionEngine {
   private passUnread(exchange: Exchange, reason: PassReason, detail: string, body: Buffer): RequestDecision {
     const { config, schema } = this.deps.state();
     const head = requestHeadOf(exchange);
+    if (head.method === 'GET') return this.passUnreadGet(exchange, reason, detail);
     if (head.method !== 'POST' || !schema || config.mutationPolicy === 'None') return this.passOn(exchange, reason, detail);
     const possible = possibleMutations(head, body, config.limits, (document) => this.analysisOf(document, config, schema));
     if (isVerdict(possible)) return this.conclude(exchange, possible);
@@ -646,6 +648,15 @@ export class DecisionEngine {
     this.deps.logger.debug({ passReason: reason, detail, mutations: mutations.length, unseen }, 'request passed; it may run mutations');
     const unread = mutations.map((document) => mutationPlan(document, config, schema));
     return forwardUntouched(exchange, { kind: 'pass', reason, unread, ...(unseen ? { unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } } : {}) });
+  }
+
+  /** A GET whose URL some origin reads as a mutation is refused as a readable one would be (405). */
+  private passUnreadGet(exchange: Exchange, reason: PassReason, detail: string): RequestDecision {
+    const { config, schema } = this.deps.state();
+    const possible = possibleMutations(requestHeadOf(exchange), NO_BODY, config.limits, (document) => this.analysisOf(document, config, schema));
+    if (isVerdict(possible)) return this.conclude(exchange, possible);
+    if (possible.mutations.length > 0) return this.conclude(exchange, mutationOverGet());
+    return this.passOn(exchange, reason, detail);
   }
 
   /**

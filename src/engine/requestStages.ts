@@ -284,6 +284,11 @@ export type Classification =
 /** A request for the origin: a mutation whose answer is read, or a query that may be cached. */
 export type OriginBound = { kind: 'mutation'; schema: GraphQLSchema } | { kind: 'query'; schema: GraphQLSchema; policy: CachePolicy };
 
+/** The answer to a mutation sent with GET (GraphQL over HTTP): never forwarded. */
+export function mutationOverGet(): Verdict {
+  return ownError('METHOD_NOT_ALLOWED', 405, 'Mutations cannot be sent with GET; use POST', [['allow', 'POST']]);
+}
+
 /**
  * What kind of request this is. The purge API itself needs the store, so `classify` only says
  * when a request may be a purge (a mutation, or a query carrying the purge token header).
@@ -296,9 +301,7 @@ export function classify(
 ): Verdict | Classification {
   const { operation } = checked.selected;
   const isMutation = operation.operation === OperationTypeNode.MUTATION;
-  if (isMutation && request.method === 'GET') {
-    return ownError('METHOD_NOT_ALLOWED', 405, 'Mutations cannot be sent with GET; use POST', [['allow', 'POST']]);
-  }
+  if (isMutation && request.method === 'GET') return mutationOverGet();
   if (!schema) {
     // The purge job retries on a 503; the origin would not know the purge fields.
     if (isMutation && carriesPurgeToken(request.headers, config.purge) && looksLikePurge(operation)) {

@@ -44,6 +44,8 @@ export type UninterpretableReason =
   | 'invalid-percent-encoding'
   /** A raw `;` in a GraphQL parameter, which some origins read as a separator (`urlParameters`). */
   | 'semicolon-in-parameter'
+  /** More pairs than origins' parsers read (urlParameters). */
+  | 'too-many-parameters'
   | 'invalid-json'
   | 'body-not-object'
   | 'empty-batch'
@@ -292,26 +294,31 @@ type UrlParameters =
  * The GraphQL parameters of a query string (`application/x-www-form-urlencoded`), decoded strictly:
  * URLSearchParams would turn bytes that are not UTF-8 into U+FFFD and keep a malformed `%` escape as
  * text, making different requests one key. Other parameters are kept as sent, for the key, empty
- * pairs (`&&`) too: they count towards the limit at which an origin's parser stops reading pairs
- * (1,000 for Node's `querystring` and `qs`), so padding a request with them could hide its
- * `variables` from the origin but not from the key. Origins that also split on a raw `;` (Rack 2,
- * Python before 3.9.2) read a GraphQL parameter holding one as two: a `variables` hidden in a
- * comment of the query, which the printed document leaves out of the key. Such a request is not
- * svc-cache's to read (README, Bad input).
+ * pairs (`&&`) too. Not svc-cache's to read (README, Bad input):
+ * - a query string of more pairs, empty ones included, than an origin's parser reads (1,000 for
+ *   Node's `querystring` and `qs`): pairs past it, `variables` among them, reach the key but not
+ *   the origin;
+ * - a raw `;` in a GraphQL parameter, or before one's name: origins that also split on it (Rack 2,
+ *   Python before 3.9.2) read a second parameter where svc-cache reads a comment of the query
+ *   (which the printed document leaves out of the key) or another parameter's text.
  */
 function urlParameters(path: string): UrlParameters {
   const values = new Map<ParameterName, string>();
   const others: string[] = [];
   const queryStart = path.indexOf('?');
   if (queryStart < 0) return { kind: 'parameters', values, others: '' };
-  for (const pair of path.slice(queryStart + 1).split('&')) {
+  const pairs = path.slice(queryStart + 1).split('&', MAX_QUERY_STRING_PAIRS + 1);
+  if (pairs.length > MAX_QUERY_STRING_PAIRS) return { kind: 'uninterpretable', reason: 'too-many-parameters' };
+  for (const pair of pairs) {
     const separator = pair.indexOf('=');
     const name = formDecode(separator < 0 ? pair : pair.slice(0, separator));
+    if (pair.includes(';') && namesParameterAcrossSemicolons(pair)) {
+      return { kind: 'uninterpretable', reason: 'semicolon-in-parameter' };
+    }
     if (!isParameterName(name)) {
       others.push(pair);
       continue;
     }
-    if (pair.includes(';')) return { kind: 'uninterpretable', reason: 'semicolon-in-parameter' };
     const value = formDecode(separator < 0 ? '' : pair.slice(separator + 1));
     if (value === undefined) return { kind: 'uninterpretable', reason: 'invalid-percent-encoding' };
     const seen = values.get(name);
@@ -319,6 +326,15 @@ function urlParameters(path: string): UrlParameters {
     values.set(name, value);
   }
   return { kind: 'parameters', values, others: others.join('&') };
+}
+
+/** Node's `querystring` and `qs` read this many pairs of a query string, and drop the rest. */
+const MAX_QUERY_STRING_PAIRS = 1000;
+
+/** Whether the pair, or a piece of it read as a pair of its own between `;`s, names a GraphQL parameter. */
+function namesParameterAcrossSemicolons(pair: string): boolean {
+  const [name] = pair.split('=', 1);
+  return isParameterName(formDecode(name!)) || pair.split(';').some((piece) => isParameterName(formDecode(piece.trimStart().split('=', 1)[0]!)));
 }
 
 /** A query text an origin may run, and the operation it names (README, Bad input). */

@@ -110,13 +110,13 @@ describe('what else the origin sees, for the key', () => {
     expect(readGetRequest(`/graphql?query=x&extensions=${encodeURIComponent('{"tenant":"acme"}')}`)).toMatchObject({ canonicalExtensions: '{"tenant":"acme"}' });
   });
 
-  it('keeps empty pairs among the others: padding that takes variables past an origin\'s parameter limit is keyed', () => {
+  it('keeps empty pairs among the others, and leaves a query string of more pairs than origins read to the origin', () => {
     const variables = `variables=${encodeURIComponent('{"s":"victim"}')}`;
-    const padded = readGetRequest(`/graphql?query=x${'&'.repeat(1000)}&${variables}`);
-    const plain = readGetRequest(`/graphql?query=x&${variables}`);
-    expect(plain).toMatchObject({ otherUrlParameters: '', canonicalVariables: '{"s":"victim"}' });
-    // 1,000 empty pairs, joined by &.
-    expect(padded).toMatchObject({ otherUrlParameters: '&'.repeat(999), canonicalVariables: '{"s":"victim"}' });
+    // query, 998 empty pairs and variables: 1,000 pairs, all of which Node's querystring and qs read.
+    expect(readGetRequest(`/graphql?query=x${'&'.repeat(999)}${variables}`)).toMatchObject({ otherUrlParameters: '&'.repeat(997), canonicalVariables: '{"s":"victim"}' });
+    // One pair more, and they would drop variables: padding that would hide it from the origin, not the key.
+    expect(readGetRequest(`/graphql?query=x${'&'.repeat(1000)}${variables}`)).toEqual({ kind: 'uninterpretable', reason: 'too-many-parameters' });
+    expect(readGetRequest(`/graphql?query=x&${variables}`)).toMatchObject({ otherUrlParameters: '', canonicalVariables: '{"s":"victim"}' });
   });
 
   it.each([
@@ -129,6 +129,13 @@ describe('what else the origin sees, for the key', () => {
     expect(readGetRequest(`/graphql?${query}`)).toEqual({ kind: 'uninterpretable', reason: 'semicolon-in-parameter' });
     expect(post('{"query":"x"}', `/graphql?${query}`)).toEqual({ kind: 'uninterpretable', reason: 'semicolon-in-parameter' });
   });
+
+  it.each([`x=1;query=${encodeURIComponent('{ b }')}&query=x`, 'query=x&variables;x=1', 'query=x&y=2; operationName=A'])(
+    'a raw ; before the name of a GraphQL parameter is not svc-cache\'s to read either: %s',
+    (query) => {
+      expect(readGetRequest(`/graphql?${query}`)).toEqual({ kind: 'uninterpretable', reason: 'semicolon-in-parameter' });
+    },
+  );
 
   it('keys a raw ; in another parameter as sent, and reads an escaped one', () => {
     expect(readGetRequest('/graphql?query=x&tenant=a;b')).toMatchObject({ kind: 'graphql', otherUrlParameters: 'tenant=a;b' });

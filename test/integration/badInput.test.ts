@@ -95,6 +95,17 @@ describe('bad input through the gateway', () => {
     await stillServing();
   });
 
+  it('refuses a GET that an origin splitting on ; reads as a mutation (405), or as two queries (400)', async () => {
+    const mutation = encodeURIComponent('mutation { addTodo(title: "x") { id } }');
+    const refusal = async (search: string) => {
+      const answer = await fetch(`${stack().url}?${search}`, { headers: { accept: 'application/json' } });
+      return [answer.status, ((await answer.json()) as { errors: Array<{ extensions: { code: string } }> }).errors[0]?.extensions.code];
+    };
+    expect(await refusal(`x=1;query=${mutation}`)).toEqual([405, 'METHOD_NOT_ALLOWED']);
+    expect(await refusal(`query=${encodeURIComponent('{ todos { id } } #')};query=${mutation}`)).toEqual([400, 'AMBIGUOUS_REQUEST']);
+    expect(stack().origin.requestCount()).toBe(0);
+  });
+
   it('passes a GET with variables that are not JSON', async () => {
     const url = `${stack().url}?query=${encodeURIComponent('{ todos { id } }')}&variables=%7Bnope`;
     const direct = await fetch(url.replace(stack().url, stack().origin.url));
