@@ -35,10 +35,12 @@ export function cacheKey(
   // digest were 3% of a GET HIT's CPU in a `--cpu-prof` profile (README, Performance).
   // A request without the later parts keeps the key it had before they were keyed.
   const keyedParameters = target.parameters === '' && canonicalExtensions === '' ? '' : `\u0000${target.parameters}\u0000${canonicalExtensions}`;
-  // The forwarding part is a NUL and its entries, each a NUL and a header name (forwardingKey); the
-  // members follow four NULs. No part's text holds a NUL, so the length of each run of NULs and the
-  // character after it (a header name's letter, or the `{` of canonical JSON) tell the parts apart.
-  const forwarded = target.forwarding === '' ? keyedParameters : `${keyedParameters}\u0000${target.forwarding}`;
+  // The forwarding part is a NUL, a CR and its entries, each a NUL and a header name
+  // (forwardingKey); the members follow four NULs. No part's text holds a NUL, and none but the
+  // forwarding part a CR (no header value, path or name can; JSON and printed strings escape it), so
+  // the CR marks where the forwarding part starts, here and against the keys of earlier versions
+  // (which keyed forwarded host headers after two NULs), and a run of four NULs where the members do.
+  const forwarded = target.forwarding === '' ? keyedParameters : `${keyedParameters}\u0000\r${target.forwarding}`;
   const later = otherMembers === '' ? forwarded : `${forwarded}\u0000\u0000\u0000\u0000${otherMembers}`;
   const hashed = `${target.host}\u0000${target.endpoint}\u0000${operationName}\u0000${normalisedDocument}\u0000${canonicalVariables}${later}`;
   return `${bucket}/${hash('sha256', hashed, 'base64url')}`;

@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { cacheKey } from '../../src/engine/cacheKey.js';
+import { forwardingKey } from '../../src/http/requestTarget.js';
 
 describe('cacheKey', () => {
   it('keeps the keys of earlier versions, so an upgrade finds the entries stored before it', () => {
@@ -36,6 +37,13 @@ describe('cacheKey', () => {
     expect(cacheKey('b', { ...target, forwarding: `\u0000x-forwarded-host:${members}` }, '', 'd', '{}', '', '')).not.toBe(withMembers);
     expect(cacheKey('b', target, '', 'd', '{}', members, '')).not.toBe(withMembers);
     expect(cacheKey('b', { ...target, parameters: members }, '', 'd', '{}', '', '')).not.toBe(withMembers);
+  });
+
+  it('never gives a key an earlier version gave another request: forwarded host headers were keyed after two NULs', () => {
+    const target = { host: 'h', endpoint: '/e', parameters: '', forwarding: forwardingKey([['x-forwarded-host', 'shop.example.com'], ['x-forwarded-proto', 'https']]) };
+    // X-Forwarded-Host: x-forwarded-host:shop.example.com and Forwarded: host=x-forwarded-proto:https, as an earlier version keyed them.
+    const earlier = `b/${hash('sha256', 'h\u0000/e\u0000\u0000d\u0000{}\u0000\u0000x-forwarded-host:shop.example.com\u0000x-forwarded-proto:https', 'base64url')}`;
+    expect(cacheKey('b', target, '', 'd', '{}', '', '')).not.toBe(earlier);
   });
 
   it('keys the URL parameters other than GraphQL\'s and the extensions other than persistedQuery, when there are any', () => {
