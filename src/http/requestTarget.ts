@@ -92,18 +92,24 @@ const FORWARDING_HEADERS: ReadonlySet<string> = new Set([
   'x-rewrite-url',
 ]);
 
-/** A `forwarded` value's elements without their `for=` pairs, the rest as sent. */
+/**
+ * A `forwarded` value's elements without their well-formed `for=` pairs (a token or a quoted string,
+ * RFC 7239 section 4), the rest as sent: a malformed one may hide another parameter from a lenient
+ * origin (`for=192.0.2.1 host=evil`), so it stays in the key.
+ */
 function withoutForParameters(forwarded: string): string {
   return forwarded
     .split(',')
     .map((element) =>
       element
         .split(';')
-        .filter((pair) => pair.trim().slice(0, 4).toLowerCase() !== 'for=')
+        .filter((pair) => !FOR_PAIR.test(pair))
         .join(';'),
     )
     .join(',');
 }
+
+const FOR_PAIR = /^\s*for=("[^"\\]*"|[!#$%&'*+\-.^_`|~0-9A-Za-z]+)\s*$/i;
 
 const DEFAULT_PORTS: Readonly<Record<string, string>> = { http: '80', https: '443' };
 

@@ -97,6 +97,9 @@ describe('forwardingKey', () => {
       forwardingKey([['forwarded', 'For=198.51.100.17;proto=http;by=203.0.113.43']]),
     );
     expect(forwardingKey([['forwarded', 'for=192.0.2.60;proto=http']])).not.toBe(forwardingKey([['forwarded', 'for=192.0.2.60;proto=https']]));
+    expect(forwardingKey([['forwarded', 'for="[2001:db8:cafe::17]:4711";proto=http']])).toBe(forwardingKey([['forwarded', 'for=unknown;proto=http']]));
+    // A malformed for= may hide a parameter from a lenient origin: it stays in the key.
+    expect(forwardingKey([['forwarded', 'for=1.1.1.1 host=evil;proto=https;host=shop']])).not.toBe(forwardingKey([['forwarded', 'for=2.2.2.2;proto=https;host=shop']]));
     expect(forwardingKey([['forwarded', 'for=192.0.2.60;host=a.example, for=198.51.100.17']])).not.toBe(
       forwardingKey([['forwarded', 'for=192.0.2.60;host=b.example, for=198.51.100.17']]),
     );
