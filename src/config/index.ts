@@ -1,6 +1,6 @@
 export { demoConfig, demoConfigInput } from './demo.js';
 export { ConfigError } from './error.js';
-export { formatKeyPath, valueAt, withValueAt, type KeyPath } from './keyPath.js';
+export { formatKeyPath, valueAt, withValueAt } from './keyPath.js';
 export { secrecyAt, type Secrecy } from './issues.js';
 export { loadConfig, parseConfig, type ParseConfigOptions } from './load.js';
 export {

@@ -21,16 +21,18 @@ export function formatKeyPath(path: KeyPath): string {
 }
 
 /**
- * A copy of plain data with `value` at `path`, sharing what is off the path; a missing mapping on the
- * way is created, and an undefined value leaves the key out.
+ * A copy of plain data with `value` at `path` (mapping keys only), sharing what is off the path and
+ * keeping the keys' order; a missing mapping on the way is created, and an undefined value leaves
+ * the key out.
  */
-export function withValueAt<T>(data: T, path: KeyPath, value: unknown): T {
+export function withValueAt<T>(data: T, path: readonly string[], value: unknown): T {
   if (path.length === 0) return value as T;
-  const [head, ...rest] = path;
-  const record = (typeof data === 'object' && data !== null ? data : {}) as Record<PropertyKey, unknown>;
-  const { [head!]: inner, ...others } = record;
-  const replaced = withValueAt(inner, rest, value);
-  return (replaced === undefined ? others : { ...others, [head!]: replaced }) as T;
+  const [head, ...rest] = path as [string, ...string[]];
+  const record = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>;
+  const replaced = withValueAt(record[head], rest, value);
+  const copy: Record<string, unknown> = { ...record, [head]: replaced };
+  if (replaced === undefined) delete copy[head];
+  return copy as T;
 }
 
 /** The value at `path` in plain data, or undefined when some step is missing. */

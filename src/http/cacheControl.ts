@@ -81,8 +81,8 @@ export function staleLimits(headers: HeaderList): StaleLimits {
 
 /**
  * RFC 9111 section 5.1: seconds an upstream cache says the answer had been held before svc-cache got
- * it (`Age`), which a HIT's own `age` goes on from; 0 when absent. An invalid one made the answer
- * unstorable already (`freshness`).
+ * it (`Age`), which a HIT's own `age` goes on from; 0 when absent or invalid (an invalid one makes an
+ * answer with a lifetime of its own unstorable: `freshness`).
  */
 export function upstreamAgeSeconds(headers: HeaderList): number {
   return deltaSeconds(singleValue(headers, 'age')) ?? 0;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { Config } from '../config/index.js';
-import { formatKeyPath, valueAt, watchConfig, withValueAt, type KeyPath } from '../config/index.js';
+import { formatKeyPath, valueAt, watchConfig, withValueAt } from '../config/index.js';
 import { Dashboard, dashboardRoutes, type StoreHealth } from '../dashboard/index.js';
 import { DecisionEngine, type RequestSummary, type RuntimeState } from '../engine/index.js';
 import { definitionOf, scopeSources } from '../engine/index.js';
@@ -271,7 +271,7 @@ function secretHeaderNames(config: Config): string[] {
  * Settings read once when the sidecar starts: the store connection, the ext_proc port's TLS, the
  * bucket hash key, the memory bound and the log level (README, Hot reload).
  */
-const READ_AT_START: readonly KeyPath[] = [['redis'], ['grpc'], ['cache', 'scopeKeySecret'], ['cache', 'memoryMaxBytes'], ['logging', 'level']];
+const READ_AT_START: ReadonlyArray<readonly string[]> = [['redis'], ['grpc'], ['cache', 'scopeKeySecret'], ['cache', 'memoryMaxBytes'], ['logging', 'level']];
 
 /**
  * A reloaded configuration as the process runs it: the settings read only at start keep their

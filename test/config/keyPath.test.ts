@@ -13,6 +13,7 @@ describe('key paths', () => {
     const replaced = withValueAt(config, ['cache', 'scopeKeySecret'], 'b');
     expect(replaced).toEqual({ cache: { maxAge: 60, scopeKeySecret: 'b' }, redis: { url: 'redis://r' }, rules: [] });
     expect(replaced.redis).toBe(config.redis);
+    expect(Object.keys(replaced)).toEqual(['cache', 'redis', 'rules']);
     expect(config.cache.scopeKeySecret).toBe('a');
   });
 
