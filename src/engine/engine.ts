@@ -743,7 +743,7 @@ export class DecisionEngine {
     if (exchange.registration && isPlainObject(parseGraphQLResult(body)?.data)) await this.registerPersistedQuery(exchange);
     switch (plan.kind) {
       case 'pass': {
-        if (plan.readUnseen && ranUnseenMutation(parseGraphQLResult(body), this.deps.state().schema)) await this.invalidateEverything('unseen-operation');
+        if (plan.readUnseen && ranUnseenMutation(parseGraphQLResult(body))) await this.invalidateEverything('unseen-operation');
         const passed = passedBody(plan, exchange.responseHeaders, body, this.deps.state().config.limits.maxResponseBodyBytes);
         const response = this.passedResponse(exchange, plan.reason, passed.body, body);
         // Cut from a decoded body, the answer goes as identity (stream.ts sets its content-length).
@@ -827,8 +827,7 @@ export class DecisionEngine {
       if (isPlainObject(answer)) for (const tag of mutationInvalidationTags(mutation.schema, mutation.prepared, answer, mutation.policy)) fromAnswers.add(tag);
       else for (const tag of rootFieldTypeTags(mutation.schema, mutation.prepared)) fromRootFields.add(tag);
     });
-    const { schema } = this.deps.state();
-    if (plan.unseen.some((index) => answers === undefined || ranUnseenMutation(answers[index], schema))) await this.invalidateEverything('unseen-operation');
+    if (plan.unseen.some((index) => answers === undefined || ranUnseenMutation(answers[index]))) await this.invalidateEverything('unseen-operation');
     if (policy === undefined) return;
     await this.invalidate(policy, [...fromAnswers], 'answer');
     await this.invalidate(policy, [...fromRootFields], 'root-field-types');

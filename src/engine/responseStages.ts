@@ -1,4 +1,3 @@
-import type { GraphQLSchema } from 'graphql';
 import type { HeaderList } from '../http/index.js';
 import { contentCoding, decodedWithin, headerValue, upstreamAgeSeconds } from '../http/index.js';
 import { isPlainObject } from '../util/index.js';
@@ -64,18 +63,16 @@ export function isSuccess(status: number): boolean {
 }
 
 /**
- * Whether an answer to an operation svc-cache could not see shows that it may have changed data:
- * it has `data` (a request error has none: GraphQL over HTTP), and `data` is not made only of the
- * query root's fields. Stored documents are written by the origin's own developers, so their root
- * fields are what they seem; an answer that cannot be read, or `data: null`, may be a mutation's.
+ * Whether an answer to an operation svc-cache could not see shows that it may have changed data: it
+ * has `data` with something in it, or `data: null` (a request error has no `data`: GraphQL over
+ * HTTP). Its root keys cannot tell a query from a mutation, since an alias may name a mutation's
+ * field as a query's (`todos: addTodo(…)`). An answer that cannot be read may be a mutation's.
  */
-export function ranUnseenMutation(result: unknown, schema: GraphQLSchema | undefined): boolean {
-  if (!isPlainObject(result) || !Object.hasOwn(result, 'data')) return result === undefined;
+export function ranUnseenMutation(result: unknown): boolean {
+  if (!isPlainObject(result)) return true;
+  if (!Object.hasOwn(result, 'data')) return false;
   const { data } = result;
-  if (!isPlainObject(data) || schema === undefined) return true;
-  const queryFields = schema.getQueryType()?.getFields() ?? {};
-  const mutationFields = schema.getMutationType()?.getFields() ?? {};
-  return Object.keys(data).some((name) => !Object.hasOwn(queryFields, name) || Object.hasOwn(mutationFields, name));
+  return !isPlainObject(data) || Object.keys(data).length > 0;
 }
 
 /** A body svc-cache can read: GraphQL JSON, not encoded. */

@@ -396,7 +396,7 @@ export function possibleOperations(
 interface Reading {
   query: string | undefined;
   operationName: string | undefined;
-  /** A JSON object without `query` but with other members: what a stored document sent by its id looks like. */
+  /** A JSON object without a query text but with other members: what a stored document sent by its id looks like. */
   storedDocument?: true;
 }
 
@@ -410,8 +410,8 @@ function textReadings(text: string, mediaTypes: readonly string[]): Reading[] | 
   const objects = typeof json === 'string' ? [] : json.kind === 'array' ? (json.elements ?? []).slice(0, MAX_BATCH_OPERATIONS) : [json];
   for (const object of objects) {
     const [query, operationName] = [object.members?.get('query')?.string, object.members?.get('operationName')?.string];
-    if (query !== undefined || operationName !== undefined) readings.push({ query, operationName });
-    else if (object.members !== undefined && object.members.size > 0 && !object.members.has('query')) readings.push(STORED_DOCUMENT);
+    if (query === undefined && namesStoredDocument(object)) readings.push(STORED_DOCUMENT);
+    else if (query !== undefined || operationName !== undefined) readings.push({ query, operationName });
   }
   if (mediaTypes.includes('application/x-www-form-urlencoded')) {
     const form = formReadings(text);
@@ -420,6 +420,15 @@ function textReadings(text: string, mediaTypes: readonly string[]): Reading[] | 
   }
   if (mediaTypes.includes('application/graphql')) readings.push({ query: text, operationName: undefined });
   return readings;
+}
+
+/**
+ * An object with no query text but a member besides `query` and `operationName` (a `documentId`,
+ * Relay's `doc_id`): the origin may run the document it names, as the readable path's `no-query`
+ * does (README, Invalidation after mutations).
+ */
+function namesStoredDocument(object: JsonValue): boolean {
+  return [...(object.members?.keys() ?? [])].some((name) => name !== 'query' && name !== 'operationName');
 }
 
 /**

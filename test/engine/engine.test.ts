@@ -211,10 +211,12 @@ describe('DecisionEngine', () => {
     let release: () => void = () => {};
     const flush = vi.spyOn(store, 'invalidateAll').mockImplementation(() => new Promise<number>((resolve) => (release = () => resolve(0))));
     const unseen = () => roundTrip(post({ documentId: 'rename' }), { body: Buffer.from('{"data":{"updateTodo":{"id":"1"}}}') });
-    const answered = [unseen(), unseen(), unseen(), unseen()];
+    const settled: number[] = [];
+    const answered = [unseen(), unseen(), unseen(), unseen()].map((answer, index) => answer.then((done) => (settled.push(index), done)));
     await vi.waitFor(() => expect(flush).toHaveBeenCalledTimes(1));
     release();
-    await vi.waitFor(() => expect(flush).toHaveBeenCalledTimes(2));
+    // Each answer waits for a flush that started after it arrived: one for the first, the rest for the second.
+    await vi.waitFor(() => expect([flush.mock.calls.length, settled.length]).toEqual([2, 1]));
     release();
     expect((await Promise.all(answered)).map((answer) => answer.status)).toEqual(['PASS', 'PASS', 'PASS', 'PASS']);
     expect(flush).toHaveBeenCalledTimes(2);
