@@ -700,8 +700,10 @@ export class DecisionEngine {
     // A mutation whose answer will not be read (streamed, not GraphQL JSON, encoded, bodiless).
     if (forwarded.kind === 'mutation' && plan.kind !== 'mutation') await this.invalidateByRootFieldTypes(forwarded);
     if (forwarded.kind === 'pass' && forwarded.unread) await this.invalidateByRootFieldTypes(...forwarded.unread);
-    // An answer svc-cache will not read cannot show that only a query ran.
+    // An answer svc-cache will not read cannot show that nothing ran (nor can one it means to read
+    // that never comes: whenBodyLost).
     if (forwarded.kind === 'pass' && forwarded.unseen && plan.kind === 'pass' && !plan.readUnseen && isSuccess(status)) await this.invalidateEverything('unseen-operation');
+    exchange.whenBodyLost = this.invalidationWithoutBody(plan);
     if (forwarded.kind === 'batch' && plan.kind !== 'batch') await this.invalidateAfterBatch({ ...forwarded, unseen: isSuccess(status) ? forwarded.unseen : [] }, undefined);
     const { maxResponseBodyBytes } = this.deps.state().config.limits;
     const holdable = isHoldable(headers, endOfStream, maxResponseBodyBytes);
@@ -740,6 +742,7 @@ export class DecisionEngine {
       if (replacement) return { headers: { set: [], remove: [] }, replacement };
     }
     exchange.staleHold = undefined;
+    exchange.whenBodyLost = undefined;
     if (exchange.registration && isPlainObject(parseGraphQLResult(body)?.data)) await this.registerPersistedQuery(exchange);
     switch (plan.kind) {
       case 'pass': {
@@ -758,6 +761,19 @@ export class DecisionEngine {
       case 'store':
         return this.storeResponse(exchange, plan, body);
     }
+  }
+
+  /**
+   * What a plan reads the origin's answer for that must happen even when the answer never reaches
+   * svc-cache (Envoy resets the stream, or answers itself for a body over its buffer): the origin
+   * ran the request all the same. A mutation then invalidates by its root fields' types, as for an
+   * answer svc-cache cannot read, and an operation svc-cache cannot see empties the store.
+   */
+  private invalidationWithoutBody(plan: ResponsePlan): (() => void) | undefined {
+    if (plan.kind === 'mutation') return () => void this.invalidateByRootFieldTypes(plan);
+    if (plan.kind === 'batch') return () => void this.invalidateAfterBatch(plan, undefined);
+    if (plan.kind === 'pass' && plan.readUnseen) return () => void this.invalidateEverything('unseen-operation');
+    return undefined;
   }
 
   private passedResponse(exchange: Exchange, reason: PassReason, clientBody: Buffer, originBody: Buffer): ResponseBodyDecision {

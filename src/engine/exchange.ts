@@ -111,6 +111,20 @@ export class Exchange {
     if (this.outcome === undefined) this.settle('PASS', { passReason: 'no-response-phase' });
   }
 
+  /**
+   * The stream ended after the response head and before its body reached svc-cache: Envoy gave
+   * up on it (a reset, a body over its buffer) after the origin had answered. Runs what the body
+   * was awaited for that must happen even so (`whenBodyLost`).
+   */
+  endWithoutResponseBody(): void {
+    const lost = this.whenBodyLost;
+    this.whenBodyLost = undefined;
+    lost?.();
+  }
+
+  /** Set while an origin's answer must be read because it may show a change svc-cache cannot see. */
+  whenBodyLost: (() => void) | undefined;
+
   /** The stream ended: lets go of what the exchange still holds. Safe to call more than once. */
   dispose(): void {
     if (this.disposed) return;

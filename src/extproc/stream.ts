@@ -50,6 +50,7 @@ export class ProcessingStream {
     if (this.phase === 'awaiting-request-body' || this.phase === 'awaiting-response-headers') {
       this.exchange?.endWithoutResponsePhase();
     }
+    if (this.phase === 'awaiting-response-body') this.exchange?.endWithoutResponseBody();
     this.exchange?.dispose();
   }
 

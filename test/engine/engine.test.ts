@@ -222,6 +222,22 @@ describe('DecisionEngine', () => {
     expect(flush).toHaveBeenCalledTimes(2);
   });
 
+  it('invalidates when the answer it reads never comes: a mutation by its root fields, an unseen operation by a flush', async () => {
+    build({ mutationPolicy: 'Entity' });
+    const invalidate = vi.spyOn(store, 'invalidate');
+    const flush = vi.spyOn(store, 'invalidateAll');
+    for (const request of [post({ query: 'mutation { updateTodo(id: "1", title: "x") { id } }' }), post({ documentId: 'rename' })]) {
+      const exchange = engine.begin(request.head);
+      await engine.requestBody(exchange, request.body);
+      const head = await engine.responseHead(exchange, 200, [[':status', '200'], ...JSON_HEADERS], false);
+      expect(head.wantsBody).toBe(true);
+      // Envoy ends the stream before the body (a reset, a body over its buffer): stream.ts says so.
+      exchange.endWithoutResponseBody();
+      exchange.endWithoutResponseBody();
+    }
+    await vi.waitFor(() => expect([invalidate.mock.calls, flush.mock.calls.length]).toEqual([[[['t:Todo']]], 1]));
+  });
+
   it('does not retry an invalidation the store applied but a replica did not confirm', async () => {
     build({ mutationPolicy: 'Entity' });
     const unconfirmed = vi.spyOn(store, 'invalidate').mockRejectedValueOnce(new UnconfirmedInvalidation('a replica did not answer'));

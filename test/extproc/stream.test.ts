@@ -218,6 +218,23 @@ describe('ProcessingStream', () => {
     expect(stream.summary).toMatchObject({ outcome: 'PASS', passReason: 'no-response-phase' });
   });
 
+  it('tells the exchange when a stream ends with the response body awaited, once', async () => {
+    let lost = 0;
+    const engine = new ScriptedEngine({
+      responseHead: (exchange) => {
+        exchange.whenBodyLost = () => (lost += 1);
+        return { headers: { set: [], remove: [] }, wantsBody: true };
+      },
+    });
+    const stream = new ProcessingStream(engine);
+    await stream.handle(requestHeaders('POST'));
+    await stream.handle(requestBody('{}'));
+    await stream.handle(responseHeaders());
+    stream.close();
+    stream.close();
+    expect(lost).toBe(1);
+  });
+
   it('settles nothing for a request answered at once or a stream ended before any answer', async () => {
     const hit = new ProcessingStream(new ScriptedEngine({ requestBody: () => ({ kind: 'respond', response: { status: 200, headers: [], body: Buffer.from('{}') } }) }));
     await hit.handle(requestHeaders('POST'));
