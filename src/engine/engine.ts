@@ -336,8 +336,11 @@ export class DecisionEngine {
     }
     const context: RequestContext = { exchange, head, config, request, resolved };
     const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
-    if (isVerdict(checked) && checked.kind === 'pass' && checked.reason === 'no-query') return this.passUnseen(exchange, config);
-    if (isVerdict(checked)) return this.conclude(exchange, (await this.emptyParenthesesPurge(context, checked, schema)) ?? checked, context);
+    if (isVerdict(checked)) {
+      const purge = await this.emptyParenthesesPurge(context, checked, schema);
+      if (purge === undefined && checked.kind === 'pass' && UNSEEN_REASONS.has(checked.reason)) return this.passUnseen(exchange, config, checked);
+      return this.conclude(exchange, purge ?? checked, context);
+    }
     // It parses and passes the limits: registered once an answer with data shows the origin runs it.
     exchange.registration = resolved.registration;
     exchange.describeOperation(checked.selected.name, documentHashOf(checked.selected));
@@ -660,15 +663,17 @@ export class DecisionEngine {
   }
 
   /**
-   * A POST that names no query may still run one at the origin: a stored document sent by its id
-   * (`documentId`, Relay's `doc_id`), which svc-cache cannot see. It may be a mutation, so an answer
-   * showing that something other than a query ran empties the store (README, Invalidation after
-   * mutations: `ranUnseenMutation`).
+   * A POST that names no query, or whose query does not parse, may still run one at the origin: a
+   * stored document sent by its id (`documentId`, Relay's `doc_id`, or the id in `query` as
+   * envelop's persisted operations take it), which svc-cache cannot see. It may be a mutation, so an
+   * answer showing that an operation ran empties the store (README, Invalidation after mutations:
+   * `ranUnseenMutation`).
    */
-  private passUnseen(exchange: Exchange, config: Config): RequestDecision {
-    if (requestHeadOf(exchange).method !== 'POST' || config.mutationPolicy === 'None') return this.passOn(exchange, 'no-query');
-    this.deps.logger.debug({ passReason: 'no-query' }, 'request passed; it may run an operation svc-cache cannot see');
-    return forwardUntouched(exchange, { kind: 'pass', reason: 'no-query', unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } });
+  private passUnseen(exchange: Exchange, config: Config, verdict: Verdict & { kind: 'pass' }): RequestDecision {
+    const { reason, detail } = verdict;
+    if (requestHeadOf(exchange).method !== 'POST' || config.mutationPolicy === 'None') return this.passOn(exchange, reason, detail);
+    this.deps.logger.debug({ passReason: reason }, 'request passed; it may run an operation svc-cache cannot see');
+    return forwardUntouched(exchange, { kind: 'pass', reason, unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } });
   }
 
   /**
@@ -1030,6 +1035,8 @@ const DEBUG_HEADER = 'svc-debug';
 const LOGGED_DETAIL_CHARACTERS = 200;
 /** A request without a body; shared, as a buffer of no bytes cannot be changed (one allocated per GET was 0.5% of its CPU). */
 const NO_BODY = Buffer.alloc(0);
+/** Pass reasons of a POST whose operation the origin may run from a stored document (passUnseen). */
+const UNSEEN_REASONS: ReadonlySet<PassReason> = new Set(['no-query', 'syntax-error']);
 /** Stored as the origin sent it. */
 const NO_COMPRESSION: CompressionSettings = { encoding: 'identity', minBytes: 0 };
 

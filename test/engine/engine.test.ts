@@ -150,7 +150,6 @@ describe('DecisionEngine', () => {
   });
 
   it.each([
-    ['a syntax error', { query: '{ todos { id }' }, 'syntax-error'],
     ['an unknown operationName', { query: 'query A { todos { id } }', operationName: 'B' }, 'unknown-operation'],
     ['several operations without a name', { query: 'query A { todos { id } } query B { users { id } }' }, 'unknown-operation'],
     ['a subscription', { query: 'subscription { x }' }, 'subscription'],
@@ -160,10 +159,13 @@ describe('DecisionEngine', () => {
     expect(decision).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason } });
   });
 
-  it('passes a POST with no query as one that may run an operation svc-cache cannot see', async () => {
-    const request = post({ extensions: {} });
+  it.each([
+    ['with no query', { extensions: {} }, 'no-query'],
+    ['whose query does not parse (a stored document\'s id, to envelop)', { query: '{ todos { id }' }, 'syntax-error'],
+  ])('passes a POST %s as one that may run an operation svc-cache cannot see', async (_name, body, reason) => {
+    const request = post(body);
     const decision = await decide(request.head, request.body);
-    expect(decision).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'no-query', unseen: { maxResponseBodyBytes: 10_000_000 } } });
+    expect(decision).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason, unseen: { maxResponseBodyBytes: 10_000_000 } } });
   });
 
   it.each([
