@@ -102,13 +102,13 @@ export class ListArgumentIndex {
     this.matching = settings.mode === 'match';
     // No answer that is stored holds a list under the Mutation or Subscription root.
     const writeRoots = new Set([schema.getMutationType(), schema.getSubscriptionType()]);
-    const parentFields = Object.values(schema.getTypeMap()).flatMap((parent): ParentField[] =>
-      !isObjectType(parent) || parent.name.startsWith('__') || writeRoots.has(parent) ? [] : Object.values(parent.getFields()).map((field) => [parent, field]),
-    );
-    for (const parentField of parentFields) {
-      for (const type of possibleObjectTypes(schema, getNamedType(parentField[1].type))) getOrInsertComputed(this.fieldsReturning, type.name, () => []).push(parentField);
+    const parents = Object.values(schema.getTypeMap()).filter((type): type is GraphQLObjectType => isObjectType(type) && !type.name.startsWith('__') && !writeRoots.has(type));
+    for (const parent of parents) {
+      for (const field of Object.values(parent.getFields())) {
+        for (const type of possibleObjectTypes(schema, getNamedType(field.type))) getOrInsertComputed(this.fieldsReturning, type.name, () => []).push([parent, field]);
+      }
     }
-    for (const [parent, field] of parentFields) this.addListField(parent, field);
+    for (const parent of parents) this.addListFields(parent);
   }
 
   /** Whether a stored answer's value of this field is tagged by `entryTags`: a list field, or one returning a connection. */
@@ -171,19 +171,26 @@ export class ListArgumentIndex {
    * then those of the field that returned the object holding it when that object has no key field
    * either (`todosConnection(first:, done:)` returning a `TodoConnection`), or else its own. The
    * list field of such a connection is no list of those entities itself: it takes no arguments,
-   * so its tag would name every page of every connection.
+   * so its tag would name every page of every connection. The entities a connection's lists hold
+   * are gathered first, so each field returning it gets each of them once.
    */
-  private addListField(parent: GraphQLObjectType, field: GraphQLField<unknown, unknown>): void {
-    const nullable = getNullableType(field.type);
-    if (!isListType(nullable)) return;
+  private addListFields(parent: GraphQLObjectType): void {
     const connection = !this.isEntity(parent) && parent !== this.schema.getQueryType();
-    const owners = connection ? (this.fieldsReturning.get(parent.name) ?? []) : [[parent, field] as const];
-    for (const item of possibleObjectTypes(this.schema, getNamedType(nullable))) {
-      this.addTarget(parent, field, item);
-      if (this.isEntity(item)) continue;
-      for (const held of heldTypes(this.schema, this.keyFields, item).all) {
-        if (this.isEntity(held)) for (const [ownerParent, owner] of owners) this.addTarget(ownerParent, owner, held);
+    const heldByConnection = new Set<GraphQLObjectType>();
+    for (const field of Object.values(parent.getFields())) {
+      const nullable = getNullableType(field.type);
+      if (!isListType(nullable)) continue;
+      const items = possibleObjectTypes(this.schema, getNamedType(nullable));
+      for (const item of items) this.addTarget(parent, field, item);
+      // Key-less items of one cycle of types share what they hold: each is gone through once.
+      const keyless = new Set(items.filter((item) => !this.isEntity(item)).map((item) => heldTypes(this.schema, this.keyFields, item)));
+      for (const held of [...keyless].flatMap((component) => component.entities())) {
+        if (connection) heldByConnection.add(held);
+        else this.addTarget(parent, field, held);
       }
+    }
+    for (const [owner, field] of this.fieldsReturning.get(parent.name) ?? []) {
+      for (const held of heldByConnection) this.addTarget(owner, field, held);
     }
   }
 

@@ -18,7 +18,7 @@ import {
 } from 'graphql';
 import { entityKeyText } from './keyFields.js';
 import type { PreparedOperation } from './entityFields.js';
-import { heldTypes, possibleObjectTypes, type HeldTypes } from './heldTypes.js';
+import { heldTypes, HeldTypesWalk, possibleObjectTypes, type HeldTypes } from './heldTypes.js';
 import { rootFieldTypeTags } from './rootFieldTypes.js';
 import { entityKeyField, type KeyFields } from './keyFields.js';
 import type { ListArgumentIndex } from './listArguments.js';
@@ -74,6 +74,12 @@ export function responseTags(
   const coerced = lists && coercedVariables(schema, operation.operation, variables);
   /** Parent types each list field was tagged under: a field's tags are the same wherever it occurs. */
   const taggedLists = new Map<FieldNode, Set<string>>();
+  // Each vacancy's types once per answer: a list of 1,000 items each with a `null` field costs a lookup per item.
+  const vacancies = new HeldTypesWalk((held, listed) => {
+    for (const tag of held.typeTags) tags.add(tag);
+    if (listed) for (const tag of held.listTags) tags.add(tag);
+    return tags.size <= maxTags;
+  });
   const complete = walkResponse(schema, prepared, result, {
     listField(parent, definition, node) {
       if (!lists) return true;
@@ -90,13 +96,7 @@ export function responseTags(
       if (key !== undefined) tags.add(invalidationTag.entity(type.name, key));
       return tags.size <= maxTags;
     },
-    vacancy(held, list) {
-      for (const type of held.all) {
-        tags.add(invalidationTag.type(type.name));
-        if (list || held.listed.has(type.name)) tags.add(invalidationTag.list(type.name));
-      }
-      return tags.size <= maxTags;
-    },
+    vacancy: (held, list) => vacancies.walk(held, list),
     unidentified: () => false,
     keyMissing: () => false,
   });
@@ -135,6 +135,10 @@ export function mutationInvalidationTags(
   const trusted = !isPlainObject(result) || result.errors === undefined;
   if (!trusted && !isPlainObject((result as { data?: unknown }).data)) return rootFieldTypeTags(schema, prepared);
   const lists = policy === 'List' && prepared.lists?.matching && trusted ? new ReturnedLists(prepared.lists, prepared.keyFields) : undefined;
+  const vacancies = new HeldTypesWalk((held) => {
+    for (const type of held.types) unnamedTypes.add(type.name);
+    return true;
+  });
   walkResponse(schema, prepared, result, {
     object(type, key, _inList, value, atRoot) {
       returnedTypes.add(type.name);
@@ -151,10 +155,7 @@ export function mutationInvalidationTags(
       }
       return true;
     },
-    vacancy(held) {
-      if (!trusted) for (const type of held.all) unnamedTypes.add(type.name);
-      return true;
-    },
+    vacancy: (held) => trusted || vacancies.walk(held, false),
     unidentified(types) {
       for (const type of types) unnamedTypes.add(type.name);
       return true;
