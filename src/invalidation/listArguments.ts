@@ -167,13 +167,12 @@ export class ListArgumentIndex {
 
   /**
    * A list field holds its items' types. A list whose items have no key field (a connection's
-   * `edges`) holds as well the entities they hold (each edge's `node`). The entities a list holds,
-   * its items or those below them, take the list's arguments from the field that returned the
-   * object holding it when that object has no key field either (`todosConnection(first:, done:)`
-   * returning a `TodoConnection`, whose `edges` or `nodes` hold todos), or else its own. The list
-   * field of such a connection is no list of those entities itself: it takes no arguments, so its
-   * tag would name every page of every connection. The entities a connection's lists hold are
-   * gathered first, so each field returning it gets each of them once.
+   * `edges`) holds as well the entities they hold (each edge's `node`): the list's arguments are
+   * then those of the field that returned the object holding it when that object has no key field
+   * either (`todosConnection(first:, done:)` returning a `TodoConnection`), or else its own. The
+   * list field of such a connection is no list of those entities itself: it takes no arguments,
+   * so its tag would name every page of every connection. The entities a connection's lists hold
+   * are gathered first, so each field returning it gets each of them once.
    */
   private addListFields(parent: GraphQLObjectType): void {
     const connection = !this.isEntity(parent) && parent !== this.schema.getQueryType();
@@ -181,10 +180,11 @@ export class ListArgumentIndex {
     for (const field of Object.values(parent.getFields())) {
       const nullable = getNullableType(field.type);
       if (!isListType(nullable)) continue;
-      const items = getNamedType(nullable);
-      for (const item of possibleObjectTypes(this.schema, items)) if (!this.isEntity(item)) this.addTarget(parent, field, item);
-      // The entity items themselves (a connection's `nodes`) and those below key-less ones.
-      for (const held of heldTypes(this.schema, this.keyFields, items).entities()) {
+      const items = possibleObjectTypes(this.schema, getNamedType(nullable));
+      for (const item of items) this.addTarget(parent, field, item);
+      // Key-less items of one cycle of types share what they hold: each is gone through once.
+      const keyless = new Set(items.filter((item) => !this.isEntity(item)).map((item) => heldTypes(this.schema, this.keyFields, item)));
+      for (const held of [...keyless].flatMap((component) => component.entities())) {
         if (connection) heldByConnection.add(held);
         else this.addTarget(parent, field, held);
       }

@@ -198,14 +198,6 @@ describe('Relay connections: a list of key-less edges is a list of their nodes, 
     );
   });
 
-  it('tags a page read through the connection\'s nodes with the connection field, not the argument-less nodes field', async () => {
-    const { stored, mutated } = await answered('{ todosConnection(done: true) { nodes { id } } }', 'match');
-    expect(stored).toEqual([tag.list('Todo'), todoList('Query.todosConnection', { done: true })].sort());
-    // The new todo is open: the done page is not named.
-    expect(mutated).not.toContain(todoList('Query.todosConnection', { done: true }));
-    expect(mutated.filter((name) => name.includes('TodoConnection.'))).toEqual([]);
-  });
-
   it('asks the origin for the created todo\'s done, which connection pages are narrowed by', () => {
     const lists = listArgumentIndex(connectionSchema, { mode: 'match', fields: {} }, keyFields);
     const add = prepareOperation(connectionSchema, parse('mutation { addTodo(title: "NEW") { id } }'), keyFields, lists);

@@ -2,10 +2,10 @@ import { buildSchema, execute, parse, type GraphQLSchema } from 'graphql';
 
 /**
  * A Relay-shaped schema and its data, as the outside audit's origin had them: todos listed plainly
- * and through a connection (key-less edges holding the todo, the `nodes` shortcut holding them
- * directly, key-less page info), with the connection's `done` argument naming a todo field.
- * `Folder` holds itself, `archive` is a connection that may be `null`, and `createTodo` returns a
- * payload that may: for what a `null` place could have held.
+ * and through a connection (key-less edges holding the todo, key-less page info), with the
+ * connection's `done` argument naming a todo field. `Folder` holds itself, `archive` is a
+ * connection that may be `null`, and `createTodo` returns a payload that may: for what a `null`
+ * place could have held.
  */
 export const CONNECTION_SCHEMA_SDL = `interface Node {
   id: ID!
@@ -26,7 +26,6 @@ type User implements Node {
 
 type TodoConnection {
   edges: [TodoEdge!]!
-  nodes: [Todo!]!
   pageInfo: PageInfo!
 }
 
@@ -83,7 +82,7 @@ export function connectionOrigin(): (requestBody: string) => Promise<string> {
     todos: () => todos,
     todosConnection: ({ first, done }: { first?: number | null; done?: boolean | null }) => {
       const found = todos.filter((todo) => done == null || todo.done === done).slice(0, first ?? undefined);
-      return { edges: found.map((node) => ({ node, cursor: node.id })), nodes: found, pageInfo: { hasNextPage: false, endCursor: found.at(-1)?.id ?? null } };
+      return { edges: found.map((node) => ({ node, cursor: node.id })), pageInfo: { hasNextPage: false, endCursor: found.at(-1)?.id ?? null } };
     },
     archive: () => null,
     folder: () => null,
