@@ -168,14 +168,14 @@ export class ListArgumentIndex {
   /**
    * A list field holds its items' types. A list whose items have no key field (a connection's
    * `edges`) holds as well the entities they hold (each edge's `node`): the list's arguments are
-   * then those of the field that returned the object holding it when that object has no key field
-   * either (`todosConnection(first:, done:)` returning a `TodoConnection`), or else its own. The
+   * then those of the field that returned the object holding it when that object is a connection
+   * (`todosConnection(first:, done:)` returning a `TodoConnection`: isConnection), or else its own. The
    * list field of such a connection is no list of those entities itself: it takes no arguments,
    * so its tag would name every page of every connection. The entities a connection's lists hold
    * are gathered first, so each field returning it gets each of them once.
    */
   private addListFields(parent: GraphQLObjectType): void {
-    const connection = !this.isEntity(parent) && parent !== this.schema.getQueryType();
+    const connection = this.isConnection(parent);
     const heldByConnection = new Set<GraphQLObjectType>();
     for (const field of Object.values(parent.getFields())) {
       const nullable = getNullableType(field.type);
@@ -192,6 +192,18 @@ export class ListArgumentIndex {
     for (const [owner, field] of this.fieldsReturning.get(parent.name) ?? []) {
       for (const held of heldByConnection) this.addTarget(owner, field, held);
     }
+  }
+
+  /**
+   * A Relay connection (named `…Connection`, or holding `edges` and `pageInfo`) without a key field:
+   * the arguments of the field returning it narrow what its lists hold (`todosConnection(done:)`).
+   * Those of a field returning another key-less object describe that object, not its lists'
+   * items (`team(name:)` returning a `Team` with `members`), so its lists keep their own.
+   */
+  private isConnection(parent: GraphQLObjectType): boolean {
+    if (this.isEntity(parent) || parent === this.schema.getQueryType()) return false;
+    const fields = parent.getFields();
+    return parent.name.endsWith('Connection') || (Object.hasOwn(fields, 'edges') && Object.hasOwn(fields, 'pageInfo'));
   }
 
   /** Makes `parent.field` a list of `type`, narrowed by those of its arguments that narrow for it. */

@@ -192,10 +192,32 @@ describe('Relay connections: a list of key-less edges is a list of their nodes, 
         todoList('Query.todosConnection'),
         todoList('Query.todosConnection', { done: false }),
         todoList('Query.archive'),
-        todoList('Query.folder'),
+        // A Folder is no connection: its lists keep their own arguments, not those of the field returning it.
         todoList('Folder.children'),
       ].sort(),
     );
+  });
+
+  it("narrows a key-less object's lists by their own arguments, not by those of the field returning it, unless it is a connection", async () => {
+    const schema = buildSchema(`
+      type User { id: ID! name: String! }
+      type Membership { role: String! user: User! }
+      type Team { name: String! memberships: [Membership!]! }
+      type Query { team(name: String!): Team }
+      type Mutation { addUser(team: String!, name: String!): User }
+    `);
+    const rootValue = { team: { name: 'core', memberships: [{ role: 'lead', user: { id: '1', name: 'ann' } }] }, addUser: { id: '2', name: 'bob' } };
+    const index = listArgumentIndex(schema, { mode: 'match', fields: {} }, keyFields);
+    const run = (query: string) => {
+      const prepared = prepareOperation(schema, parse(query), keyFields, index);
+      return { prepared, result: JSON.parse(JSON.stringify(execute({ schema, document: prepared.document, rootValue }))) as Record<string, unknown> };
+    };
+    const page = run('{ team(name: "core") { memberships { user { id name } } } }');
+    const stored = responseTags(schema, page.prepared, page.result, '')!;
+    const mutation = run('mutation { addUser(team: "core", name: "bob") { id name } }');
+    const created = mutationInvalidationTags(schema, mutation.prepared, mutation.result, 'List');
+    // team(name:) names the team, not its members: a new user reaches the page, whatever its name.
+    expect(stored.filter((name) => created.includes(name))).toEqual([tag.listField('User', 'Team.memberships', '{}')]);
   });
 
   it('asks the origin for the created todo\'s done, which connection pages are narrowed by', () => {
