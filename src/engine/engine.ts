@@ -380,7 +380,7 @@ export class DecisionEngine {
       }
       const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
       if (isVerdict(checked) && checked.kind === 'respond') return this.conclude(exchange, checked);
-      if (isVerdict(checked) && checked.reason === 'no-query' && config.mutationPolicy !== 'None') unseen.push(mutations.length);
+      if (isVerdict(checked) && checked.kind === 'pass' && UNSEEN_REASONS.has(checked.reason) && config.mutationPolicy !== 'None') unseen.push(mutations.length);
       mutations.push(isVerdict(checked) ? undefined : this.batchedMutation(checked, config, schema));
     }
     if (unseen.length === 0 && mutations.every((mutation) => mutation === undefined)) return this.passOn(exchange, 'batch');

@@ -211,7 +211,8 @@ export function checkLimits(
  * The mutations an origin might run from a POST svc-cache could not read (README, Bad input): any
  * operation a reading of its body or URL names that is a mutation the origin could pick. Each reading is
  * held to the limits a readable request is held to, and refused as one would be. `unseen` when a
- * reading names no query but other members, as a stored document sent by its id does.
+ * reading names no query but other members, or the only query text read does not parse, as a
+ * stored document sent by its id does.
  */
 export function possibleMutations(
   head: RequestHead,
@@ -224,7 +225,7 @@ export function possibleMutations(
   // A coded body larger decoded than a readable one may be: refused as that body would be.
   if (readings === 'too-large') return payloadTooLarge(limits);
   const mutations: DocumentNode[] = [];
-  let unseen = false;
+  let [unseen, unparsed, parsedAny] = [false, false, false];
   for (const { query, operationName } of readings) {
     if (query === undefined) {
       unseen = true;
@@ -233,7 +234,11 @@ export function possibleMutations(
     const tooLarge = queryTextViolation(query, limits);
     if (tooLarge) return limitExceeded(tooLarge);
     const parsed = parseDocument(query);
-    if ('kind' in parsed) continue;
+    if ('kind' in parsed) {
+      unparsed = true;
+      continue;
+    }
+    parsedAny = true;
     for (const operation of parsed.operations) {
       const name = operation.name?.value;
       // An empty name is no name to some origins: every mutation counts then, as with none.
@@ -245,7 +250,9 @@ export function possibleMutations(
       mutations.push(selected.document);
     }
   }
-  return { mutations, unseen };
+  // A text that does not parse may be a stored document's id (envelop), unless another reading
+  // gives the document the origin runs (a body in its declared charset).
+  return { mutations, unseen: unseen || (unparsed && !parsedAny) };
 }
 
 /**

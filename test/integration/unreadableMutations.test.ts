@@ -179,6 +179,8 @@ describe('a request svc-cache cannot read that an origin may run as a mutation',
     ['with query: null, in a body svc-cache does not read', '{"query":null,"documentId":"rename-todo-1"}', 'text/plain', '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}'],
     ['answered data: null', '{"documentId":"rename-todo-1"}', 'application/json', '{"data":null,"errors":[{"message":"failed after the write"}]}'],
     ['in query, as envelop reads it', '{"query":"rename-todo-1"}', 'application/json', '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}'],
+    ['in query, in a batch', '[{"query":"rename-todo-1"}]', 'application/json', '[{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}]'],
+    ['in query, in a body svc-cache does not read', '{"query":"rename-todo-1"}', 'text/plain', '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}'],
   ])('empties the store after a stored document sent by its id %s', async (_name, body, contentType, answer) => {
     expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
     const answerType = answer === 'done' ? 'text/plain' : 'application/json';
