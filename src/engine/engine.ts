@@ -696,9 +696,12 @@ export class DecisionEngine {
     const forwarded = exchange.plan ?? { kind: 'pass', reason: 'envoy-local-reply' };
     const plan = planAfterResponseHead(forwarded, status, headers, endOfStream, this.now());
     exchange.responseArrived(headers, plan);
+    // Set before anything is awaited: Envoy may end the stream while this head is being decided.
+    exchange.whenBodyLost = this.invalidationWithoutBody(plan);
     // A failure shown by the head is never stored, so the plan is a pass and leadership is released.
     const replacement = await this.replaceFailureByHead(exchange, status, headers, endOfStream);
     if (replacement) {
+      exchange.whenBodyLost = undefined;
       exchange.registration = undefined;
       return { headers: { set: [], remove: [] }, wantsBody: false, replacement };
     }
@@ -708,7 +711,6 @@ export class DecisionEngine {
     // An answer svc-cache will not read cannot show that nothing ran (nor can one it means to read
     // that never comes: whenBodyLost).
     if (forwarded.kind === 'pass' && forwarded.unseen && plan.kind === 'pass' && !plan.readUnseen && isSuccess(status)) await this.invalidateEverything('unseen-operation');
-    exchange.whenBodyLost = this.invalidationWithoutBody(plan);
     if (forwarded.kind === 'batch' && plan.kind !== 'batch') await this.invalidateAfterBatch({ ...forwarded, unseen: isSuccess(status) ? forwarded.unseen : [] }, undefined);
     const { maxResponseBodyBytes } = this.deps.state().config.limits;
     const holdable = isHoldable(headers, endOfStream, maxResponseBodyBytes);
@@ -775,9 +777,17 @@ export class DecisionEngine {
    * answer svc-cache cannot read, and an operation svc-cache cannot see empties the store.
    */
   private invalidationWithoutBody(plan: ResponsePlan): (() => void) | undefined {
-    if (plan.kind === 'mutation') return () => void this.invalidateByRootFieldTypes(plan);
-    if (plan.kind === 'batch') return () => void this.invalidateAfterBatch(plan, undefined);
-    if (plan.kind === 'pass' && plan.readUnseen) return () => void this.invalidateEverything('unseen-operation');
+    const invalidation = this.invalidationOwed(plan);
+    if (invalidation === undefined) return undefined;
+    return () => {
+      invalidation().catch((error: unknown) => this.deps.logger.error({ err: errorMessage(error) }, 'invalidation for an answer that never came failed'));
+    };
+  }
+
+  private invalidationOwed(plan: ResponsePlan): (() => Promise<void>) | undefined {
+    if (plan.kind === 'mutation') return () => this.invalidateByRootFieldTypes(plan);
+    if (plan.kind === 'batch') return () => this.invalidateAfterBatch(plan, undefined);
+    if (plan.kind === 'pass' && plan.readUnseen) return () => this.invalidateEverything('unseen-operation');
     return undefined;
   }
 

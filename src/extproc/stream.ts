@@ -50,7 +50,8 @@ export class ProcessingStream {
     if (this.phase === 'awaiting-request-body' || this.phase === 'awaiting-response-headers') {
       this.exchange?.endWithoutResponsePhase();
     }
-    if (this.phase === 'awaiting-response-body') this.exchange?.endWithoutResponseBody();
+    // Awaiting the headers, the engine may be deciding them already: it has set what is owed then.
+    if (this.phase === 'awaiting-response-headers' || this.phase === 'awaiting-response-body') this.exchange?.endWithoutResponseBody();
     this.exchange?.dispose();
   }
 

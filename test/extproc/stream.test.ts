@@ -235,6 +235,26 @@ describe('ProcessingStream', () => {
     expect(lost).toBe(1);
   });
 
+  it('tells the exchange when a stream ends while the response head is still being decided', async () => {
+    let lost = 0;
+    let decided: () => void = () => {};
+    const engine = new ScriptedEngine({});
+    engine.responseHead = async (exchange) => {
+      exchange.whenBodyLost = () => (lost += 1);
+      await new Promise<void>((resolve) => (decided = resolve));
+      return { headers: { set: [], remove: [] }, wantsBody: true };
+    };
+    const stream = new ProcessingStream(engine);
+    await stream.handle(requestHeaders('POST'));
+    await stream.handle(requestBody('{}'));
+    const head = stream.handle(responseHeaders());
+    await new Promise((resolve) => setImmediate(resolve));
+    stream.close();
+    decided();
+    await head;
+    expect(lost).toBe(1);
+  });
+
   it('settles nothing for a request answered at once or a stream ended before any answer', async () => {
     const hit = new ProcessingStream(new ScriptedEngine({ requestBody: () => ({ kind: 'respond', response: { status: 200, headers: [], body: Buffer.from('{}') } }) }));
     await hit.handle(requestHeaders('POST'));
