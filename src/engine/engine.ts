@@ -864,18 +864,24 @@ export class DecisionEngine {
     await this.invalidate(policy, [...fromRootFields], 'root-field-types');
   }
 
-  private async invalidate(policy: MutationPolicy, tags: string[], from: InvalidationSource): Promise<void> {
-    if (tags.length === 0) return;
+  /**
+   * Applies an invalidation, of tags or of everything; one the store fails is retried
+   * (PendingInvalidations), since the mutation itself went through.
+   */
+  private async invalidate(policy: MutationPolicy, what: string[] | 'everything', from: InvalidationSource): Promise<void> {
+    if (what !== 'everything' && what.length === 0) return;
+    const tags = what === 'everything' ? 0 : what.length;
     try {
-      const removedEntries = await this.deps.store.invalidate(tags);
-      this.deps.logger.info({ policy, from, tags: tags.length, removedEntries }, 'invalidated after mutation');
-      this.report((events) => events.invalidation({ policy, from, tags: tags.length, removedEntries }));
+      const removedEntries = await this.applyInvalidation(what);
+      const message = what === 'everything' ? 'invalidated everything after an operation svc-cache cannot see' : 'invalidated after mutation';
+      this.deps.logger.info({ policy, from, tags, removedEntries }, message);
+      this.report((events) => events.invalidation({ policy, from, tags, removedEntries }));
     } catch (error) {
       // Applied but unconfirmed by a replica, it would not be applied better by a retry.
       const retried = !(error instanceof UnconfirmedInvalidation);
-      this.deps.logger.error({ policy, from, tags: tags.length, retried, err: errorMessage(error) }, 'invalidation after mutation failed');
+      this.deps.logger.error({ policy, from, tags, retried, err: errorMessage(error) }, 'invalidation after mutation failed');
       this.report((events) => events.invalidation({ policy, from, failed: errorMessage(error) }));
-      if (retried) this.pendingInvalidations.add(tags);
+      if (retried) this.pendingInvalidations.add(what);
     }
   }
 
@@ -903,19 +909,13 @@ export class DecisionEngine {
     return flush;
   }
 
+  private applyInvalidation(what: readonly string[] | 'everything'): Promise<number> {
+    return what === 'everything' ? this.deps.store.invalidateAll() : this.deps.store.invalidate(what);
+  }
+
   /** Never rejects: a failure is retried as any invalidation is. */
-  private async flushOnce(from: InvalidationSource): Promise<void> {
-    const policy = this.deps.state().config.mutationPolicy;
-    try {
-      const removedEntries = await this.deps.store.invalidateAll();
-      this.deps.logger.info({ policy, from, removedEntries }, 'invalidated everything after an operation svc-cache cannot see');
-      this.report((events) => events.invalidation({ policy, from, tags: 0, removedEntries }));
-    } catch (error) {
-      const retried = !(error instanceof UnconfirmedInvalidation);
-      this.deps.logger.error({ policy, from, retried, err: errorMessage(error) }, 'invalidation of everything failed');
-      this.report((events) => events.invalidation({ policy, from, failed: errorMessage(error) }));
-      if (retried) this.pendingInvalidations.addEverything();
-    }
+  private flushOnce(from: InvalidationSource): Promise<void> {
+    return this.invalidate(this.deps.state().config.mutationPolicy, 'everything', from);
   }
 
   /**
@@ -927,7 +927,7 @@ export class DecisionEngine {
     const tags = what === 'everything' ? 0 : what.length;
     let removedEntries: number;
     try {
-      removedEntries = what === 'everything' ? await this.deps.store.invalidateAll() : await this.deps.store.invalidate(what);
+      removedEntries = await this.applyInvalidation(what);
     } catch (error) {
       if (!(error instanceof UnconfirmedInvalidation)) throw error;
       this.deps.logger.warn({ policy, from: 'retry', tags, err: error.message }, 'invalidated after mutation, on retry; a replica did not confirm it');

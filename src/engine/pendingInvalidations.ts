@@ -27,17 +27,13 @@ export class PendingInvalidations {
     return this.everything || this.tags.size > 0;
   }
 
-  add(tags: readonly string[]): void {
-    if (!this.everything) {
-      for (const tag of tags) this.tags.add(tag);
+  /** Tags to invalidate again, or everything (the retry then empties the store). */
+  add(what: readonly string[] | 'everything'): void {
+    if (what === 'everything') this.coverEverything();
+    else if (!this.everything) {
+      for (const tag of what) this.tags.add(tag);
       if (this.tags.size > MAX_PENDING_TAGS) this.coverEverything();
     }
-    this.schedule();
-  }
-
-  /** Everything is to be invalidated: the retry empties the store. */
-  addEverything(): void {
-    this.coverEverything();
     this.schedule();
   }
 

@@ -63,7 +63,7 @@ describe('PendingInvalidations', () => {
 
   it('empties the whole store when everything was asked for, whatever tags were kept', async () => {
     pending.add(['Todo:1']);
-    pending.addEverything();
+    pending.add('everything');
     pending.add(['User:2']);
     await vi.advanceTimersByTimeAsync(100);
     expect(applied).toEqual(['everything']);
