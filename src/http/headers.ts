@@ -33,17 +33,37 @@ export function headerValue(headers: HeaderList, name: string): string | undefin
  * Every value of one cookie, in order of occurrence across the `cookie` lines (which may repeat over
  * HTTP/2). A name may repeat: a browser sends each cookie whose Path and Domain match, the more
  * specific path first (RFC 6265 section 5.4), and cookie parsers differ on which one they keep.
+ * The lines are read once per header list: a cookie scope asks for its cookie two or three times
+ * per request (its value, whether it repeats, whether the request holds credentials no scope reads),
+ * and a browser's `cookie` line runs to kilobytes.
  */
-export function cookieValues(headers: HeaderList, name: string): string[] {
-  const values: string[] = [];
-  for (const header of headerValues(headers, 'cookie')) {
-    for (const pair of header.split(';')) {
+export function cookieValues(headers: HeaderList, name: string): readonly string[] {
+  let cookies = cookiesByHeaders.get(headers);
+  if (cookies === undefined) {
+    cookies = readCookies(headers);
+    cookiesByHeaders.set(headers, cookies);
+  }
+  return cookies.get(name) ?? NO_VALUES;
+}
+
+const cookiesByHeaders = new WeakMap<HeaderList, ReadonlyMap<string, readonly string[]>>();
+const NO_VALUES: readonly string[] = Object.freeze([]);
+
+function readCookies(headers: HeaderList): Map<string, string[]> {
+  const cookies = new Map<string, string[]>();
+  for (const [key, line] of headers) {
+    if (key !== 'cookie') continue;
+    for (const pair of line.split(';')) {
       const separator = pair.indexOf('=');
       if (separator < 0) continue;
-      if (pair.slice(0, separator).trim() === name) values.push(pair.slice(separator + 1).trim());
+      const name = pair.slice(0, separator).trim();
+      const value = pair.slice(separator + 1).trim();
+      const values = cookies.get(name);
+      if (values === undefined) cookies.set(name, [value]);
+      else values.push(value);
     }
   }
-  return values;
+  return cookies;
 }
 
 /** The media type of a content-type value, lower-cased and without parameters. */
