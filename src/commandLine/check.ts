@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { GraphQLSchema } from 'graphql';
-import { loadConfig, type CacheRule, type Config } from '../config/index.js';
+import { configWarnings, loadConfig, type CacheRule, type Config } from '../config/index.js';
 import { buildSchemaFromSdl, configSchemaMismatches } from '../schema/index.js';
 
 /**
@@ -16,6 +16,8 @@ export interface CheckReport {
   schemaFile: string | undefined;
   /** One line per type, and per type and field, that a rule names. */
   effectiveRules: string[];
+  /** What the configuration leaves open that it may not mean to (configWarnings); they do not fail the check. */
+  warnings: string[];
 }
 
 export async function checkConfigFile(configFile: string, schemaFile: string | undefined, env?: NodeJS.ProcessEnv): Promise<CheckReport> {
@@ -26,6 +28,7 @@ export async function checkConfigFile(configFile: string, schemaFile: string | u
     mismatches: schema ? configSchemaMismatches(config, schema) : [],
     schemaFile: sdlFile,
     effectiveRules: effectiveRules(config),
+    warnings: configWarnings(config),
   };
 }
 

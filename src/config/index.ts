@@ -23,4 +23,5 @@ export {
   type MutationPolicy,
   type ScopeConfig,
 } from './schema.js';
+export { configWarnings } from './warnings.js';
 export { watchConfig, type ConfigWatcher, type ConfigWatchHandlers, type ConfigWatchOptions } from './watch.js';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { Config } from '../config/index.js';
-import { formatKeyPath, valueAt, watchConfig, withValueAt } from '../config/index.js';
+import { configWarnings, formatKeyPath, valueAt, watchConfig, withValueAt } from '../config/index.js';
 import { Dashboard, dashboardRoutes, type StoreHealth } from '../dashboard/index.js';
 import { DecisionEngine, type RequestSummary, type RuntimeState } from '../engine/index.js';
 import { definitionOf, scopeSources } from '../engine/index.js';
@@ -186,6 +186,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
           metrics.recordConfigReload('ok');
           dashboard.recordReload('ok');
           logger.info({ path: options.configPath }, 'configuration reloaded');
+          for (const warning of configWarnings(next)) logger.warn({ warning }, 'configuration warning');
           if (needRestart.length > 0) {
             logger.warn({ keys: needRestart }, 'these changed settings take effect only after a restart');
           }
@@ -201,6 +202,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     { grpcPort: extProc.port, grpcTls: config.grpc?.tls !== undefined, adminPort: admin.port, store: config.redis ? 'redis' : 'memory' },
     'svc-cache serving',
   );
+  for (const warning of configWarnings(config)) logger.warn({ warning }, 'configuration warning');
   return {
     grpcPort: extProc.port,
     adminPort: admin.port,

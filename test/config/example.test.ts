@@ -26,9 +26,10 @@ describe('examples/config.yaml', () => {
     expect(config.endpoints).toEqual(['/graphql']);
   });
 
-  it('names only types and fields its schema has', async () => {
+  it('names only types and fields its schema has, and leaves nothing to warn of', async () => {
     const report = await checkConfigFile(EXAMPLE, undefined, ENV);
     expect(report.mismatches).toEqual([]);
+    expect(report.warnings).toEqual([]);
     expect(report.effectiveRules).toContain('Query.me: maxAge 60s, swr 0s, scope AUTHENTICATED (rules 0, 1)');
   });
 });

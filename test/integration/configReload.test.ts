@@ -36,6 +36,18 @@ const USERS_ONLY = configFile(`  - description: the user list
 `);
 
 const NEEDS_RESTART = 'these changed settings take effect only after a restart';
+const CONFIG_WARNING = 'configuration warning';
+
+function jwtScope(audience: string): string {
+  return `scopes:
+  USER:
+    definition: header:authorization
+    jwt:
+      claim: sub
+      algorithms: [HS256]
+      secret: configReload-test-secret
+${audience}`;
+}
 
 function statuses(results: readonly GraphQLHttpResult<unknown>[]): Array<string | undefined> {
   return results.map((result) => result.headers['svc-cache']);
@@ -190,5 +202,19 @@ describe('configuration file hot reload through the gateway', () => {
     await register([8]);
     expect(await registered()).toEqual([7, 8]);
     expect(stack.log.messages).not.toContain(NEEDS_RESTART);
+  });
+
+  it('warns of a JWT scope without an audience at start and after each reload that still has one', async () => {
+    const rules = '  - types: [Query]\n    maxAge: 60\n';
+    stack = await startFileConfiguredStack(configFile(rules, jwtScope('')));
+    expect(stack.log.messages.filter((message) => message === CONFIG_WARNING)).toHaveLength(1);
+
+    await stack.writeConfig(configFile(rules, jwtScope('      audience: api\n')));
+    await stack.log.waitFor(RELOADED, 1);
+    expect(stack.log.messages.filter((message) => message === CONFIG_WARNING)).toHaveLength(1);
+
+    await stack.writeConfig(configFile(rules, jwtScope('')));
+    await stack.log.waitFor(RELOADED, 2);
+    expect(stack.log.messages.filter((message) => message === CONFIG_WARNING)).toHaveLength(2);
   });
 });

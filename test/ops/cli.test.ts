@@ -148,6 +148,19 @@ describe('svc-cache check', () => {
     expect(served.stderr).toBe(checked.stderr);
   });
 
+  it('prints a warning on stderr and exits 0 for a JWT scope without an audience', () => {
+    const jwtScope = VALID.replace(
+      '  AUTHENTICATED: header:authorization\n',
+      '  AUTHENTICATED:\n    definition: header:authorization\n    jwt:\n      claim: sub\n      algorithms: [HS256]\n      secret: cli-test-secret\n',
+    );
+    const result = cli(['check', '--config', file('jwt.yaml', jwtScope), '--schema', file('schema.graphql', SDL)]);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/^.*jwt\.yaml: valid, every name is in .*schema\.graphql\nrules in force:\n/);
+    expect(result.stderr).toBe(
+      "warning: scopes.AUTHENTICATED.jwt.audience is not set: a token the same key signed for another audience (another API or client of the issuer) is accepted, and the bucket its sub names is served to it without the origin seeing the request; set audience to the aud this API's tokens carry\n",
+    );
+  });
+
   it('exits 1 naming each type or field the schema does not have', () => {
     const sdl = file('other.graphql', 'type Query { todos: [String] }\n');
     const result = cli(['check', '--config', file('valid2.yaml', VALID), '--schema', sdl]);

@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { configWarnings, parseConfig } from '../../src/config/index.js';
+
+const parse = (scopes: string) => parseConfig(`origin:\n  url: http://origin.test/graphql\nscopes:\n${scopes}`, { source: 'config.yaml', env: {} });
+
+const jwt = (name: string, extra = '') => `  ${name}:
+    definition: header:authorization
+    jwt:
+      claim: org.id
+      algorithms: [HS256]
+      secret: warnings-test-secret
+${extra}`;
+
+describe('configWarnings', () => {
+  it('names each JWT scope without an audience, and nothing else', () => {
+    const config = parse(`  TEAM: header:x-team\n${jwt('USER')}${jwt('ORG', '      audience: api\n')}${jwt('ADMIN', '      issuer: https://auth.test\n')}`);
+    expect(configWarnings(config)).toEqual([
+      'scopes.USER.jwt.audience is not set: a token the same key signed for another audience (another API or client of the issuer) is accepted, and the bucket its org.id names is served to it without the origin seeing the request; set audience to the aud this API\'s tokens carry',
+      'scopes.ADMIN.jwt.audience is not set: a token the same key signed for another audience (another API or client of the issuer) is accepted, and the bucket its org.id names is served to it without the origin seeing the request; set audience to the aud this API\'s tokens carry',
+    ]);
+  });
+
+  it('has none for scopes on headers and cookies alone', () => {
+    expect(configWarnings(parse('  TEAM: header:x-team\n  SESSION: cookie:session\n'))).toEqual([]);
+  });
+});
