@@ -12,9 +12,8 @@ export const PROCESS_METHOD_PATH = `/${EXT_PROC_SERVICE}/Process`;
 /** grpc-js defaults to 4 MiB; Envoy sends a whole buffered body in one message. */
 export const MAX_GRPC_MESSAGE_BYTES = 64 * 1024 * 1024;
 
-/** Where the proto files are, and the one that defines the service (imports resolve from the root). */
-export const PROTO_ROOT = fileURLToPath(new URL('../../proto/', import.meta.url));
-export const PROTO_FILE = 'envoy/service/ext_proc/v3/external_processor_subset.proto';
+const PROTO_ROOT = fileURLToPath(new URL('../../proto/', import.meta.url));
+const PROTO_FILE = 'envoy/service/ext_proc/v3/external_processor_subset.proto';
 
 let cached: grpc.ServiceDefinition | undefined;
 

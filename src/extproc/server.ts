@@ -4,8 +4,7 @@ import type { DecisionEngine, RequestSummary } from '../engine/index.js';
 import type { Logger } from '../observability/index.js';
 import type { Metrics } from '../observability/index.js';
 import type { ProcessingRequest, ProcessingResponse } from './messages.js';
-import { EXT_PROC_SERVICE, MAX_GRPC_MESSAGE_BYTES } from './protocol.js';
-import { answeringProcessorService } from './responseEncoding.js';
+import { EXT_PROC_SERVICE, MAX_GRPC_MESSAGE_BYTES, externalProcessorService } from './protocol.js';
 import { ProcessingStream, ProtocolViolation } from './stream.js';
 import { adoptStreamTables } from './streamTable.js';
 import { errorMessage, ListenError } from '../util/index.js';
@@ -53,7 +52,7 @@ export async function startExtProcServer(options: ExtProcServerOptions): Promise
   setHealth('SERVING');
   health.addToServer(server);
   let openStreams = 0;
-  server.addService(answeringProcessorService(), {
+  server.addService(externalProcessorService(), {
     Process: (call: grpc.ServerDuplexStream<ProcessingRequest, ProcessingResponse>) => {
       openStreams += 1;
       serveStream(call, options, () => (openStreams -= 1));
