@@ -38,12 +38,42 @@ export function headerValue(headers: HeaderList, name: string): string | undefin
  * and a browser's `cookie` line runs to kilobytes.
  */
 export function cookieValues(headers: HeaderList, name: string): readonly string[] {
+  return cookiesOf(headers).get(name) ?? NO_VALUES;
+}
+
+/**
+ * The other names under which this request sends a cookie some origin reads as `name`. PHP and Rack
+ * before 3.0 decode a cookie's name as a form field (`%6F` is `o`, `+` a space), and PHP then makes
+ * spaces and dots in it underscores and reads `name[...]` as an array under `name`: to such an
+ * origin `l%6Fcale=de` is the `locale` cookie, and `user.id=7` is `user_id`.
+ */
+export function cookieNamesReadAs(headers: HeaderList, name: string): string[] {
+  const names: string[] = [];
+  for (const sent of cookiesOf(headers).keys()) {
+    if (sent !== name && SPELT_OTHERWISE.test(sent) && readingsOf(sent).includes(name)) names.push(sent);
+  }
+  return names;
+}
+
+/** What a cookie name may be read as, other than itself. */
+function readingsOf(sent: string): string[] {
+  const decoded = sent.replace(/\+/g, ' ').replace(/%([0-9A-Fa-f]{2})/g, (_escape, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  const php = decoded.trimStart();
+  const bracket = php.indexOf('[');
+  const asPhp = (text: string): string => text.replace(/[ .[]/g, '_');
+  return [decoded, asPhp(bracket < 0 ? php : php.slice(0, bracket)), asPhp(php)];
+}
+
+/** Characters some origin's cookie parser reads as others (readingsOf). */
+const SPELT_OTHERWISE = /[%+. [\]]/;
+
+function cookiesOf(headers: HeaderList): ReadonlyMap<string, readonly string[]> {
   let cookies = cookiesByHeaders.get(headers);
   if (cookies === undefined) {
     cookies = readCookies(headers);
     cookiesByHeaders.set(headers, cookies);
   }
-  return cookies.get(name) ?? NO_VALUES;
+  return cookies;
 }
 
 const cookiesByHeaders = new WeakMap<HeaderList, ReadonlyMap<string, readonly string[]>>();

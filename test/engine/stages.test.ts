@@ -286,6 +286,9 @@ describe('classify', () => {
       ['values across two cookie lines', '{ todos { id } }', [['cookie', 'locale=fr'], ['cookie', 'a=1; locale=de']], 'LOCALE: cookie locale'],
       ["a combined scope's cookie", '{ users { id } }', [['x-team', 'red'], ['cookie', 'team=1; team=2']], 'TEAM: cookie team'],
       ["a JWT scope's cookie", '{ me { id } }', [['cookie', 'token=a.b.c; token=d.e.f']], 'USER: cookie token'],
+      ['under a name PHP and older Rack decode to it, alone', '{ todos { id } }', [['cookie', 'l%6Fcale=de']], 'LOCALE: cookie locale'],
+      ['under a name PHP and older Rack decode to it, beside it', '{ todos { id } }', [['cookie', 'locale=fr; l%6Fcale=fr']], 'LOCALE: cookie locale'],
+      ["under a name PHP reads as a JWT scope's cookie", '{ me { id } }', [['cookie', 'token[]=a.b.c']], 'USER: cookie token'],
     ] as Array<[string, string, Array<[string, string]>, string]>)('passes %s, whichever one the origin reads', (_name, query, headers, detail) => {
       const current = config(scoped);
       expect(classify(checked(query, current), { method: 'POST', headers }, current, schema)).toEqual({ kind: 'pass', reason: 'ambiguous-scope-value', detail });
@@ -295,6 +298,7 @@ describe('classify', () => {
       ['an identical repeat', [['cookie', 'locale=fr; locale=fr']]],
       ['an identical repeat across lines', [['cookie', 'locale=fr'], ['cookie', 'locale=fr']]],
       ['other cookies repeated', [['cookie', 'a=1; locale=fr; a=2']]],
+      ['a name that decodes to another cookie', [['cookie', 'loc%61l=1; locale=fr']]],
     ] as Array<[string, Array<[string, string]>]>)('caches %s', (_name, headers) => {
       const current = config(scoped);
       expect(classify(checked('{ todos { id } }', current), { method: 'POST', headers }, current, schema)).toMatchObject({ kind: 'query' });
