@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { ScopeConfig } from '../config/index.js';
-import { cookieNamesReadAs, cookieValues, headerValues, type HeaderList } from '../http/index.js';
+import { cookieReadOtherwise, cookieValues, headerValues, type HeaderList } from '../http/index.js';
 
 /**
  * Scope buckets (docs/graphql-caching.md, Scopes). Each distinct key value is its own bucket. The bucket
@@ -110,11 +110,11 @@ export function sharedBucketDespite(
 
 /**
  * The first cookie one of the scopes reads (JWT scopes included) that the request sends more than
- * once with values that differ, or also under a name some origin reads as it (`l%6Fcale`, see
- * cookieNamesReadAs), or undefined. Which one the origin reads is its parser's choice (the first in
- * Node's `cookie`, the last in Python's SimpleCookie, Django, Tornado; PHP decodes names), so no
- * bucket can be said to hold its answer: the request passes (README, Scopes). Identical repeats are
- * one value.
+ * once with values that differ, or that some origin may read otherwise (`Locale=`, `a=1,locale=`,
+ * `l%6Fcale=`: cookieReadOtherwise), or undefined. Which one the origin reads is then its parser's
+ * choice (of repeats, the first in Node's `cookie`, the last in Python's SimpleCookie, Django,
+ * Tornado), so no bucket can be said to hold its answer: the request passes (README, Scopes).
+ * Identical repeats are one value.
  * A header sent on several lines needs no such check: it is keyed with all its values.
  */
 export function ambiguousScopeCookie(scopes: readonly string[], definitions: ScopeDefinitions, headers: HeaderList): string | undefined {
@@ -122,7 +122,7 @@ export function ambiguousScopeCookie(scopes: readonly string[], definitions: Sco
     for (const source of sourcesOf(definitions, scope)) {
       if (source.kind !== 'cookie') continue;
       const values = cookieValues(headers, source.name);
-      if (values.some((value) => value !== values[0]) || cookieNamesReadAs(headers, source.name).length > 0) return `${scope}: cookie ${source.name}`;
+      if (values.some((value) => value !== values[0]) || cookieReadOtherwise(headers, source.name)) return `${scope}: cookie ${source.name}`;
     }
   }
   return undefined;

@@ -42,29 +42,66 @@ export function cookieValues(headers: HeaderList, name: string): readonly string
 }
 
 /**
- * The other names under which this request sends a cookie some origin reads as `name`. PHP and Rack
- * before 3.0 decode a cookie's name as a form field (`%6F` is `o`, `+` a space), and PHP then makes
- * spaces and dots in it underscores and reads `name[...]` as an array under `name`: to such an
- * origin `l%6Fcale=de` is the `locale` cookie, and `user.id=7` is `user_id`.
+ * Whether an origin may read this request's `name` cookie otherwise than svc-cache does
+ * (cookieValues: pairs split on `;`, names trimmed and matched exactly), so that svc-cache's bucket
+ * need not be the one the origin answers for:
+ * - ASP.NET matches names ignoring case; Rack before 2.1.4 and 2.2.3 and ASP.NET Core also split
+ *   pairs on `,`, and Python's SimpleCookie and ASP.NET Core on whitespace; Rack keeps a tab before a
+ *   name, and PHP and Rack a space before `=`, in the name. So `name` may appear only as a plain pair:
+ *   at a line's start or after `;` and spaces, in its own case, `=` right after it.
+ * - PHP before 7.4.31, 8.0.24 and 8.1.11, and Rack before 2.1.4 and 2.2.3, decode names as form
+ *   fields (`%6F` is `o`, `+` a space), and PHP reads spaces and dots as underscores, `name[...]` as
+ *   `name` and a name only up to a NUL: to them `l%6Fcale=de` is the `locale` cookie.
  */
-export function cookieNamesReadAs(headers: HeaderList, name: string): string[] {
-  const names: string[] = [];
+export function cookieReadOtherwise(headers: HeaderList, name: string): boolean {
+  for (const [key, line] of headers) if (key === 'cookie' && mentionedOtherwise(line, name)) return true;
+  const lowered = name.toLowerCase();
   for (const sent of cookiesOf(headers).keys()) {
-    if (sent !== name && SPELT_OTHERWISE.test(sent) && readingsOf(sent).includes(name)) names.push(sent);
+    if (sent !== name && SPELT_OTHERWISE.test(sent) && readingsOf(sent).some((reading) => reading.toLowerCase() === lowered)) return true;
   }
-  return names;
+  return false;
 }
 
-/** What a cookie name may be read as, other than itself. */
+/** Whether `line` names the cookie `name`, in any case and followed by `=`, anywhere but as a plain pair. */
+function mentionedOtherwise(line: string, name: string): boolean {
+  const lowerLine = line.toLowerCase();
+  const lowerName = name.toLowerCase();
+  for (let at = lowerLine.indexOf(lowerName); at >= 0; at = lowerLine.indexOf(lowerName, at + 1)) {
+    // Within a longer name, it is another cookie.
+    if (at > 0 && TOKEN_CHARACTER.test(line[at - 1]!)) continue;
+    let equals = at + name.length;
+    while (equals < line.length && /\s/.test(line[equals]!)) equals += 1;
+    if (line[equals] !== '=') continue;
+    if (equals !== at + name.length || !line.startsWith(name, at) || !startsPair(line, at)) return true;
+  }
+  return false;
+}
+
+/** Whether `at` is where a pair starts: the line's start, or after `;` and spaces. */
+function startsPair(line: string, at: number): boolean {
+  let before = at - 1;
+  while (before >= 0 && line[before] === ' ') before -= 1;
+  return before < 0 || line[before] === ';';
+}
+
+/** RFC 9110's token characters: a cookie name's, and so what may not stand right before one. */
+const TOKEN_CHARACTER = /[!#$%&'*+\-.^_`|~0-9A-Za-z]/;
+
+/** What PHP or an older Rack may read a cookie name as, other than itself. */
 function readingsOf(sent: string): string[] {
   const decoded = sent.replace(/\+/g, ' ').replace(/%([0-9A-Fa-f]{2})/g, (_escape, hex: string) => String.fromCharCode(parseInt(hex, 16)));
-  const php = decoded.trimStart();
-  const bracket = php.indexOf('[');
-  const asPhp = (text: string): string => text.replace(/[ .[]/g, '_');
-  return [decoded, asPhp(bracket < 0 ? php : php.slice(0, bracket)), asPhp(php)];
+  return [decoded, ...phpReadings(sent), ...phpReadings(decoded)];
 }
 
-/** Characters some origin's cookie parser reads as others (readingsOf). */
+/** PHP's variable name for a cookie name: up to a NUL, leading spaces dropped, `[` opening an array or read as `_`, spaces and dots as `_`. */
+function phpReadings(name: string): string[] {
+  const variable = name.split('\u0000', 1)[0]!.trimStart();
+  const bracket = variable.indexOf('[');
+  const underscored = (text: string): string => text.replace(/[ .[]/g, '_');
+  return [underscored(bracket < 0 ? variable : variable.slice(0, bracket)), underscored(variable)];
+}
+
+/** Characters some origin's cookie parser reads as others (readingsOf); a NUL comes only escaped (Envoy refuses a raw one). */
 const SPELT_OTHERWISE = /[%+. [\]]/;
 
 function cookiesOf(headers: HeaderList): ReadonlyMap<string, readonly string[]> {

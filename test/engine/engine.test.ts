@@ -590,7 +590,10 @@ describe('DecisionEngine', () => {
       const plain = await keyOf('session=s1');
       expect(await keyOf('theme=dark; session=s1; lang=en')).toBe(plain);
       expect(await keyOf('session=s2; theme=dark')).not.toBe(plain);
-      expect(await keyOf('Session=s1')).not.toBe(plain);
+      // Another case is another cookie to svc-cache, but ASP.NET reads it as this one.
+      const otherCase = post({ query: '{ users { id } }' }, [['cookie', 'Session=s1']]);
+      const decision = await decide(otherCase.head, otherCase.body);
+      expect(decision.kind === 'forward' && decision.plan).toMatchObject({ kind: 'pass', reason: 'ambiguous-scope-value' });
     });
 
     it('never puts a raw scope value into the cache key', async () => {

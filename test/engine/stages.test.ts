@@ -289,6 +289,8 @@ describe('classify', () => {
       ['under a name PHP and older Rack decode to it, alone', '{ todos { id } }', [['cookie', 'l%6Fcale=de']], 'LOCALE: cookie locale'],
       ['under a name PHP and older Rack decode to it, beside it', '{ todos { id } }', [['cookie', 'locale=fr; l%6Fcale=fr']], 'LOCALE: cookie locale'],
       ["under a name PHP reads as a JWT scope's cookie", '{ me { id } }', [['cookie', 'token[]=a.b.c']], 'USER: cookie token'],
+      ['in another case, which ASP.NET reads as it', '{ todos { id } }', [['cookie', 'Locale=de']], 'LOCALE: cookie locale'],
+      ['after a comma, where older Rack and ASP.NET Core split', '{ todos { id } }', [['cookie', 'a=1,locale=de']], 'LOCALE: cookie locale'],
     ] as Array<[string, string, Array<[string, string]>, string]>)('passes %s, whichever one the origin reads', (_name, query, headers, detail) => {
       const current = config(scoped);
       expect(classify(checked(query, current), { method: 'POST', headers }, current, schema)).toEqual({ kind: 'pass', reason: 'ambiguous-scope-value', detail });

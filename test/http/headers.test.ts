@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cookieNamesReadAs, cookieValues, type HeaderList } from '../../src/http/headers.js';
+import { cookieReadOtherwise, cookieValues, type HeaderList } from '../../src/http/headers.js';
 
 describe('cookieValues', () => {
   const headers: HeaderList = [
@@ -26,16 +26,35 @@ describe('cookieValues', () => {
   });
 });
 
-describe('cookieNamesReadAs', () => {
+describe('cookieReadOtherwise', () => {
   it.each([
-    ['percent-escaped letters (PHP, Rack before 3.0)', 'l%6Fcale=de', 'locale', ['l%6Fcale']],
-    ['a plus for a space, which PHP then makes an underscore', 'user+id=7', 'user_id', ['user+id']],
-    ['a dot or a space PHP makes an underscore', 'user.id=7; user id=8', 'user_id', ['user.id', 'user id']],
-    ['an escaped underscore', 'user%5Fid=7', 'user_id', ['user%5Fid']],
-    ['PHP array syntax', 'locale[]=de; locale[x]=fr', 'locale', ['locale[]', 'locale[x]']],
-    ['an unmatched bracket PHP makes an underscore', 'user[id=7', 'user_id', ['user[id']],
-    ['not the name itself, nor other names', 'locale=fr; Locale=de; local%65s=x; l%6Fcal=y', 'locale', []],
-  ])('finds %s', (_case, line, name, expected) => {
-    expect(cookieNamesReadAs([['cookie', line]], name)).toEqual(expected);
+    ['percent-escaped letters (PHP before 7.4.31, older Rack)', 'l%6Fcale=de', 'locale'],
+    ['escaped letters of another case (ASP.NET Core 2)', '%4Cocale=de', 'locale'],
+    ['a plus for a space, which PHP then makes an underscore', 'user+id=7', 'user_id'],
+    ['a dot PHP makes an underscore', 'user.id=7', 'user_id'],
+    ['an escaped underscore', 'user%5Fid=7', 'user_id'],
+    ['PHP array syntax', 'locale[]=de', 'locale'],
+    ['an unmatched bracket PHP makes an underscore', 'user[id=7', 'user_id'],
+    ['an escaped NUL, where PHP ends the name', 'locale%00x=de', 'locale'],
+    ['another case (ASP.NET)', 'Locale=de', 'locale'],
+    ['another case beside it', 'locale=de; LOCALE=fr', 'locale'],
+    ['after a comma (older Rack, ASP.NET Core)', 'a=1,locale=de', 'locale'],
+    ['after a space within a value (SimpleCookie)', 'a=1 locale=de', 'locale'],
+    ['a space before its equals sign (PHP, Rack)', 'locale =de', 'locale'],
+    ['a no-break space before its equals sign', 'locale\u00a0=de', 'locale'],
+    ['a tab before it (Rack)', 'a=b;\tlocale=de', 'locale'],
+  ])('finds the cookie sent %s', (_case, line, name) => {
+    expect(cookieReadOtherwise([['cookie', line]], name)).toBe(true);
+  });
+
+  it.each([
+    ['plain pairs, repeats included', [['cookie', 'locale=fr; a=1;locale=de;   b=2']]],
+    ['plain pairs across lines', [['cookie', 'a=1'], ['cookie', 'locale=fr']]],
+    ['longer names that end in it', [['cookie', 'mylocale=x; my_locale=y; a.locale=z; user%2Elocale=w']]],
+    ['its name in a value without an equals sign', [['cookie', 'a=locale; b=the locale']]],
+    ['names that decode to others', [['cookie', 'local%65s=x; l%6Fcal=y; _ga=GA1.2.3; AMCV_X%40AdobeOrg=1']]],
+    ['no cookie header', [[':method', 'GET']]],
+  ] as Array<[string, Array<[string, string]>]>)('finds nothing in %s', (_case, headers) => {
+    expect(cookieReadOtherwise(headers, 'locale')).toBe(false);
   });
 });
