@@ -67,8 +67,9 @@ function mentionedOtherwise(line: string, name: string): boolean {
   const lowerLine = line.toLowerCase();
   const lowerName = name.toLowerCase();
   for (let at = lowerLine.indexOf(lowerName); at >= 0; at = lowerLine.indexOf(lowerName, at + 1)) {
-    // Within a longer name, it is another cookie.
-    if (at > 0 && TOKEN_CHARACTER.test(line[at - 1]!)) continue;
+    // Only where some parser starts a pair: after another name's characters it is part of that
+    // name, and after `=`, `?` or `&` part of a value (`prefs=locale=de&theme=dark`).
+    if (at > 0 && !PAIR_BOUNDARY.test(line[at - 1]!)) continue;
     let equals = at + name.length;
     while (equals < line.length && /\s/.test(line[equals]!)) equals += 1;
     if (line[equals] !== '=') continue;
@@ -84,8 +85,8 @@ function startsPair(line: string, at: number): boolean {
   return before < 0 || line[before] === ';';
 }
 
-/** RFC 9110's token characters: a cookie name's, and so what may not stand right before one. */
-const TOKEN_CHARACTER = /[!#$%&'*+\-.^_`|~0-9A-Za-z]/;
+/** Where a cookie parser may start a pair: after `;`, `,` (older Rack, ASP.NET Core) or whitespace (SimpleCookie, ASP.NET Core). */
+const PAIR_BOUNDARY = /[;,\s]/;
 
 /** What PHP or an older Rack may read a cookie name as, other than itself. */
 function readingsOf(sent: string): string[] {

@@ -52,6 +52,7 @@ describe('cookieReadOtherwise', () => {
     ['plain pairs across lines', [['cookie', 'a=1'], ['cookie', 'locale=fr']]],
     ['longer names that end in it', [['cookie', 'mylocale=x; my_locale=y; a.locale=z; user%2Elocale=w']]],
     ['its name in a value without an equals sign', [['cookie', 'a=locale; b=the locale']]],
+    ['its name as a key within a value', [['cookie', 'prefs=locale=de&theme=dark; next=/home?locale=fr']]],
     ['names that decode to others', [['cookie', 'local%65s=x; l%6Fcal=y; _ga=GA1.2.3; AMCV_X%40AdobeOrg=1']]],
     ['no cookie header', [[':method', 'GET']]],
   ] as Array<[string, Array<[string, string]>]>)('finds nothing in %s', (_case, headers) => {
