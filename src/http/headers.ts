@@ -48,7 +48,8 @@ export function cookieValues(headers: HeaderList, name: string): readonly string
  * - ASP.NET matches names ignoring case; Rack before 2.1.4 and 2.2.3 and ASP.NET Core also split
  *   pairs on `,`, and Python's SimpleCookie and ASP.NET Core on whitespace; Rack keeps a tab before a
  *   name, and PHP and Rack a space before `=`, in the name. So `name` may appear only as a plain pair:
- *   at a line's start or after `;` and spaces, in its own case, `=` right after it.
+ *   at a line's start or after `;` and spaces, in its own case, `=` right after it, and its value
+ *   may have no whitespace but spaces and tabs around it.
  * - PHP before 7.4.31, 8.0.24 and 8.1.11, and Rack before 2.1.4 and 2.2.3, decode names as form
  *   fields (`%6F` is `o`, `+` a space), and PHP reads spaces and dots as underscores, `name[...]` as
  *   `name` and a name only up to a NUL: to them `l%6Fcale=de` is the `locale` cookie.
@@ -74,9 +75,23 @@ function mentionedOtherwise(line: string, name: string): boolean {
     while (equals < line.length && /\s/.test(line[equals]!)) equals += 1;
     if (line[equals] !== '=') continue;
     if (equals !== at + name.length || !line.startsWith(name, at) || !startsPair(line, at)) return true;
+    if (trimmedOtherwise(line, equals + 1)) return true;
   }
   return false;
 }
+
+/**
+ * Whether the value from `start` to the next `;` begins or ends with whitespace other than spaces
+ * and tabs (a no-break space, a form feed): svc-cache trims it away, as Python does, while Node's
+ * `cookie`, Go and Rack keep it, so the origin may read another value than the key holds.
+ */
+function trimmedOtherwise(line: string, start: number): boolean {
+  const end = line.indexOf(';', start);
+  const value = line.slice(start, end < 0 ? line.length : end);
+  return value.trim() !== value.replace(SPACES_AND_TABS_AROUND, '');
+}
+
+const SPACES_AND_TABS_AROUND = /^[ \t]+|[ \t]+$/g;
 
 /** Whether `at` is where a pair starts: the line's start, or after `;` and spaces. */
 function startsPair(line: string, at: number): boolean {

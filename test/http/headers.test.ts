@@ -43,12 +43,15 @@ describe('cookieReadOtherwise', () => {
     ['a space before its equals sign (PHP, Rack)', 'locale =de', 'locale'],
     ['a no-break space before its equals sign', 'locale\u00a0=de', 'locale'],
     ['a tab before it (Rack)', 'a=b;\tlocale=de', 'locale'],
+    ['with a no-break space after its value (kept by Node, Go, Rack)', 'locale=de\u00a0; a=1', 'locale'],
+    ['with a form feed before its value', 'locale=\fde', 'locale'],
   ])('finds the cookie sent %s', (_case, line, name) => {
     expect(cookieReadOtherwise([['cookie', line]], name)).toBe(true);
   });
 
   it.each([
     ['plain pairs, repeats included', [['cookie', 'locale=fr; a=1;locale=de;   b=2']]],
+    ['spaces and tabs around its value', [['cookie', 'locale= fr\t ; a=1\u00a0']]],
     ['plain pairs across lines', [['cookie', 'a=1'], ['cookie', 'locale=fr']]],
     ['longer names that end in it', [['cookie', 'mylocale=x; my_locale=y; a.locale=z; user%2Elocale=w']]],
     ['its name in a value without an equals sign', [['cookie', 'a=locale; b=the locale']]],
