@@ -55,7 +55,7 @@ export function cookieValues(headers: HeaderList, name: string): readonly string
  *   `name` and a name only up to a NUL: to them `l%6Fcale=de` is the `locale` cookie.
  */
 export function cookieReadOtherwise(headers: HeaderList, name: string): boolean {
-  for (const [key, line] of headers) if (key === 'cookie' && mentionedOtherwise(line, name)) return true;
+  if (headerValues(headers, 'cookie').some((line) => mentionedOtherwise(line, name))) return true;
   const lowered = name.toLowerCase();
   for (const sent of cookiesOf(headers).keys()) {
     if (sent !== name && SPELT_OTHERWISE.test(sent) && readingsOf(sent).some((reading) => reading.toLowerCase() === lowered)) return true;
@@ -134,8 +134,7 @@ const NO_VALUES: readonly string[] = Object.freeze([]);
 
 function readCookies(headers: HeaderList): Map<string, string[]> {
   const cookies = new Map<string, string[]>();
-  for (const [key, line] of headers) {
-    if (key !== 'cookie') continue;
+  for (const line of headerValues(headers, 'cookie')) {
     for (const pair of line.split(';')) {
       const separator = pair.indexOf('=');
       if (separator < 0) continue;
