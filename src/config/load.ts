@@ -9,7 +9,7 @@ import { redisSectionIssues } from './redisSection.js';
 import { scopeReferenceIssues } from './scopeReferences.js';
 import { parseYamlFile, type YamlFile } from './yamlFile.js';
 import { formatKeyPath, valueAt, type KeyPath } from './keyPath.js';
-import { describeFileError, readNamedFiles, sha256 } from './namedFiles.js';
+import { describeFileError, readNamedFiles, sha256, type NamedFile } from './namedFiles.js';
 import { errorMessage } from '../util/index.js';
 
 export interface ParseConfigOptions {
@@ -97,7 +97,7 @@ export async function loadConfig(path: string, env?: NodeJS.ProcessEnv): Promise
  */
 export type ConfigSnapshot = {
   fingerprint: string;
-  /** The configuration file and the files it names (schema, TLS). */
+  /** The configuration file and the files it names (schema, manifest, TLS). */
   files: string[];
 } & (
   | { config: Config }
@@ -132,7 +132,7 @@ export async function readConfigSnapshot(path: string, env?: NodeJS.ProcessEnv):
     ...named.flatMap((file) => (file.problem === undefined ? [] : [{ line: read.lineOf(file.key), text: `${formatKeyPath(file.key)}: ${file.problem}` }])),
   ];
   if (read.config === undefined || problems.length > 0) return { fingerprint, files, unreadable: false, error: configErrorFrom(path, problems) };
-  return { fingerprint, files, config: read.config };
+  return { fingerprint, files, config: withManifestDocuments(read.config, named) };
 }
 
 function toPlainData(document: ReturnType<typeof parseYamlFile>['document'], source: string): unknown {
@@ -169,10 +169,22 @@ function withoutEmptyValues(value: unknown): unknown {
   );
 }
 
+/** A relative `schema.file` or `persistedDocuments.manifest` is taken from the configuration file's directory. */
 function withSchemaFileResolved(config: Config, baseDir: string): Config {
   const file = config.schema?.file;
-  if (file === undefined) return config;
-  return { ...config, schema: { ...config.schema, file: resolve(baseDir, file) } };
+  const manifest = config.persistedDocuments?.manifest;
+  return {
+    ...config,
+    ...(file === undefined ? {} : { schema: { ...config.schema, file: resolve(baseDir, file) } }),
+    ...(manifest === undefined ? {} : { persistedDocuments: { manifest: resolve(baseDir, manifest) } }),
+  };
+}
+
+/** The manifest's documents, which readNamedFiles read, in the configuration that names it. */
+function withManifestDocuments(config: Config, named: readonly NamedFile[]): Config {
+  const documents = named.find((file) => file.documents !== undefined)?.documents;
+  if (config.persistedDocuments === undefined || documents === undefined) return config;
+  return { ...config, persistedDocuments: { ...config.persistedDocuments, documents } };
 }
 
 /** A relative `jwksFile` is taken from the configuration file's directory, as `schema.file` is. */

@@ -2,19 +2,20 @@ import { createHash, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
+import { readManifest, type PersistedDocuments } from '../persistedDocuments/index.js';
 import { errorMessage } from '../util/index.js';
 import type { KeyPath } from './keyPath.js';
 
 /**
- * The files a configuration names that `serve` reads at start: `schema.file` (README, Every key)
- * and the `grpc.tls` certificate, key and client CA. They are read when the configuration is
+ * The files a configuration names that `serve` reads at start: `schema.file` (README, Every key),
+ * `persistedDocuments.manifest`, and the `grpc.tls` certificate, key and client CA. They are read when the configuration is
  * loaded, so that `check`, `serve` and a reload refuse a missing or unusable one alike, under its key
  * (README, Configuration). A JWKS file (`jwksFile`) is not among them: it is read when a token first
  * needs it (README, JWT-claim scopes).
  */
 
 /** What a named file must hold. */
-type Content = 'sdl' | 'certificate' | 'private-key' | 'ca-certificates';
+type Content = 'sdl' | 'manifest' | 'certificate' | 'private-key' | 'ca-certificates';
 
 interface NamedFileKey {
   key: KeyPath;
@@ -28,13 +29,14 @@ interface NamedFileKey {
 
 const NAMED_FILE_KEYS: readonly NamedFileKey[] = [
   { key: ['schema', 'file'], content: 'sdl', relativeTo: 'config-directory' },
+  { key: ['persistedDocuments', 'manifest'], content: 'manifest', relativeTo: 'config-directory' },
   { key: ['grpc', 'tls', 'cert'], content: 'certificate', relativeTo: 'working-directory' },
   { key: ['grpc', 'tls', 'key'], content: 'private-key', relativeTo: 'working-directory' },
   { key: ['grpc', 'tls', 'clientCa'], content: 'ca-certificates', relativeTo: 'working-directory' },
 ];
 
 /** Why a named file cannot be used. */
-type FileProblem = 'unreadable' | 'not-a-certificate' | 'not-a-private-key' | 'no-ca-certificate' | 'key-not-of-certificate';
+type FileProblem = 'unreadable' | 'not-a-manifest' | 'not-a-certificate' | 'not-a-private-key' | 'no-ca-certificate' | 'key-not-of-certificate';
 
 export interface NamedFile {
   key: KeyPath;
@@ -42,8 +44,10 @@ export interface NamedFile {
   path: string;
   /** What is wrong with it, as a message after its key; undefined when it can be used. */
   problem: string | undefined;
+  /** A usable manifest's documents. */
+  documents?: PersistedDocuments;
   /**
-   * Tells a change of the file that matters: the schema's text, which a reload applies; for the TLS
+   * Tells a change of the file that matters: the schema's or the manifest's text, which a reload applies; for the TLS
    * files, read only at start, whether they can be used (so that a refused configuration is taken
    * once the file is fixed) but not their content (a renewed certificate changes no configuration).
    */
@@ -69,11 +73,13 @@ export async function readNamedFiles(path: (key: KeyPath) => string | undefined,
     if (problem === undefined && entry.content === 'private-key' && certificate && !belongTogether(certificate.bytes, entry.bytes)) {
       problem = { code: 'key-not-of-certificate' };
     }
+    const contentMatters = entry.content === 'sdl' || entry.content === 'manifest';
     return {
       key: entry.key,
       path: entry.path,
       problem: problem && describe(problem, entry.path),
-      fingerprint: entry.content === 'sdl' && problem === undefined ? sha256(entry.bytes) : (problem?.code ?? 'usable'),
+      ...(entry.documents === undefined ? {} : { documents: entry.documents }),
+      fingerprint: contentMatters && problem === undefined ? sha256(entry.bytes) : (problem?.code ?? 'usable'),
     };
   });
 }
@@ -84,12 +90,16 @@ interface Found {
   reason?: string;
 }
 
-async function readContent(path: string, content: Content): Promise<{ bytes: Buffer; problem: Found | undefined }> {
+async function readContent(path: string, content: Content): Promise<{ bytes: Buffer; problem: Found | undefined; documents?: PersistedDocuments }> {
   let bytes: Buffer;
   try {
     bytes = await readFile(path);
   } catch (error) {
     return { bytes: Buffer.alloc(0), problem: { code: 'unreadable', reason: describeFileError(error) } };
+  }
+  if (content === 'manifest') {
+    const manifest = readManifest(bytes.toString('utf8'));
+    return manifest.kind === 'documents' ? { bytes, problem: undefined, documents: manifest.documents } : { bytes, problem: { code: 'not-a-manifest', reason: manifest.problem } };
   }
   return { bytes, problem: contentProblem(bytes, content) };
 }
@@ -97,6 +107,9 @@ async function readContent(path: string, content: Content): Promise<{ bytes: Buf
 /** Whether the bytes are what the sidecar's TLS setup takes (Node's TLS, which grpc-js uses). */
 function contentProblem(bytes: Buffer, content: Content): Found | undefined {
   switch (content) {
+    case 'manifest':
+      // Read by readContent, which keeps its documents.
+      return undefined;
     case 'sdl':
       // Parsed by the schema source, which reports a bad schema on /readyz (README, Every key).
       return undefined;
@@ -138,6 +151,8 @@ function describe(problem: Found, path: string): string {
   switch (problem.code) {
     case 'unreadable':
       return `cannot read ${file}: ${problem.reason}`;
+    case 'not-a-manifest':
+      return `${file} is not a manifest of stored documents: ${problem.reason}`;
     case 'not-a-certificate':
       return `expected a PEM certificate ("-----BEGIN CERTIFICATE-----...") in ${file}`;
     case 'not-a-private-key':

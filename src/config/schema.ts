@@ -1,5 +1,6 @@
 import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
+import type { PersistedDocuments } from '../persistedDocuments/index.js';
 import { parseRedisNode, parseRedisUrl, type RedisNodeProblem, type RedisUrlProblem } from './redisAddress.js';
 import { redisSectionIssues } from './redisSection.js';
 import { scopeReferenceIssues } from './scopeReferences.js';
@@ -290,6 +291,8 @@ export const configSchema = z
       })
       .strict()
       .default({ enabled: true, ttl: 86400, forwardPersistedQuery: false, maxBytes: 16 * 1024 * 1024 }),
+    /** The origin's manifest of stored documents, which requests name by id (README, Stored documents sent by id). */
+    persistedDocuments: z.object({ manifest: z.string().min(1) }).strict().optional(),
     limits: z
       .object({
         /** Envoy's own buffer limit should match (per_connection_buffer_limit_bytes). */
@@ -350,7 +353,13 @@ export const configSchema = z
     for (const issue of [...scopeReferenceIssues(config), ...redisSectionIssues(config)]) ctx.addIssue({ code: 'custom', ...issue });
   });
 
-export type Config = z.infer<typeof configSchema>;
+export type Config = Omit<z.infer<typeof configSchema>, 'persistedDocuments'> & {
+  /**
+   * `documents`: the manifest's, once loadConfig read it (parseConfig reads no file, and leaves it
+   * out: no document is then known by its id).
+   */
+  persistedDocuments?: { manifest: string; documents?: PersistedDocuments };
+};
 export type CacheRule = Config['rules'][number];
 /** A scope as configured: the string form, or a source whose verified JWT's claim keys the bucket. */
 export type ScopeConfig = Config['scopes'][string];

@@ -29,6 +29,8 @@ export function redactedConfig(config: Config): unknown {
 function redact(value: unknown, path: readonly PropertyKey[]): unknown {
   if (typeof value === 'string') return secrecyAt(configSchema, path) === 'value' ? REDACTED : withoutUrlPassword(value);
   if (Array.isArray(value)) return value.map((item, index) => redact(item, [...path, index]));
+  // The manifest's documents (persistedDocuments.documents) show as how many there are.
+  if (value instanceof Map) return value.size;
   if (value !== null && typeof value === 'object') {
     return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, redact(item, [...path, name])]));
   }

@@ -38,7 +38,8 @@ import {
   possibleMutations,
   readParameters,
   refusedForEach,
-  resolveApq,
+  resolveQuery,
+  type ResolutionDependencies,
   scopeAndKey,
   scopeExplanation,
   usesIncrementalDelivery,
@@ -328,13 +329,16 @@ export class DecisionEngine {
     const { params } = request;
     const sentTooLarge = checkSentQueryText(params, config.limits);
     if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
-    const resolving = resolveApq(params, { apq: config.apq, registry: this.deps.persistedQueries, logger: this.deps.logger });
+    const resolving = resolveQuery(params, parameters.documentIds, this.resolutionDependencies(config));
     const resolved = resolving instanceof Promise ? await resolving : resolving;
     if ('kind' in resolved) {
       this.report((events) => events.persistedQuery(resolved.refusal));
       return this.conclude(exchange, resolved.verdict);
     }
-    const context: RequestContext = { exchange, head, config, request, resolved };
+    // A stored document named by its persisted-query hash is keyed by it: the origin runs the id, and
+    // may refuse the text (README, Stored documents sent by id).
+    const keyed = resolved.storedById ? { ...request, canonicalExtensions: request.canonicalExtensionsById } : request;
+    const context: RequestContext = { exchange, head, config, request: keyed, resolved };
     const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
     if (isVerdict(checked)) {
       const purge = await this.emptyParenthesesPurge(context, checked, schema);
@@ -370,10 +374,10 @@ export class DecisionEngine {
     const { config, schema } = this.deps.state();
     const mutations: Array<MutationPlan | undefined> = [];
     const unseen: number[] = [];
-    for (const { params } of operations) {
+    for (const { params, documentIds } of operations) {
       const sentTooLarge = checkSentQueryText(params, config.limits);
       if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
-      const resolved = await resolveApq(params, { apq: config.apq, registry: this.deps.persistedQueries, logger: this.deps.logger });
+      const resolved = await resolveQuery(params, documentIds, this.resolutionDependencies(config));
       if ('kind' in resolved) {
         this.report((events) => events.persistedQuery(resolved.refusal));
         return this.conclude(exchange, refusedForEach(resolved.verdict, operations.length));
@@ -387,6 +391,10 @@ export class DecisionEngine {
     exchange.forward({ kind: 'batch', mutations, unseen, maxResponseBodyBytes: config.limits.maxResponseBodyBytes });
     // Identity bodies are what svc-cache reads.
     return { kind: 'forward', requestHeaders: { set: [], remove: [...tokenRemoval(requestHeadOf(exchange), config), 'accept-encoding'] } };
+  }
+
+  private resolutionDependencies(config: Config): ResolutionDependencies {
+    return { apq: config.apq, registry: this.deps.persistedQueries, logger: this.deps.logger, documents: config.persistedDocuments?.documents };
   }
 
   private batchedMutation(checked: CheckedOperation, config: Config, schema: GraphQLSchema | undefined): MutationPlan | undefined {
@@ -585,10 +593,13 @@ export class DecisionEngine {
   private forward(context: RequestContext, plan: ResponsePlan, originQuery?: string): RequestDecision {
     const { exchange, head, config, request, resolved } = context;
     const expand = resolved.persisted && !config.apq.forwardPersistedQuery;
+    // A stored document goes as its id, as sent: the origin may run ids only (README, Stored
+    // documents sent by id), and its answer then lacks any key field svc-cache would add.
+    const addedFields = resolved.storedById ? undefined : originQuery;
     const origin =
-      expand || originQuery !== undefined
+      expand || addedFields !== undefined
         ? rewrittenForOrigin(request.method, head.path, request.body, {
-            query: originQuery ?? resolved.query!,
+            query: addedFields ?? resolved.query!,
             // A rewritten query no longer matches the client's hash; other extensions keep their text.
             extensions: 'persistedQuery' in request.params.extensions ? withoutPersistedQuery(request.params.extensions) : undefined,
           })
@@ -1046,7 +1057,7 @@ const LOGGED_DETAIL_CHARACTERS = 200;
 /** A request without a body; shared, as a buffer of no bytes cannot be changed (one allocated per GET was 0.5% of its CPU). */
 const NO_BODY = Buffer.alloc(0);
 /** Pass reasons of a POST whose operation the origin may run from a stored document (passUnseen). */
-const UNSEEN_REASONS: ReadonlySet<PassReason> = new Set(['no-query', 'syntax-error']);
+const UNSEEN_REASONS: ReadonlySet<PassReason> = new Set(['no-query', 'syntax-error', 'stored-document-over-limits']);
 /** Stored as the origin sent it. */
 const NO_COMPRESSION: CompressionSettings = { encoding: 'identity', minBytes: 0 };
 

@@ -19,6 +19,8 @@ export type PassReason =
   | 'no-query'
   | 'syntax-error'
   | 'unknown-operation'
+  /** A stored document sent by its id is over `limits` (README, Stored documents sent by id). */
+  | 'stored-document-over-limits'
   // The operation.
   | 'schema-not-loaded'
   | 'mutation'

@@ -11,6 +11,7 @@ import { graphQLErrorResponse, type HttpResponse, type OwnErrorCode } from '../h
 import type { Logger } from '../observability/index.js';
 import { carriesPurgeToken, looksLikePurge } from '../purge/index.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
+import { storedDocumentText, type PersistedDocuments } from '../persistedDocuments/index.js';
 import { isFresh, type CacheStore, type CachedResponse, type InvalidationMark } from '../store/index.js';
 import { errorMessage } from '../util/index.js';
 import { cacheKey, type KeyedTarget } from './cacheKey.js';
@@ -21,7 +22,7 @@ import type { CachePolicy } from './rules.js';
 import { ambiguousScopeCookie, scopeBucketKey, scopeVaryHeaders, sharedBucketDespite } from './scopes.js';
 
 /**
- * The stages a GraphQL request goes through, in order: read parameters -> resolve APQ -> check
+ * The stages a GraphQL request goes through, in order: read parameters -> resolve a stored document or APQ -> check
  * limits -> classify -> scope and key -> lookup/coalesce. Each either hands its result to the
  * next or ends the decision early with a `Verdict` (docs/graphql-caching.md, Cacheability).
  */
@@ -60,13 +61,18 @@ export function checkSentQueryText(params: GraphQLParams, limits: Config['limits
   return violation && limitExceeded(violation);
 }
 
-// Stage 2: resolve APQ (docs/graphql-caching.md, Persisted queries).
+// Stage 2: resolve a stored document's id or APQ (README, Stored documents sent by id; docs/graphql-caching.md, Persisted queries).
 
 export interface ResolvedQuery {
   /** The query text to decide on, undefined when the request carries none. */
   query: string | undefined;
   /** The request named a persisted query (its reference is for svc-cache, not the origin). */
   persisted: boolean;
+  /**
+   * The request named one of the origin's stored documents by its id, and the text is the
+   * manifest's: the origin gets the request as sent, never the text (it may run ids only).
+   */
+  storedById: boolean;
   /** The hash came alone and the text from the registry. */
   fromRegistry: boolean;
   /** The hash and text to register once the origin answered the query with data (README, Automatic persisted queries). */
@@ -76,12 +82,16 @@ export interface ResolvedQuery {
 export type ApqResult = ResolvedQuery | { kind: 'refused'; verdict: Verdict; refusal: PersistedQueryRefusal };
 
 /**
+ * The query text a request runs: an id the origin's manifest holds names its document (whatever APQ
+ * would say of it, since the origin reads the id, not svc-cache's registry), else APQ resolves it.
  * A request without a persisted-query reference (most of them) resolves at once, without a promise:
  * a HIT's decision then waits on nothing but the store.
  */
-export function resolveApq(params: GraphQLParams, deps: ApqDependencies): ApqResult | Promise<ApqResult> {
+export function resolveQuery(params: GraphQLParams, documentIds: readonly (string | null)[], deps: ResolutionDependencies): ApqResult | Promise<ApqResult> {
+  const stored = storedDocumentText(deps.documents, { query: params.query, extensions: params.extensions, documentIds });
+  if (stored !== undefined) return { query: stored, persisted: false, storedById: true, fromRegistry: false, registration: undefined };
   const { persistedQuery } = params.extensions;
-  if (persistedQuery === undefined || persistedQuery === null) return { query: params.query, persisted: false, fromRegistry: false, registration: undefined };
+  if (persistedQuery === undefined || persistedQuery === null) return { query: params.query, persisted: false, storedById: false, fromRegistry: false, registration: undefined };
   return resolveReference(params, deps);
 }
 
@@ -97,6 +107,7 @@ export function refusedForEach(verdict: Verdict, count: number): Verdict {
 }
 
 type ApqDependencies = { apq: Config['apq']; registry: PersistedQueryRegistry; logger: Logger };
+export type ResolutionDependencies = ApqDependencies & { documents: PersistedDocuments | undefined };
 
 async function resolveReference(params: GraphQLParams, deps: ApqDependencies): Promise<ApqResult> {
   const persisted = await resolvePersistedQuery(params.query, params.extensions, deps);
@@ -104,8 +115,8 @@ async function resolveReference(params: GraphQLParams, deps: ApqDependencies): P
     const errorCode = PERSISTED_QUERY_CODES[persisted.reason] ?? 'BAD_REQUEST';
     return { kind: 'refused', refusal: persisted.reason, verdict: { kind: 'respond', outcome: 'ERROR', errorCode, response: persisted.response } };
   }
-  if (persisted.kind === 'none') return { query: params.query, persisted: false, fromRegistry: false, registration: undefined };
-  return { query: persisted.query, persisted: true, fromRegistry: params.query === undefined, registration: persisted.registration };
+  if (persisted.kind === 'none') return { query: params.query, persisted: false, storedById: false, fromRegistry: false, registration: undefined };
+  return { query: persisted.query, persisted: true, storedById: false, fromRegistry: params.query === undefined, registration: persisted.registration };
 }
 
 const PERSISTED_QUERY_CODES: Partial<Record<PersistedQueryRefusal, OwnErrorCode>> = {
@@ -195,16 +206,25 @@ export function checkLimits(
 ): Verdict | CheckedOperation {
   const { query } = resolved;
   if (query === undefined) return passVerdict('no-query');
-  // A query registered under a larger limit before a reload lowered it.
-  const registeredTooLarge = resolved.fromRegistry ? queryTextViolation(query, limits) : undefined;
-  if (registeredTooLarge) return limitExceeded(registeredTooLarge);
+  // A query registered under a larger limit before a reload lowered it, or a stored document.
+  const textTooLarge = resolved.fromRegistry || resolved.storedById ? queryTextViolation(query, limits) : undefined;
+  if (textTooLarge) return overLimits(resolved, textTooLarge);
   const parsed = parseDocument(query);
   if ('kind' in parsed) return passVerdict('syntax-error', parsed.message);
   const selected = operationToRun(parsed, operationName);
   if (selected.kind === 'invalid') return passVerdict('unknown-operation', selected.reason);
   const analysis = analyse(selected.document);
-  if (analysis.violation) return limitExceeded(analysis.violation);
+  if (analysis.violation) return overLimits(resolved, analysis.violation);
   return { selected, analysis };
+}
+
+/**
+ * A sent query over the limits is refused; a stored document the origin runs whatever svc-cache's
+ * limits say, so one over them goes on as a document svc-cache cannot see (README, Stored documents
+ * sent by id).
+ */
+function overLimits(resolved: ResolvedQuery, violation: LimitViolation): Verdict {
+  return resolved.storedById ? passVerdict('stored-document-over-limits', violation.message) : limitExceeded(violation);
 }
 
 /**

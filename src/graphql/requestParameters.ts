@@ -25,6 +25,19 @@ export interface GraphQLOperation {
    * origin may read the rest (a tenant, a flag), so they are keyed; '' when there is none.
    */
   canonicalExtensions: string;
+  /**
+   * The values of the `documentId` and `doc_id` parameters (body members, and URL parameters beside
+   * them): how a stored document is named by its id (src/persistedDocuments/storedDocument.ts). A
+   * null stands for a naming svc-cache does not read, so that no id is taken from the request: a
+   * value that is not a string or holds a `;`, and any other member or URL parameter, which an
+   * origin may take its id from (Hot Chocolate reads `id`, others `queryId`).
+   */
+  documentIds: readonly (string | null)[];
+  /**
+   * The key's form of `extensions` for a request read as a stored document: `persistedQuery` then
+   * names what the origin runs, so it stays (README, Stored documents sent by id); '' when there is none.
+   */
+  canonicalExtensionsById: string;
 }
 
 export type AmbiguityReason =
@@ -191,7 +204,7 @@ function readJsonBody(path: string, body: Uint8Array): RequestParameters {
   if (json === 'invalid-utf8' || json === 'invalid-json') return { kind: 'uninterpretable', reason: json };
   if (json.kind === 'array') {
     if (url.values.size > 0) return { kind: 'ambiguous', reason: 'url-parameter' };
-    return batchOf(json.elements ?? []);
+    return batchOf(json.elements ?? [], url.others);
   }
   if (json.kind !== 'object') return { kind: 'uninterpretable', reason: 'body-not-object' };
   const members = json.members ?? new Map<string, JsonValue>();
@@ -212,15 +225,17 @@ export function ambiguousRequestResponse(responseMediaType: GraphQLResponseMedia
   return { ...response, headers: [['content-type', `${responseMediaType}; charset=utf-8`]] };
 }
 
-function batchOf(elements: readonly JsonValue[]): RequestParameters {
+/** `otherUrlParameters`: the URL's, as sent, which an origin may read a stored document's id from. */
+function batchOf(elements: readonly JsonValue[], otherUrlParameters: string): RequestParameters {
   if (elements.length === 0) return { kind: 'uninterpretable', reason: 'empty-batch' };
   if (elements.length > MAX_BATCH_OPERATIONS) return { kind: 'uninterpretable', reason: 'batch-too-large' };
   const operations: GraphQLOperation[] = [];
   for (const element of elements) {
     if (element.kind !== 'object') return { kind: 'uninterpretable', reason: 'body-not-object' };
-    const operation = operationOf(element.members ?? new Map(), '');
+    const operation = operationOf(element.members ?? new Map(), otherUrlParameters);
     if (operation.kind !== 'graphql') return operation;
-    operations.push({ params: operation.params, canonicalVariables: operation.canonicalVariables, canonicalExtensions: operation.canonicalExtensions });
+    const { params, canonicalVariables, canonicalExtensions, documentIds, canonicalExtensionsById } = operation;
+    operations.push({ params, canonicalVariables, canonicalExtensions, documentIds, canonicalExtensionsById });
   }
   return { kind: 'batch', operations };
 }
@@ -253,9 +268,31 @@ function operationOf(members: ReadonlyMap<string, JsonValue>, otherUrlParameters
     },
     canonicalVariables,
     canonicalExtensions: extensions?.kind === 'object' ? canonicalWithout(extensions.members ?? new Map(), UNKEYED_EXTENSIONS) : '',
+    documentIds: documentIdsOf(members, otherUrlParameters),
+    canonicalExtensionsById: extensions?.kind === 'object' ? canonicalWithout(extensions.members ?? new Map(), CLIENT_NAME_EXTENSIONS) : '',
     otherUrlParameters,
     otherMembers: canonicalWithout(members, GRAPHQL_PARAMETERS),
   };
+}
+
+/** The names origins read a stored document's id under: GraphQL over HTTP's and Relay's. */
+const DOCUMENT_ID_NAMES: ReadonlySet<string> = new Set(['documentId', 'doc_id']);
+
+/** The stored-document ids given as members, and as URL parameters (`pairs`, as sent), as GraphQLOperation.documentIds says. */
+function documentIdsOf(members: ReadonlyMap<string, JsonValue>, pairs: string): Array<string | null> {
+  const ids: Array<string | null> = [];
+  for (const [name, member] of members) {
+    if (DOCUMENT_ID_NAMES.has(name)) ids.push(member.kind === 'string' ? member.string! : null);
+    else if (!GRAPHQL_PARAMETERS.has(name)) ids.push(null);
+  }
+  if (pairs === '') return ids;
+  for (const pair of pairs.split('&')) {
+    const separator = pair.indexOf('=');
+    const name = formDecode(separator < 0 ? pair : pair.slice(0, separator));
+    const value = pair.includes(';') ? undefined : formDecode(separator < 0 ? '' : pair.slice(separator + 1));
+    ids.push(name !== undefined && DOCUMENT_ID_NAMES.has(name) ? (value ?? null) : null);
+  }
+  return ids;
 }
 
 /**
@@ -265,6 +302,7 @@ function operationOf(members: ReadonlyMap<string, JsonValue>, otherUrlParameters
  * keep Apollo Client's requests from sharing entries with every other client's.
  */
 const UNKEYED_EXTENSIONS: ReadonlySet<string> = new Set(['persistedQuery', 'clientLibrary']);
+const CLIENT_NAME_EXTENSIONS: ReadonlySet<string> = new Set(['clientLibrary']);
 
 /** The canonical text of an object's members but some; '' when nothing else is left. */
 function canonicalWithout(members: ReadonlyMap<string, JsonValue>, omitted: ReadonlySet<string>): string {

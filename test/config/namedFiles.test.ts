@@ -60,6 +60,43 @@ describe('files named by the configuration', () => {
     ]);
   });
 
+  describe('persistedDocuments.manifest', () => {
+    const MANIFEST = `${ORIGIN}persistedDocuments:\n  manifest: documents.json\n`;
+
+    it("loads the manifest's documents, its path taken from the configuration's directory", async () => {
+      await writeFile(file('documents.json'), '{"d1":"{ a }"}');
+      await writeFile(file('config.yaml'), MANIFEST);
+      expect((await loadConfig(file('config.yaml'), {})).persistedDocuments).toEqual({ manifest: file('documents.json'), documents: new Map([['d1', '{ a }']]) });
+    });
+
+    it('refuses a manifest that cannot be read or is not one, under its key and line', async () => {
+      expect(await problems(MANIFEST)).toEqual([`persistedDocuments.manifest: cannot read "${file('documents.json')}": no such file (line 4)`]);
+      await writeFile(file('documents.json'), '{"d1":{"text":"{ a }"}}');
+      expect(await problems(MANIFEST)).toEqual([
+        `persistedDocuments.manifest: "${file('documents.json')}" is not a manifest of stored documents: the document "d1" is not a string; expected an object of document id to document text, or an Apollo manifest ({"format":"apollo-persisted-query-manifest","version":1,"operations":[…]}) (line 4)`,
+      ]);
+    });
+
+    it('reloads when the manifest changes, and refuses a reload to a broken one', async () => {
+      await writeFile(file('documents.json'), '{"d1":"{ a }"}');
+      await writeFile(file('config.yaml'), MANIFEST);
+      const changes: Array<ReadonlyMap<string, string> | undefined> = [];
+      const errors: string[] = [];
+      watcher = watchConfig(
+        file('config.yaml'),
+        { onChange: (config) => changes.push(config.persistedDocuments?.documents), onError: (error) => errors.push(error.message) },
+        { env: {}, debounceMs: 20, pollIntervalMs: 50 },
+      );
+      await watcher.ready;
+      await writeFile(file('documents.json'), '{"d1":"{ a }","d2":"{ b }"}');
+      await eventually(() => expect(changes).toEqual([new Map([['d1', '{ a }'], ['d2', '{ b }']])]));
+      await writeFile(file('documents.json'), '{"d1":');
+      await eventually(() => expect(errors).toHaveLength(1));
+      expect(errors[0]).toMatch(/persistedDocuments\.manifest: ".*" is not a manifest of stored documents: expected JSON: /);
+      expect(changes).toHaveLength(1);
+    });
+  });
+
   describe.skipIf(opensslMissing)('with certificates', () => {
     beforeEach(() => makeTlsFiles(directory));
 

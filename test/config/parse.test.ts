@@ -216,7 +216,7 @@ describe('parseConfig: ${ENV_VAR} substitution', () => {
 describe('parseConfig: refusals', () => {
   it('refuses an unknown key at top level, suggesting the known ones', () => {
     expect(problems(`${ORIGIN}bogus: 1\n`)).toEqual([
-      'config.yaml: unknown key "bogus" at top level; expected one of: origin, schema, endpoints, grpc, redis, scopes, rules, keyFields, mutationPolicy, listArguments, purge, apq, limits, cache, dashboard, logging (line 3)',
+      'config.yaml: unknown key "bogus" at top level; expected one of: origin, schema, endpoints, grpc, redis, scopes, rules, keyFields, mutationPolicy, listArguments, purge, apq, persistedDocuments, limits, cache, dashboard, logging (line 3)',
     ]);
   });
 

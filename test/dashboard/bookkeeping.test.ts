@@ -184,6 +184,11 @@ describe('configuration view', () => {
     expect(JSON.stringify(view)).not.toMatch(/s3cret-pass|token-one|token-two|a-scope-key-secret/);
   });
 
+  it("shows the stored documents' manifest by its path and how many documents it holds, not their text", () => {
+    const config = { ...configSchema.parse({ origin: { url: 'http://origin.test/graphql' } }), persistedDocuments: { manifest: '/etc/svc-cache/manifest.json', documents: new Map([['d1', '{ a }']]) } };
+    expect((redactedConfig(config) as Record<string, unknown>).persistedDocuments).toEqual({ manifest: '/etc/svc-cache/manifest.json', documents: 1 });
+  });
+
   it("hides a JWT scope's secret and public key, and shows the rest of its settings", () => {
     const publicKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ type: 'spki', format: 'pem' }).toString();
     const config = configSchema.parse({

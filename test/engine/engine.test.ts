@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { buildSchema } from 'graphql';
@@ -18,6 +19,7 @@ import { demoSchemaSDL } from '../support/origin.js';
 const schema = buildSchema(demoSchemaSDL);
 const ORIGIN_BODY = Buffer.from('{"data":{"todos":[{"id":"1"}]}}');
 const JSON_HEADERS: Array<[string, string]> = [['content-type', 'application/json; charset=utf-8']];
+const USERS_HASH = createHash('sha256').update('{ users { id name } }').digest('hex');
 
 function config(input: Record<string, unknown> = {}): Config {
   return configSchema.parse({
@@ -751,5 +753,117 @@ describe('DecisionEngine', () => {
     const request = post({ query: '{ todos { id } }' });
     const decision = await decide(request.head, request.body, failing);
     expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'store-unavailable' });
+  });
+
+  describe('stored documents sent by id, with the origin\'s manifest (persistedDocuments)', () => {
+    const MANIFEST = new Map([
+      ['todoTitles', 'query TodoTitles { todos { id title } }'],
+      ['todo', 'query Todo($id: ID!) { todo(id: $id) { id title } }'],
+      ['todoAuthors', 'query TodoAuthors { todos { id author { name } } }'],
+      ['rename', 'mutation Rename { updateTodo(id: "1", title: "x") { id title } }'],
+      [USERS_HASH, '{ users { id name } }'],
+    ]);
+    const withManifest = (input: Record<string, unknown> = {}) => {
+      build({ persistedDocuments: { manifest: 'manifest.json' }, ...input });
+      current = { ...current, persistedDocuments: { manifest: 'manifest.json', documents: MANIFEST } };
+    };
+    const forwardedAsSent = { kind: 'forward', requestHeaders: { set: [], remove: ['accept-encoding'] } };
+    /** A HIT's outcome, or how the request went on. */
+    const outcome = (decided: Decided) => (decided.kind === 'respond' ? decided.status : decided.kind);
+    const get = (path: string): RequestHead => ({ method: 'GET', path, headers: [[':method', 'GET'], [':path', path]], hasBody: false });
+
+    it('caches a query named by documentId or doc_id, forwarding the id as sent', async () => {
+      withManifest();
+      for (const body of [{ documentId: 'todoTitles' }, { doc_id: 'todoTitles' }]) {
+        const request = post(body);
+        const miss = await roundTrip(request, { body: Buffer.from('{"data":{"todos":[{"id":"1","title":"a"}]}}') });
+        expect([miss.decision, miss.status]).toEqual([forwardedAsSent, 'MISS']);
+        expect(outcome(await decide(request.head, request.body))).toBe('HIT');
+      }
+    });
+
+    it('never sends the text with key fields added: an answer holding an entity without its key is not stored', async () => {
+      withManifest();
+      const byId = await roundTrip(post({ documentId: 'todoAuthors' }), { body: Buffer.from('{"data":{"todos":[{"id":"1","author":{"name":"a"}}]}}') });
+      expect([byId.decision, byId.status]).toEqual([forwardedAsSent, 'PASS']);
+      const exchange = engine.begin(post({ documentId: 'todoAuthors' }).head);
+      await engine.requestBody(exchange, post({ documentId: 'todoAuthors' }).body);
+      await engine.responseHead(exchange, 200, [[':status', '200'], ...JSON_HEADERS], false);
+      await engine.responseBody(exchange, Buffer.from('{"data":{"todos":[{"id":"1","author":{"name":"a"}}]}}'));
+      expect(exchange.summary()).toMatchObject({ outcome: 'PASS', passReason: 'untaggable-response' });
+      // The same document sent as text goes with the author's key added.
+      const text = post({ query: 'query TodoAuthors { todos { id author { name } } }' });
+      const decision = await decide(text.head, text.body);
+      expect(decision.kind === 'forward' && JSON.parse(decision.requestBody!.toString()).query).toMatch(/author \{\s*name\s+_svc_id: id/);
+    });
+
+    it('keys a stored document by its variables, and answers a GET by documentId on its headers', async () => {
+      withManifest();
+      const variables = (id: string) => encodeURIComponent(JSON.stringify({ id }));
+      const first = get(`/graphql?documentId=todo&variables=${variables('1')}`);
+      const exchange = engine.begin(first);
+      const decision = withExchange(await engine.requestHead(exchange), exchange);
+      expect(decision.kind === 'forward' && [decision.requestHeaders, decision.plan.kind]).toEqual([{ set: [], remove: ['accept-encoding'] }, 'store']);
+      await engine.responseHead(exchange, 200, [[':status', '200'], ...JSON_HEADERS], false);
+      await engine.responseBody(exchange, Buffer.from('{"data":{"todo":{"id":"1","title":"a"}}}'));
+      expect(outcome(await decideHead(first))).toBe('HIT');
+      expect((await decideHead(get(`/graphql?documentId=todo&variables=${variables('2')}`))).kind).toBe('forward');
+    });
+
+    it("resolves an Apollo persisted-query hash the manifest holds, forwarding it untouched rather than refusing it as an unknown APQ hash", async () => {
+      for (const enabled of [true, false]) {
+        withManifest({ apq: { enabled } });
+        const reference = { extensions: { persistedQuery: { version: 1, sha256Hash: USERS_HASH } } };
+        const request = post(reference);
+        const miss = await roundTrip(request, { body: Buffer.from('{"data":{"users":[{"id":"u1","name":"a"}]}}') });
+        expect([miss.decision, miss.status]).toEqual([forwardedAsSent, 'MISS']);
+        expect(outcome(await decide(request.head, request.body))).toBe('HIT');
+      }
+    });
+
+    it("invalidates after a mutation named by id as after its text, without emptying the store", async () => {
+      withManifest({ mutationPolicy: 'Entity' });
+      const flush = vi.spyOn(store, 'invalidateAll');
+      const query = post({ documentId: 'todo', variables: { id: '1' } });
+      const origin = { body: Buffer.from('{"data":{"todo":{"id":"1","title":"a"}}}') };
+      expect((await roundTrip(query, origin)).status).toBe('MISS');
+      const mutation = await roundTrip(post({ documentId: 'rename' }), { body: Buffer.from('{"data":{"updateTodo":{"id":"1","title":"x"}}}') });
+      expect([mutation.decision, mutation.status]).toEqual([forwardedAsSent, 'PASS']);
+      expect((await roundTrip(query, origin)).status).toBe('MISS');
+      expect(flush).not.toHaveBeenCalled();
+    });
+
+    it.each([
+      ['an id the manifest lacks', { documentId: 'unknown' }, 'no-query'],
+      ['two different ids', { documentId: 'todo', doc_id: 'todoTitles' }, 'no-query'],
+    ])('passes %s as an operation svc-cache cannot see', async (_name, body, reason) => {
+      withManifest();
+      const request = post(body);
+      expect(await decide(request.head, request.body)).toEqual({
+        kind: 'forward',
+        requestHeaders: { set: [], remove: [] },
+        plan: { kind: 'pass', reason, unseen: { maxResponseBodyBytes: 10_000_000 } },
+      });
+    });
+
+    it.each([
+      ['maxQueryBytes', { maxQueryBytes: 20 }],
+      ['maxDepth', { maxDepth: 1 }],
+    ])('passes a stored document over limits.%s as one svc-cache cannot see, since the origin runs it anyway', async (_name, limits) => {
+      withManifest({ limits });
+      const request = post({ documentId: 'todoAuthors' });
+      expect(await decide(request.head, request.body)).toEqual({
+        kind: 'forward',
+        requestHeaders: { set: [], remove: [] },
+        plan: { kind: 'pass', reason: 'stored-document-over-limits', unseen: { maxResponseBodyBytes: 10_000_000 } },
+      });
+    });
+
+    it('reads a mutation named by id in a batch, so the batch no longer empties the store', async () => {
+      withManifest({ mutationPolicy: 'Entity' });
+      const request = post([{ documentId: 'todoTitles' }, { documentId: 'rename' }]);
+      const decision = await decide(request.head, request.body);
+      expect(decision.kind === 'forward' && decision.plan).toMatchObject({ kind: 'batch', unseen: [], mutations: [undefined, { kind: 'mutation' }] });
+    });
   });
 });

@@ -9,7 +9,7 @@ import {
   classify,
   lookupOrCoalesce,
   readParameters,
-  resolveApq,
+  resolveQuery,
   scopeAndKey,
   scopeExplanation,
   usesIncrementalDelivery,
@@ -41,7 +41,7 @@ const head = (method: string, path = '/graphql', headers: Array<[string, string]
   hasBody: method === 'POST',
 });
 
-const resolved = (query: string | undefined, fromRegistry = false): ResolvedQuery => ({ query, persisted: fromRegistry, fromRegistry, registration: undefined });
+const resolved = (query: string | undefined, fromRegistry = false, storedById = false): ResolvedQuery => ({ query, persisted: fromRegistry, storedById, fromRegistry, registration: undefined });
 
 function analyse(current: Config) {
   return (document: DocumentNode): DocumentAnalysis => ({
@@ -67,6 +67,8 @@ describe('readParameters', () => {
       params: { query: '{a}', operationName: 'A', variables: {}, extensions: {} },
       canonicalVariables: '{}',
       canonicalExtensions: '',
+      documentIds: [],
+      canonicalExtensionsById: '',
       otherUrlParameters: '',
       otherMembers: '',
     });
@@ -87,20 +89,28 @@ describe('readParameters', () => {
   });
 });
 
-describe('resolveApq', () => {
-  const deps = () => ({ apq: config().apq, registry: new MemoryPersistedQueryRegistry({ maxBytes: () => 1024 * 1024 }), logger: silentLogger() });
+describe('resolveQuery', () => {
+  const deps = (documents?: ReadonlyMap<string, string>) => ({
+    apq: config().apq,
+    registry: new MemoryPersistedQueryRegistry({ maxBytes: () => 1024 * 1024 }),
+    logger: silentLogger(),
+    documents,
+  });
   const hash = (text: string) => createHash('sha256').update(text).digest('hex');
+  const params = (query: string | undefined, extensions: Record<string, unknown> = {}) => ({ query, operationName: undefined, variables: {}, extensions });
 
   it('a request without a persisted-query reference resolves at once, not through a promise', () => {
-    expect(resolveApq({ query: '{ todos { id } }', operationName: undefined, variables: {}, extensions: {} }, deps())).toEqual({
+    expect(resolveQuery(params('{ todos { id } }'), [], deps())).toEqual({
       query: '{ todos { id } }',
       persisted: false,
+      storedById: false,
       fromRegistry: false,
       registration: undefined,
     });
-    expect(resolveApq({ query: '{ a }', operationName: undefined, variables: {}, extensions: { persistedQuery: null } }, deps())).toEqual({
+    expect(resolveQuery(params('{ a }', { persistedQuery: null }), [], deps())).toEqual({
       query: '{ a }',
       persisted: false,
+      storedById: false,
       fromRegistry: false,
       registration: undefined,
     });
@@ -109,10 +119,41 @@ describe('resolveApq', () => {
   it('a reference is resolved through the registry: unknown, then registered with its text', async () => {
     const dependencies = deps();
     const reference = { persistedQuery: { version: 1, sha256Hash: hash('{ a }') } };
-    const unknown = resolveApq({ query: undefined, operationName: undefined, variables: {}, extensions: reference }, dependencies);
+    const unknown = resolveQuery(params(undefined, reference), [], dependencies);
     expect(unknown).toBeInstanceOf(Promise);
     expect(await unknown).toMatchObject({ kind: 'refused', refusal: 'not-found' });
-    expect(await resolveApq({ query: '{ a }', operationName: undefined, variables: {}, extensions: reference }, dependencies)).toMatchObject({ query: '{ a }', persisted: true, fromRegistry: false });
+    expect(await resolveQuery(params('{ a }', reference), [], dependencies)).toMatchObject({ query: '{ a }', persisted: true, fromRegistry: false });
+  });
+
+  it("an id the manifest holds resolves to its document, before APQ's registry is asked", () => {
+    const manifest = new Map([
+      ['d1', '{ todos { id } }'],
+      [hash('{ a }'), '{ a }'],
+    ]);
+    const stored = { persisted: false, storedById: true, fromRegistry: false, registration: undefined };
+    expect(resolveQuery(params(undefined), ['d1'], deps(manifest))).toEqual({ query: '{ todos { id } }', ...stored });
+    expect(resolveQuery(params(undefined, { persistedQuery: { version: 1, sha256Hash: hash('{ a }') } }), [], deps(manifest))).toEqual({ query: '{ a }', ...stored });
+    // The same id twice (body and URL, documentId and doc_id) is one id.
+    expect(resolveQuery(params(undefined), ['d1', 'd1'], deps(manifest))).toEqual({ query: '{ todos { id } }', ...stored });
+  });
+
+  it('sent text, two different ids, an id that is not a string or an unknown id are not resolved from the manifest', async () => {
+    const manifest = new Map([
+      ['d1', '{ todos { id } }'],
+      ['d2', 'mutation { clear }'],
+    ]);
+    const unresolved = { query: undefined, persisted: false, storedById: false };
+    expect(resolveQuery(params('{ b }'), ['d1'], deps(manifest))).toMatchObject({ query: '{ b }', storedById: false });
+    expect(resolveQuery(params(undefined), ['d1', 'd2'], deps(manifest))).toMatchObject(unresolved);
+    expect(resolveQuery(params(undefined), ['d1', null], deps(manifest))).toMatchObject(unresolved);
+    expect(resolveQuery(params(undefined), ['d3'], deps(manifest))).toMatchObject(unresolved);
+    expect(resolveQuery(params(undefined), ['d1'], deps(undefined))).toMatchObject(unresolved);
+    // A persisted-query reference of another shape, which some origins take an id from whatever its version says.
+    expect(resolveQuery(params(undefined, { persistedQuery: { version: 2, sha256Hash: 'd2' } }), ['d1'], deps(manifest))).toBeInstanceOf(Promise);
+    expect(await resolveQuery(params(undefined, { persistedQuery: { version: 2, sha256Hash: 'd2' } }), ['d1'], deps(manifest))).toMatchObject({ kind: 'refused', refusal: 'bad-version' });
+    expect(await resolveQuery(params(undefined, { persistedQuery: 'd1' }), ['d1'], deps(manifest))).toMatchObject({ kind: 'refused', refusal: 'bad-shape' });
+    const hashAndId = resolveQuery(params(undefined, { persistedQuery: { version: 1, sha256Hash: hash('{ a }') } }), ['d1'], deps(manifest));
+    expect(await hashAndId).toMatchObject({ kind: 'refused', refusal: 'not-found' });
   });
 });
 
@@ -126,6 +167,15 @@ describe('checkSentQueryText and checkLimits', () => {
     const small = config({ limits: { maxQueryBytes: 10 } });
     expect(checkLimits(resolved('{ todos { id } }', true), small.limits, undefined, analyse(small))).toMatchObject({ errorCode: 'QUERY_TOO_LARGE' });
     expect(checkLimits(resolved('{ todos { id } }'), small.limits, undefined, analyse(small))).toHaveProperty('selected');
+  });
+
+  it('passes a stored document over the limits as one svc-cache cannot see: the origin runs it anyway', () => {
+    const small = config({ limits: { maxQueryBytes: 10 } });
+    expect(checkLimits(resolved('{ todos { id } }', false, true), small.limits, undefined, analyse(small))).toEqual({
+      kind: 'pass',
+      reason: 'stored-document-over-limits',
+      detail: 'Query is 16 bytes; the limit is 10',
+    });
   });
 
   it.each([

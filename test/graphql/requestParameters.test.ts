@@ -22,6 +22,8 @@ describe('readGetRequest', () => {
       params: { query: '{ me }', operationName: 'Me', variables: { a: 2 ** 53, b: 1 }, extensions: {} },
       canonicalVariables: '{"a":9007199254740993,"b":1.0}',
       canonicalExtensions: '',
+      documentIds: [null],
+      canonicalExtensionsById: '',
       otherUrlParameters: 'x=1',
       otherMembers: '',
     });
@@ -276,8 +278,36 @@ describe('readPostRequest', () => {
       params: { query: 'query Q($n: Int) { n(v: $n) }', operationName: 'Q', variables: { n: 1 }, extensions: { e: true } },
       canonicalVariables: '{"n":1.0}',
       canonicalExtensions: '{"e":true}',
+      documentIds: [null],
+      canonicalExtensionsById: '{"e":true}',
       otherUrlParameters: '',
       otherMembers: '{"other":1}',
+    });
+  });
+
+  it("gives the stored-document ids the body's documentId and doc_id and the URL's name, still keyed as other members", () => {
+    expect(post('{"documentId":"d1","variables":{"n":1}}')).toMatchObject({ params: { query: undefined }, documentIds: ['d1'], otherMembers: '{"documentId":"d1"}' });
+    expect(post('{"doc_id":"d1"}')).toMatchObject({ documentIds: ['d1'] });
+    expect(post('{"documentId":"d1","doc_id":"d2"}')).toMatchObject({ documentIds: ['d2', 'd1'] });
+    expect(post('{"documentId":7}')).toMatchObject({ documentIds: [null] });
+    expect(post('{"documentId":"d1"}', '/graphql?documentId=d%32')).toMatchObject({ documentIds: ['d1', 'd2'], otherUrlParameters: 'documentId=d%32' });
+    expect(readGetRequest('/graphql?doc_id=a+b&documentId=%ZZ&variables=%7B%7D')).toMatchObject({ documentIds: ['a b', null], otherUrlParameters: 'doc_id=a+b&documentId=%ZZ' });
+    expect(post('[{"documentId":"d1"},{"query":"{ a }"}]')).toMatchObject({ operations: [{ documentIds: ['d1'] }, { documentIds: [] }] });
+  });
+
+  it('marks with a null every other member or URL parameter an origin may read an id from, and a value holding a ;', () => {
+    expect(post('{"documentId":"d1","id":"m"}')).toMatchObject({ documentIds: ['d1', null] });
+    expect(post('{"documentId":"d1"}', '/graphql?queryId=m')).toMatchObject({ documentIds: ['d1', null] });
+    expect(readGetRequest('/graphql?documentId=a;documentId=b')).toMatchObject({ documentIds: [null] });
+    expect(readGetRequest('/graphql?documentId=a&x=1;documentId=b')).toMatchObject({ documentIds: ['a', null] });
+    expect(post('[{"documentId":"d1"}]', '/graphql?documentId=m')).toMatchObject({ operations: [{ documentIds: ['d1', 'm'] }] });
+  });
+
+  it("keys a stored document's persisted-query reference, which the key of sent text leaves out", () => {
+    const reference = { persistedQuery: { version: 1, sha256Hash: 'h' }, clientLibrary: { name: '@apollo/client' }, tenant: 'a' };
+    expect(post(JSON.stringify({ extensions: reference }))).toMatchObject({
+      canonicalExtensions: '{"tenant":"a"}',
+      canonicalExtensionsById: '{"persistedQuery":{"sha256Hash":"h","version":1},"tenant":"a"}',
     });
   });
 
@@ -296,6 +326,8 @@ describe('readPostRequest', () => {
       params: { query: undefined, operationName: undefined, variables: {}, extensions: {} },
       canonicalVariables: '{}',
       canonicalExtensions: '',
+      documentIds: [],
+      canonicalExtensionsById: '',
       otherUrlParameters: '',
       otherMembers: '',
     });
@@ -398,8 +430,8 @@ describe('readPostRequest', () => {
       expect(post('[{"query":"a","variables":{"n":1.0}}, {"query":"mutation { m }","operationName":"M"}]')).toEqual({
         kind: 'batch',
         operations: [
-          { params: { query: 'a', operationName: undefined, variables: { n: 1 }, extensions: {} }, canonicalVariables: '{"n":1.0}', canonicalExtensions: '' },
-          { params: { query: 'mutation { m }', operationName: 'M', variables: {}, extensions: {} }, canonicalVariables: '{}', canonicalExtensions: '' },
+          { params: { query: 'a', operationName: undefined, variables: { n: 1 }, extensions: {} }, canonicalVariables: '{"n":1.0}', canonicalExtensions: '', documentIds: [], canonicalExtensionsById: '' },
+          { params: { query: 'mutation { m }', operationName: 'M', variables: {}, extensions: {} }, canonicalVariables: '{}', canonicalExtensions: '', documentIds: [], canonicalExtensionsById: '' },
         ],
       });
     });
@@ -426,6 +458,8 @@ describe('remembered readings', () => {
       params: { query: 'query Q($n: Int) { n(v: $n) }', operationName: undefined, variables: { n: { deep: [1] } }, extensions: {} },
       canonicalVariables: '{"n":{"deep":[1]}}',
       canonicalExtensions: '',
+      documentIds: [],
+      canonicalExtensionsById: '',
       otherUrlParameters: '',
       otherMembers: '',
     });

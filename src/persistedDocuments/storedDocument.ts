@@ -1,0 +1,40 @@
+import type { PersistedDocuments } from './manifest.js';
+
+/** What a request sends that may name a stored document. */
+export interface DocumentReference {
+  /** The query text sent, undefined when none: a request that sends one runs it, not an id. */
+  query: string | undefined;
+  extensions: Record<string, unknown>;
+  /**
+   * The values of its `documentId` and `doc_id` parameters, in the body or the URL, and a null for
+   * any naming svc-cache does not read (src/graphql/requestParameters.ts, GraphQLOperation).
+   */
+  documentIds: readonly (string | null)[];
+}
+
+/**
+ * The text of the stored document a request names by its id, when the manifest holds it; undefined
+ * otherwise, and the request is then one svc-cache cannot see (README, Stored documents sent by id).
+ * A request names a document when it sends no query text and one id, in any of the forms origins
+ * read: `documentId` (GraphQL over HTTP's persisted documents: Yoga, GraphQL Code Generator),
+ * Relay's `doc_id`, or the `persistedQuery` extension's `sha256Hash` (Apollo's persisted queries,
+ * Yoga's default). The same id in several forms is one id. Not read: two different ids, since
+ * origins differ on which they take, nor a `persistedQuery` of another shape, which some take an id
+ * from whatever its version says (Apollo Router).
+ */
+export function storedDocumentText(documents: PersistedDocuments | undefined, reference: DocumentReference): string | undefined {
+  if (documents === undefined || documents.size === 0 || reference.query !== undefined) return undefined;
+  const ids = new Set(reference.documentIds);
+  const persistedQuery = reference.extensions.persistedQuery;
+  if (persistedQuery !== undefined && persistedQuery !== null) ids.add(persistedQueryHash(persistedQuery));
+  if (ids.size !== 1) return undefined;
+  const [id] = ids;
+  return id === null || id === undefined ? undefined : documents.get(id);
+}
+
+/** The hash of an Apollo persisted-query reference (`{"version":1,"sha256Hash":…}`); null for any other shape. */
+function persistedQueryHash(reference: unknown): string | null {
+  if (typeof reference !== 'object' || reference === null) return null;
+  const { version, sha256Hash } = reference as Record<string, unknown>;
+  return version === 1 && typeof sha256Hash === 'string' ? sha256Hash : null;
+}

@@ -1,0 +1,209 @@
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApolloClient, gql, HttpLink, InMemoryCache } from '@apollo/client';
+import { PersistedQueryLink } from '@apollo/client/link/persisted-queries';
+import { addTypenameToDocument } from '@apollo/client/utilities';
+import { usePersistedOperations } from '@graphql-yoga/plugin-persisted-operations';
+import { print } from 'graphql';
+import { createSchema, createYoga } from 'graphql-yoga';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/index.js';
+import { demoSchemaSDL } from '../../src/demo/schema.js';
+import { startGateway, type Gateway } from '../../src/gateway/index.js';
+import { silentLogger } from '../../src/observability/log.js';
+import { startSidecar, type Sidecar } from '../../src/sidecar/sidecar.js';
+
+/**
+ * Stored documents sent by id (README, Stored documents sent by id), through the gateway, to GraphQL
+ * Yoga running trusted documents only (its persisted-operations plugin, arbitrary operations
+ * refused): svc-cache reads the origin's manifest, in Apollo's format, from its configuration, and
+ * forwards each request as the client sent it, since this origin would refuse the text.
+ */
+
+/** What Apollo Client sends for APOLLO_QUERY: its cache adds `__typename`, as Apollo's manifest generator does. */
+const APOLLO_QUERY = 'query ApolloTitles { todos { id title } }';
+const DOCUMENTS = {
+  apolloTitles: print(addTypenameToDocument(gql(APOLLO_QUERY))),
+  todoTitles: 'query TodoTitles { todos { id title } }',
+  todo: 'query Todo($id: ID!) { todo(id: $id) { id title } }',
+  users: 'query Users { users { id name } }',
+  /** The same field as Todo's, another answer: a request's answer stored under Todo's key would show. */
+  titleless: 'query Titleless($id: ID!) { todo(id: $id) { id title: id } }',
+  rename: 'mutation Rename($id: ID!, $title: String!) { updateTodo(id: $id, title: $title) { id title } }',
+};
+/** Apollo's manifest names each document by the SHA-256 of its text. */
+const ids = Object.fromEntries(Object.entries(DOCUMENTS).map(([name, body]) => [name, createHash('sha256').update(body).digest('hex')])) as Record<keyof typeof DOCUMENTS, string>;
+
+describe('stored documents sent by id, to an origin that runs ids only', () => {
+  let directory: string;
+  let origin: Server;
+  let sidecar: Sidecar;
+  let gateway: Gateway;
+  /** The origin's data, set back before each test, as the store is emptied. */
+  const todos = [{ id: '1', title: 'Write tests' }];
+  /** The bodies and query strings the origin received. */
+  const received: string[] = [];
+
+  beforeAll(async () => {
+    const byId = new Map(Object.entries(DOCUMENTS).map(([name, body]) => [ids[name as keyof typeof DOCUMENTS], body]));
+    const yoga = createYoga({
+      schema: createSchema({
+        typeDefs: demoSchemaSDL,
+        resolvers: {
+          Query: { users: () => [{ id: 'u1', name: 'Ada' }], todos: () => todos, todo: (_: unknown, { id }: { id: string }) => todos.find((todo) => todo.id === id) ?? null },
+          Mutation: {
+            updateTodo: (_: unknown, { id, title }: { id: string; title: string }) => Object.assign(todos.find((todo) => todo.id === id)!, { title }),
+          },
+        },
+      }),
+      logging: false,
+      plugins: [
+        usePersistedOperations({
+          getPersistedOperation: (id) => byId.get(id) ?? null,
+          allowArbitraryOperations: false,
+          // Apollo's persisted-query hash whatever its version says (as Apollo Router reads it), else
+          // GraphQL over HTTP's documentId, in the body or the URL.
+          extractPersistedOperationId: (params, request) =>
+            ((params.extensions?.persistedQuery as { sha256Hash?: string } | undefined)?.sha256Hash ??
+              (params as { documentId?: string }).documentId ??
+              new URL(request.url).searchParams.get('documentId')) ||
+            null,
+        }),
+      ],
+    });
+    origin = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => received.push(`${request.method} ${request.url} ${Buffer.concat(chunks).toString()}`));
+      void yoga(request, response);
+    });
+    await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve));
+    const originUrl = `http://127.0.0.1:${(origin.address() as AddressInfo).port}/graphql`;
+
+    directory = await mkdtemp(join(tmpdir(), 'svc-cache-stored-documents-'));
+    const manifest = {
+      format: 'apollo-persisted-query-manifest',
+      version: 1,
+      operations: Object.entries(DOCUMENTS).map(([name, body]) => ({ id: ids[name as keyof typeof DOCUMENTS], name, type: body.split(' ')[0], body })),
+    };
+    await writeFile(join(directory, 'persisted-query-manifest.json'), JSON.stringify(manifest));
+    await writeFile(join(directory, 'schema.graphql'), demoSchemaSDL);
+    await writeFile(
+      join(directory, 'config.yaml'),
+      [
+        `origin:\n  url: ${originUrl}`,
+        'schema:\n  file: schema.graphql',
+        'persistedDocuments:\n  manifest: persisted-query-manifest.json',
+        'mutationPolicy: Entity',
+        'rules:\n  - types: [Query]\n    maxAge: 60',
+      ].join('\n'),
+    );
+    const config = await loadConfig(join(directory, 'config.yaml'), {});
+    sidecar = await startSidecar({ config, grpcPort: 0, adminPort: 0, host: '127.0.0.1', logger: silentLogger() });
+    await sidecar.schemaReady;
+    gateway = await startGateway({ processor: `127.0.0.1:${sidecar.grpcPort}`, origin: originUrl, port: 0 });
+  });
+
+  afterAll(async () => {
+    await gateway?.close();
+    await sidecar?.close(1000);
+    await new Promise((resolve) => origin?.close(resolve));
+    await rm(directory, { recursive: true, force: true });
+  });
+
+  beforeEach(async () => {
+    received.length = 0;
+    todos[0]!.title = 'Write tests';
+    await sidecar.store.invalidateAll();
+  });
+
+  async function send(body: unknown, query = ''): Promise<{ status: number; cache: string | null; body: string }> {
+    const init: RequestInit =
+      body === undefined
+        ? { headers: { accept: 'application/json' } }
+        : { method: 'POST', headers: { accept: 'application/json', 'content-type': 'application/json' }, body: JSON.stringify(body) };
+    const response = await fetch(`${gateway.url}/graphql${query}`, init);
+    return { status: response.status, cache: response.headers.get('svc-cache'), body: await response.text() };
+  }
+
+  it('caches a query sent by documentId, the origin getting the request as sent', async () => {
+    const body = { documentId: ids.todoTitles };
+    const answer = '{"data":{"todos":[{"id":"1","title":"Write tests"}]}}';
+    expect(await send(body)).toEqual({ status: 200, cache: 'MISS', body: answer });
+    expect(await send(body)).toEqual({ status: 200, cache: 'HIT', body: answer });
+    expect(received).toEqual([`POST /graphql ${JSON.stringify(body)}`]);
+  });
+
+  it("caches a GET by documentId and an Apollo persisted-query hash, which svc-cache's own APQ registry never saw", async () => {
+    const get = `?documentId=${ids.todo}&variables=${encodeURIComponent('{"id":"1"}')}`;
+    const hashOnly = { variables: { id: '1' }, extensions: { persistedQuery: { version: 1, sha256Hash: ids.todo } } };
+    const answer = '{"data":{"todo":{"id":"1","title":"Write tests"}}}';
+    for (const sent of [() => send(undefined, get), () => send(hashOnly)]) {
+      expect(await sent()).toEqual({ status: 200, cache: 'MISS', body: answer });
+      expect(await sent()).toEqual({ status: 200, cache: 'HIT', body: answer });
+    }
+    expect(received).toEqual([`GET /graphql${get} `, `POST /graphql ${JSON.stringify(hashOnly)}`]);
+  });
+
+  it('invalidates what a mutation sent by id changed, and only that', async () => {
+    const todo = { documentId: ids.todo, variables: { id: '1' } };
+    const titles = { documentId: ids.todoTitles };
+    const users = { documentId: ids.users };
+    await send(todo);
+    await send(titles);
+    await send(users);
+    const rename = await send({ documentId: ids.rename, variables: { id: '1', title: 'Renamed' } });
+    expect(rename).toEqual({ status: 200, cache: 'PASS', body: '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}' });
+    expect(await send(todo)).toEqual({ status: 200, cache: 'MISS', body: '{"data":{"todo":{"id":"1","title":"Renamed"}}}' });
+    expect(await send(titles)).toEqual({ status: 200, cache: 'MISS', body: '{"data":{"todos":[{"id":"1","title":"Renamed"}]}}' });
+    // Without the manifest the mutation would be one svc-cache cannot see, and would empty the store.
+    expect(await send(users)).toEqual({ status: 200, cache: 'HIT', body: '{"data":{"users":[{"id":"u1","name":"Ada"}]}}' });
+  });
+
+  it('refuses a documentId beside a persisted-query reference of another shape, which some origins would run instead', async () => {
+    const todo = { documentId: ids.todo, variables: { id: '1' } };
+    const refusal = { status: 400, cache: null, body: '{"errors":[{"message":"Unsupported persisted query version","extensions":{"code":"BAD_REQUEST"}}]}' };
+    for (const [version, hash] of [[2, ids.titleless], [0, ids.rename]] as const) {
+      expect(await send({ ...todo, extensions: { persistedQuery: { version, sha256Hash: hash } } })).toEqual(refusal);
+    }
+    expect(await send(todo)).toEqual({ status: 200, cache: 'MISS', body: '{"data":{"todo":{"id":"1","title":"Write tests"}}}' });
+    expect(received).toEqual([`POST /graphql ${JSON.stringify(todo)}`]);
+  });
+
+  it('passes an id the manifest lacks to the origin, which answers it', async () => {
+    const unknown = await send({ documentId: 'not-in-the-manifest' });
+    expect([unknown.status, unknown.cache]).toEqual([200, 'PASS']);
+    expect(JSON.parse(unknown.body)).toMatchObject({ errors: [{ message: 'PersistedQueryNotFound' }] });
+  });
+
+  it('serves Apollo Client with its persisted-queries link from the manifest: no hash refused, HITs from the second query', async () => {
+    const recorded: string[] = [];
+    const fetchRecorded: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      recorded.push(`${response.headers.get('svc-cache')} ${String(init?.body ?? '')}`);
+      return response;
+    };
+    const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+    const client = new ApolloClient({ link: new PersistedQueryLink({ sha256 }).concat(new HttpLink({ uri: `${gateway.url}/graphql`, fetch: fetchRecorded })), cache: new InMemoryCache() });
+    try {
+      for (let round = 0; round < 2; round += 1) {
+        const { data } = await client.query({ query: gql(APOLLO_QUERY), fetchPolicy: 'network-only' });
+        expect(data).toEqual({ todos: [{ __typename: 'Todo', id: '1', title: expect.any(String) }] });
+      }
+    } finally {
+      client.stop();
+    }
+    const hashOnly = recorded[0]!.slice('MISS '.length);
+    expect(JSON.parse(hashOnly)).toEqual({
+      operationName: 'ApolloTitles',
+      variables: {},
+      extensions: { clientLibrary: expect.any(Object), persistedQuery: { version: 1, sha256Hash: ids.apolloTitles } },
+    });
+    expect(recorded).toEqual([`MISS ${hashOnly}`, `HIT ${hashOnly}`]);
+    expect(received).toEqual([`POST /graphql ${hashOnly}`]);
+  });
+});
