@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { GraphQLSchema } from 'graphql';
 import { configWarnings, loadConfig, type CacheRule, type Config } from '../config/index.js';
+import { storedDocumentWarnings } from '../engine/index.js';
 import { buildSchemaFromSdl, configSchemaMismatches } from '../schema/index.js';
 
 /**
@@ -16,7 +17,10 @@ export interface CheckReport {
   schemaFile: string | undefined;
   /** One line per type, and per type and field, that a rule names. */
   effectiveRules: string[];
-  /** What the configuration leaves open that it may not mean to (configWarnings); they do not fail the check. */
+  /**
+   * What the configuration leaves open that it may not mean to (configWarnings), and the manifest's
+   * documents svc-cache will not cache or read (storedDocumentWarnings); they do not fail the check.
+   */
   warnings: string[];
 }
 
@@ -28,7 +32,7 @@ export async function checkConfigFile(configFile: string, schemaFile: string | u
     mismatches: schema ? configSchemaMismatches(config, schema) : [],
     schemaFile: sdlFile,
     effectiveRules: effectiveRules(config),
-    warnings: configWarnings(config),
+    warnings: [...configWarnings(config), ...storedDocumentWarnings(config, schema)],
   };
 }
 

@@ -161,6 +161,17 @@ describe('svc-cache check', () => {
     );
   });
 
+  it("reads the stored documents' manifest, and warns of a query whose answers it would never store", () => {
+    file('manifest.json', JSON.stringify({ stored: 'query Me { me { email } }', good: 'query Me2 { me { id email } }' }));
+    const result = cli(['check', '--config', file('manifest.yaml', `${VALID}persistedDocuments:\n  manifest: manifest.json\n`), '--schema', file('schema.graphql', SDL)]);
+    expect(result.status).toBe(0);
+    expect(result.stderr).toBe(
+      'warning: persistedDocuments: 1 of the manifest\'s queries select objects without their key fields, or without __typename where a field can return several types ("stored"): svc-cache adds no field to a stored document, so their answers are never stored\n',
+    );
+    const broken = cli(['check', '--config', file('broken-manifest.yaml', `${VALID}persistedDocuments:\n  manifest: missing.json\n`)]);
+    expect([broken.status, broken.stderr]).toEqual([1, expect.stringContaining(`persistedDocuments.manifest: cannot read "${join(scratch, 'missing.json')}": no such file (line 16)`)]);
+  });
+
   it('exits 1 naming each type or field the schema does not have', () => {
     const sdl = file('other.graphql', 'type Query { todos: [String] }\n');
     const result = cli(['check', '--config', file('valid2.yaml', VALID), '--schema', sdl]);

@@ -1,0 +1,42 @@
+import { buildSchema } from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { configSchema, type Config } from '../../src/config/schema.js';
+import { storedDocumentWarnings } from '../../src/engine/index.js';
+import { demoSchemaSDL } from '../support/origin.js';
+
+const schema = buildSchema(demoSchemaSDL);
+
+function withManifest(documents: Record<string, string>, input: Record<string, unknown> = {}): Config {
+  const config = configSchema.parse({ origin: { url: 'http://origin.test/graphql' }, persistedDocuments: { manifest: 'manifest.json' }, ...input });
+  return { ...config, persistedDocuments: { manifest: 'manifest.json', documents: new Map(Object.entries(documents)) } };
+}
+
+describe('storedDocumentWarnings', () => {
+  it('says nothing of documents svc-cache reads and caches, nor without a manifest', () => {
+    const fine = withManifest({ a: 'query A { todos { id title author { id name } } }', b: 'mutation B { addTodo(title: "x") { title } }' });
+    expect(storedDocumentWarnings(fine, schema)).toEqual([]);
+    expect(storedDocumentWarnings(configSchema.parse({ origin: { url: 'http://origin.test/graphql' } }), schema)).toEqual([]);
+  });
+
+  it('names documents that do not parse, are over the limits, or are queries without their key fields, a few ids per kind', () => {
+    const keyless = Object.fromEntries(Array.from({ length: 7 }, (_, index) => [`k${index}`, `query K${index} { todos { title } }`]));
+    const config = withManifest(
+      {
+        broken: '{ todos { id }',
+        deep: 'query Deep { todos { id author { id name } } }',
+        large: `query Large { todos { id ${'title '.repeat(20)}} }`,
+        ...keyless,
+        // A mutation goes without the added fields too, and invalidates its types whole instead.
+        keylessMutation: 'mutation { addTodo(title: "x") { title } }',
+      },
+      { limits: { maxDepth: 1, maxQueryBytes: 100 } },
+    );
+    expect(storedDocumentWarnings(config, schema)).toEqual([
+      `persistedDocuments: 1 of the manifest's documents do not parse ("broken"): a request naming one passes as an operation svc-cache cannot see, and empties the store when the origin runs it`,
+      `persistedDocuments: 2 of the manifest's documents are over limits ("deep", "large"): a request naming one passes as an operation svc-cache cannot see, and empties the store when the origin runs it; raise limits to cover them`,
+      `persistedDocuments: 7 of the manifest's queries select objects without their key fields, or without __typename where a field can return several types ("k0", "k1", "k2", "k3", "k4" and 2 more): svc-cache adds no field to a stored document, so their answers are never stored`,
+    ]);
+    // Without the schema, what the documents' text alone tells.
+    expect(storedDocumentWarnings(config, undefined)).toHaveLength(2);
+  });
+});
