@@ -105,11 +105,8 @@ async function readContent(path: string, content: Content): Promise<{ bytes: Buf
 }
 
 /** Whether the bytes are what the sidecar's TLS setup takes (Node's TLS, which grpc-js uses). */
-function contentProblem(bytes: Buffer, content: Content): Found | undefined {
+function contentProblem(bytes: Buffer, content: Exclude<Content, 'manifest'>): Found | undefined {
   switch (content) {
-    case 'manifest':
-      // Read by readContent, which keeps its documents.
-      return undefined;
     case 'sdl':
       // Parsed by the schema source, which reports a bad schema on /readyz (README, Every key).
       return undefined;

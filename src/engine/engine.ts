@@ -329,6 +329,7 @@ export class DecisionEngine {
     const { params } = request;
     const sentTooLarge = checkSentQueryText(params, config.limits);
     if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
+    if (runsDocumentByIdInstead(parameters)) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'query-beside-document-id' });
     const resolving = resolveQuery(params, parameters.documentIds, this.resolutionDependencies(config));
     const resolved = resolving instanceof Promise ? await resolving : resolving;
     if ('kind' in resolved) {
@@ -374,9 +375,15 @@ export class DecisionEngine {
     const { config, schema } = this.deps.state();
     const mutations: Array<MutationPlan | undefined> = [];
     const unseen: number[] = [];
-    for (const { params, documentIds } of operations) {
+    for (const operation of operations) {
+      const { params, documentIds } = operation;
       const sentTooLarge = checkSentQueryText(params, config.limits);
       if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
+      if (runsDocumentByIdInstead(operation) && config.mutationPolicy !== 'None') {
+        unseen.push(mutations.length);
+        mutations.push(undefined);
+        continue;
+      }
       const resolved = await resolveQuery(params, documentIds, this.resolutionDependencies(config));
       if ('kind' in resolved) {
         this.report((events) => events.persistedQuery(resolved.refusal));
@@ -1008,6 +1015,14 @@ function requestHeadOf(exchange: Exchange): RequestHead {
  */
 function originQueryOf(prepared: PreparedOperation, selected: { wholeDocument: boolean }): string | undefined {
   return prepared.rewritten && selected.wholeDocument ? prepared.query : undefined;
+}
+
+/**
+ * A query text beside a stored document's id: Hot Chocolate runs the id's document when it knows it,
+ * not the text, so what runs is not for svc-cache to say (README, Stored documents sent by id).
+ */
+function runsDocumentByIdInstead(operation: GraphQLOperation): boolean {
+  return operation.params.query !== undefined && operation.namesDocumentId;
 }
 
 /** The request goes on under `plan` as it came, but for the purge token. */

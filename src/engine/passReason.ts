@@ -21,6 +21,8 @@ export type PassReason =
   | 'unknown-operation'
   /** A stored document sent by its id is over `limits` (README, Stored documents sent by id). */
   | 'stored-document-over-limits'
+  /** A query text beside a stored document's id, which some origins run instead (README, Stored documents sent by id). */
+  | 'query-beside-document-id'
   // The operation.
   | 'schema-not-loaded'
   | 'mutation'

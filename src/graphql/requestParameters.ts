@@ -34,6 +34,11 @@ export interface GraphQLOperation {
    */
   documentIds: readonly (string | null)[];
   /**
+   * Whether a body member or URL parameter names a stored document to some origin: `documentId`,
+   * `doc_id`, or `id`, which Hot Chocolate runs the document of even beside a query text.
+   */
+  namesDocumentId: boolean;
+  /**
    * The key's form of `extensions` for a request read as a stored document: `persistedQuery` then
    * names what the origin runs, so it stays (README, Stored documents sent by id); '' when there is none.
    */
@@ -234,8 +239,8 @@ function batchOf(elements: readonly JsonValue[], otherUrlParameters: string): Re
     if (element.kind !== 'object') return { kind: 'uninterpretable', reason: 'body-not-object' };
     const operation = operationOf(element.members ?? new Map(), otherUrlParameters);
     if (operation.kind !== 'graphql') return operation;
-    const { params, canonicalVariables, canonicalExtensions, documentIds, canonicalExtensionsById } = operation;
-    operations.push({ params, canonicalVariables, canonicalExtensions, documentIds, canonicalExtensionsById });
+    const { params, canonicalVariables, canonicalExtensions, documentIds, namesDocumentId, canonicalExtensionsById } = operation;
+    operations.push({ params, canonicalVariables, canonicalExtensions, documentIds, namesDocumentId, canonicalExtensionsById });
   }
   return { kind: 'batch', operations };
 }
@@ -268,31 +273,35 @@ function operationOf(members: ReadonlyMap<string, JsonValue>, otherUrlParameters
     },
     canonicalVariables,
     canonicalExtensions: extensions?.kind === 'object' ? canonicalWithout(extensions.members ?? new Map(), UNKEYED_EXTENSIONS) : '',
-    documentIds: documentIdsOf(members, otherUrlParameters),
+    ...documentNaming(members, otherUrlParameters),
     canonicalExtensionsById: extensions?.kind === 'object' ? canonicalWithout(extensions.members ?? new Map(), CLIENT_NAME_EXTENSIONS) : '',
     otherUrlParameters,
     otherMembers: canonicalWithout(members, GRAPHQL_PARAMETERS),
   };
 }
 
-/** The names origins read a stored document's id under: GraphQL over HTTP's and Relay's. */
+/** The names svc-cache reads a stored document's id under: GraphQL over HTTP's and Relay's. */
 const DOCUMENT_ID_NAMES: ReadonlySet<string> = new Set(['documentId', 'doc_id']);
+/** The names some origin reads a stored document's id under (GraphQLOperation.namesDocumentId). */
+const ORIGINS_DOCUMENT_ID_NAMES: ReadonlySet<string> = new Set([...DOCUMENT_ID_NAMES, 'id']);
 
-/** The stored-document ids given as members, and as URL parameters (`pairs`, as sent), as GraphQLOperation.documentIds says. */
-function documentIdsOf(members: ReadonlyMap<string, JsonValue>, pairs: string): Array<string | null> {
-  const ids: Array<string | null> = [];
+/** How the members, and the URL parameters (`pairs`, as sent), name a stored document: GraphQLOperation's `documentIds` and `namesDocumentId`. */
+function documentNaming(members: ReadonlyMap<string, JsonValue>, pairs: string): { documentIds: Array<string | null>; namesDocumentId: boolean } {
+  const documentIds: Array<string | null> = [];
+  let namesDocumentId = false;
   for (const [name, member] of members) {
-    if (DOCUMENT_ID_NAMES.has(name)) ids.push(member.kind === 'string' ? member.string! : null);
-    else if (!GRAPHQL_PARAMETERS.has(name)) ids.push(null);
+    if (DOCUMENT_ID_NAMES.has(name)) documentIds.push(member.kind === 'string' ? member.string! : null);
+    else if (!GRAPHQL_PARAMETERS.has(name)) documentIds.push(null);
+    namesDocumentId ||= ORIGINS_DOCUMENT_ID_NAMES.has(name);
   }
-  if (pairs === '') return ids;
-  for (const pair of pairs.split('&')) {
+  for (const pair of pairs === '' ? [] : pairs.split('&')) {
     const separator = pair.indexOf('=');
     const name = formDecode(separator < 0 ? pair : pair.slice(0, separator));
     const value = pair.includes(';') ? undefined : formDecode(separator < 0 ? '' : pair.slice(separator + 1));
-    ids.push(name !== undefined && DOCUMENT_ID_NAMES.has(name) ? (value ?? null) : null);
+    documentIds.push(name !== undefined && DOCUMENT_ID_NAMES.has(name) ? (value ?? null) : null);
+    namesDocumentId ||= name === undefined || ORIGINS_DOCUMENT_ID_NAMES.has(name) || pair.includes(';');
   }
-  return ids;
+  return { documentIds, namesDocumentId };
 }
 
 /**
@@ -302,6 +311,7 @@ function documentIdsOf(members: ReadonlyMap<string, JsonValue>, pairs: string): 
  * keep Apollo Client's requests from sharing entries with every other client's.
  */
 const UNKEYED_EXTENSIONS: ReadonlySet<string> = new Set(['persistedQuery', 'clientLibrary']);
+/** What a stored document's key leaves out of `extensions`: only the client's name (canonicalExtensionsById). */
 const CLIENT_NAME_EXTENSIONS: ReadonlySet<string> = new Set(['clientLibrary']);
 
 /** The canonical text of an object's members but some; '' when nothing else is left. */
@@ -434,7 +444,10 @@ export function possibleOperations(
 interface Reading {
   query: string | undefined;
   operationName: string | undefined;
-  /** A JSON object without a query text but with other members: what a stored document sent by its id looks like. */
+  /**
+   * The origin may run a stored document named by its id: a JSON object without a query text but
+   * with other members, or with an id beside its text, or a form or URL with an id parameter.
+   */
   storedDocument?: true;
 }
 
@@ -450,6 +463,8 @@ function textReadings(text: string, mediaTypes: readonly string[]): Reading[] | 
     const [query, operationName] = [object.members?.get('query')?.string, object.members?.get('operationName')?.string];
     if (query === undefined && namesStoredDocument(object)) readings.push(STORED_DOCUMENT);
     else if (query !== undefined || operationName !== undefined) readings.push({ query, operationName });
+    // Hot Chocolate runs the document an id names even beside a query text.
+    if (query !== undefined && [...ORIGINS_DOCUMENT_ID_NAMES].some((name) => object.members?.has(name))) readings.push(STORED_DOCUMENT);
   }
   if (mediaTypes.includes('application/x-www-form-urlencoded')) {
     const form = formReadings(text);
@@ -469,10 +484,6 @@ function namesStoredDocument(object: JsonValue): boolean {
   return [...(object.members?.keys() ?? [])].some((name) => name !== 'query' && name !== 'operationName');
 }
 
-/**
- * A form's (or a query string's) `query` and `operationName`, decoded leniently as origins decode
- * them (URLSearchParams, querystring); one given twice with different values is ambiguous.
- */
 /** The URL's readings, split on `&` and, where it holds a raw `;`, as origins that split on both read it too (urlParameters). */
 function queryStringReadings(path: string): Reading[] | 'ambiguous' {
   const queryStart = path.indexOf('?');
@@ -484,12 +495,20 @@ function queryStringReadings(path: string): Reading[] | 'ambiguous' {
   return semicolonReadings === 'ambiguous' ? semicolonReadings : [...readings, ...semicolonReadings];
 }
 
+/**
+ * A form's (or a query string's) `query` and `operationName`, decoded leniently as origins decode
+ * them (URLSearchParams, querystring); one given twice with different values is ambiguous. An id
+ * parameter names a stored document to an origin that reads it there (Hive Gateway reads a POST's
+ * `documentId` from its URL, Hot Chocolate `id`).
+ */
 function formReadings(text: string): Reading[] | 'ambiguous' {
   const form = new URLSearchParams(text);
   const [queries, names] = [new Set(form.getAll('query')), new Set(form.getAll('operationName'))];
   if (queries.size > 1 || names.size > 1) return 'ambiguous';
   const [[query], [operationName]] = [[...queries], [...names]];
-  return query === undefined && operationName === undefined ? [] : [{ query, operationName }];
+  const readings: Reading[] = query === undefined && operationName === undefined ? [] : [{ query, operationName }];
+  if ([...ORIGINS_DOCUMENT_ID_NAMES].some((name) => form.has(name))) readings.push(STORED_DOCUMENT);
+  return readings;
 }
 
 /** Repeats agree when equal, or, for JSON parameters, equal as canonical JSON (origins run the same). */

@@ -16,11 +16,12 @@ export interface DocumentReference {
  * The text of the stored document a request names by its id, when the manifest holds it; undefined
  * otherwise, and the request is then one svc-cache cannot see (README, Stored documents sent by id).
  * A request names a document when it sends no query text and one id, in any of the forms origins
- * read: `documentId` (GraphQL over HTTP's persisted documents: Yoga, GraphQL Code Generator),
- * Relay's `doc_id`, or the `persistedQuery` extension's `sha256Hash` (Apollo's persisted queries,
- * Yoga's default). The same id in several forms is one id. Not read: two different ids, since
- * origins differ on which they take, nor a `persistedQuery` of another shape, which some take an id
- * from whatever its version says (Apollo Router).
+ * read: `documentId` (GraphQL over HTTP's persisted documents: Hive Gateway, GraphQL Code
+ * Generator's clients), Relay's `doc_id`, or the `persistedQuery` extension's `sha256Hash` (Apollo's
+ * persisted queries, Yoga's default). The same id in several forms is one id. Not read: two
+ * different ids, since origins differ on which they take, nor a `persistedQuery` of another shape,
+ * which some take an id from whatever its version says (Apollo Router) or under another member
+ * (Hot Chocolate).
  */
 export function storedDocumentText(documents: PersistedDocuments | undefined, reference: DocumentReference): string | undefined {
   if (documents === undefined || documents.size === 0 || reference.query !== undefined) return undefined;
@@ -32,9 +33,12 @@ export function storedDocumentText(documents: PersistedDocuments | undefined, re
   return id === null || id === undefined ? undefined : documents.get(id);
 }
 
-/** The hash of an Apollo persisted-query reference (`{"version":1,"sha256Hash":…}`); null for any other shape. */
+/**
+ * The hash of an Apollo persisted-query reference, exactly `{"version":1,"sha256Hash":…}`; null for
+ * any other shape, another member included (Hot Chocolate reads `md5Hash` and the like).
+ */
 function persistedQueryHash(reference: unknown): string | null {
-  if (typeof reference !== 'object' || reference === null) return null;
+  if (typeof reference !== 'object' || reference === null || Object.keys(reference).length !== 2) return null;
   const { version, sha256Hash } = reference as Record<string, unknown>;
   return version === 1 && typeof sha256Hash === 'string' ? sha256Hash : null;
 }

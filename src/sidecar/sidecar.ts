@@ -5,7 +5,7 @@ import type { Config } from '../config/index.js';
 import { configWarnings, formatKeyPath, valueAt, watchConfig, withValueAt } from '../config/index.js';
 import { Dashboard, dashboardRoutes, type StoreHealth } from '../dashboard/index.js';
 import { DecisionEngine, type RequestSummary, type RuntimeState } from '../engine/index.js';
-import { definitionOf, scopeSources, storedDocumentWarnings } from '../engine/index.js';
+import { definitionOf, scopeSources } from '../engine/index.js';
 import { MAX_REWRITTEN_PATH_BYTES } from '../extproc/index.js';
 import { startExtProcServer, type ExtProcServer } from '../extproc/index.js';
 import { withSecretHeaders, type Logger } from '../observability/index.js';
@@ -73,10 +73,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
   });
   const store = new MeasuredStore(stores.cache, metrics);
   const schemaSource = createSchemaSource(config, logger, {
-    onLoaded: (schema, forConfig) => {
-      warnOmittedPurgeFields(schema, forConfig.keyFields, logger);
-      for (const warning of storedDocumentWarnings(forConfig, schema)) logger.warn({ warning }, 'configuration warning');
-    },
+    onLoaded: (schema, forConfig) => warnOmittedPurgeFields(schema, forConfig.keyFields, logger),
   });
   const state = (): RuntimeState => ({ config, schema: schemaSource.current() });
   const dashboard = new Dashboard({
@@ -201,9 +198,6 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
         },
       })
     : undefined;
-  // Following the files it names (the manifest, the schema) starts once the watcher has read them:
-  // a change written after start returns is then seen.
-  await watcher?.ready;
   logger.info(
     { grpcPort: extProc.port, grpcTls: config.grpc?.tls !== undefined, adminPort: admin.port, store: config.redis ? 'redis' : 'memory' },
     'svc-cache serving',

@@ -836,6 +836,9 @@ describe('DecisionEngine', () => {
     it.each([
       ['an id the manifest lacks', { documentId: 'unknown' }, 'no-query'],
       ['two different ids', { documentId: 'todo', doc_id: 'todoTitles' }, 'no-query'],
+      // Hot Chocolate runs a document it knows by id rather than the text beside it.
+      ['a query text beside an id', { query: '{ todos { id } }', id: 'rename' }, 'query-beside-document-id'],
+      ['a query text beside a documentId', { query: '{ todos { id } }', documentId: 'todo' }, 'query-beside-document-id'],
     ])('passes %s as an operation svc-cache cannot see', async (_name, body, reason) => {
       withManifest();
       const request = post(body);
@@ -857,6 +860,13 @@ describe('DecisionEngine', () => {
         requestHeaders: { set: [], remove: [] },
         plan: { kind: 'pass', reason: 'stored-document-over-limits', unseen: { maxResponseBodyBytes: 10_000_000 } },
       });
+    });
+
+    it('counts a batched query text beside an id as an operation svc-cache cannot see', async () => {
+      withManifest({ mutationPolicy: 'Entity' });
+      const request = post([{ query: '{ todos { id } }' }, { query: '{ todos { id } }', id: 'rename' }]);
+      const decision = await decide(request.head, request.body);
+      expect(decision.kind === 'forward' && decision.plan).toMatchObject({ kind: 'batch', unseen: [1], mutations: [undefined, undefined] });
     });
 
     it('reads a mutation named by id in a batch, so the batch no longer empties the store', async () => {

@@ -68,6 +68,7 @@ describe('readParameters', () => {
       canonicalVariables: '{}',
       canonicalExtensions: '',
       documentIds: [],
+      namesDocumentId: false,
       canonicalExtensionsById: '',
       otherUrlParameters: '',
       otherMembers: '',
@@ -152,6 +153,8 @@ describe('resolveQuery', () => {
     expect(resolveQuery(params(undefined, { persistedQuery: { version: 2, sha256Hash: 'd2' } }), ['d1'], deps(manifest))).toBeInstanceOf(Promise);
     expect(await resolveQuery(params(undefined, { persistedQuery: { version: 2, sha256Hash: 'd2' } }), ['d1'], deps(manifest))).toMatchObject({ kind: 'refused', refusal: 'bad-version' });
     expect(await resolveQuery(params(undefined, { persistedQuery: 'd1' }), ['d1'], deps(manifest))).toMatchObject({ kind: 'refused', refusal: 'bad-shape' });
+    // Hot Chocolate takes an id from another member of it.
+    expect(resolveQuery(params(undefined, { persistedQuery: { version: 1, sha256Hash: 'd1', md5Hash: 'd2' } }), [], deps(manifest))).toBeInstanceOf(Promise);
     const hashAndId = resolveQuery(params(undefined, { persistedQuery: { version: 1, sha256Hash: hash('{ a }') } }), ['d1'], deps(manifest));
     expect(await hashAndId).toMatchObject({ kind: 'refused', refusal: 'not-found' });
   });

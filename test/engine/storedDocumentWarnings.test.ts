@@ -7,7 +7,7 @@ import { demoSchemaSDL } from '../support/origin.js';
 const schema = buildSchema(demoSchemaSDL);
 
 function withManifest(documents: Record<string, string>, input: Record<string, unknown> = {}): Config {
-  const config = configSchema.parse({ origin: { url: 'http://origin.test/graphql' }, persistedDocuments: { manifest: 'manifest.json' }, ...input });
+  const config = configSchema.parse({ origin: { url: 'http://origin.test/graphql' }, rules: [{ types: ['Query'], maxAge: 60 }], persistedDocuments: { manifest: 'manifest.json' }, ...input });
   return { ...config, persistedDocuments: { manifest: 'manifest.json', documents: new Map(Object.entries(documents)) } };
 }
 
@@ -32,11 +32,13 @@ describe('storedDocumentWarnings', () => {
       { limits: { maxDepth: 1, maxQueryBytes: 100 } },
     );
     expect(storedDocumentWarnings(config, schema)).toEqual([
-      `persistedDocuments: 1 of the manifest's documents do not parse ("broken"): a request naming one passes as an operation svc-cache cannot see, and empties the store when the origin runs it`,
-      `persistedDocuments: 2 of the manifest's documents are over limits ("deep", "large"): a request naming one passes as an operation svc-cache cannot see, and empties the store when the origin runs it; raise limits to cover them`,
+      `persistedDocuments: 1 of the manifest's documents do not parse ("broken"): a request naming one passes as an operation svc-cache cannot see, and a POST empties the store when the origin runs it`,
+      `persistedDocuments: 2 of the manifest's documents are over limits ("deep", "large"): a request naming one passes as an operation svc-cache cannot see, and a POST empties the store when the origin runs it; raise limits to cover them`,
       `persistedDocuments: 7 of the manifest's queries select objects without their key fields, or without __typename where a field can return several types ("k0", "k1", "k2", "k3", "k4" and 2 more): svc-cache adds no field to a stored document, so their answers are never stored`,
     ]);
     // Without the schema, what the documents' text alone tells.
     expect(storedDocumentWarnings(config, undefined)).toHaveLength(2);
+    // A query no rule caches is never stored anyway.
+    expect(storedDocumentWarnings(withManifest(keyless, { rules: [{ types: ['Mutation'], maxAge: 60 }] }), schema)).toEqual([]);
   });
 });

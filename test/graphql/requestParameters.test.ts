@@ -23,6 +23,7 @@ describe('readGetRequest', () => {
       canonicalVariables: '{"a":9007199254740993,"b":1.0}',
       canonicalExtensions: '',
       documentIds: [null],
+      namesDocumentId: false,
       canonicalExtensionsById: '',
       otherUrlParameters: 'x=1',
       otherMembers: '',
@@ -167,6 +168,15 @@ describe('possibleOperations', () => {
   const MAX_BODY_BYTES = 1024 * 1024;
   const MUTATION = [{ query: 'mutation { a }', operationName: undefined }];
 
+  it('counts a stored document an origin may run: an id beside a query text, or in a form or the URL', () => {
+    const json = (body: string, path = '/graphql') => possibleOperations(path, JSON_HEADERS, Buffer.from(body), MAX_BODY_BYTES);
+    const STORED = { query: undefined, operationName: undefined };
+    expect(json('{"query":"{ a }","id":"m"}')).toEqual([{ query: '{ a }', operationName: undefined }, STORED]);
+    expect(json('{}', '/graphql?documentId=m')).toEqual([STORED]);
+    expect(possibleOperations('/graphql', [['content-type', 'application/x-www-form-urlencoded']], Buffer.from('doc_id=m'), MAX_BODY_BYTES)).toEqual([STORED]);
+    expect(json('{}', '/graphql?tenant=acme')).toEqual([]);
+  });
+
   it('reads a form only under its own content type, and refuses one that gives query twice', () => {
     const form = Buffer.from('query=mutation%20%7B%20a%20%7D&query=%7B%20b%20%7D');
     expect(possibleOperations('/graphql', [['content-type', 'multipart/form-data; boundary=x']], form, MAX_BODY_BYTES)).toEqual([]);
@@ -279,6 +289,7 @@ describe('readPostRequest', () => {
       canonicalVariables: '{"n":1.0}',
       canonicalExtensions: '{"e":true}',
       documentIds: [null],
+      namesDocumentId: false,
       canonicalExtensionsById: '{"e":true}',
       otherUrlParameters: '',
       otherMembers: '{"other":1}',
@@ -301,6 +312,14 @@ describe('readPostRequest', () => {
     expect(readGetRequest('/graphql?documentId=a;documentId=b')).toMatchObject({ documentIds: [null] });
     expect(readGetRequest('/graphql?documentId=a&x=1;documentId=b')).toMatchObject({ documentIds: ['a', null] });
     expect(post('[{"documentId":"d1"}]', '/graphql?documentId=m')).toMatchObject({ operations: [{ documentIds: ['d1', 'm'] }] });
+  });
+
+  it('tells whether a member or URL parameter names a stored document to some origin: documentId, doc_id, or id', () => {
+    expect(post('{"query":"{ a }","id":"m"}')).toMatchObject({ namesDocumentId: true });
+    expect(post('{"query":"{ a }","doc_id":"m"}')).toMatchObject({ namesDocumentId: true });
+    expect(post('{"query":"{ a }"}', '/graphql?documentId=m')).toMatchObject({ namesDocumentId: true });
+    expect(readGetRequest('/graphql?query=%7B+a+%7D&x=1;id=m')).toMatchObject({ namesDocumentId: true });
+    expect(post('{"query":"{ a }","tenant":"acme"}', '/graphql?x=1')).toMatchObject({ namesDocumentId: false });
   });
 
   it("keys a stored document's persisted-query reference, which the key of sent text leaves out", () => {
@@ -327,6 +346,7 @@ describe('readPostRequest', () => {
       canonicalVariables: '{}',
       canonicalExtensions: '',
       documentIds: [],
+      namesDocumentId: false,
       canonicalExtensionsById: '',
       otherUrlParameters: '',
       otherMembers: '',
@@ -430,8 +450,8 @@ describe('readPostRequest', () => {
       expect(post('[{"query":"a","variables":{"n":1.0}}, {"query":"mutation { m }","operationName":"M"}]')).toEqual({
         kind: 'batch',
         operations: [
-          { params: { query: 'a', operationName: undefined, variables: { n: 1 }, extensions: {} }, canonicalVariables: '{"n":1.0}', canonicalExtensions: '', documentIds: [], canonicalExtensionsById: '' },
-          { params: { query: 'mutation { m }', operationName: 'M', variables: {}, extensions: {} }, canonicalVariables: '{}', canonicalExtensions: '', documentIds: [], canonicalExtensionsById: '' },
+          { params: { query: 'a', operationName: undefined, variables: { n: 1 }, extensions: {} }, canonicalVariables: '{"n":1.0}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, canonicalExtensionsById: '' },
+          { params: { query: 'mutation { m }', operationName: 'M', variables: {}, extensions: {} }, canonicalVariables: '{}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, canonicalExtensionsById: '' },
         ],
       });
     });
@@ -459,6 +479,7 @@ describe('remembered readings', () => {
       canonicalVariables: '{"n":{"deep":[1]}}',
       canonicalExtensions: '',
       documentIds: [],
+      namesDocumentId: false,
       canonicalExtensionsById: '',
       otherUrlParameters: '',
       otherMembers: '',

@@ -1,6 +1,3 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFileConfiguredStack, RELOADED, REFUSED, type FileConfiguredStack } from '../support/fileConfiguredStack.js';
 import { persistedQueryExtensions, postGraphQL, type GraphQLHttpResult } from '../support/origin.js';
@@ -205,24 +202,6 @@ describe('configuration file hot reload through the gateway', () => {
     await register([8]);
     expect(await registered()).toEqual([7, 8]);
     expect(stack.log.messages).not.toContain(NEEDS_RESTART);
-  });
-
-  it("warns of the manifest's queries whose answers it would never store, once the schema is loaded, at start and after each reload", async () => {
-    const directory = await mkdtemp(join(tmpdir(), 'svc-cache-manifest-'));
-    const manifest = join(directory, 'manifest.json');
-    try {
-      await writeFile(manifest, JSON.stringify({ keyless: 'query K { todos { title } }' }));
-      stack = await startFileConfiguredStack(`${TODOS_ONLY}persistedDocuments:\n  manifest: ${manifest}\n`);
-      const schemaLoaded = `origin schema loaded from ${join(dirname(stack.configPath), 'schema.graphql')}`;
-      expect(stack.log.messages.filter((message) => message === CONFIG_WARNING)).toHaveLength(1);
-
-      await writeFile(manifest, JSON.stringify({ keyed: 'query K { todos { id title } }' }));
-      await stack.log.waitFor(RELOADED, 1);
-      await stack.log.waitFor(schemaLoaded, 2);
-      expect(stack.log.messages.filter((message) => message === CONFIG_WARNING)).toHaveLength(1);
-    } finally {
-      await rm(directory, { recursive: true, force: true });
-    }
   });
 
   it('warns of a JWT scope without an audience at start and after each reload that still has one', async () => {

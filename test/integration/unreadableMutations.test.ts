@@ -170,6 +170,8 @@ describe('a request svc-cache cannot read that an origin may run as a mutation',
 
   it.each<[string, string, string, string]>([
     ['in a batch', '[{"documentId":"rename-todo-1"}]', 'application/json', '[{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}]'],
+    // Hot Chocolate runs a document it knows by `id` rather than the text beside it.
+    ['beside a query text, in a body svc-cache does not read', '{"query":"{ __typename }","id":"rename-todo-1"}', 'text/plain', '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}'],
     ['beside a query in a batch', `[{"query":${JSON.stringify(USERS)}},{"documentId":"rename-todo-1"}]`, 'application/json', '[{"data":{"users":[]}},{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}]'],
     ['in a body svc-cache does not read', '{"documentId":"rename-todo-1"}', 'text/plain', '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}'],
     ['whose answer is not one svc-cache reads', '{"documentId":"rename-todo-1"}', 'application/json', 'done'],
@@ -187,6 +189,15 @@ describe('a request svc-cache cannot read that an origin may run as a mutation',
     stack().origin.setBehaviour({ forcedResponse: { status: 200, headers: { 'content-type': answerType }, body: answer } });
     const sent = await send(Buffer.from(body), contentType);
     expect([sent.status, sent.headers.get('svc-cache'), await sent.text()]).toEqual([200, 'PASS', answer]);
+    stack().origin.setBehaviour({ forcedResponse: null });
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+  });
+
+  it('empties the store after a POST svc-cache does not read whose URL names a stored document, as Hive Gateway reads it', async () => {
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    stack().origin.setBehaviour({ forcedResponse: { status: 200, headers: { 'content-type': 'application/json' }, body: '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}' } });
+    const sent = await send(Buffer.from('{}'), 'application/graphql+json', { search: '?documentId=rename-todo-1' });
+    expect([sent.status, sent.headers.get('svc-cache')]).toEqual([200, 'PASS']);
     stack().origin.setBehaviour({ forcedResponse: null });
     expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
   });
