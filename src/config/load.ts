@@ -77,7 +77,7 @@ function readConfigText(text: string, options: ParseConfigOptions): ConfigText {
     return typeof value === 'string' && value !== '' && !substitution.unresolved.has(value) ? value : undefined;
   };
   const baseDir = options.baseDir ?? dirname(resolve(source));
-  const config = problems.length > 0 || !result.success ? undefined : withJwksFilesResolved(withFilePathsResolved(result.data, baseDir), baseDir);
+  const config = problems.length > 0 || !result.success ? undefined : withJwksFilesResolved(withSchemaAndManifestResolved(result.data, baseDir), baseDir);
   return { config, problems, lineOf: file.lineOf, pathAt };
 }
 
@@ -170,7 +170,7 @@ function withoutEmptyValues(value: unknown): unknown {
 }
 
 /** A relative `schema.file` or `persistedDocuments.manifest` is taken from the configuration file's directory. */
-function withFilePathsResolved(config: Config, baseDir: string): Config {
+function withSchemaAndManifestResolved(config: Config, baseDir: string): Config {
   const file = config.schema?.file;
   const manifest = config.persistedDocuments?.manifest;
   return {

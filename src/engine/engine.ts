@@ -329,7 +329,7 @@ export class DecisionEngine {
     const { params } = request;
     const sentTooLarge = checkSentQueryText(params, config.limits);
     if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
-    if (runsDocumentByIdInstead(parameters)) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'query-beside-document-id' });
+    if (head.method === 'POST' && runsDocumentByIdInstead(parameters)) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'query-beside-document-id' });
     const resolving = resolveQuery(params, parameters.documentIds, this.resolutionDependencies(config));
     const resolved = resolving instanceof Promise ? await resolving : resolving;
     if ('kind' in resolved) {
@@ -360,6 +360,8 @@ export class DecisionEngine {
     }
     if (isVerdict(next)) return this.conclude(exchange, next, context);
     if (next.kind === 'mutation') return this.forwardMutation(context, checked, next.schema);
+    // A GET (a mutation in it was refused above) may run the query its id names instead: not stored.
+    if (runsDocumentByIdInstead(parameters)) return this.passOn(exchange, 'query-beside-document-id', undefined, context);
     return this.decideQuery(context, checked, next.schema, next.policy);
   }
 
@@ -1019,7 +1021,7 @@ function originQueryOf(prepared: PreparedOperation, selected: { wholeDocument: b
 
 /**
  * A query text beside a stored document's id: Hot Chocolate runs the id's document when it knows it,
- * not the text, so what runs is not for svc-cache to say (README, Stored documents sent by id).
+ * not the text, so what runs is not for svc-cache to say (README, Operations svc-cache cannot see).
  */
 function runsDocumentByIdInstead(operation: GraphQLOperation): boolean {
   return operation.params.query !== undefined && operation.namesDocumentId;

@@ -34,8 +34,8 @@ export interface GraphQLOperation {
    */
   documentIds: readonly (string | null)[];
   /**
-   * Whether a body member or URL parameter names a stored document to some origin: `documentId`,
-   * `doc_id`, or `id`, which Hot Chocolate runs the document of even beside a query text.
+   * Whether a `documentId` or `doc_id` member or URL parameter names a stored document, which Hot
+   * Chocolate runs even beside a query text; not when its value is `null` or empty.
    */
   namesDocumentId: boolean;
   /**
@@ -280,10 +280,12 @@ function operationOf(members: ReadonlyMap<string, JsonValue>, otherUrlParameters
   };
 }
 
-/** The names svc-cache reads a stored document's id under: GraphQL over HTTP's and Relay's. */
+/**
+ * The names a stored document's id is read under: GraphQL over HTTP's and Relay's. Not Hot
+ * Chocolate's `id`, which react-relay-network-modern sends with every request (README, Stored
+ * documents sent by id).
+ */
 const DOCUMENT_ID_NAMES: ReadonlySet<string> = new Set(['documentId', 'doc_id']);
-/** The names some origin reads a stored document's id under (GraphQLOperation.namesDocumentId). */
-const ORIGINS_DOCUMENT_ID_NAMES: ReadonlySet<string> = new Set([...DOCUMENT_ID_NAMES, 'id']);
 
 /** How the members, and the URL parameters (`pairs`, as sent), name a stored document: GraphQLOperation's `documentIds` and `namesDocumentId`. */
 function documentNaming(members: ReadonlyMap<string, JsonValue>, pairs: string): { documentIds: Array<string | null>; namesDocumentId: boolean } {
@@ -292,16 +294,33 @@ function documentNaming(members: ReadonlyMap<string, JsonValue>, pairs: string):
   for (const [name, member] of members) {
     if (DOCUMENT_ID_NAMES.has(name)) documentIds.push(member.kind === 'string' ? member.string! : null);
     else if (!GRAPHQL_PARAMETERS.has(name)) documentIds.push(null);
-    namesDocumentId ||= ORIGINS_DOCUMENT_ID_NAMES.has(name);
+    namesDocumentId ||= DOCUMENT_ID_NAMES.has(name) && givesValue(member);
   }
   for (const pair of pairs === '' ? [] : pairs.split('&')) {
     const separator = pair.indexOf('=');
     const name = formDecode(separator < 0 ? pair : pair.slice(0, separator));
     const value = pair.includes(';') ? undefined : formDecode(separator < 0 ? '' : pair.slice(separator + 1));
     documentIds.push(name !== undefined && DOCUMENT_ID_NAMES.has(name) ? (value ?? null) : null);
-    namesDocumentId ||= name === undefined || ORIGINS_DOCUMENT_ID_NAMES.has(name) || pair.includes(';');
+    namesDocumentId ||= namesIdParameter(pair);
   }
   return { documentIds, namesDocumentId };
+}
+
+/** Whether a member is there with a value: not `null`, not an empty string. */
+function givesValue(member: JsonValue | undefined): boolean {
+  return member !== undefined && member.kind !== 'null' && member.string !== '';
+}
+
+/**
+ * Whether a URL pair gives an id parameter a value, also as origins that split on `;` read it (Rack
+ * 2, Python before 3.9.2), or has a name no origin decodes alike.
+ */
+function namesIdParameter(pair: string): boolean {
+  return pair.split(';').some((piece) => {
+    const separator = piece.indexOf('=');
+    const name = formDecode((separator < 0 ? piece : piece.slice(0, separator)).trimStart());
+    return name === undefined || (DOCUMENT_ID_NAMES.has(name) && separator >= 0 && separator < piece.length - 1);
+  });
 }
 
 /**
@@ -433,7 +452,7 @@ export function possibleOperations(
   if (urlReadings === 'ambiguous') return urlReadings;
   // express-graphql takes each parameter from the URL when it is there, else from the body: a query
   // from one may then run under the other's operationName, so no name narrows which mutation runs.
-  const mixed = bodyReadings.length > 0 && urlReadings.length > 0;
+  const mixed = bodyReadings.length > 0 && urlReadings.some((reading) => !reading.storedDocument);
   return [...bodyReadings, ...urlReadings].flatMap(({ query, operationName, storedDocument }): PossibleOperation[] => {
     if (storedDocument) return [{ query: undefined, operationName: undefined }];
     return query === undefined ? [] : [{ query, operationName: mixed ? undefined : operationName }];
@@ -463,8 +482,8 @@ function textReadings(text: string, mediaTypes: readonly string[]): Reading[] | 
     const [query, operationName] = [object.members?.get('query')?.string, object.members?.get('operationName')?.string];
     if (query === undefined && namesStoredDocument(object)) readings.push(STORED_DOCUMENT);
     else if (query !== undefined || operationName !== undefined) readings.push({ query, operationName });
-    // Hot Chocolate runs the document an id names even beside a query text.
-    if (query !== undefined && [...ORIGINS_DOCUMENT_ID_NAMES].some((name) => object.members?.has(name))) readings.push(STORED_DOCUMENT);
+    // Hot Chocolate runs the document a documentId names even beside a query text.
+    if (query !== undefined && [...DOCUMENT_ID_NAMES].some((name) => givesValue(object.members?.get(name)))) readings.push(STORED_DOCUMENT);
   }
   if (mediaTypes.includes('application/x-www-form-urlencoded')) {
     const form = formReadings(text);
@@ -499,7 +518,7 @@ function queryStringReadings(path: string): Reading[] | 'ambiguous' {
  * A form's (or a query string's) `query` and `operationName`, decoded leniently as origins decode
  * them (URLSearchParams, querystring); one given twice with different values is ambiguous. An id
  * parameter names a stored document to an origin that reads it there (Hive Gateway reads a POST's
- * `documentId` from its URL, Hot Chocolate `id`).
+ * `documentId` from its URL).
  */
 function formReadings(text: string): Reading[] | 'ambiguous' {
   const form = new URLSearchParams(text);
@@ -507,7 +526,7 @@ function formReadings(text: string): Reading[] | 'ambiguous' {
   if (queries.size > 1 || names.size > 1) return 'ambiguous';
   const [[query], [operationName]] = [[...queries], [...names]];
   const readings: Reading[] = query === undefined && operationName === undefined ? [] : [{ query, operationName }];
-  if ([...ORIGINS_DOCUMENT_ID_NAMES].some((name) => form.has(name))) readings.push(STORED_DOCUMENT);
+  if ([...DOCUMENT_ID_NAMES].some((name) => form.getAll(name).some((value) => value !== ''))) readings.push(STORED_DOCUMENT);
   return readings;
 }
 

@@ -837,8 +837,8 @@ describe('DecisionEngine', () => {
       ['an id the manifest lacks', { documentId: 'unknown' }, 'no-query'],
       ['two different ids', { documentId: 'todo', doc_id: 'todoTitles' }, 'no-query'],
       // Hot Chocolate runs a document it knows by id rather than the text beside it.
-      ['a query text beside an id', { query: '{ todos { id } }', id: 'rename' }, 'query-beside-document-id'],
       ['a query text beside a documentId', { query: '{ todos { id } }', documentId: 'todo' }, 'query-beside-document-id'],
+      ['a mutation text beside a doc_id', { query: 'mutation { addTodo(title: "x") { id } }', doc_id: 'todo' }, 'query-beside-document-id'],
     ])('passes %s as an operation svc-cache cannot see', async (_name, body, reason) => {
       withManifest();
       const request = post(body);
@@ -862,9 +862,17 @@ describe('DecisionEngine', () => {
       });
     });
 
+    it('refuses a GET mutation beside an id with 405, and passes a GET query beside one unstored', async () => {
+      withManifest();
+      const mutation = await decideHead(get(`/graphql?query=${encodeURIComponent('mutation { addTodo(title: "x") { id } }')}&documentId=todo`));
+      expect(mutation.kind === 'respond' && [mutation.response.status, mutation.status]).toEqual([405, 'ERROR']);
+      const query = await decideHead(get(`/graphql?query=${encodeURIComponent('{ todos { id } }')}&documentId=todo`));
+      expect(query).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'query-beside-document-id' } });
+    });
+
     it('counts a batched query text beside an id as an operation svc-cache cannot see', async () => {
       withManifest({ mutationPolicy: 'Entity' });
-      const request = post([{ query: '{ todos { id } }' }, { query: '{ todos { id } }', id: 'rename' }]);
+      const request = post([{ query: '{ todos { id } }' }, { query: '{ todos { id } }', documentId: 'rename' }]);
       const decision = await decide(request.head, request.body);
       expect(decision.kind === 'forward' && decision.plan).toMatchObject({ kind: 'batch', unseen: [1], mutations: [undefined, undefined] });
     });

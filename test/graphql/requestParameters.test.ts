@@ -171,10 +171,17 @@ describe('possibleOperations', () => {
   it('counts a stored document an origin may run: an id beside a query text, or in a form or the URL', () => {
     const json = (body: string, path = '/graphql') => possibleOperations(path, JSON_HEADERS, Buffer.from(body), MAX_BODY_BYTES);
     const STORED = { query: undefined, operationName: undefined };
-    expect(json('{"query":"{ a }","id":"m"}')).toEqual([{ query: '{ a }', operationName: undefined }, STORED]);
+    expect(json('{"query":"{ a }","documentId":"m"}')).toEqual([{ query: '{ a }', operationName: undefined }, STORED]);
+    expect(json('{"query":"{ a }","id":"m"}')).toEqual([{ query: '{ a }', operationName: undefined }]);
     expect(json('{}', '/graphql?documentId=m')).toEqual([STORED]);
     expect(possibleOperations('/graphql', [['content-type', 'application/x-www-form-urlencoded']], Buffer.from('doc_id=m'), MAX_BODY_BYTES)).toEqual([STORED]);
     expect(json('{}', '/graphql?tenant=acme')).toEqual([]);
+    expect(json('{"query":"{ a }","documentId":null}', '/graphql?documentId=')).toEqual([{ query: '{ a }', operationName: undefined }]);
+    // An id in the URL leaves the body's operationName to narrow its mutations.
+    expect(json('{"query":"mutation A { a } mutation B { b }","operationName":"A"}', '/graphql?documentId=m')).toEqual([
+      { query: 'mutation A { a } mutation B { b }', operationName: 'A' },
+      STORED,
+    ]);
   });
 
   it('reads a form only under its own content type, and refuses one that gives query twice', () => {
@@ -314,12 +321,17 @@ describe('readPostRequest', () => {
     expect(post('[{"documentId":"d1"}]', '/graphql?documentId=m')).toMatchObject({ operations: [{ documentIds: ['d1', 'm'] }] });
   });
 
-  it('tells whether a member or URL parameter names a stored document to some origin: documentId, doc_id, or id', () => {
-    expect(post('{"query":"{ a }","id":"m"}')).toMatchObject({ namesDocumentId: true });
+  it('tells whether a member or URL parameter names a stored document: documentId or doc_id', () => {
+    expect(post('{"query":"{ a }","documentId":"m"}')).toMatchObject({ namesDocumentId: true });
     expect(post('{"query":"{ a }","doc_id":"m"}')).toMatchObject({ namesDocumentId: true });
     expect(post('{"query":"{ a }"}', '/graphql?documentId=m')).toMatchObject({ namesDocumentId: true });
-    expect(readGetRequest('/graphql?query=%7B+a+%7D&x=1;id=m')).toMatchObject({ namesDocumentId: true });
+    expect(readGetRequest('/graphql?query=%7B+a+%7D&x=1;doc_id=m')).toMatchObject({ namesDocumentId: true });
+    expect(readGetRequest('/graphql?query=%7B+a+%7D&%ZZ=m')).toMatchObject({ namesDocumentId: true });
     expect(post('{"query":"{ a }","tenant":"acme"}', '/graphql?x=1')).toMatchObject({ namesDocumentId: false });
+    // react-relay-network-modern sends `id` with every request.
+    expect(post('{"id":"TodosQuery","query":"{ a }","variables":{}}')).toMatchObject({ namesDocumentId: false });
+    // A null or empty value names nothing, nor a `;` in another parameter.
+    expect(post('{"query":"{ a }","documentId":null,"doc_id":""}', '/graphql?documentId=&x=a;b')).toMatchObject({ namesDocumentId: false });
   });
 
   it("keys a stored document's persisted-query reference, which the key of sent text leaves out", () => {

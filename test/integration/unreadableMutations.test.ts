@@ -170,8 +170,8 @@ describe('a request svc-cache cannot read that an origin may run as a mutation',
 
   it.each<[string, string, string, string]>([
     ['in a batch', '[{"documentId":"rename-todo-1"}]', 'application/json', '[{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}]'],
-    // Hot Chocolate runs a document it knows by `id` rather than the text beside it.
-    ['beside a query text, in a body svc-cache does not read', '{"query":"{ __typename }","id":"rename-todo-1"}', 'text/plain', '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}'],
+    // Hot Chocolate runs a document it knows by `documentId` rather than the text beside it.
+    ['beside a query text, in a body svc-cache does not read', '{"query":"{ __typename }","documentId":"rename-todo-1"}', 'text/plain', '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}'],
     ['beside a query in a batch', `[{"query":${JSON.stringify(USERS)}},{"documentId":"rename-todo-1"}]`, 'application/json', '[{"data":{"users":[]}},{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}]'],
     ['in a body svc-cache does not read', '{"documentId":"rename-todo-1"}', 'text/plain', '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}'],
     ['whose answer is not one svc-cache reads', '{"documentId":"rename-todo-1"}', 'application/json', 'done'],
