@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from '../config/index.js';
+import { ConfigError, loadConfigSnapshot } from '../config/index.js';
 import { routeGrpcLogs } from '../extproc/index.js';
 import { createLogger } from '../observability/index.js';
 import { startSidecar, stopPretenuring } from '../sidecar/index.js';
@@ -28,14 +28,14 @@ export const serveCommand: Command = {
     // demo run sidecars inside other processes).
     stopPretenuring();
     const configPath = values.config as string;
-    const config = await loadConfig(configPath);
+    const { config, fingerprint: configFingerprint } = await loadConfigSnapshot(configPath);
     const logger = createLogger(config.logging.level);
     routeGrpcLogs(logger);
     const signals = handleShutdownSignals(logger, SHUTDOWN_OVERRUN_MS);
     const grpcHost = values['grpc-host'] as string;
     const grpcPort = portOption(values['grpc-port'] as string, '--grpc-port');
     const adminPort = portOption(values['admin-port'] as string, '--admin-port');
-    const sidecar = await startSidecar({ config, configPath, grpcHost, grpcPort, adminPort, logger }).catch((error: unknown) => {
+    const sidecar = await startSidecar({ config, configPath, configFingerprint, grpcHost, grpcPort, adminPort, logger }).catch((error: unknown) => {
       if (!(error instanceof ListenError)) throw error;
       const options = error.server === 'ext_proc' ? `--grpc-host ${grpcHost} --grpc-port ${grpcPort}` : `--admin-port ${adminPort}`;
       throw new Error(`cannot listen on ${error.address} for the ${error.server} port (${options}): ${error.reason}`);

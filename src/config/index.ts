@@ -2,7 +2,7 @@ export { demoConfig, demoConfigInput } from './demo.js';
 export { ConfigError } from './error.js';
 export { formatKeyPath, valueAt, withValueAt } from './keyPath.js';
 export { secrecyAt, type Secrecy } from './issues.js';
-export { loadConfig, parseConfig, type ParseConfigOptions } from './load.js';
+export { loadConfig, loadConfigSnapshot, parseConfig, type ParseConfigOptions } from './load.js';
 export {
   parseRedisNode,
   parseRedisUrl,

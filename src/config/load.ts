@@ -86,9 +86,17 @@ function readConfigText(text: string, options: ParseConfigOptions): ConfigText {
  * (src/config/namedFiles.ts): a relative `schema.file` is taken from the file's directory.
  */
 export async function loadConfig(path: string, env?: NodeJS.ProcessEnv): Promise<Config> {
+  return (await loadConfigSnapshot(path, env)).config;
+}
+
+/**
+ * loadConfig, with the fingerprint of what the configuration was built from, for a watcher to start
+ * from (ConfigWatchOptions.startedFrom).
+ */
+export async function loadConfigSnapshot(path: string, env?: NodeJS.ProcessEnv): Promise<{ config: Config; fingerprint: string }> {
   const snapshot = await readConfigSnapshot(path, env);
   if ('error' in snapshot) throw snapshot.error;
-  return snapshot.config;
+  return { config: snapshot.config, fingerprint: snapshot.fingerprint };
 }
 
 /**

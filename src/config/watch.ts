@@ -19,6 +19,12 @@ export interface ConfigWatchOptions {
   debounceMs?: number;
   /** How often the file is also read without any event, for filesystems that do not report changes; 0 turns this off. */
   pollIntervalMs?: number;
+  /**
+   * The fingerprint of what the caller's configuration was built from (loadConfigSnapshot): a change
+   * made between that read and the watcher's own first one, before any directory was watched, is
+   * then reported too.
+   */
+  startedFrom?: string;
 }
 
 export interface ConfigWatcher {
@@ -127,8 +133,9 @@ export function watchConfig(path: string, handlers: ConfigWatchHandlers, options
   // Never rejects: a first read that fails leaves no fingerprint, so the next check reports what it finds.
   const baseline = readConfigSnapshot(path, options.env)
     .then(async (snapshot) => {
-      lastFingerprint = snapshot.fingerprint;
+      lastFingerprint = options.startedFrom ?? snapshot.fingerprint;
       await followDirectories(snapshot);
+      if (snapshot.fingerprint !== lastFingerprint) schedule();
     })
     .catch(() => undefined);
   watchDirectory(dirname(resolve(path)));

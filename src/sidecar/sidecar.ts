@@ -23,6 +23,8 @@ export interface SidecarOptions {
   config: Config;
   /** When given, the file is watched and a valid change applies to new requests. */
   configPath?: string;
+  /** What `config` was read from (loadConfigSnapshot), so that a change made while starting is applied too. */
+  configFingerprint?: string;
   grpcPort: number;
   adminPort: number;
   /** The ext_proc port's address: 127.0.0.1 by default, as Envoy is in the same pod. */
@@ -175,6 +177,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     await store.close();
     throw error;
   });
+  const startedFrom = options.configFingerprint === undefined ? {} : { startedFrom: options.configFingerprint };
   const watcher = options.configPath
     ? watchConfig(options.configPath, {
         onChange: (next) => {
@@ -196,7 +199,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
           dashboard.recordReload('refused', error.message);
           logger.error({ err: error.message }, 'new configuration refused; keeping the current one');
         },
-      })
+      }, startedFrom)
     : undefined;
   logger.info(
     { grpcPort: extProc.port, grpcTls: config.grpc?.tls !== undefined, adminPort: admin.port, store: config.redis ? 'redis' : 'memory' },

@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rename, rm, symlink, unlink, utimes, writeFile } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { watchConfig, type Config, type ConfigError, type ConfigWatcher } from '../../src/config/index.js';
+import { loadConfigSnapshot, watchConfig, type Config, type ConfigError, type ConfigWatcher } from '../../src/config/index.js';
 
 const DEBOUNCE_MS = 20;
 /** Long enough for an event, the debounce and the read to have happened if anything were to fire. */
@@ -180,6 +180,26 @@ describe('watchConfig', () => {
 
     await writeFile(join(schemaDirectory, 'origin.graphql'), 'type Query { c: Int }');
     await eventually(() => expect(observed.changes).toHaveLength(2));
+  });
+
+  it('reports a change made after the caller loaded the configuration and before the watcher started, given what the caller loaded', async () => {
+    const path = join(directory, 'config.yaml');
+    const manifestDirectory = join(directory, 'manifests');
+    await mkdir(manifestDirectory);
+    await writeFile(join(manifestDirectory, 'documents.json'), '{"a":"{ a }"}');
+    await writeFile(path, configText(60, 'persistedDocuments:\n  manifest: manifests/documents.json\n'));
+    const loaded = await loadConfigSnapshot(path, {});
+    await writeFile(join(manifestDirectory, 'documents.json'), '{"b":"{ b }"}');
+    const observed: Observed = { changes: [], errors: [] };
+    watcher = watchConfig(
+      path,
+      { onChange: (config) => observed.changes.push(config), onError: (error) => observed.errors.push(error) },
+      { env: {}, debounceMs: DEBOUNCE_MS, pollIntervalMs: 0, startedFrom: loaded.fingerprint },
+    );
+    await watcher.ready;
+    await eventually(() => expect(observed.changes.map((config) => config.persistedDocuments?.documents)).toEqual([new Map([['b', '{ b }']])]));
+    await quietPeriod();
+    expect([observed.changes.length, observed.errors]).toEqual([1, []]);
   });
 
   it('reports a change its handler fails to apply through onError, and keeps watching', async () => {

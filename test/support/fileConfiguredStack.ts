@@ -1,7 +1,7 @@
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../src/config/index.js';
+import { loadConfigSnapshot } from '../../src/config/index.js';
 import { startGateway, type Gateway } from '../../src/gateway/index.js';
 import { startSidecar, type Sidecar } from '../../src/sidecar/sidecar.js';
 import { demoSchemaSDL, startDemoOrigin, type DemoOrigin } from './origin.js';
@@ -50,9 +50,11 @@ export async function startFileConfiguredStack(yaml: string): Promise<FileConfig
   await writeConfig(yaml);
 
   const log = recordingLogger();
+  const { config, fingerprint } = await loadConfigSnapshot(configPath);
   const sidecar = await startSidecar({
-    config: await loadConfig(configPath),
+    config,
     configPath,
+    configFingerprint: fingerprint,
     grpcPort: 0,
     adminPort: 0,
     host: '127.0.0.1',
