@@ -2,7 +2,7 @@ import { createHash, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import { readManifest, type PersistedDocuments } from '../persistedDocuments/index.js';
+import { readManifest, type ManifestReading, type PersistedDocuments } from '../persistedDocuments/index.js';
 import { errorMessage } from '../util/index.js';
 import type { KeyPath } from './keyPath.js';
 
@@ -98,11 +98,23 @@ async function readContent(path: string, content: Content): Promise<{ bytes: Buf
     return { bytes: Buffer.alloc(0), problem: { code: 'unreadable', reason: describeFileError(error) } };
   }
   if (content === 'manifest') {
-    const manifest = readManifest(bytes.toString('utf8'));
+    const manifest = manifestOf(bytes);
     return manifest.kind === 'documents' ? { bytes, problem: undefined, documents: manifest.documents } : { bytes, problem: { code: 'not-a-manifest', reason: manifest.problem } };
   }
   return { bytes, problem: contentProblem(bytes, content) };
 }
+
+/**
+ * The manifest the bytes hold, read again only when they changed: the watcher reads every named
+ * file every 10 s, and parsing a manifest of thousands of documents takes tens of milliseconds.
+ */
+function manifestOf(bytes: Buffer): ManifestReading {
+  const fingerprint = sha256(bytes);
+  if (lastManifest?.fingerprint !== fingerprint) lastManifest = { fingerprint, reading: readManifest(bytes.toString('utf8')) };
+  return lastManifest.reading;
+}
+
+let lastManifest: { fingerprint: string; reading: ManifestReading } | undefined;
 
 /** Whether the bytes are what the sidecar's TLS setup takes (Node's TLS, which grpc-js uses). */
 function contentProblem(bytes: Buffer, content: Exclude<Content, 'manifest'>): Found | undefined {

@@ -41,8 +41,8 @@ const DEFAULT_POLL_INTERVAL_MS = 10_000;
  * than the file, because the usual ways of updating a file replace it: an editor or `mv` renames a
  * new file over it, and Kubernetes mounts a ConfigMap as `config.yaml -> ..data/config.yaml` and
  * updates it by swapping the `..data` symlink. A change is what alters the content of the file or of
- * the schema file it names, or whether a file it names can be used (src/config/namedFiles.ts), so
- * touching, re-saving or a swap to identical data fires nothing.
+ * the schema file or manifest it names, or whether a file it names can be used
+ * (src/config/namedFiles.ts), so touching, re-saving or a swap to identical data fires nothing.
  */
 export function watchConfig(path: string, handlers: ConfigWatchHandlers, options: ConfigWatchOptions = {}): ConfigWatcher {
   const debounceMs = options.debounceMs ?? DEFAULT_DEBOUNCE_MS;
@@ -130,12 +130,15 @@ export function watchConfig(path: string, handlers: ConfigWatchHandlers, options
     }
   };
 
-  // Never rejects: a first read that fails leaves no fingerprint, so the next check reports what it finds.
+  // Never rejects: a first read that fails leaves the caller's fingerprint, or none, so the next
+  // check reports what it finds.
+  lastFingerprint = options.startedFrom;
   const baseline = readConfigSnapshot(path, options.env)
     .then(async (snapshot) => {
-      lastFingerprint = options.startedFrom ?? snapshot.fingerprint;
+      lastFingerprint ??= snapshot.fingerprint;
       await followDirectories(snapshot);
-      if (snapshot.fingerprint !== lastFingerprint) schedule();
+      // Once more now that every directory is watched: a file written before then made no event here.
+      schedule();
     })
     .catch(() => undefined);
   watchDirectory(dirname(resolve(path)));

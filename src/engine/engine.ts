@@ -34,6 +34,7 @@ import {
   classify,
   isVerdict,
   lookupOrCoalesce,
+  isStoredMutation,
   mutationOverGet,
   possibleMutations,
   readParameters,
@@ -342,6 +343,7 @@ export class DecisionEngine {
     const context: RequestContext = { exchange, head, config, request: keyed, resolved };
     const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
     if (isVerdict(checked)) {
+      if (head.method === 'GET' && isStoredMutation(checked, resolved, params.operationName)) return this.conclude(exchange, mutationOverGet());
       const purge = await this.emptyParenthesesPurge(context, checked, schema);
       if (purge === undefined && checked.kind === 'pass' && UNSEEN_REASONS.has(checked.reason)) return this.passUnseen(exchange, config, checked);
       return this.conclude(exchange, purge ?? checked, context);

@@ -219,6 +219,19 @@ export function checkLimits(
 }
 
 /**
+ * Whether a stored document the limits stopped (`stored-document-over-limits`) is a mutation: over
+ * GET it is refused as one within them is (classify). The manifest's text is the operator's, so
+ * parsing it whatever its size is bounded by the manifest.
+ */
+export function isStoredMutation(verdict: Verdict, resolved: ResolvedQuery, operationName: string | undefined): boolean {
+  if (verdict.kind !== 'pass' || verdict.reason !== 'stored-document-over-limits' || resolved.query === undefined) return false;
+  const parsed = parseDocument(resolved.query);
+  if ('kind' in parsed) return false;
+  const selected = operationToRun(parsed, operationName);
+  return selected.kind === 'operation' && selected.operation.operation === OperationTypeNode.MUTATION;
+}
+
+/**
  * A sent query over the limits is refused; a stored document the origin runs whatever svc-cache's
  * limits say, so one over them goes on as a document svc-cache cannot see (README, Stored documents
  * sent by id).

@@ -69,6 +69,15 @@ describe('files named by the configuration', () => {
       expect((await loadConfig(file('config.yaml'), {})).persistedDocuments).toEqual({ manifest: file('documents.json'), documents: new Map([['d1', '{ a }']]) });
     });
 
+    it('reads a manifest again only when its bytes changed: the watcher reads it every 10 s', async () => {
+      await writeFile(file('documents.json'), '{"d1":"{ a }"}');
+      await writeFile(file('config.yaml'), MANIFEST);
+      const first = (await loadConfig(file('config.yaml'), {})).persistedDocuments?.documents;
+      expect((await loadConfig(file('config.yaml'), {})).persistedDocuments?.documents).toBe(first);
+      await writeFile(file('documents.json'), '{"d1":"{ a }","d2":"{ b }"}');
+      expect((await loadConfig(file('config.yaml'), {})).persistedDocuments?.documents).not.toBe(first);
+    });
+
     it('refuses a manifest that cannot be read or is not one, under its key and line', async () => {
       expect(await problems(MANIFEST)).toEqual([`persistedDocuments.manifest: cannot read "${file('documents.json')}": no such file (line 4)`]);
       await writeFile(file('documents.json'), '{"d1":{"text":"{ a }"}}');

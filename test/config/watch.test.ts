@@ -30,12 +30,12 @@ afterEach(async () => {
   await rm(directory, { recursive: true, force: true });
 });
 
-async function startWatching(path: string): Promise<Observed> {
+async function startWatching(path: string, startedFrom?: string): Promise<Observed> {
   const observed: Observed = { changes: [], errors: [] };
   watcher = watchConfig(
     path,
     { onChange: (config) => observed.changes.push(config), onError: (error) => observed.errors.push(error) },
-    { env: {}, debounceMs: DEBOUNCE_MS, pollIntervalMs: 0 },
+    { env: {}, debounceMs: DEBOUNCE_MS, pollIntervalMs: 0, ...(startedFrom === undefined ? {} : { startedFrom }) },
   );
   await watcher.ready;
   return observed;
@@ -190,16 +190,16 @@ describe('watchConfig', () => {
     await writeFile(path, configText(60, 'persistedDocuments:\n  manifest: manifests/documents.json\n'));
     const loaded = await loadConfigSnapshot(path, {});
     await writeFile(join(manifestDirectory, 'documents.json'), '{"b":"{ b }"}');
-    const observed: Observed = { changes: [], errors: [] };
-    watcher = watchConfig(
-      path,
-      { onChange: (config) => observed.changes.push(config), onError: (error) => observed.errors.push(error) },
-      { env: {}, debounceMs: DEBOUNCE_MS, pollIntervalMs: 0, startedFrom: loaded.fingerprint },
-    );
-    await watcher.ready;
+    const observed = await startWatching(path, loaded.fingerprint);
     await eventually(() => expect(observed.changes.map((config) => config.persistedDocuments?.documents)).toEqual([new Map([['b', '{ b }']])]));
     await quietPeriod();
     expect([observed.changes.length, observed.errors]).toEqual([1, []]);
+
+    // Started from what is there now, it reports nothing.
+    watcher?.close();
+    const quiet = await startWatching(path, (await loadConfigSnapshot(path, {})).fingerprint);
+    await quietPeriod();
+    expect(quiet).toEqual({ changes: [], errors: [] });
   });
 
   it('reports a change its handler fails to apply through onError, and keeps watching', async () => {

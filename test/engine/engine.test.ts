@@ -870,6 +870,14 @@ describe('DecisionEngine', () => {
       expect(query).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'query-beside-document-id' } });
     });
 
+    it('refuses a GET naming a stored mutation over the limits with 405, as within them, and passes such a query', async () => {
+      withManifest({ limits: { maxQueryBytes: 20 } });
+      const mutation = await decideHead(get('/graphql?documentId=rename'));
+      expect(mutation.kind === 'respond' && [mutation.response.status, mutation.status]).toEqual([405, 'ERROR']);
+      const query = await decideHead(get('/graphql?documentId=todoAuthors'));
+      expect(query).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'stored-document-over-limits' } });
+    });
+
     it('counts a batched query text beside an id as an operation svc-cache cannot see', async () => {
       withManifest({ mutationPolicy: 'Entity' });
       const request = post([{ query: '{ todos { id } }' }, { query: '{ todos { id } }', documentId: 'rename' }]);
