@@ -56,9 +56,9 @@ describe('query caching through the gateway', () => {
   it("keys a POST body's members other than GraphQL's in their canonical text, and forwards them as sent", async () => {
     const query = JSON.stringify(TODOS);
     const results = [
-      await postGraphQL(stack().url, `{"query":${query},"documentId":"x"}`),
-      await postGraphQL(stack().url, `{"query":${query},"documentId":"y"}`),
-      await postGraphQL(stack().url, `{ "documentId" : "\\u0078", "query":${query} }`),
+      await postGraphQL(stack().url, `{"query":${query},"tenant":"x"}`),
+      await postGraphQL(stack().url, `{"query":${query},"tenant":"y"}`),
+      await postGraphQL(stack().url, `{ "tenant" : "\\u0078", "query":${query} }`),
       await postGraphQL(stack().url, { query: TODOS }),
     ];
     expect(results.map((result) => result.headers['svc-cache'])).toEqual(['MISS', 'MISS', 'HIT', 'MISS']);
