@@ -19,6 +19,8 @@ export type PassReason =
   | 'no-query'
   | 'syntax-error'
   | 'unknown-operation'
+  /** An id the manifest does not hold (README, Stored documents sent by id). */
+  | 'unknown-document-id'
   /** A stored document sent by its id is over `limits` (README, Stored documents sent by id). */
   | 'stored-document-over-limits'
   /** A query text beside a stored document's id, which some origins run instead (README, Stored documents sent by id). */

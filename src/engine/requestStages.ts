@@ -11,7 +11,7 @@ import { graphQLErrorResponse, type HttpResponse, type OwnErrorCode } from '../h
 import type { Logger } from '../observability/index.js';
 import { carriesPurgeToken, looksLikePurge } from '../purge/index.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
-import { storedDocumentText, type PersistedDocuments } from '../persistedDocuments/index.js';
+import { namedDocumentId, type PersistedDocuments } from '../persistedDocuments/index.js';
 import { isFresh, type CacheStore, type CachedResponse, type InvalidationMark } from '../store/index.js';
 import { errorMessage } from '../util/index.js';
 import { cacheKey, type KeyedTarget } from './cacheKey.js';
@@ -73,6 +73,11 @@ export interface ResolvedQuery {
    * manifest's: the origin gets the request as sent, never the text (it may run ids only).
    */
   storedById: boolean;
+  /**
+   * The request named a stored document by an id the manifest does not hold (clients deployed before
+   * it reached svc-cache): it goes on as one svc-cache cannot see, not refused as an unknown APQ hash.
+   */
+  unknownDocumentId?: true;
   /** The hash came alone and the text from the registry. */
   fromRegistry: boolean;
   /** The hash and text to register once the origin answered the query with data (README, Automatic persisted queries). */
@@ -88,12 +93,23 @@ export type ApqResult = ResolvedQuery | { kind: 'refused'; verdict: Verdict; ref
  * a HIT's decision then waits on nothing but the store.
  */
 export function resolveQuery(params: GraphQLParams, documentIds: readonly (string | null)[], deps: ResolutionDependencies): ApqResult | Promise<ApqResult> {
-  const stored = storedDocumentText(deps.documents, { query: params.query, extensions: params.extensions, documentIds });
+  const id = deps.documents?.size ? namedDocumentId({ query: params.query, extensions: params.extensions, documentIds }) : undefined;
+  const stored = id === undefined ? undefined : deps.documents!.get(id);
   if (stored !== undefined) return { query: stored, persisted: false, storedById: true, fromRegistry: false, registration: undefined };
   const { persistedQuery } = params.extensions;
-  if (persistedQuery === undefined || persistedQuery === null) return { query: params.query, persisted: false, storedById: false, fromRegistry: false, registration: undefined };
-  return resolveReference(params, deps);
+  if (persistedQuery === undefined || persistedQuery === null) {
+    return { query: params.query, persisted: false, storedById: false, fromRegistry: false, registration: undefined, ...(id === undefined ? {} : UNKNOWN_DOCUMENT_ID) };
+  }
+  const resolving = resolveReference(params, deps);
+  // A hash neither the manifest nor the registry knows may be one the origin's newer manifest does.
+  if (id === undefined) return resolving;
+  return resolving.then((resolved) => ('kind' in resolved && UNKNOWN_TO_APQ.has(resolved.refusal) ? { ...NO_QUERY, ...UNKNOWN_DOCUMENT_ID } : resolved));
 }
+
+const NO_QUERY: ResolvedQuery = { query: undefined, persisted: false, storedById: false, fromRegistry: false, registration: undefined };
+const UNKNOWN_DOCUMENT_ID = { unknownDocumentId: true } as const;
+/** APQ's refusals of a hash it does not know, of an id that is no SHA-256 (Apollo's manifests allow custom ids), or of any hash when it is off. */
+const UNKNOWN_TO_APQ: ReadonlySet<PersistedQueryRefusal> = new Set(['not-found', 'bad-hash', 'not-supported']);
 
 /**
  * The answer to a batch one of whose operations svc-cache refuses: the refusal once for each of its
@@ -205,7 +221,7 @@ export function checkLimits(
   analyse: (document: DocumentNode) => DocumentAnalysis,
 ): Verdict | CheckedOperation {
   const { query } = resolved;
-  if (query === undefined) return passVerdict('no-query');
+  if (query === undefined) return passVerdict(resolved.unknownDocumentId ? 'unknown-document-id' : 'no-query');
   // A query registered under a larger limit before a reload lowered it, or a stored document.
   const textTooLarge = resolved.fromRegistry || resolved.storedById ? queryTextViolation(query, limits) : undefined;
   if (textTooLarge) return overLimits(resolved, textTooLarge);

@@ -1,2 +1,2 @@
 export { readManifest, type ManifestReading, type PersistedDocuments } from './manifest.js';
-export { storedDocumentText, type DocumentReference } from './storedDocument.js';
+export { namedDocumentId, type DocumentReference } from './storedDocument.js';

@@ -1,5 +1,3 @@
-import type { PersistedDocuments } from './manifest.js';
-
 /** What a request sends that may name a stored document. */
 export interface DocumentReference {
   /** The query text sent, undefined when none: a request that sends one runs it, not an id. */
@@ -13,24 +11,23 @@ export interface DocumentReference {
 }
 
 /**
- * The text of the stored document a request names by its id, when the manifest holds it; undefined
- * otherwise, and the request is then one svc-cache cannot see (README, Stored documents sent by id).
- * A request names a document when it sends no query text and one id, in any of the forms origins
- * read: `documentId` (GraphQL over HTTP's persisted documents: Hive Gateway, GraphQL Code
- * Generator's clients), Relay's `doc_id`, or the `persistedQuery` extension's `sha256Hash` (Apollo's
- * persisted queries, Yoga's default). The same id in several forms is one id. Not read: two
- * different ids, since origins differ on which they take, nor a `persistedQuery` of another shape,
- * which some take an id from whatever its version says (Apollo Router) or under another member
- * (Hot Chocolate).
+ * The one id a request names a stored document by (README, Stored documents sent by id); undefined
+ * when it names none svc-cache reads, and the request is then one svc-cache cannot see. A request
+ * names a document when it sends no query text and one id, in any of the forms origins read:
+ * `documentId` (GraphQL over HTTP's persisted documents: Hive Gateway, GraphQL Code Generator's
+ * clients), Relay's `doc_id`, or the `persistedQuery` extension's `sha256Hash` (Apollo's persisted
+ * queries, Yoga's default). The same id in several forms is one id. Not read: two different ids,
+ * since origins differ on which they take, nor a `persistedQuery` of another shape, which some take
+ * an id from whatever its version says (Apollo Router) or under another member (Hot Chocolate).
  */
-export function storedDocumentText(documents: PersistedDocuments | undefined, reference: DocumentReference): string | undefined {
-  if (documents === undefined || documents.size === 0 || reference.query !== undefined) return undefined;
+export function namedDocumentId(reference: DocumentReference): string | undefined {
+  if (reference.query !== undefined) return undefined;
   const ids = new Set(reference.documentIds);
   const persistedQuery = reference.extensions.persistedQuery;
   if (persistedQuery !== undefined && persistedQuery !== null) ids.add(persistedQueryHash(persistedQuery));
   if (ids.size !== 1) return undefined;
   const [id] = ids;
-  return id === null || id === undefined ? undefined : documents.get(id);
+  return id ?? undefined;
 }
 
 /**

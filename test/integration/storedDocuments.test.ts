@@ -174,10 +174,14 @@ describe('stored documents sent by id, to an origin that runs ids only', () => {
     expect(received).toEqual([`POST /graphql ${JSON.stringify(todo)}`]);
   });
 
-  it('passes an id the manifest lacks to the origin, which answers it', async () => {
-    const unknown = await send({ documentId: 'not-in-the-manifest' });
-    expect([unknown.status, unknown.cache]).toEqual([200, 'PASS']);
-    expect(JSON.parse(unknown.body)).toMatchObject({ errors: [{ message: 'PersistedQueryNotFound' }] });
+  it('passes an id the manifest lacks to the origin, which answers it, in either form', async () => {
+    const unknownHash = { extensions: { persistedQuery: { version: 1, sha256Hash: 'f'.repeat(64) } } };
+    for (const body of [{ documentId: 'not-in-the-manifest' }, unknownHash]) {
+      const unknown = await send(body);
+      expect([unknown.status, unknown.cache]).toEqual([200, 'PASS']);
+      expect(JSON.parse(unknown.body)).toMatchObject({ errors: [{ message: 'PersistedQueryNotFound' }] });
+    }
+    expect(received).toEqual([`POST /graphql ${JSON.stringify({ documentId: 'not-in-the-manifest' })}`, `POST /graphql ${JSON.stringify(unknownHash)}`]);
   });
 
   it('serves Apollo Client with its persisted-queries link from the manifest: no hash refused, HITs from the second query', async () => {
