@@ -316,11 +316,7 @@ function givesValue(member: JsonValue | undefined): boolean {
  * 2, Python before 3.9.2), or has a name no origin decodes alike.
  */
 function namesIdParameter(pair: string): boolean {
-  return pair.split(';').some((piece) => {
-    const separator = piece.indexOf('=');
-    const name = formDecode((separator < 0 ? piece : piece.slice(0, separator)).trimStart());
-    return name === undefined || (DOCUMENT_ID_NAMES.has(name) && separator >= 0 && separator < piece.length - 1);
-  });
+  return semicolonPieces(pair).some(({ name, value }) => name === undefined || (DOCUMENT_ID_NAMES.has(name) && value !== undefined && value !== ''));
 }
 
 /**
@@ -401,7 +397,22 @@ const MAX_QUERY_STRING_PAIRS = 1000;
 /** Whether the pair, or a piece of it read as a pair of its own between `;`s, names a GraphQL parameter. */
 function namesParameterAcrossSemicolons(pair: string): boolean {
   const [name] = pair.split('=', 1);
-  return isParameterName(formDecode(name!)) || pair.split(';').some((piece) => isParameterName(formDecode(piece.trimStart().split('=', 1)[0]!)));
+  return isParameterName(formDecode(name!)) || semicolonPieces(pair).some((piece) => isParameterName(piece.name));
+}
+
+/**
+ * The pieces of a URL pair between `;`s, each read as a pair of its own, as origins that split on
+ * `;` too read them: its name (leading spaces dropped) decoded, undefined when it cannot be, and its
+ * value as sent, undefined without `=`.
+ */
+function semicolonPieces(pair: string): Array<{ name: string | undefined; value: string | undefined }> {
+  return pair.split(';').map((piece) => {
+    const separator = piece.indexOf('=');
+    return {
+      name: formDecode((separator < 0 ? piece : piece.slice(0, separator)).trimStart()),
+      value: separator < 0 ? undefined : piece.slice(separator + 1),
+    };
+  });
 }
 
 /** A query text an origin may run, and the operation it names (README, Bad input). */
