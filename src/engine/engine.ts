@@ -4,8 +4,6 @@ import type { PersistedQueryRegistry } from '../apq/index.js';
 import type { Config, MutationPolicy } from '../config/index.js';
 import { rewrittenForOrigin } from '../graphql/index.js';
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
-import { operationViolation } from '../graphql/index.js';
-import { selectionOf } from '../graphql/index.js';
 import { hitNegotiation, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, varyNames, type HeaderList } from '../http/index.js';
 import { endpointOf, forbidsTransform, forwardingKey, hostKey, isEndpointVariant } from '../http/index.js';
@@ -43,7 +41,7 @@ import {
   type ResolutionDependencies,
   scopeAndKey,
   scopeExplanation,
-  usesIncrementalDelivery,
+  analyseDocument,
   type CheckedOperation,
   type DocumentAnalysis,
   type OriginBound,
@@ -64,7 +62,7 @@ import {
   withBody,
 } from './responseStages.js';
 import type { KeyedTarget } from './cacheKey.js';
-import { cachePolicyFor, selectsUnnamedIntrospection, type CachePolicy } from './rules.js';
+import type { CachePolicy } from './rules.js';
 import { JwtScopes } from './jwtScopes.js';
 import { scopeKeyedHeaders } from './scopes.js';
 import { fitToEnvoyLimits } from './headerRoom.js';
@@ -415,24 +413,11 @@ export class DecisionEngine {
     return mutationPlan(checked.selected.document, config, schema);
   }
 
-  /**
-   * A popular query's limits and rules are worked out once per config and schema, not per HIT. The
-   * limits come first: a document over them is answered 400 and read no further, so every later
-   * walk of its selections goes at most `limits.maxDepth` fields deep (README, Bad input).
-   */
+  /** A popular query's limits and rules are worked out once per config and schema, not per HIT (analyseDocument). */
   private analysisOf(document: DocumentNode, config: Config, schema: GraphQLSchema | undefined): DocumentAnalysis {
     const known = this.analyses.get(document);
     if (known && known.config === config && known.schema === schema) return known;
-    const violation = operationViolation(document, config.limits);
-    const selection = !violation && schema ? selectionOf(schema, document) : undefined;
-    const analysis: DocumentAnalysis = {
-      config,
-      schema,
-      violation,
-      policy: selection && cachePolicyFor(config.rules, selection),
-      streams: !violation && usesIncrementalDelivery(document),
-      unnamedIntrospection: selection !== undefined && selectsUnnamedIntrospection(config.rules, selection),
-    };
+    const analysis = analyseDocument(document, config, schema);
     this.analyses.set(document, analysis);
     return analysis;
   }

@@ -3,7 +3,7 @@ import { resolvePersistedQuery, type PersistedQueryRefusal, type PersistedQueryR
 import type { Config } from '../config/index.js';
 import { parseDocument, selectOperation, type ParsedDocument } from '../graphql/index.js';
 import type { GraphQLParams } from '../graphql/index.js';
-import { queryTextViolation, type LimitViolation } from '../graphql/index.js';
+import { operationViolation, queryTextViolation, selectionOf, type LimitViolation } from '../graphql/index.js';
 import { ambiguousRequestResponse, possibleOperations, readGetRequest, readPostRequest, type RequestParameters } from '../graphql/index.js';
 import { acceptsNoJson, ownAnswerMediaType } from '../http/index.js';
 import { headerValue, type HeaderList } from '../http/index.js';
@@ -18,7 +18,7 @@ import { cacheKey, type KeyedTarget } from './cacheKey.js';
 import type { Leadership, MissCoalescer } from './coalescing.js';
 import type { Explanation, RequestHead } from './exchange.js';
 import type { PassReason } from './passReason.js';
-import type { CachePolicy } from './rules.js';
+import { cachePolicyFor, selectsUnnamedIntrospection, type CachePolicy } from './rules.js';
 import { ambiguousScopeCookie, scopeBucketKey, scopeVaryHeaders, sharedBucketDespite } from './scopes.js';
 
 /**
@@ -95,19 +95,26 @@ export type ApqResult = ResolvedQuery | { kind: 'refused'; verdict: Verdict; ref
 export function resolveQuery(params: GraphQLParams, documentIds: readonly (string | null)[], deps: ResolutionDependencies): ApqResult | Promise<ApqResult> {
   const id = deps.documents?.size ? namedDocumentId({ query: params.query, extensions: params.extensions, documentIds }) : undefined;
   const stored = id === undefined ? undefined : deps.documents!.get(id);
-  if (stored !== undefined) return { query: stored, persisted: false, storedById: true, fromRegistry: false, registration: undefined };
+  if (stored !== undefined) return storedDocument(stored);
   const { persistedQuery } = params.extensions;
-  if (persistedQuery === undefined || persistedQuery === null) {
-    return { query: params.query, persisted: false, storedById: false, fromRegistry: false, registration: undefined, ...(id === undefined ? {} : UNKNOWN_DOCUMENT_ID) };
-  }
+  if (persistedQuery === undefined || persistedQuery === null) return id === undefined ? asSent(params.query) : UNKNOWN_DOCUMENT_ID;
   const resolving = resolveReference(params, deps);
   // A hash neither the manifest nor the registry knows may be one the origin's newer manifest does.
   if (id === undefined) return resolving;
-  return resolving.then((resolved) => ('kind' in resolved && UNKNOWN_TO_APQ.has(resolved.refusal) ? { ...NO_QUERY, ...UNKNOWN_DOCUMENT_ID } : resolved));
+  return resolving.then((resolved) => ('kind' in resolved && UNKNOWN_TO_APQ.has(resolved.refusal) ? UNKNOWN_DOCUMENT_ID : resolved));
 }
 
-const NO_QUERY: ResolvedQuery = { query: undefined, persisted: false, storedById: false, fromRegistry: false, registration: undefined };
-const UNKNOWN_DOCUMENT_ID = { unknownDocumentId: true } as const;
+/** The manifest's text of a stored document a request named by its id. */
+export function storedDocument(text: string): ResolvedQuery {
+  return { ...asSent(text), storedById: true };
+}
+
+/** The text a request sent, or none, to decide on as it came. */
+function asSent(query: string | undefined): ResolvedQuery {
+  return { query, persisted: false, storedById: false, fromRegistry: false, registration: undefined };
+}
+
+const UNKNOWN_DOCUMENT_ID: ResolvedQuery = { ...asSent(undefined), unknownDocumentId: true };
 /** APQ's refusals of a hash it does not know, of an id that is no SHA-256 (Apollo's manifests allow custom ids), or of any hash when it is off. */
 const UNKNOWN_TO_APQ: ReadonlySet<PersistedQueryRefusal> = new Set(['not-found', 'bad-hash', 'not-supported']);
 
@@ -131,7 +138,7 @@ async function resolveReference(params: GraphQLParams, deps: ApqDependencies): P
     const errorCode = PERSISTED_QUERY_CODES[persisted.reason] ?? 'BAD_REQUEST';
     return { kind: 'refused', refusal: persisted.reason, verdict: { kind: 'respond', outcome: 'ERROR', errorCode, response: persisted.response } };
   }
-  if (persisted.kind === 'none') return { query: params.query, persisted: false, storedById: false, fromRegistry: false, registration: undefined };
+  if (persisted.kind === 'none') return asSent(params.query);
   return { query: persisted.query, persisted: true, storedById: false, fromRegistry: params.query === undefined, registration: persisted.registration };
 }
 
@@ -153,6 +160,24 @@ export interface DocumentAnalysis {
   streams: boolean;
   /** It selects introspection (`__schema`, `__type`) that no rule names: not cached. */
   unnamedIntrospection: boolean;
+}
+
+/**
+ * What a document's text alone decides. The limits come first: a document over them is read no
+ * further, so every later walk of its selections goes at most `limits.maxDepth` fields deep
+ * (README, Bad input).
+ */
+export function analyseDocument(document: DocumentNode, config: Config, schema: GraphQLSchema | undefined): DocumentAnalysis {
+  const violation = operationViolation(document, config.limits);
+  const selection = !violation && schema ? selectionOf(schema, document) : undefined;
+  return {
+    config,
+    schema,
+    violation,
+    policy: selection && cachePolicyFor(config.rules, selection),
+    streams: !violation && usesIncrementalDelivery(document),
+    unnamedIntrospection: selection !== undefined && selectsUnnamedIntrospection(config.rules, selection),
+  };
 }
 
 /**

@@ -1,8 +1,8 @@
 import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphql';
 import type { Config } from '../config/index.js';
-import { operationViolation, parseDocument, queryTextViolation, selectionOf, selectOperation } from '../graphql/index.js';
+import { parseDocument } from '../graphql/index.js';
 import { listArgumentIndex, prepareOperation } from '../invalidation/index.js';
-import { cachePolicyFor } from './rules.js';
+import { analyseDocument, checkLimits, isVerdict, storedDocument } from './requestStages.js';
 
 /**
  * What `check` prints of the manifest's documents that svc-cache will not cache or read (README,
@@ -26,26 +26,29 @@ type Finding = 'does-not-parse' | 'over-limits' | 'keys-missing';
 /** Ids named in a warning; the rest are counted. */
 const NAMED_IDS = 5;
 
+/**
+ * What the engine would make of each operation of the document (checkLimits, as for a request
+ * naming it): the first finding of any.
+ */
 function findingOf(text: string, config: Config, schema: GraphQLSchema | undefined): Finding | undefined {
-  if (queryTextViolation(text, config.limits)) return 'over-limits';
   const parsed = parseDocument(text);
-  if ('kind' in parsed) return 'does-not-parse';
-  for (const operation of parsed.operations) {
-    const selected = selectOperation(parsed, parsed.operations.length === 1 ? undefined : operation.name?.value);
-    if (selected.kind !== 'operation') continue;
-    if (operationViolation(selected.document, config.limits)) return 'over-limits';
-    if (schema !== undefined && operation.operation === OperationTypeNode.QUERY && cachedUnlessKeysMissing(selected.document, config, schema)) return 'keys-missing';
+  const names = 'kind' in parsed || parsed.operations.length === 1 ? [undefined] : parsed.operations.map((operation) => operation.name?.value);
+  for (const name of names) {
+    const checked = checkLimits(storedDocument(text), config.limits, name, (document) => analyseDocument(document, config, schema));
+    if (isVerdict(checked)) {
+      if (checked.kind === 'pass' && checked.reason === 'syntax-error') return 'does-not-parse';
+      if (checked.kind === 'pass' && checked.reason === 'stored-document-over-limits') return 'over-limits';
+      continue;
+    }
+    const isQuery = checked.selected.operation.operation === OperationTypeNode.QUERY;
+    if (schema !== undefined && isQuery && checked.analysis.policy !== undefined && needsAddedFields(checked.selected.document, config, schema)) return 'keys-missing';
   }
   return undefined;
 }
 
-/**
- * Whether a rule caches the query but svc-cache would add fields to tag its answers: a stored
- * document goes without them.
- */
-function cachedUnlessKeysMissing(document: DocumentNode, config: Config, schema: GraphQLSchema): boolean {
+/** Whether svc-cache would add fields to tag the query's answers: a stored document goes without them. */
+function needsAddedFields(document: DocumentNode, config: Config, schema: GraphQLSchema): boolean {
   try {
-    if (cachePolicyFor(config.rules, selectionOf(schema, document)) === undefined) return false;
     return prepareOperation(schema, document, config.keyFields, listArgumentIndex(schema, config.listArguments, config.keyFields)).rewritten;
   } catch {
     // A document the schema does not have: the origin answers it with errors, which are never stored.
