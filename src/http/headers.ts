@@ -1,3 +1,5 @@
+import { simpleCookieReading } from './simpleCookie.js';
+
 /**
  * HTTP headers as Envoy hands them over: lower-case names, pseudo-headers (`:method`, `:path`,
  * `:status`) included, and a name may repeat (Envoy keeps each occurrence as its own entry).
@@ -53,9 +55,12 @@ export function cookieValues(headers: HeaderList, name: string): readonly string
  * - PHP before 7.4.31, 8.0.24 and 8.1.11, and Rack before 2.1.4 and 2.2.3, decode names as form
  *   fields (`%6F` is `o`, `+` a space), and PHP reads spaces and dots as underscores, `name[...]` as
  *   `name` and a name only up to a NUL: to them `l%6Fcale=de` is the `locale` cookie.
+ * - Python's SimpleCookie stops at the first pair it cannot read and reads nothing from a line
+ *   with a name but no value (simpleCookieReading): to it `a=x"y; locale=de` holds no `locale`.
  */
 export function cookieReadOtherwise(headers: HeaderList, name: string): boolean {
   if (headerValues(headers, 'cookie').some((line) => mentionedOtherwise(line, name))) return true;
+  if (readBySimpleCookieOtherwise(headers, name)) return true;
   const lowered = name.toLowerCase();
   for (const sent of cookiesOf(headers).keys()) {
     if (sent !== name && SPELT_OTHERWISE.test(sent) && readingsOf(sent).some((reading) => reading.toLowerCase() === lowered)) return true;
@@ -81,17 +86,16 @@ function mentionedOtherwise(line: string, name: string): boolean {
 }
 
 /**
- * Whether the value from `start` to the next `;` begins or ends with whitespace other than spaces
- * and tabs (a no-break space, a form feed): svc-cache trims it away, as Python does, while Node's
- * `cookie`, Go and Rack keep it, so the origin may read another value than the key holds.
+ * Whether the value from `start` to the next `;` begins or ends with whitespace: svc-cache trims it
+ * away, as Python does, while Rack keeps spaces and tabs (`locale=de ;` is `de ` to it) and Node's
+ * `cookie` and Go other whitespace (a no-break space), so the origin may read another value than
+ * the key holds. Browsers send none (RFC 6265 section 4.2.1).
  */
 function trimmedOtherwise(line: string, start: number): boolean {
   const end = line.indexOf(';', start);
   const value = line.slice(start, end < 0 ? line.length : end);
-  return value.trim() !== value.replace(SPACES_AND_TABS_AROUND, '');
+  return value.trim() !== value;
 }
-
-const SPACES_AND_TABS_AROUND = /^[ \t]+|[ \t]+$/g;
 
 /** Whether `at` is where a pair starts: the line's start, or after `;` and spaces. */
 function startsPair(line: string, at: number): boolean {
@@ -130,6 +134,25 @@ function cookiesOf(headers: HeaderList): ReadonlyMap<string, readonly string[]> 
 }
 
 const cookiesByHeaders = new WeakMap<HeaderList, ReadonlyMap<string, readonly string[]>>();
+
+/**
+ * Whether SimpleCookie reads `name` as none of the values svc-cache reads, or reads it where
+ * svc-cache reads none. The lines are read as one joined with `; `, as Envoy joins them for an
+ * HTTP/1.1 origin; once per header list, like cookiesOf.
+ */
+function readBySimpleCookieOtherwise(headers: HeaderList, name: string): boolean {
+  let reading = simpleCookieReadings.get(headers);
+  if (reading === undefined) {
+    reading = simpleCookieReading(headerValues(headers, 'cookie').join('; ')) ?? NO_READING;
+    simpleCookieReadings.set(headers, reading);
+  }
+  const pythonValue = reading.get(name);
+  const values = cookiesOf(headers).get(name);
+  return pythonValue === undefined ? values !== undefined : values === undefined || !values.includes(pythonValue);
+}
+
+const simpleCookieReadings = new WeakMap<HeaderList, ReadonlyMap<string, string>>();
+const NO_READING: ReadonlyMap<string, string> = new Map();
 const NO_VALUES: readonly string[] = Object.freeze([]);
 
 function readCookies(headers: HeaderList): Map<string, string[]> {

@@ -45,13 +45,22 @@ describe('cookieReadOtherwise', () => {
     ['a tab before it (Rack)', 'a=b;\tlocale=de', 'locale'],
     ['with a no-break space after its value (kept by Node, Go, Rack)', 'locale=de\u00a0; a=1', 'locale'],
     ['with a form feed before its value', 'locale=\fde', 'locale'],
+    ['with a space after its value (kept by Rack)', 'locale=de ; a=1', 'locale'],
+    ['with a tab before its value (kept by Rack)', 'locale=\tde', 'locale'],
+    ['after a value SimpleCookie cannot read', 'consent={"a":1}; locale=de', 'locale'],
+    ['after a name without a value (SimpleCookie reads no cookie)', 'flag; locale=de', 'locale'],
+    ['after a name SimpleCookie will not set', 'a/b=1; locale=de', 'locale'],
+    ['within a quoted value', 'a="x; locale=de"', 'locale'],
   ])('finds the cookie sent %s', (_case, line, name) => {
     expect(cookieReadOtherwise([['cookie', line]], name)).toBe(true);
   });
 
   it.each([
     ['plain pairs, repeats included', [['cookie', 'locale=fr; a=1;locale=de;   b=2']]],
-    ['spaces and tabs around its value', [['cookie', 'locale= fr\t ; a=1\u00a0']]],
+    ['spaces around other values', [['cookie', 'locale=fr; a= 1\u00a0']]],
+    ['a value SimpleCookie cannot read after it', [['cookie', 'locale=de; consent={"a":1}']]],
+    ['a quoted value', [['cookie', 'locale="de"; a=1']]],
+    ['RFC 2965 attributes around it', [['cookie', '$Version=1; locale=de; $Path=/']]],
     ['plain pairs across lines', [['cookie', 'a=1'], ['cookie', 'locale=fr']]],
     ['longer names that end in it', [['cookie', 'mylocale=x; my_locale=y; a.locale=z; user%2Elocale=w']]],
     ['its name in a value without an equals sign', [['cookie', 'a=locale; b=the locale']]],
