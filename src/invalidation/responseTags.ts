@@ -50,7 +50,7 @@ export type { MutationPolicy };
  *   can hold, with its narrowing arguments' values read with `variables` (listArguments.ts).
  * Undefined when the response cannot be tagged completely, so must not be stored: it names more
  * than `maxTags` distinct tags, holds an object whose type the schema does not know (the origin has
- * a newer schema) and whose entities would go untagged, or holds an entity without its key (the
+ * a newer schema) or objects under a field it does not have, whose entities would go untagged, or holds an entity without its key (the
  * operation, not valid against the schema, went to the origin as the client wrote it).
  */
 export function responseTags(
@@ -98,6 +98,7 @@ export function responseTags(
     },
     vacancy: (held, list) => vacancies.walk(held, list),
     unidentified: () => false,
+    unknownField: () => false,
     keyMissing: () => false,
   });
   return complete && tags.size <= maxTags ? [...tags] : undefined;
@@ -114,7 +115,8 @@ export function responseTags(
  * Where the tags cannot be precise, broader ones stand in: invalidating more than asked is safe,
  * less is not. Beyond `MAX_RESPONSE_TAGS` returned entities, their tags give way to the `type` tags
  * of their types; an object whose type the schema does not know invalidates every type it could be,
- * and an entity that came back without its key, its type.
+ * objects under a field it does not have every type queries hold, and an entity that came back
+ * without its key, its type.
  */
 export function mutationInvalidationTags(
   schema: GraphQLSchema,
@@ -158,6 +160,10 @@ export function mutationInvalidationTags(
     vacancy: (held) => trusted || vacancies.walk(held, false),
     unidentified(types) {
       for (const type of types) unnamedTypes.add(type.name);
+      return true;
+    },
+    unknownField() {
+      for (const type of queriedTypes(schema)) unnamedTypes.add(type);
       return true;
     },
     keyMissing(type) {
@@ -228,6 +234,11 @@ interface ResponseVisitor {
   vacancy(held: HeldTypes, list: boolean): boolean;
   /** An object of one of these types, which one not told by its `__typename`; what it holds is not walked. */
   unidentified(types: readonly GraphQLObjectType[]): boolean;
+  /**
+   * A field the schema does not have (the origin's is newer) came back holding objects: their types,
+   * and the entities in them, are not known.
+   */
+  unknownField(): boolean;
   /** An object of an entity type without its key field in the response (reported besides `object`). */
   keyMissing(type: GraphQLObjectType): boolean;
 }
@@ -256,6 +267,8 @@ interface ObjectShape {
   objectFields: readonly ObjectField[];
   /** Response keys that can hold each field a mutation's list tags need (see `ResponseVisitor.object`). */
   valueResponseKeys: ReadonlyMap<string, readonly string[]>;
+  /** Response keys of fields the schema does not have on the type. */
+  unknownResponseKeys: readonly string[];
 }
 
 interface ObjectField {
@@ -282,7 +295,11 @@ class ResponseWalk {
 
   /** `inList` when what the object holds is in a list too: an object without a key in one (an edge). */
   fields(object: Record<string, unknown>, type: GraphQLObjectType, plan: SelectionPlan, atRoot = false, inList = false): boolean {
-    for (const field of this.shape(type, plan).objectFields) {
+    const shape = this.shape(type, plan);
+    for (const responseKey of shape.unknownResponseKeys) {
+      if (holdsObject(object[responseKey]) && !this.visitor.unknownField()) return false;
+    }
+    for (const field of shape.objectFields) {
       if (!Object.hasOwn(object, field.responseKey)) continue;
       const { definition } = field;
       if (this.visitor.listField && field.tagsLists && !this.visitor.listField(type, definition, field.node)) return false;
@@ -358,6 +375,7 @@ class ResponseWalk {
     const keyResponseKeys: string[] | undefined = keyField === undefined ? undefined : [];
     const valueResponseKeys = new Map<string, string[]>();
     const objectFields: ObjectField[] = [];
+    const unknownResponseKeys: string[] = [];
     for (const [responseKey, fields] of plan.fields(filter)) {
       const node = fields[0]!;
       const name = node.name.value;
@@ -368,17 +386,24 @@ class ResponseWalk {
         valueResponseKeys.set(name, [...(valueResponseKeys.get(name) ?? []), responseKey]);
       }
       const definition = definitions[name];
+      if (!definition && !name.startsWith('__')) unknownResponseKeys.push(responseKey);
       // What svc-cache selected to name lists holds no objects of the answer's own.
       if (!definition || !isCompositeType(getNamedType(definition.type)) || responseKey.startsWith(addedKeyPrefix)) continue;
       const tagsLists = this.prepared.lists?.tagsLists(type, definition) ?? false;
       objectFields.push({ responseKey, node, definition, plan: plan.child(responseKey, filter), tagsLists });
     }
-    return { keyResponseKeys, objectFields, valueResponseKeys };
+    return { keyResponseKeys, objectFields, valueResponseKeys, unknownResponseKeys };
   }
 
   private held(type: GraphQLOutputType): HeldTypes {
     return heldTypes(this.schema, this.prepared.keyFields, getNamedType(type));
   }
+}
+
+/** Whether a JSON value is or holds an object (in a list, at any depth); linear in its size. */
+function holdsObject(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(holdsObject);
+  return isPlainObject(value);
 }
 
 /** The value under the first of the response keys the object holds; undefined when it holds none. */

@@ -113,6 +113,15 @@ describe('DecisionEngine', () => {
     ]);
   });
 
+  it("does not store an answer holding objects under a field its schema lacks (the origin's is newer)", async () => {
+    const request = post({ query: '{ todos { id newField { id } } }' });
+    const miss = await roundTrip(request, { body: Buffer.from('{"data":{"todos":[{"id":"1","newField":{"id":"u9"}}]}}') });
+    expect(miss.status).toBe('PASS');
+    expect((await decide(request.head, request.body)).kind).toBe('forward');
+    const scalar = post({ query: '{ todos { id newScalar } }' });
+    expect((await roundTrip(scalar, { body: Buffer.from('{"data":{"todos":[{"id":"1","newScalar":"x"}]}}') })).status).toBe('MISS');
+  });
+
   it('misses again once maxAge has passed', async () => {
     const request = post({ query: '{ todos { id } }' });
     await roundTrip(request);

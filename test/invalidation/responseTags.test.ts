@@ -142,6 +142,18 @@ describe('responseTags', () => {
     expect(responseTags(schema, prepared, { data: { node: { id: 'x', _svc_typename: 'Ghost' } } }, '')).toBeUndefined();
   });
 
+  it('gives up on a field the schema does not have when it holds objects, whose entities it cannot name', () => {
+    const prepared = prepare('{ todos { id newField } }');
+    const answer = (value: unknown) => ({ data: { todos: [{ id: '1', newField: value }] } });
+    for (const value of [{ id: 'u9' }, [[{ id: 'u9' }]]]) expect(responseTags(schema, prepared, answer(value), '')).toBeUndefined();
+    // A scalar, a list of them or null holds no object: the answer is tagged as ever.
+    for (const value of ['x', [1, 2], null]) {
+      expect(sorted(responseTags(schema, prepared, answer(value), ''))).toEqual(sorted([tag.entity('Todo', '1'), tag.type('Todo'), tag.list('Todo'), tag.query('todos')]));
+    }
+    const atRoot = prepare('{ newRootField { id } }');
+    expect(responseTags(schema, atRoot, { data: { newRootField: { id: 'u9' } } }, '')).toBeUndefined();
+  });
+
   it('gives up on entities without their key, as when the origin accepts a document the schema does not', () => {
     const prepared = prepare('{ todos { title extra } }');
     expect(prepared.rewritten).toBe(false);
@@ -238,6 +250,16 @@ describe('mutationInvalidationTags', () => {
 
   it('invalidates nothing under None', async () => {
     expect(await mutationTags(update, 'None')).toEqual([]);
+  });
+
+  it('invalidates every type queries hold when a field the schema does not have returned objects, whatever the policy', () => {
+    const prepared = prepare('mutation { updateTodo(id: "1", title: "a") { id newField { id } } }');
+    const result = { data: { updateTodo: { id: '1', newField: { id: 'u9' } } } };
+    for (const policy of ['Entity', 'List', 'Type'] as const) {
+      expect(mutationInvalidationTags(schema, prepared, result, policy)).toEqual(expect.arrayContaining([tag.type('Todo'), tag.type('User')]));
+    }
+    const scalar = { data: { updateTodo: { id: '1', newField: 'x' } } };
+    expect(mutationInvalidationTags(schema, prepared, scalar, 'Entity')).toEqual([tag.entity('Todo', '1')]);
   });
 
   it('invalidates every returned entity under Entity', async () => {
