@@ -40,7 +40,9 @@ export type { MutationPolicy };
 
 /**
  * The invalidation tags of a query's response (the rewritten operation's, before stripping):
- * - `entity` for each object with a key, under its concrete `__typename`;
+ * - `entity` for each object with a key, under its concrete `__typename`, and `unkeyed` for an
+ *   entity type's object without its key (in the answer to a stored document, which went to the
+ *   origin without added key fields), which every entity tag of its type also names;
  * - `type` for each object type present, and `list` for each type present as a list element;
  * - for a field that came back `null` or as an empty list, `type` (and `list` for a list field, or
  *   one below a list in it) of every object type it could have held, through objects without a key
@@ -49,9 +51,9 @@ export type { MutationPolicy };
  * - with `prepared.lists`, `listField` for each list field present (also `null`), per object type it
  *   can hold, with its narrowing arguments' values read with `variables` (listArguments.ts).
  * Undefined when the response cannot be tagged completely, so must not be stored: it names more
- * than `maxTags` distinct tags, holds an object whose type the schema does not know (the origin has
- * a newer schema) or objects under a field it does not have, whose entities would go untagged, or holds an entity without its key (the
- * operation, not valid against the schema, went to the origin as the client wrote it).
+ * than `maxTags` distinct tags, or holds an object whose type the schema does not know (the origin
+ * has a newer schema, or an abstract field's object came without `__typename`) or objects under a
+ * field it does not have, whose entities would go untagged.
  */
 export function responseTags(
   schema: GraphQLSchema,
@@ -99,14 +101,17 @@ export function responseTags(
     vacancy: (held, list) => vacancies.walk(held, list),
     unidentified: () => false,
     unknownField: () => false,
-    keyMissing: () => false,
+    keyMissing(type) {
+      tags.add(invalidationTag.unkeyed(type.name));
+      return tags.size <= maxTags;
+    },
   });
   return complete && tags.size <= maxTags ? [...tags] : undefined;
 }
 
 /**
  * What a mutation's response invalidates under `policy`, from every object it returned:
- * `Entity` the returned entities; `List` those and every list of a returned type (with
+ * `Entity` the returned entities (and the `unkeyed` objects of their types); `List` those and every list of a returned type (with
  * `prepared.lists` matching, only the lists each object is compatible with, by its field values:
  * listArguments.ts, unless the answer has errors); `Type` every
  * response holding an object of a returned type (its entities and lists included). An object the
@@ -173,7 +178,8 @@ export function mutationInvalidationTags(
   });
   const unnamedTags = [...unnamedTypes].map(invalidationTag.type);
   if (policy === 'Type') return [...new Set([...[...returnedTypes].map(invalidationTag.type), ...unnamedTags])];
-  const entityTags = entities.size < MAX_RESPONSE_TAGS ? [...entities] : [...entityTypes].map(invalidationTag.type);
+  const entityTags =
+    entities.size < MAX_RESPONSE_TAGS ? [...entities, ...[...entityTypes].map(invalidationTag.unkeyed)] : [...entityTypes].map(invalidationTag.type);
   const listTags = policy !== 'List' ? [] : lists ? lists.tags() : [...returnedTypes].map(invalidationTag.list);
   return [...new Set([...entityTags, ...listTags, ...unnamedTags])];
 }

@@ -6,6 +6,12 @@
 export const invalidationTag = {
   /** An object identified by `__typename` and its key field's value. */
   entity: (type: string, key: string): string => `e:${type}:${key}`,
+  /**
+   * An object of an entity type whose key the answer does not hold (a stored document, which goes
+   * to the origin without added key fields, that selects none): whatever names an entity of the
+   * type names it too, since it may be that entity.
+   */
+  unkeyed: (type: string): string => `u:${type}`,
   /** Any object of the type (or a place where one could have been: a null field, an empty list). */
   type: (type: string): string => `t:${type}`,
   /** A list that holds (or could hold) objects of the type. */

@@ -192,7 +192,7 @@ function derive(origin: GraphQLSchema, keyFields: KeyFields): PurgeApi {
           info.fieldName,
           values === null || values === undefined
             ? [typeTag]
-            : values.flatMap((value) => entityTags(type.name, value)),
+            : entityPurgeTags(type.name, values),
           isSoft(args),
         );
         return true;
@@ -257,12 +257,21 @@ function schemalessPurgeField(origin: GraphQLSchema, keyFields: KeyFields): Purg
       } else if (args.keyFields === null || args.keyFields === undefined) {
         targets.addTags(info.fieldName, [invalidationTag.type(args.type)], isSoft(args));
       } else {
-        const tags = args.keyFields.flatMap((field) => entityTags(args.type, field.value));
+        const tags = entityPurgeTags(args.type, args.keyFields.map((field) => field.value));
         targets.addTags(info.fieldName, tags, isSoft(args));
       }
       return true;
     },
   };
+}
+
+/**
+ * The tags a purge of these key values of the type names: each value's entity tags, and the type's
+ * objects whose key the answer does not hold, which may be any of them (`invalidationTag.unkeyed`).
+ */
+function entityPurgeTags(type: string, values: readonly unknown[]): string[] {
+  if (values.length === 0) return [];
+  return [...values.flatMap((value) => entityTags(type, value)), invalidationTag.unkeyed(type)];
 }
 
 /**

@@ -101,7 +101,7 @@ describe.skipIf(!CHROMIUM)('dashboard page in Chromium', () => {
     const changes = await page.$$eval('#changes tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
     expect(changes.map((row) => row.slice(1, 8))).toEqual([
       ['purge', '_purgeTodo', 't:Todo', '1', '0', 'hard', 'ok'],
-      ['invalidation', 'mutationPolicy Entity', '1 tags', '0', '0', 'hard', 'ok'],
+      ['invalidation', 'mutationPolicy Entity', '2 tags', '0', '0', 'hard', 'ok'],
     ]);
 
     await page.select('#purge-mode', 'soft');

@@ -209,7 +209,7 @@ describe('DecisionEngine', () => {
     expect((await roundTrip(mutation, { body: Buffer.from('{"data":{"updateTodo":{"id":"1"}}}') })).status).toBe('PASS');
     expect([(await roundTrip(query)).status, engine.invalidationsPending]).toEqual(['HIT', true]);
     await vi.waitFor(() => expect(engine.invalidationsPending).toBe(false), { timeout: 2_000, interval: 20 });
-    expect(failOnce.mock.calls).toEqual([[['e:Todo:1']], [['e:Todo:1']]]);
+    expect(failOnce.mock.calls).toEqual([[['e:Todo:1', 'u:Todo']], [['e:Todo:1', 'u:Todo']]]);
     expect((await roundTrip(query)).status).toBe('MISS');
   });
 
@@ -795,15 +795,19 @@ describe('DecisionEngine', () => {
       }
     });
 
-    it('never sends the text with key fields added: an answer holding an entity without its key is not stored', async () => {
-      withManifest();
-      const byId = await roundTrip(post({ documentId: 'todoAuthors' }), { body: Buffer.from('{"data":{"todos":[{"id":"1","author":{"name":"a"}}]}}') });
-      expect([byId.decision, byId.status]).toEqual([forwardedAsSent, 'PASS']);
-      const exchange = engine.begin(post({ documentId: 'todoAuthors' }).head);
-      await engine.requestBody(exchange, post({ documentId: 'todoAuthors' }).body);
-      await engine.responseHead(exchange, 200, [[':status', '200'], ...JSON_HEADERS], false);
-      await engine.responseBody(exchange, Buffer.from('{"data":{"todos":[{"id":"1","author":{"name":"a"}}]}}'));
-      expect(exchange.summary()).toMatchObject({ outcome: 'PASS', passReason: 'untaggable-response' });
+    it('never sends the text with key fields added: an answer holding an entity without its key is stored, and a change to any entity of its type drops it', async () => {
+      withManifest({ mutationPolicy: 'Entity' });
+      const byId = post({ documentId: 'todoAuthors' });
+      const origin = { body: Buffer.from('{"data":{"todos":[{"id":"1","author":{"name":"a"}}]}}') };
+      const miss = await roundTrip(byId, origin);
+      expect([miss.decision, miss.status]).toEqual([forwardedAsSent, 'MISS']);
+      expect(outcome(await decide(byId.head, byId.body))).toBe('HIT');
+      // A product is no user: the entry stays.
+      await roundTrip(post({ query: 'mutation { updateProduct(sku: "s", price: 1) { sku } }' }), { body: Buffer.from('{"data":{"updateProduct":{"sku":"s"}}}') });
+      expect(outcome(await decide(byId.head, byId.body))).toBe('HIT');
+      // Any user may be the author whose key the answer lacks.
+      await roundTrip(post({ query: 'mutation { updateUser(id: "u9", name: "b") { id } }' }), { body: Buffer.from('{"data":{"updateUser":{"id":"u9"}}}') });
+      expect((await roundTrip(byId, origin)).status).toBe('MISS');
       // The same document sent as text goes with the author's key added.
       const text = post({ query: 'query TodoAuthors { todos { id author { name } } }' });
       const decision = await decide(text.head, text.body);

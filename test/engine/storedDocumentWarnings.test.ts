@@ -18,7 +18,7 @@ describe('storedDocumentWarnings', () => {
     expect(storedDocumentWarnings(configSchema.parse({ origin: { url: 'http://origin.test/graphql' } }), schema)).toEqual([]);
   });
 
-  it('names documents that do not parse, are over the limits, or are queries without their key fields, a few ids per kind', () => {
+  it('names documents that do not parse, are over the limits, or are queries without __typename or their key fields, a few ids per kind', () => {
     const keyless = Object.fromEntries(Array.from({ length: 7 }, (_, index) => [`k${index}`, `query K${index} { todos { title } }`]));
     const config = withManifest(
       {
@@ -26,6 +26,7 @@ describe('storedDocumentWarnings', () => {
         deep: 'query Deep { todos { id author { id name } } }',
         large: `query Large { todos { id ${'title '.repeat(20)}} }`,
         ...keyless,
+        untyped: 'query Untyped { node(id: "1") { id } }',
         // A mutation goes without the added fields too, and invalidates its types whole instead.
         keylessMutation: 'mutation { addTodo(title: "x") { title } }',
       },
@@ -34,7 +35,8 @@ describe('storedDocumentWarnings', () => {
     expect(storedDocumentWarnings(config, schema)).toEqual([
       `persistedDocuments: 1 of the manifest's documents do not parse ("broken"): a request naming one passes as an operation svc-cache cannot see, and a POST empties the store when the origin runs it`,
       `persistedDocuments: 2 of the manifest's documents are over limits ("deep", "large"): a request naming one passes as an operation svc-cache cannot see, and a POST empties the store when the origin runs it; raise limits to cover them`,
-      `persistedDocuments: 7 of the manifest's queries select objects without their key fields, or without __typename where a field can return several types ("k0", "k1", "k2", "k3", "k4" and 2 more): svc-cache adds no field to a stored document, so their answers are never stored`,
+      `persistedDocuments: 1 of the manifest's queries select no __typename where a field can return several types ("untyped"): svc-cache adds no field to a stored document, so their answers are never stored`,
+      `persistedDocuments: 7 of the manifest's queries select objects without their key fields ("k0", "k1", "k2", "k3", "k4" and 2 more): svc-cache adds no field to a stored document, so a mutation or purge of any object of those types drops their answers`,
     ]);
     // Without the schema, what the documents' text alone tells.
     expect(storedDocumentWarnings(config, undefined)).toHaveLength(2);

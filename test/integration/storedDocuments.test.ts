@@ -31,6 +31,8 @@ const DOCUMENTS = {
   todoTitles: 'query TodoTitles { todos { id title } }',
   todo: 'query Todo($id: ID!) { todo(id: $id) { id title } }',
   users: 'query Users { users { id name } }',
+  /** Without the key: its answer names no todo, so any change to a todo drops it. */
+  keylessTitles: 'query KeylessTitles { todos { title } }',
   /** The same field as Todo's, another answer: a request's answer stored under Todo's key would show. */
   titleless: 'query Titleless($id: ID!) { todo(id: $id) { id title: id } }',
   rename: 'mutation Rename($id: ID!, $title: String!) { updateTodo(id: $id, title: $title) { id title } }',
@@ -152,14 +154,18 @@ describe('stored documents sent by id, to an origin that runs ids only', () => {
   it('invalidates what a mutation sent by id changed, and only that', async () => {
     const todo = { documentId: ids.todo, variables: { id: '1' } };
     const titles = { documentId: ids.todoTitles };
+    const keyless = { documentId: ids.keylessTitles };
     const users = { documentId: ids.users };
     await send(todo);
     await send(titles);
+    expect(await send(keyless)).toEqual({ status: 200, cache: 'MISS', body: '{"data":{"todos":[{"title":"Write tests"}]}}' });
+    expect((await send(keyless)).cache).toBe('HIT');
     await send(users);
     const rename = await send({ documentId: ids.rename, variables: { id: '1', title: 'Renamed' } });
     expect(rename).toEqual({ status: 200, cache: 'PASS', body: '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}' });
     expect(await send(todo)).toEqual({ status: 200, cache: 'MISS', body: '{"data":{"todo":{"id":"1","title":"Renamed"}}}' });
     expect(await send(titles)).toEqual({ status: 200, cache: 'MISS', body: '{"data":{"todos":[{"id":"1","title":"Renamed"}]}}' });
+    expect(await send(keyless)).toEqual({ status: 200, cache: 'MISS', body: '{"data":{"todos":[{"title":"Renamed"}]}}' });
     // Without the manifest the mutation would be one svc-cache cannot see, and would empty the store.
     expect(await send(users)).toEqual({ status: 200, cache: 'HIT', body: '{"data":{"users":[{"id":"u1","name":"Ada"}]}}' });
   });

@@ -130,17 +130,17 @@ describe('what a mutation names', () => {
     const any = listArgumentIndex(schema, { mode: 'any', fields: {} }, keyFields);
     const anyMutation = prepareOperation(schema, parse('mutation { addUser(name: "Cy", role: admin) { id } }'), keyFields, any);
     expect(anyMutation.rewritten).toBe(false);
-    expect(mutationInvalidationTags(schema, anyMutation, { data: { addUser: { id: 'u3' } } }, 'List')).toEqual([tag.entity('User', 'u3'), tag.list('User')]);
+    expect(mutationInvalidationTags(schema, anyMutation, { data: { addUser: { id: 'u3' } } }, 'List')).toEqual([tag.entity('User', 'u3'), tag.unkeyed('User'), tag.list('User')]);
     expect(prepareOperation(schema, parse('{ user(id: "u1") { id } }'), keyFields, index).rewritten).toBe(false);
   });
 
   it('names every list of the type when the answer lacks the values (not rewritten, as in a batch), or has errors', () => {
     const prepared = prepareOperation(schema, parse('mutation { addUser(name: "Cy", role: admin) { id } }'), keyFields, index);
-    expect(mutationInvalidationTags(schema, prepared, { data: { addUser: { id: 'u3' } } }, 'List')).toEqual([tag.entity('User', 'u3'), tag.list('User')]);
+    expect(mutationInvalidationTags(schema, prepared, { data: { addUser: { id: 'u3' } } }, 'List')).toEqual([tag.entity('User', 'u3'), tag.unkeyed('User'), tag.list('User')]);
     // A failed field comes back null: the object may well have a team.
     const addUser = { id: 'u3', _svc_id: 'u3', _svc_role: 'admin', _svc_teamId: null, _svc_location: null };
     const errors = [{ message: 'team service down', path: ['addUser', '_svc_teamId'] }];
-    expect(mutationInvalidationTags(schema, prepared, { data: { addUser }, errors }, 'List')).toEqual([tag.entity('User', 'u3'), tag.list('User')]);
+    expect(mutationInvalidationTags(schema, prepared, { data: { addUser }, errors }, 'List')).toEqual([tag.entity('User', 'u3'), tag.unkeyed('User'), tag.list('User')]);
     expect(mutationInvalidationTags(schema, prepared, { data: { addUser } }, 'List')).toContain(list('Query.usersByRole', { role: 'admin' }));
   });
 
@@ -187,6 +187,7 @@ describe('Relay connections: a list of key-less edges is a list of their nodes, 
     expect(mutated).toEqual(
       [
         tag.entity('Todo', '3'),
+        tag.unkeyed('Todo'),
         todoList('Query.todos'),
         todoList('User.todos'),
         todoList('Query.todosConnection'),
@@ -230,6 +231,6 @@ describe('Relay connections: a list of key-less edges is a list of their nodes, 
     const { stored, mutated } = await answered('{ todosConnection(first: 1) { edges { node { title } } } }', 'any');
     // The type-wide list tags, which mode any names (the list field tags are the same as under match).
     expect(stored.filter((name) => name.split(':').length === 2)).toEqual([tag.list('Todo'), tag.list('TodoEdge')]);
-    expect(mutated).toEqual([tag.entity('Todo', '3'), tag.list('Todo')]);
+    expect(mutated).toEqual([tag.entity('Todo', '3'), tag.list('Todo'), tag.unkeyed('Todo')]);
   });
 });

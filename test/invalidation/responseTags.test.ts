@@ -154,10 +154,14 @@ describe('responseTags', () => {
     expect(responseTags(schema, atRoot, { data: { newRootField: { id: 'u9' } } }, '')).toBeUndefined();
   });
 
-  it('gives up on entities without their key, as when the origin accepts a document the schema does not', () => {
-    const prepared = prepare('{ todos { title extra } }');
+  it('tags an entity that came without its key (a stored document, sent without added fields) as an unkeyed object of its type', () => {
+    // A document the schema does not validate is sent as written too.
+    const prepared = prepare('{ todos { title extra author { name } } }');
     expect(prepared.rewritten).toBe(false);
-    expect(responseTags(schema, prepared, { data: { todos: [{ title: 'Buy milk', extra: 1 }] } }, '')).toBeUndefined();
+    const answer = { data: { todos: [{ title: 'Buy milk', extra: 1, author: { name: 'Ann' } }] } };
+    expect(sorted(responseTags(schema, prepared, answer, ''))).toEqual(
+      sorted([tag.unkeyed('Todo'), tag.unkeyed('User'), tag.type('Todo'), tag.type('User'), tag.list('Todo'), tag.query('todos')]),
+    );
   });
 
   it('tags no entity for a key that came back null', () => {
@@ -242,7 +246,7 @@ describe('mutationInvalidationTags', () => {
     it('leave a payload no query holds, and the edges and page info below it, to the entities in them', () => {
       const data = { createTodo: { todoEdge: { cursor: 'c', node: { id: '1', price: { amount: 2 } } }, query: { todos: { pageInfo: { hasNextPage: false }, edges: [] } } } };
       const query = 'mutation { createTodo { todoEdge { cursor node { id price { amount } } } query { todos { pageInfo { hasNextPage } edges { cursor } } } } }';
-      expect(tagsAfter(query, data, 'Entity')).toEqual([tag.entity('Todo', '1')]);
+      expect(tagsAfter(query, data, 'Entity')).toEqual([tag.entity('Todo', '1'), tag.unkeyed('Todo')]);
     });
   });
 
@@ -259,16 +263,18 @@ describe('mutationInvalidationTags', () => {
       expect(mutationInvalidationTags(schema, prepared, result, policy)).toEqual(expect.arrayContaining([tag.type('Todo'), tag.type('User')]));
     }
     const scalar = { data: { updateTodo: { id: '1', newField: 'x' } } };
-    expect(mutationInvalidationTags(schema, prepared, scalar, 'Entity')).toEqual([tag.entity('Todo', '1')]);
+    expect(mutationInvalidationTags(schema, prepared, scalar, 'Entity')).toEqual([tag.entity('Todo', '1'), tag.unkeyed('Todo')]);
   });
 
-  it('invalidates every returned entity under Entity', async () => {
-    expect(sorted(await mutationTags(update, 'Entity'))).toEqual(sorted([tag.entity('Todo', '1'), tag.entity('User', 'u1')]));
+  it('invalidates every returned entity under Entity, and the objects of their types whose key no answer holds', async () => {
+    expect(sorted(await mutationTags(update, 'Entity'))).toEqual(
+      sorted([tag.entity('Todo', '1'), tag.entity('User', 'u1'), tag.unkeyed('Todo'), tag.unkeyed('User')]),
+    );
   });
 
   it('adds the lists of every returned type under List', async () => {
     expect(sorted(await mutationTags(update, 'List'))).toEqual(
-      sorted([tag.entity('Todo', '1'), tag.entity('User', 'u1'), tag.list('Todo'), tag.list('User')]),
+      sorted([tag.entity('Todo', '1'), tag.entity('User', 'u1'), tag.unkeyed('Todo'), tag.unkeyed('User'), tag.list('Todo'), tag.list('User')]),
     );
   });
 
@@ -278,13 +284,14 @@ describe('mutationInvalidationTags', () => {
 
   it('leaves list queries alone after an added item under Entity (docs/graphql-caching.md, Invalidation)', async () => {
     const add = 'mutation { addTodo(title: "Call mum") { title } }';
-    expect(await mutationTags(add, 'Entity')).toEqual([tag.entity('Todo', '4')]);
-    expect(sorted(await mutationTags(add, 'List'))).toEqual(sorted([tag.entity('Todo', '4'), tag.list('Todo')]));
+    expect(await mutationTags(add, 'Entity')).toEqual([tag.entity('Todo', '4'), tag.unkeyed('Todo')]);
+    expect(sorted(await mutationTags(add, 'List'))).toEqual(sorted([tag.entity('Todo', '4'), tag.unkeyed('Todo'), tag.list('Todo')]));
   });
 
   it('identifies a returned Product by sku, and invalidates nothing for a null or scalar result', async () => {
     expect(await mutationTags('mutation { updateProduct(sku: "sku-2", price: 5) { price } }', 'Entity')).toEqual([
       tag.entity('Product', 'sku-2'),
+      tag.unkeyed('Product'),
     ]);
     expect(await mutationTags('mutation { updateTodo(id: "404", done: true) { done } deleteTodo(id: "2") }', 'Type')).toEqual([]);
   });
@@ -296,7 +303,7 @@ describe('mutationInvalidationTags', () => {
     const nulledData = { errors: [{ message: 'failed after the write', path: ['updateTodo'] }], data: null };
     expect(mutationInvalidationTags(schema, prepared, nulledData, 'Entity')).toEqual([tag.type('Todo')]);
     const nulledAuthor = { errors: [{ message: 'no author', path: ['updateTodo', 'author', 'name'] }], data: { updateTodo: { id: '1', title: 'x', author: null } } };
-    expect(sorted(mutationInvalidationTags(schema, prepared, nulledAuthor, 'Entity'))).toEqual(sorted([tag.entity('Todo', '1'), tag.type('User')]));
+    expect(sorted(mutationInvalidationTags(schema, prepared, nulledAuthor, 'Entity'))).toEqual(sorted([tag.entity('Todo', '1'), tag.unkeyed('Todo'), tag.type('User')]));
   });
 
   it('invalidates every type an object could be when its __typename is unknown', () => {

@@ -161,12 +161,12 @@ describe('svc-cache check', () => {
     );
   });
 
-  it("reads the stored documents' manifest, and warns of a query whose answers it would never store", () => {
+  it("reads the stored documents' manifest, and warns of a query whose answers any change to its types drops", () => {
     file('manifest.json', JSON.stringify({ stored: 'query Me { me { email } }', good: 'query Me2 { me { id email } }' }));
     const result = cli(['check', '--config', file('manifest.yaml', `${VALID}persistedDocuments:\n  manifest: manifest.json\n`), '--schema', file('schema.graphql', SDL)]);
     expect(result.status).toBe(0);
     expect(result.stderr).toBe(
-      'warning: persistedDocuments: 1 of the manifest\'s queries select objects without their key fields, or without __typename where a field can return several types ("stored"): svc-cache adds no field to a stored document, so their answers are never stored\n',
+      'warning: persistedDocuments: 1 of the manifest\'s queries select objects without their key fields ("stored"): svc-cache adds no field to a stored document, so a mutation or purge of any object of those types drops their answers\n',
     );
     const broken = cli(['check', '--config', file('broken-manifest.yaml', `${VALID}persistedDocuments:\n  manifest: missing.json\n`)]);
     expect([broken.status, broken.stderr]).toEqual([1, expect.stringContaining(`persistedDocuments.manifest: cannot read "${join(scratch, 'missing.json')}": no such file (line 16)`)]);

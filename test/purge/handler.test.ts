@@ -144,6 +144,27 @@ describe('handlePurgeRequest', () => {
       expect(await remaining()).toEqual(everyKeyBut('todos', 'todo1', 'user2'));
     });
 
+    it('purge<Type> and _purgeType by key also clear answers holding objects of the type without their key', async () => {
+      // An answer to a stored document that selects no key (README, Stored documents sent by id).
+      const storeUnkeyedUsers = async () => {
+        const { mark } = await store.lookup('userNames');
+        const body = Buffer.from('{"data":{"users":[{"name":"Ann"}]}}');
+        const entry = { body, encoding: 'identity' as const, identityLength: body.length, contentType: 'application/json', headers: [], storedAt: Date.now(), maxAge: 60, swr: 60, staleIfError: 0 };
+        await store.store('userNames', entry, { tags: [tag.query('users'), tag.list('User'), tag.type('User'), tag.unkeyed('User')], ttlSeconds: 120, mark });
+      };
+      const held = async () => (await store.lookup('userNames')).entry !== undefined;
+      await storeUnkeyedUsers();
+      for (const other of ['purgeTodo(id: "1")', 'purgeUser(id: [])', '_purgeOperationName(names: ["TimeNow"])']) {
+        await purge(`mutation { ${other} }`);
+        expect(await held()).toBe(true);
+      }
+      await expectAnswer('mutation { purgeUser(id: "u9") }', { purgeUser: true });
+      expect(await held()).toBe(false);
+      await storeUnkeyedUsers();
+      await expectAnswer('mutation { _purgeType(type: "User", keyFields: [{ name: "id", value: "u9" }]) }', { _purgeType: true });
+      expect(await held()).toBe(false);
+    });
+
     it('purge<Type> coerces ID values as GraphQL does and accepts variables', async () => {
       const query = 'mutation Purge($ids: [ID!]) { purgeTodo(id: $ids) }';
       await expectAnswer(query, { purgeTodo: true }, { variables: { ids: [2] } });
@@ -232,7 +253,7 @@ describe('handlePurgeRequest', () => {
         { operationName: 'Purge' },
       );
       expect(invalidate).toHaveBeenCalledTimes(1);
-      expect(invalidate).toHaveBeenCalledWith([tag.entity('Todo', '1'), tag.operation('TimeNow'), tag.entity('User', 'u2')]);
+      expect(invalidate).toHaveBeenCalledWith([tag.entity('Todo', '1'), tag.unkeyed('Todo'), tag.operation('TimeNow'), tag.entity('User', 'u2'), tag.unkeyed('User')]);
       expect(await remaining()).toEqual(['products', 'product2']);
       expect(events).toEqual([
         {
@@ -241,7 +262,7 @@ describe('handlePurgeRequest', () => {
           staleEntries: 0,
           fields: ['purgeTodo', 'purgeTodo', '_purgeOperationName', 'purgeUser'],
           everything: false,
-          tags: [tag.entity('Todo', '1'), tag.operation('TimeNow'), tag.entity('User', 'u2')],
+          tags: [tag.entity('Todo', '1'), tag.unkeyed('Todo'), tag.operation('TimeNow'), tag.entity('User', 'u2'), tag.unkeyed('User')],
           soft: { everything: false, tags: [] },
         },
       ]);
@@ -275,8 +296,8 @@ describe('handlePurgeRequest', () => {
           msg: 'purge applied',
           fields: ['purgeTodo'],
           everything: false,
-          tagCount: 1,
-          tags: [tag.entity('Todo', '1')],
+          tagCount: 2,
+          tags: [tag.entity('Todo', '1'), tag.unkeyed('Todo')],
           removedEntries: 2,
         },
       ]);
@@ -298,7 +319,7 @@ describe('handlePurgeRequest', () => {
       await expectAnswer('mutation { purgeTodo(id: "1", soft: true) }', { purgeTodo: true });
       expect(await remaining()).toEqual(everyKeyBut());
       expect(await fresh()).toEqual(everyKeyBut('todos', 'todo1'));
-      expect(markStale).toHaveBeenCalledExactlyOnceWith([tag.entity('Todo', '1')]);
+      expect(markStale).toHaveBeenCalledExactlyOnceWith([tag.entity('Todo', '1'), tag.unkeyed('Todo')]);
       expect(invalidate).not.toHaveBeenCalled();
       expect(events).toEqual([
         {
@@ -308,7 +329,7 @@ describe('handlePurgeRequest', () => {
           fields: ['purgeTodo'],
           everything: false,
           tags: [],
-          soft: { everything: false, tags: [tag.entity('Todo', '1')] },
+          soft: { everything: false, tags: [tag.entity('Todo', '1'), tag.unkeyed('Todo')] },
         },
       ]);
     });
@@ -333,7 +354,7 @@ describe('handlePurgeRequest', () => {
         purgeUser: true,
         _purgeUser: true,
       });
-      expect(invalidate).toHaveBeenCalledExactlyOnceWith([tag.entity('User', 'u2'), tag.type('User')]);
+      expect(invalidate).toHaveBeenCalledExactlyOnceWith([tag.entity('User', 'u2'), tag.unkeyed('User'), tag.type('User')]);
       expect(markStale).toHaveBeenCalledExactlyOnceWith([tag.type('Todo')]);
       expect(await remaining()).toEqual(everyKeyBut('user2', 'todos'));
       expect(await fresh()).toEqual(everyKeyBut('user2', 'todos', 'todo1'));
@@ -370,9 +391,9 @@ describe('handlePurgeRequest', () => {
       await expectAnswer(byValue('9007199254740993'), { _purgeType: true, purgeUser: true });
       await expectAnswer(byValue('u2'), { _purgeType: true, purgeUser: true });
       expect(invalidate.mock.calls.map(([tags]) => [...new Set(tags)])).toEqual([
-        [tag.entity('User', '1.0'), tag.entity('User', '1')],
-        [tag.entity('User', '9007199254740993'), tag.entity('User', '9007199254740992')],
-        [tag.entity('User', 'u2')],
+        [tag.entity('User', '1.0'), tag.entity('User', '1'), tag.unkeyed('User')],
+        [tag.entity('User', '9007199254740993'), tag.entity('User', '9007199254740992'), tag.unkeyed('User')],
+        [tag.entity('User', 'u2'), tag.unkeyed('User')],
       ]);
     });
 
@@ -505,7 +526,7 @@ describe('handlePurgeRequest', () => {
         error: 'redis down',
         fields: ['_purgeTodo', 'purgeUser'],
         everything: false,
-        tags: [tag.type('Todo'), tag.entity('User', 'u2')],
+        tags: [tag.type('Todo'), tag.entity('User', 'u2'), tag.unkeyed('User')],
         soft: { everything: false, tags: [] },
       });
     });
