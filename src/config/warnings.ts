@@ -1,3 +1,4 @@
+import { isCookieAttributeName } from '../http/index.js';
 import type { Config } from './schema.js';
 
 /**
@@ -8,6 +9,12 @@ import type { Config } from './schema.js';
 export function configWarnings(config: Config): string[] {
   const warnings: string[] = [];
   for (const [name, scope] of Object.entries(config.scopes)) {
+    const definition = typeof scope === 'string' ? scope : scope.definition;
+    for (const cookie of cookieNames(definition).filter(isCookieAttributeName)) {
+      warnings.push(
+        `scopes.${name} reads the cookie ${cookie}, which Python's SimpleCookie reads as an attribute of the cookie before it, not as a cookie: every request that sends it passes uncached (README, Scopes); name the cookie otherwise`,
+      );
+    }
     if (typeof scope === 'string' || scope.jwt.audience !== undefined) continue;
     // A token is checked for its issuer's signature, not for whom it was issued: a token the same
     // key signed for another API names a bucket here and is served what that user's bucket holds,
@@ -17,4 +24,13 @@ export function configWarnings(config: Config): string[] {
     );
   }
   return warnings;
+}
+
+/** The cookies a scope definition names (`cookie:NAME`, several joined with `|`). */
+function cookieNames(definition: string): string[] {
+  return definition
+    .split('|')
+    .map((source) => source.trim())
+    .filter((source) => source.startsWith('cookie:'))
+    .map((source) => source.slice('cookie:'.length));
 }

@@ -1,4 +1,4 @@
-import { simpleCookieReading } from './simpleCookie.js';
+import { irregularCookieLine } from './cookieLine.js';
 
 /**
  * HTTP headers as Envoy hands them over: lower-case names, pseudo-headers (`:method`, `:path`,
@@ -47,20 +47,17 @@ export function cookieValues(headers: HeaderList, name: string): readonly string
  * Whether an origin may read this request's `name` cookie otherwise than svc-cache does
  * (cookieValues: pairs split on `;`, names trimmed and matched exactly), so that svc-cache's bucket
  * need not be the one the origin answers for:
- * - ASP.NET matches names ignoring case; Rack before 2.1.4 and 2.2.3 and ASP.NET Core also split
- *   pairs on `,`, and Python's SimpleCookie and ASP.NET Core on whitespace; Rack keeps a tab before a
- *   name, and PHP and Rack a space before `=`, in the name. So `name` may appear only as a plain pair:
- *   at a line's start or after `;` and spaces, in its own case, `=` right after it, and its value
- *   may have no whitespace but spaces and tabs around it.
+ * - a `cookie` line in another form than browsers send (irregularCookieLine), which parsers read as
+ *   different pairs;
+ * - `name` in another case (ASP.NET matches names ignoring case), or after a `,` inside a value (Rack
+ *   before 2.1.4 and 2.2.3 and ASP.NET Core also split pairs there);
  * - PHP before 7.4.31, 8.0.24 and 8.1.11, and Rack before 2.1.4 and 2.2.3, decode names as form
- *   fields (`%6F` is `o`, `+` a space), and PHP reads spaces and dots as underscores, `name[...]` as
- *   `name` and a name only up to a NUL: to them `l%6Fcale=de` is the `locale` cookie.
- * - Python's SimpleCookie stops at the first pair it cannot read and reads nothing from a line
- *   with a name but no value (simpleCookieReading): to it `a=x"y; locale=de` holds no `locale`.
+ *   fields (`%6F` is `o`, `+` a space), and PHP reads dots as underscores, `name[...]` as `name` and
+ *   a name only up to a NUL: to them `l%6Fcale=de` is the `locale` cookie.
  */
 export function cookieReadOtherwise(headers: HeaderList, name: string): boolean {
-  if (headerValues(headers, 'cookie').some((line) => mentionedOtherwise(line, name))) return true;
-  if (readBySimpleCookieOtherwise(headers, name)) return true;
+  const lines = headerValues(headers, 'cookie');
+  if (lines.some(irregularCookieLine) || lines.some((line) => mentionedOtherwise(line, name))) return true;
   const lowered = name.toLowerCase();
   for (const sent of cookiesOf(headers).keys()) {
     if (sent !== name && SPELT_OTHERWISE.test(sent) && readingsOf(sent).some((reading) => reading.toLowerCase() === lowered)) return true;
@@ -68,44 +65,23 @@ export function cookieReadOtherwise(headers: HeaderList, name: string): boolean 
   return false;
 }
 
-/** Whether `line` names the cookie `name`, in any case and followed by `=`, anywhere but as a plain pair. */
+/**
+ * Whether a regular line (irregularCookieLine) holds `name=` in another case where a pair starts, or
+ * after a `,` in any case; not as part of a longer name or of a value (`prefs=locale=de&theme=dark`).
+ */
 function mentionedOtherwise(line: string, name: string): boolean {
   const lowerLine = line.toLowerCase();
   const lowerName = name.toLowerCase();
   for (let at = lowerLine.indexOf(lowerName); at >= 0; at = lowerLine.indexOf(lowerName, at + 1)) {
-    // Only where some parser starts a pair: after another name's characters it is part of that
-    // name, and after `=`, `?` or `&` part of a value (`prefs=locale=de&theme=dark`).
-    if (at > 0 && !PAIR_BOUNDARY.test(line[at - 1]!)) continue;
-    let equals = at + name.length;
-    while (equals < line.length && /\s/.test(line[equals]!)) equals += 1;
-    if (line[equals] !== '=') continue;
-    if (equals !== at + name.length || !line.startsWith(name, at) || !startsPair(line, at)) return true;
-    if (trimmedOtherwise(line, equals + 1)) return true;
+    const before = at === 0 ? ';' : line[at - 1];
+    if (!PAIR_BOUNDARY.includes(before!) || line[at + name.length] !== '=') continue;
+    if (before === ',' || !line.startsWith(name, at)) return true;
   }
   return false;
 }
 
-/**
- * Whether the value from `start` to the next `;` begins or ends with whitespace: svc-cache trims it
- * away, as Python does, while Rack keeps spaces and tabs (`locale=de ;` is `de ` to it) and Node's
- * `cookie` and Go other whitespace (a no-break space), so the origin may read another value than
- * the key holds. Browsers send none (RFC 6265 section 4.2.1).
- */
-function trimmedOtherwise(line: string, start: number): boolean {
-  const end = line.indexOf(';', start);
-  const value = line.slice(start, end < 0 ? line.length : end);
-  return value.trim() !== value;
-}
-
-/** Whether `at` is where a pair starts: the line's start, or after `;` and spaces. */
-function startsPair(line: string, at: number): boolean {
-  let before = at - 1;
-  while (before >= 0 && line[before] === ' ') before -= 1;
-  return before < 0 || line[before] === ';';
-}
-
-/** Where a cookie parser may start a pair: after `;`, `,` (older Rack, ASP.NET Core) or whitespace (SimpleCookie, ASP.NET Core). */
-const PAIR_BOUNDARY = /[;,\s]/;
+/** What comes before a pair on a regular line: `;` and spaces, or `,` for parsers that split there too. */
+const PAIR_BOUNDARY = ';, ';
 
 /** What PHP or an older Rack may read a cookie name as, other than itself. */
 function readingsOf(sent: string): string[] {
@@ -134,25 +110,6 @@ function cookiesOf(headers: HeaderList): ReadonlyMap<string, readonly string[]> 
 }
 
 const cookiesByHeaders = new WeakMap<HeaderList, ReadonlyMap<string, readonly string[]>>();
-
-/**
- * Whether SimpleCookie reads `name` as none of the values svc-cache reads, or reads it where
- * svc-cache reads none. The lines are read as one joined with `; `, as Envoy joins them for an
- * HTTP/1.1 origin; once per header list, like cookiesOf.
- */
-function readBySimpleCookieOtherwise(headers: HeaderList, name: string): boolean {
-  let reading = simpleCookieReadings.get(headers);
-  if (reading === undefined) {
-    reading = simpleCookieReading(headerValues(headers, 'cookie').join('; ')) ?? NO_READING;
-    simpleCookieReadings.set(headers, reading);
-  }
-  const pythonValue = reading.get(name);
-  const values = cookiesOf(headers).get(name);
-  return pythonValue === undefined ? values !== undefined : values === undefined || !values.includes(pythonValue);
-}
-
-const simpleCookieReadings = new WeakMap<HeaderList, ReadonlyMap<string, string>>();
-const NO_READING: ReadonlyMap<string, string> = new Map();
 const NO_VALUES: readonly string[] = Object.freeze([]);
 
 function readCookies(headers: HeaderList): Map<string, string[]> {

@@ -20,6 +20,12 @@ describe('configWarnings', () => {
     ]);
   });
 
+  it('names each scope cookie Python\'s SimpleCookie reads as an attribute, since every request sending it passes', () => {
+    expect(configWarnings(parse('  APP: header:x-app|cookie:Version\n  LOCALE: cookie:locale\n'))).toEqual([
+      "scopes.APP reads the cookie Version, which Python's SimpleCookie reads as an attribute of the cookie before it, not as a cookie: every request that sends it passes uncached (README, Scopes); name the cookie otherwise",
+    ]);
+  });
+
   it('has none for scopes on headers and cookies alone', () => {
     expect(configWarnings(parse('  TEAM: header:x-team\n  SESSION: cookie:session\n'))).toEqual([]);
   });

@@ -51,19 +51,22 @@ describe('cookieReadOtherwise', () => {
     ['after a name without a value (SimpleCookie reads no cookie)', 'flag; locale=de', 'locale'],
     ['after a name SimpleCookie will not set', 'a/b=1; locale=de', 'locale'],
     ['within a quoted value', 'a="x; locale=de"', 'locale'],
+    ['after a quote, where ASP.NET Core reads on', 'a=x"locale=de', 'locale'],
+    ['after a quoted value Werkzeug runs past `;`', 'a=b k="; c="; locale=de; d="', 'locale'],
+    ['after its name alone, an empty cookie to Go, PHP, Rack and Tomcat', 'a="; locale; "; locale=de', 'locale'],
+    ['after U+0085, which Python strips', '\u0085locale=de', 'locale'],
+    ['after an escape in Tomcat\'s RFC 2109 mode', '$Version=1; a="x\\"; locale=de; b="y"', 'locale'],
+    ['after an attribute name', 'path=/; locale=de', 'locale'],
   ])('finds the cookie sent %s', (_case, line, name) => {
     expect(cookieReadOtherwise([['cookie', line]], name)).toBe(true);
   });
 
   it.each([
     ['plain pairs, repeats included', [['cookie', 'locale=fr; a=1;locale=de;   b=2']]],
-    ['spaces around other values', [['cookie', 'locale=fr; a= 1\u00a0']]],
-    ['a value SimpleCookie cannot read after it', [['cookie', 'locale=de; consent={"a":1}']]],
     ['a quoted value', [['cookie', 'locale="de"; a=1']]],
-    ['RFC 2965 attributes around it', [['cookie', '$Version=1; locale=de; $Path=/']]],
     ['plain pairs across lines', [['cookie', 'a=1'], ['cookie', 'locale=fr']]],
     ['longer names that end in it', [['cookie', 'mylocale=x; my_locale=y; a.locale=z; user%2Elocale=w']]],
-    ['its name in a value without an equals sign', [['cookie', 'a=locale; b=the locale']]],
+    ['its name in a value without an equals sign', [['cookie', 'a=locale; b=thelocale']]],
     ['its name as a key within a value', [['cookie', 'prefs=locale=de&theme=dark; next=/home?locale=fr']]],
     ['names that decode to others', [['cookie', 'local%65s=x; l%6Fcal=y; _ga=GA1.2.3; AMCV_X%40AdobeOrg=1']]],
     ['no cookie header', [[':method', 'GET']]],
