@@ -10,7 +10,7 @@ import { endpointOf, forbidsTransform, forwardingKey, hostKey, isEndpointVariant
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { mutationInvalidationTags } from '../invalidation/index.js';
 import { rootFieldTypeTags } from '../invalidation/index.js';
-import type { Logger } from '../observability/index.js';
+import type { InvalidationSource, Logger } from '../observability/index.js';
 import {
   carriesPurgeToken,
   handlePurgeRequest,
@@ -108,11 +108,6 @@ export interface EngineEvents {
   staleIfError(failure: OriginFailure): void;
 }
 
-/**
- * What an invalidation after a mutation was worked out from: its answer, or its root fields' types
- * when the answer could not be read; `retry` applies again those the store failed (PendingInvalidations).
- */
-export type InvalidationSource = 'answer' | 'root-field-types' | 'unseen-operation' | 'retry';
 
 export interface EngineDependencies {
   state: () => RuntimeState;

@@ -14,6 +14,13 @@ import { PhaseHistogram } from './phaseHistogram.js';
 /** What became of one request: served from cache, stored, passed through, or answered with svc-cache's own error. */
 export type RequestOutcome = 'HIT' | 'MISS' | 'PASS' | 'ERROR';
 
+/**
+ * What an invalidation after a mutation was worked out from: its answer, its root fields' types when
+ * the answer could not be read, or an operation svc-cache could not read at all (`unseen-operation`:
+ * the whole store is emptied); `retry` applies again those the store failed (src/engine/pendingInvalidations.ts).
+ */
+export type InvalidationSource = 'answer' | 'root-field-types' | 'unseen-operation' | 'retry';
+
 const MESSAGE_PHASES = ['request_headers', 'request_body', 'request_trailers', 'response_headers', 'response_body', 'response_trailers'] as const;
 
 /** The ext_proc message being answered. */
@@ -147,8 +154,8 @@ export class Metrics {
 
   private readonly invalidations = new Counter({
     name: 'svc_cache_invalidations_total',
-    help: 'Invalidations run after mutations, by mutation policy and result: ok (whether or not entries were removed) or failed (the store did not apply it).',
-    labelNames: ['policy', 'result'] as const,
+    help: 'Invalidations run after mutations, by mutation policy, what they were worked out from (unseen-operation: the whole store emptied for an operation svc-cache could not read) and result: ok (whether or not entries were removed) or failed (the store did not apply it).',
+    labelNames: ['policy', 'from', 'result'] as const,
     registers: [this.registry],
   });
 
@@ -282,13 +289,13 @@ export class Metrics {
     if (entries.stale > 0) this.purgedEntries.inc({ mode: 'soft' }, entries.stale);
   }
 
-  recordInvalidation(policy: MutationPolicy, entries: number): void {
-    this.invalidations.inc({ policy, result: 'ok' });
+  recordInvalidation(policy: MutationPolicy, from: InvalidationSource, entries: number): void {
+    this.invalidations.inc({ policy, from, result: 'ok' });
     if (entries > 0) this.invalidatedEntries.inc({ policy }, entries);
   }
 
-  recordInvalidationFailure(policy: MutationPolicy): void {
-    this.invalidations.inc({ policy, result: 'failed' });
+  recordInvalidationFailure(policy: MutationPolicy, from: InvalidationSource): void {
+    this.invalidations.inc({ policy, from, result: 'failed' });
   }
 
   recordPersistedQuery(event: PersistedQueryEvent): void {

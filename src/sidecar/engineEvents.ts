@@ -11,8 +11,8 @@ export function engineEventsRecordedIn(metrics: Metrics): EngineEvents {
         event.result === 'purged' ? { removed: event.removedEntries, stale: event.staleEntries } : undefined,
       ),
     invalidation: (event) => {
-      if ('failed' in event) metrics.recordInvalidationFailure(event.policy);
-      else metrics.recordInvalidation(event.policy, event.removedEntries);
+      if ('failed' in event) metrics.recordInvalidationFailure(event.policy, event.from);
+      else metrics.recordInvalidation(event.policy, event.from, event.removedEntries);
     },
     coalesced: () => metrics.recordCoalesced(),
     staleIfError: (failure) => metrics.recordStaleIfError(failure),

@@ -153,7 +153,7 @@ describe.skipIf(!docker.available)('through Envoy 1.36 with svc-cache as its ext
     expect(sampleValue(text, 'svc_cache_persisted_queries_total', { event: 'not-found' })).toBe(1);
     expect(sampleValue(text, 'svc_cache_purges_total', { result: 'purged' })).toBe(1);
     expect(sampleValue(text, 'svc_cache_purges_total', { result: 'unauthorized' })).toBe(1);
-    expect(sampleValue(text, 'svc_cache_invalidations_total', { policy: 'Entity', result: 'ok' })).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(text, 'svc_cache_invalidations_total', { policy: 'Entity', from: 'answer', result: 'ok' })).toBeGreaterThanOrEqual(1);
   });
 
   it('keeps answering from the origin when Redis is gone (fail-open)', async () => {
