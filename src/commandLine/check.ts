@@ -22,6 +22,8 @@ export interface CheckReport {
    * documents svc-cache will not cache or read (storedDocumentWarnings); they do not fail the check.
    */
   warnings: string[];
+  /** The stored documents' manifest as read (README, Stored documents sent by id), or undefined without one. */
+  storedDocuments: { manifest: string; count: number } | undefined;
 }
 
 export async function checkConfigFile(configFile: string, schemaFile: string | undefined, env?: NodeJS.ProcessEnv): Promise<CheckReport> {
@@ -33,6 +35,7 @@ export async function checkConfigFile(configFile: string, schemaFile: string | u
     schemaFile: sdlFile,
     effectiveRules: effectiveRules(config),
     warnings: [...configWarnings(config), ...storedDocumentWarnings(config, schema)],
+    storedDocuments: config.persistedDocuments && { manifest: config.persistedDocuments.manifest, count: config.persistedDocuments.documents?.size ?? 0 },
   };
 }
 

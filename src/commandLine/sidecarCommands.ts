@@ -59,6 +59,7 @@ export const checkCommand: Command = {
     console.log(`${values.config}: valid${report.schemaFile ? `, every name is in ${report.schemaFile}` : ' (no schema given: type and field names not checked)'}`);
     console.log(report.effectiveRules.length > 0 ? 'rules in force:' : 'no rules: nothing is cached');
     for (const line of report.effectiveRules) console.log(`  ${line}`);
+    if (report.storedDocuments) console.log(`stored documents: ${report.storedDocuments.count} in ${report.storedDocuments.manifest}`);
     for (const warning of report.warnings) console.error(`warning: ${warning}`);
   },
 };

@@ -13,37 +13,52 @@ import { analyseDocument, checkLimits, isVerdict, storedDocument } from './reque
 export function storedDocumentWarnings(config: Config, schema: GraphQLSchema | undefined): string[] {
   const documents = config.persistedDocuments?.documents;
   if (documents === undefined) return [];
+  if (documents.size === 0) return [EMPTY_MANIFEST];
   const found: Record<Finding, string[]> = { 'does-not-parse': [], 'over-limits': [], 'typename-missing': [], 'keys-missing': [] };
   for (const [id, text] of documents) {
     const finding = findingOf(text, config, schema);
-    if (finding !== undefined) found[finding].push(id);
+    if (finding !== undefined) found[finding.kind].push(described(id, text, finding.detail));
   }
   return (Object.keys(found) as Finding[]).filter((finding) => found[finding].length > 0).map((finding) => warningText(finding, found[finding]));
 }
 
 type Finding = 'does-not-parse' | 'over-limits' | 'typename-missing' | 'keys-missing';
 
+const EMPTY_MANIFEST =
+  "persistedDocuments: the manifest holds no documents: every id a client sends passes as an operation svc-cache cannot see (unknown-document-id), and a POST empties the store when the origin runs it";
+
 /** Ids named in a warning; the rest are counted. */
 const NAMED_IDS = 5;
 
 /**
- * What the engine would make of each operation of the document (checkLimits, as for a request
- * naming it): the first finding of any.
+ * How a warning names a document: its id, with the name of its first operation when the id is not
+ * that name (Apollo's and Relay's ids are hashes), and what the finding says of it (which limit).
  */
-function findingOf(text: string, config: Config, schema: GraphQLSchema | undefined): Finding | undefined {
+function described(id: string, text: string, detail: string | undefined): string {
+  const parsed = parseDocument(text);
+  const name = 'kind' in parsed ? undefined : parsed.operations[0]?.name?.value;
+  const notes = [name !== undefined && name !== id ? name : undefined, detail].filter((note) => note !== undefined);
+  return notes.length === 0 ? JSON.stringify(id) : `${JSON.stringify(id)} (${notes.join(': ')})`;
+}
+
+/**
+ * What the engine would make of each operation of the document (checkLimits, as for a request
+ * naming it): the first finding of any, with the limit's message for one over the limits.
+ */
+function findingOf(text: string, config: Config, schema: GraphQLSchema | undefined): { kind: Finding; detail?: string } | undefined {
   const parsed = parseDocument(text);
   const names = 'kind' in parsed || parsed.operations.length === 1 ? [undefined] : parsed.operations.map((operation) => operation.name?.value);
   for (const name of names) {
     const checked = checkLimits(storedDocument(text), config.limits, name, (document) => analyseDocument(document, config, schema));
     if (isVerdict(checked)) {
-      if (checked.kind === 'pass' && checked.reason === 'syntax-error') return 'does-not-parse';
-      if (checked.kind === 'pass' && checked.reason === 'stored-document-over-limits') return 'over-limits';
+      if (checked.kind === 'pass' && checked.reason === 'syntax-error') return { kind: 'does-not-parse' };
+      if (checked.kind === 'pass' && checked.reason === 'stored-document-over-limits') return { kind: 'over-limits', detail: checked.detail };
       continue;
     }
     const isQuery = checked.selected.operation.operation === OperationTypeNode.QUERY;
     if (schema === undefined || !isQuery || checked.analysis.policy === undefined) continue;
-    if (needsAddedFields(checked.selected.document, NO_KEY_FIELDS, schema)) return 'typename-missing';
-    if (needsAddedFields(checked.selected.document, config.keyFields, schema)) return 'keys-missing';
+    if (needsAddedFields(checked.selected.document, NO_KEY_FIELDS, schema)) return { kind: 'typename-missing' };
+    if (needsAddedFields(checked.selected.document, config.keyFields, schema)) return { kind: 'keys-missing' };
   }
   return undefined;
 }
@@ -63,17 +78,20 @@ function needsAddedFields(document: DocumentNode, keyFields: KeyFields, schema: 
 
 const NO_KEY_FIELDS: KeyFields = { defaults: [], types: {} };
 
-function warningText(finding: Finding, ids: readonly string[]): string {
-  const named = ids.slice(0, NAMED_IDS).map((id) => JSON.stringify(id));
-  const list = ids.length > NAMED_IDS ? `${named.join(', ')} and ${ids.length - NAMED_IDS} more` : named.join(', ');
-  switch (finding) {
-    case 'does-not-parse':
-      return `persistedDocuments: ${ids.length} of the manifest's documents do not parse (${list}): a request naming one passes as an operation svc-cache cannot see, and a POST empties the store when the origin runs it`;
-    case 'over-limits':
-      return `persistedDocuments: ${ids.length} of the manifest's documents are over limits (${list}): a request naming one passes as an operation svc-cache cannot see, and a POST empties the store when the origin runs it; raise limits to cover them`;
-    case 'typename-missing':
-      return `persistedDocuments: ${ids.length} of the manifest's queries select no __typename where a field can return several types (${list}): svc-cache adds no field to a stored document, so their answers are never stored`;
-    case 'keys-missing':
-      return `persistedDocuments: ${ids.length} of the manifest's queries select objects without their key fields (${list}): svc-cache adds no field to a stored document, so a mutation or purge of any object of those types drops their answers`;
-  }
+function warningText(finding: Finding, documents: readonly string[]): string {
+  const named = documents.slice(0, NAMED_IDS).join(', ');
+  const list = documents.length > NAMED_IDS ? `${named} and ${documents.length - NAMED_IDS} more` : named;
+  return `persistedDocuments: ${documents.length} of the manifest's ${FINDINGS[finding]}: ${list}`;
 }
+
+/** What each finding means, before the documents it names. */
+const FINDINGS: Record<Finding, string> = {
+  'does-not-parse':
+    'documents do not parse, so a request naming one passes as an operation svc-cache cannot see, and a POST empties the store when the origin runs it',
+  'over-limits':
+    'documents are over limits, so a request naming one passes as an operation svc-cache cannot see, and a POST empties the store when the origin runs it; raise limits to cover them',
+  'typename-missing':
+    'queries select no __typename where a field can return several types; svc-cache adds no field to a stored document, so their answers are never stored',
+  'keys-missing':
+    'queries select objects without their key fields; svc-cache adds no field to a stored document, so a mutation or purge of any object of those types drops their answers',
+};

@@ -12,6 +12,12 @@ function withManifest(documents: Record<string, string>, input: Record<string, u
 }
 
 describe('storedDocumentWarnings', () => {
+  it('warns of a manifest without documents: every id a client sends goes on unseen', () => {
+    expect(storedDocumentWarnings(withManifest({}), schema)).toEqual([
+      'persistedDocuments: the manifest holds no documents: every id a client sends passes as an operation svc-cache cannot see (unknown-document-id), and a POST empties the store when the origin runs it',
+    ]);
+  });
+
   it('says nothing of documents svc-cache reads and caches, nor without a manifest', () => {
     const fine = withManifest({ a: 'query A { todos { id title author { id name } } }', b: 'mutation B { addTodo(title: "x") { title } }' });
     expect(storedDocumentWarnings(fine, schema)).toEqual([]);
@@ -33,13 +39,15 @@ describe('storedDocumentWarnings', () => {
       { limits: { maxDepth: 1, maxQueryBytes: 100 } },
     );
     expect(storedDocumentWarnings(config, schema)).toEqual([
-      `persistedDocuments: 1 of the manifest's documents do not parse ("broken"): a request naming one passes as an operation svc-cache cannot see, and a POST empties the store when the origin runs it`,
-      `persistedDocuments: 2 of the manifest's documents are over limits ("deep", "large"): a request naming one passes as an operation svc-cache cannot see, and a POST empties the store when the origin runs it; raise limits to cover them`,
-      `persistedDocuments: 1 of the manifest's queries select no __typename where a field can return several types ("untyped"): svc-cache adds no field to a stored document, so their answers are never stored`,
-      `persistedDocuments: 7 of the manifest's queries select objects without their key fields ("k0", "k1", "k2", "k3", "k4" and 2 more): svc-cache adds no field to a stored document, so a mutation or purge of any object of those types drops their answers`,
+      `persistedDocuments: 1 of the manifest's documents do not parse, so a request naming one passes as an operation svc-cache cannot see, and a POST empties the store when the origin runs it: "broken"`,
+      `persistedDocuments: 2 of the manifest's documents are over limits, so a request naming one passes as an operation svc-cache cannot see, and a POST empties the store when the origin runs it; raise limits to cover them: "deep" (Deep: Query is deeper than 1 levels), "large" (Large: Query is 148 bytes; the limit is 100)`,
+      `persistedDocuments: 1 of the manifest's queries select no __typename where a field can return several types; svc-cache adds no field to a stored document, so their answers are never stored: "untyped" (Untyped)`,
+      `persistedDocuments: 7 of the manifest's queries select objects without their key fields; svc-cache adds no field to a stored document, so a mutation or purge of any object of those types drops their answers: "k0" (K0), "k1" (K1), "k2" (K2), "k3" (K3), "k4" (K4) and 2 more`,
     ]);
     // Without the schema, what the documents' text alone tells.
     expect(storedDocumentWarnings(config, undefined)).toHaveLength(2);
+    // A document named by its operation's own name is named once.
+    expect(storedDocumentWarnings(withManifest({ K0: 'query K0 { todos { title } }' }), schema)).toEqual([expect.stringMatching(/: "K0"$/)]);
     // A query no rule caches is never stored anyway.
     expect(storedDocumentWarnings(withManifest(keyless, { rules: [{ types: ['Mutation'], maxAge: 60 }] }), schema)).toEqual([]);
   });

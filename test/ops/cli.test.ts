@@ -165,8 +165,9 @@ describe('svc-cache check', () => {
     file('manifest.json', JSON.stringify({ stored: 'query Me { me { email } }', good: 'query Me2 { me { id email } }' }));
     const result = cli(['check', '--config', file('manifest.yaml', `${VALID}persistedDocuments:\n  manifest: manifest.json\n`), '--schema', file('schema.graphql', SDL)]);
     expect(result.status).toBe(0);
+    expect(result.stdout).toContain(`\nstored documents: 2 in ${join(scratch, 'manifest.json')}\n`);
     expect(result.stderr).toBe(
-      'warning: persistedDocuments: 1 of the manifest\'s queries select objects without their key fields ("stored"): svc-cache adds no field to a stored document, so a mutation or purge of any object of those types drops their answers\n',
+      'warning: persistedDocuments: 1 of the manifest\'s queries select objects without their key fields; svc-cache adds no field to a stored document, so a mutation or purge of any object of those types drops their answers: "stored" (Me)\n',
     );
     const broken = cli(['check', '--config', file('broken-manifest.yaml', `${VALID}persistedDocuments:\n  manifest: missing.json\n`)]);
     expect([broken.status, broken.stderr]).toEqual([1, expect.stringContaining(`persistedDocuments.manifest: cannot read "${join(scratch, 'missing.json')}": no such file (line 16)`)]);
