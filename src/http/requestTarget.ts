@@ -65,15 +65,32 @@ function decodeUnreserved(segment: string): string {
  * Symfony) builds links and routes with them, so an unkeyed value would reach other clients' answers
  * (README, Cache key). `forwarded` (RFC 7239) goes in without its `for=` parameters, each client's own
  * address, or every client would have its own entry. '' when the request has none; otherwise each
- * `name:value` in the order sent, NUL-separated (no header value holds a NUL).
+ * `name:value`, NUL-separated (no header value holds a NUL), by name and, within a name, in the
+ * order sent: an origin reads each header by its name, and of a repeated one the first or the last,
+ * so two clients sending the same headers in another order get one entry.
  */
 export function forwardingKey(headers: HeaderList): string {
   let key = '';
+  let previous = '';
   for (const [name, value] of headers) {
     if (!FORWARDING_HEADERS.has(name)) continue;
-    key += `\u0000${name}:${name === 'forwarded' ? withoutForParameters(value) : value}`;
+    // Envoy appends x-forwarded-proto: most requests have one such header, or several in order.
+    if (name < previous) return forwardingKeyByName(headers);
+    previous = name;
+    key += forwardingPart(name, value);
   }
   return key;
+}
+
+function forwardingKeyByName(headers: HeaderList): string {
+  const sent = headers.filter(([name]) => FORWARDING_HEADERS.has(name));
+  // Array.prototype.sort is stable: a repeated header keeps its order.
+  sent.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return sent.map(([name, value]) => forwardingPart(name, value)).join('');
+}
+
+function forwardingPart(name: string, value: string): string {
+  return `\u0000${name}:${name === 'forwarded' ? withoutForParameters(value) : value}`;
 }
 
 /**

@@ -91,6 +91,18 @@ describe('forwardingKey', () => {
     expect(new Set([...keys, '']).size).toBe(keys.length + 1);
   });
 
+  it('keys the headers by name, whatever order they came in, and a repeated one in its order', () => {
+    const host: [string, string] = ['x-forwarded-host', 'shop.example'];
+    const proto: [string, string] = ['x-forwarded-proto', 'https'];
+    const forwarded: [string, string] = ['forwarded', 'host=shop.example'];
+    const inOrder = forwardingKey([forwarded, host, proto]);
+    for (const headers of [[proto, host, forwarded], [host, ['accept', '*/*'], forwarded, proto]] as Array<Array<[string, string]>>) {
+      expect(forwardingKey(headers)).toBe(inOrder);
+    }
+    const hosts = (first: string, second: string) => forwardingKey([proto, ['x-forwarded-host', first], ['x-forwarded-host', second]]);
+    expect(hosts('a.example', 'b.example')).not.toBe(hosts('b.example', 'a.example'));
+  });
+
   it("keys forwarded without its for= parameters, each client's own address, and the rest as sent", () => {
     expect(forwardingKey([['forwarded', 'for=192.0.2.60']])).toBe(forwardingKey([['forwarded', 'for=198.51.100.17']]));
     expect(forwardingKey([['forwarded', 'for=192.0.2.60;proto=http;by=203.0.113.43']])).toBe(
