@@ -194,7 +194,14 @@ const redisNode = z
 export const configSchema = z
   .object({
     origin: z.object({ url: z.url({ protocol: /^https?$/ }).describe('an http:// or https:// URL') }).strict(),
-    schema: z.object({ file: z.string().min(1).optional() }).strict().optional(),
+    schema: z
+      .object({
+        file: z.string().min(1).optional(),
+        /** How often an introspected schema is fetched again, to follow the origin's deploys; 0 never (README, Every key). */
+        refreshSeconds: z.number().int().min(0).optional().describe('a whole number of seconds, 0 for never'),
+      })
+      .strict()
+      .optional(),
     /** Request paths svc-cache interprets as GraphQL; every other path passes untouched (README, "Every key"). */
     endpoints: z
       .array(z.string().superRefine(firstFailedTest(ENDPOINT_TESTS)))

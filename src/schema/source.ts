@@ -1,4 +1,4 @@
-import type { GraphQLSchema } from 'graphql';
+import { printSchema, type GraphQLSchema } from 'graphql';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../observability/index.js';
 import { configSchemaMismatches } from './check.js';
@@ -31,6 +31,8 @@ export interface SchemaSourceOptions {
   retryDelaysMs?: readonly number[];
   /** How long one introspection request may take. */
   timeoutMs?: number;
+  /** Overrides `schema.refreshSeconds`, for tests. */
+  refreshMs?: number;
   /**
    * Told of every schema put in use, with the configuration it was loaded for: what else depends
    * on the schema (the purge API) reports its own findings without this folder knowing of it.
@@ -40,6 +42,12 @@ export interface SchemaSourceOptions {
 
 const DEFAULT_RETRY_DELAYS_MS = [1_000, 2_000, 4_000, 8_000, 16_000, 30_000];
 const DEFAULT_TIMEOUT_MS = 10_000;
+/**
+ * An origin deployed with new fields answers them before svc-cache knows them, and answers holding
+ * objects under such a field are not stored (README, Fields svc-cache's schema lacks): introspected
+ * again every 5 minutes, the schema follows a deploy without a reload.
+ */
+const DEFAULT_REFRESH_SECONDS = 300;
 
 /**
  * `schema.file` when the configuration names one (read once per load: a broken file does not fix
@@ -50,14 +58,17 @@ export function createSchemaSource(config: Config, logger: Logger, options: Sche
   const retryDelaysMs = options.retryDelaysMs?.length ? options.retryDelaysMs : DEFAULT_RETRY_DELAYS_MS;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   let schema: GraphQLSchema | undefined;
+  /** `schema` printed, to tell a refreshed schema that changed from one that did not. */
+  let printed: string | undefined;
   let reason: string | undefined;
   let cancelLoad: (() => void) | undefined;
   let closed = false;
   let markReady!: () => void;
   const ready = new Promise<void>((resolve) => (markReady = resolve));
 
-  const accept = (loaded: GraphQLSchema, from: string, forConfig: Config, attempts: number): void => {
+  const accept = (loaded: GraphQLSchema, from: string, forConfig: Config, attempts: number, text = printSchema(loaded)): void => {
     schema = loaded;
+    printed = text;
     reason = undefined;
     markReady();
     const typeCount = Object.keys(loaded.getTypeMap()).filter((name) => !name.startsWith('__')).length;
@@ -95,11 +106,31 @@ export function createSchemaSource(config: Config, logger: Logger, options: Sche
     const controller = new AbortController();
     let retry: NodeJS.Timeout | undefined;
     let attempts = 0;
+    const refreshMs = options.refreshMs ?? (forConfig.schema?.refreshSeconds ?? DEFAULT_REFRESH_SECONDS) * 1000;
+    const later = (run: () => Promise<void>, delay: number): void => {
+      retry = setTimeout(() => void run(), delay);
+      retry.unref();
+    };
+    /** Fetched again: put in use only when it changed, so that what was worked out per schema stays. */
+    const refresh = async (): Promise<void> => {
+      try {
+        const loaded = await introspectOrigin(url, { signal: controller.signal, timeoutMs });
+        if (controller.signal.aborted) return;
+        const text = printSchema(loaded);
+        if (text !== printed) accept(loaded, url, forConfig, 1, text);
+      } catch (error) {
+        if (controller.signal.aborted) return;
+        logger.warn({ url }, `cannot refresh the origin schema, keeping the current one: ${describe(error)}; trying again in ${formatDuration(refreshMs)}`);
+      }
+      later(refresh, refreshMs);
+    };
     const attempt = async (): Promise<void> => {
       attempts += 1;
       try {
         const loaded = await introspectOrigin(url, { signal: controller.signal, timeoutMs });
-        if (!controller.signal.aborted) accept(loaded, url, forConfig, attempts);
+        if (controller.signal.aborted) return;
+        accept(loaded, url, forConfig, attempts);
+        if (refreshMs > 0) later(refresh, refreshMs);
       } catch (error) {
         if (controller.signal.aborted) return;
         const problem = describe(error);
@@ -110,8 +141,7 @@ export function createSchemaSource(config: Config, logger: Logger, options: Sche
           reason = problem;
           logger.warn({ url, attempt: attempts }, `origin schema not available yet: ${problem}; retrying in ${formatDuration(delay)}`);
         }
-        retry = setTimeout(() => void attempt(), delay);
-        retry.unref();
+        later(attempt, delay);
       }
     };
     void attempt();

@@ -162,6 +162,45 @@ describe('schema by introspection of origin.url', () => {
     expect(lines.map((line) => line.msg)).toEqual([`origin schema loaded from ${url}`]);
   });
 
+  it('introspects again every refresh interval, and puts the schema in use only when it changed', async () => {
+    let served = buildSchema(ORIGIN_SDL);
+    let fails = false;
+    const url = await startOrigin((request, response, body) => {
+      if (fails) return void response.writeHead(503).end();
+      return serveSchema(served)(request, response, body);
+    });
+    const { logger, lines } = capturingLogger();
+    const loaded: GraphQLSchema[] = [];
+    source = createSchemaSource(config({ origin: { url } }), logger, { refreshMs: 20, onLoaded: (schema) => loaded.push(schema) });
+    await source.ready;
+    const first = source.current();
+    // Unchanged: the same schema object stays, and what was worked out for it with it.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect([source.current(), loaded.length]).toEqual([first, 1]);
+    // A failed refresh keeps the schema in use.
+    fails = true;
+    await eventually(() => expect(lines.some((line) => line.level === WARN && line.msg.startsWith('cannot refresh the origin schema, keeping the current one'))).toBe(true));
+    expect(source.current()).toBe(first);
+    // The origin deployed with a new field: in use at the next refresh.
+    served = buildSchema(ORIGIN_SDL.replace('done: Boolean!', 'done: Boolean! priority: Int'));
+    fails = false;
+    await eventually(() => expect(loaded).toHaveLength(2));
+    const todo = source.current()?.getType('Todo');
+    expect(isObjectType(todo) && Object.keys(todo.getFields())).toEqual(['id', 'title', 'done', 'priority']);
+  });
+
+  it('introspects only once with schema.refreshSeconds 0', async () => {
+    let requests = 0;
+    const url = await startOrigin((request, response, body) => {
+      requests += 1;
+      return serveSchema(buildSchema(ORIGIN_SDL))(request, response, body);
+    });
+    source = createSchemaSource(config({ origin: { url }, schema: { refreshSeconds: 0 } }), capturingLogger().logger);
+    await source.ready;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(requests).toBe(1);
+  });
+
   it('retries with backoff until the origin comes up, saying why meanwhile', async () => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}/graphql`;
