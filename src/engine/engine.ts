@@ -323,7 +323,7 @@ export class DecisionEngine {
     const { params } = request;
     const sentTooLarge = checkSentQueryText(params, config.limits);
     if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
-    if (head.method === 'POST' && runsDocumentByIdInstead(parameters)) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'query-beside-document-id' });
+    if (head.method === 'POST' && runsDocumentByIdInstead(parameters, config)) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'query-beside-document-id' });
     const resolving = resolveQuery(params, parameters.documentIds, this.resolutionDependencies(config));
     const resolved = resolving instanceof Promise ? await resolving : resolving;
     if ('kind' in resolved) {
@@ -356,7 +356,7 @@ export class DecisionEngine {
     if (isVerdict(next)) return this.conclude(exchange, next, context);
     if (next.kind === 'mutation') return this.forwardMutation(context, checked, next.schema);
     // A GET (a mutation in it was refused above) may run the query its id names instead: not stored.
-    if (runsDocumentByIdInstead(parameters)) return this.passOn(exchange, 'query-beside-document-id', undefined, context);
+    if (runsDocumentByIdInstead(parameters, context.config)) return this.passOn(exchange, 'query-beside-document-id', undefined, context);
     return this.decideQuery(context, checked, next.schema, next.policy);
   }
 
@@ -376,7 +376,7 @@ export class DecisionEngine {
       const { params, documentIds } = operation;
       const sentTooLarge = checkSentQueryText(params, config.limits);
       if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
-      if (runsDocumentByIdInstead(operation) && config.mutationPolicy !== 'None') {
+      if (runsDocumentByIdInstead(operation, config) && config.mutationPolicy !== 'None') {
         unseen.push(mutations.length);
         mutations.push(undefined);
         continue;
@@ -1004,9 +1004,13 @@ function originQueryOf(prepared: PreparedOperation, selected: { wholeDocument: b
 /**
  * A query text beside a stored document's id: Hot Chocolate runs the id's document when it knows it,
  * not the text, so what runs is not for svc-cache to say (README, Operations svc-cache cannot see).
+ * Its `id` counts only when the manifest holds another text under it (GraphQLOperation's `idValues`).
  */
-function runsDocumentByIdInstead(operation: GraphQLOperation): boolean {
-  return operation.params.query !== undefined && operation.namesDocumentId;
+function runsDocumentByIdInstead(operation: GraphQLOperation, config: Config): boolean {
+  const { query } = operation.params;
+  if (query === undefined) return false;
+  const documents = config.persistedDocuments?.documents;
+  return operation.namesDocumentId || operation.idValues.some((id) => documents?.has(id) === true && documents.get(id) !== query);
 }
 
 /** The request goes on under `plan` as it came, but for the purge token. */

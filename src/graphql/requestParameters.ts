@@ -39,6 +39,13 @@ export interface GraphQLOperation {
    */
   namesDocumentId: boolean;
   /**
+   * The values of an `id` member or URL parameter, where Hot Chocolate also reads a stored
+   * document's id: not read as one (react-relay-network-modern sends the operation's name as `id`
+   * with every request), but a query text beside one that the manifest holds for another text is
+   * not what runs (README, Operations svc-cache cannot see).
+   */
+  idValues: readonly string[];
+  /**
    * The key's form of `extensions` for a request read as a stored document: `persistedQuery` then
    * names what the origin runs, so it stays (README, Stored documents sent by id); '' when there is none.
    */
@@ -239,8 +246,8 @@ function batchOf(elements: readonly JsonValue[], otherUrlParameters: string): Re
     if (element.kind !== 'object') return { kind: 'uninterpretable', reason: 'body-not-object' };
     const operation = operationOf(element.members ?? new Map(), otherUrlParameters);
     if (operation.kind !== 'graphql') return operation;
-    const { params, canonicalVariables, canonicalExtensions, documentIds, namesDocumentId, canonicalExtensionsById } = operation;
-    operations.push({ params, canonicalVariables, canonicalExtensions, documentIds, namesDocumentId, canonicalExtensionsById });
+    const { params, canonicalVariables, canonicalExtensions, documentIds, namesDocumentId, idValues, canonicalExtensionsById } = operation;
+    operations.push({ params, canonicalVariables, canonicalExtensions, documentIds, namesDocumentId, idValues, canonicalExtensionsById });
   }
   return { kind: 'batch', operations };
 }
@@ -287,14 +294,19 @@ function operationOf(members: ReadonlyMap<string, JsonValue>, otherUrlParameters
  */
 const DOCUMENT_ID_NAMES: ReadonlySet<string> = new Set(['documentId', 'doc_id']);
 
-/** How the members, and the URL parameters (`pairs`, as sent), name a stored document: GraphQLOperation's `documentIds` and `namesDocumentId`. */
-function documentNaming(members: ReadonlyMap<string, JsonValue>, pairs: string): { documentIds: Array<string | null>; namesDocumentId: boolean } {
+/**
+ * How the members, and the URL parameters (`pairs`, as sent), name a stored document:
+ * GraphQLOperation's `documentIds`, `namesDocumentId` and `idValues`.
+ */
+function documentNaming(members: ReadonlyMap<string, JsonValue>, pairs: string): { documentIds: Array<string | null>; namesDocumentId: boolean; idValues: string[] } {
   const documentIds: Array<string | null> = [];
+  const idValues: string[] = [];
   let namesDocumentId = false;
   for (const [name, member] of members) {
     if (DOCUMENT_ID_NAMES.has(name)) documentIds.push(member.kind === 'string' ? member.string! : null);
     else if (!GRAPHQL_PARAMETERS.has(name)) documentIds.push(null);
     namesDocumentId ||= DOCUMENT_ID_NAMES.has(name) && givesValue(member);
+    if (name === HOT_CHOCOLATE_ID && member.kind === 'string') idValues.push(member.string!);
   }
   for (const pair of pairs === '' ? [] : pairs.split('&')) {
     const separator = pair.indexOf('=');
@@ -302,9 +314,15 @@ function documentNaming(members: ReadonlyMap<string, JsonValue>, pairs: string):
     const value = pair.includes(';') ? undefined : formDecode(separator < 0 ? '' : pair.slice(separator + 1));
     documentIds.push(name !== undefined && DOCUMENT_ID_NAMES.has(name) ? (value ?? null) : null);
     namesDocumentId ||= namesIdParameter(pair);
+    for (const piece of semicolonPieces(pair)) {
+      const id = piece.name === HOT_CHOCOLATE_ID && piece.value !== undefined ? formDecode(piece.value) : undefined;
+      if (id !== undefined) idValues.push(id);
+    }
   }
-  return { documentIds, namesDocumentId };
+  return { documentIds, namesDocumentId, idValues };
 }
+
+const HOT_CHOCOLATE_ID = 'id';
 
 /** Whether a member is there with a value: not `null`, not an empty string. */
 function givesValue(member: JsonValue | undefined): boolean {

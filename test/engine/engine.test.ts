@@ -859,6 +859,7 @@ describe('DecisionEngine', () => {
       // Hot Chocolate runs a document it knows by id rather than the text beside it.
       ['a query text beside a documentId', { query: '{ todos { id } }', documentId: 'todo' }, 'query-beside-document-id'],
       ['a mutation text beside a doc_id', { query: 'mutation { addTodo(title: "x") { id } }', doc_id: 'todo' }, 'query-beside-document-id'],
+      ["a query text beside an id the manifest holds for another text (Hot Chocolate's id)", { query: '{ todos { id } }', id: 'todo' }, 'query-beside-document-id'],
     ])('passes %s as an operation svc-cache cannot see', async (_name, body, reason) => {
       withManifest();
       const request = post(body);
@@ -867,6 +868,22 @@ describe('DecisionEngine', () => {
         requestHeaders: { set: [], remove: [] },
         plan: { kind: 'pass', reason, unseen: { maxResponseBodyBytes: 10_000_000 } },
       });
+    });
+
+    it("reads a query text beside Hot Chocolate's id as usual when the manifest holds no other text under it", async () => {
+      withManifest();
+      // react-relay-network-modern sends the operation's name as id with every request.
+      const named = post({ query: '{ todos { id } }', id: 'TodoListQuery' });
+      expect((await roundTrip(named)).status).toBe('MISS');
+      expect(outcome(await decide(named.head, named.body))).toBe('HIT');
+      const same = post({ query: MANIFEST.get('todoTitles'), id: 'todoTitles' });
+      expect((await roundTrip(same, { body: Buffer.from('{"data":{"todos":[{"id":"1","title":"a"}]}}') })).status).toBe('MISS');
+      // In the URL too, and by GET, where it passes unstored.
+      const viaUrl = post({ query: '{ todos { id } }' });
+      viaUrl.head.path = '/graphql?id=todo';
+      expect(await decide(viaUrl.head, viaUrl.body)).toMatchObject({ kind: 'forward', plan: { kind: 'pass', reason: 'query-beside-document-id' } });
+      const byGet = await decideHead(get(`/graphql?query=${encodeURIComponent('{ todos { id } }')}&id=todo`));
+      expect(byGet).toMatchObject({ kind: 'forward', plan: { kind: 'pass', reason: 'query-beside-document-id' } });
     });
 
     it.each([
