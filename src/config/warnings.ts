@@ -23,6 +23,9 @@ export function configWarnings(config: Config): string[] {
       `scopes.${name}.jwt.audience is not set: a token the same key signed for another audience (another API or client of the issuer) is accepted, and the bucket its ${scope.jwt.claim} names is served to it without the origin seeing the request; set audience to the aud this API's tokens carry`,
     );
   }
+  if (config.schema?.file !== undefined && config.schema.refreshSeconds !== undefined) {
+    warnings.push('schema.refreshSeconds has no effect with schema.file: svc-cache introspects nothing, and reads the file again whenever it changes');
+  }
   return warnings;
 }
 

@@ -93,7 +93,8 @@ export type ApqResult = ResolvedQuery | { kind: 'refused'; verdict: Verdict; ref
  * a HIT's decision then waits on nothing but the store.
  */
 export function resolveQuery(params: GraphQLParams, documentIds: readonly (string | null)[], deps: ResolutionDependencies): ApqResult | Promise<ApqResult> {
-  const id = deps.documents?.size ? namedDocumentId({ query: params.query, extensions: params.extensions, documentIds }) : undefined;
+  // An empty manifest is one all the same: every id goes on to the origin, which may know it.
+  const id = deps.documents === undefined ? undefined : namedDocumentId({ query: params.query, extensions: params.extensions, documentIds });
   const stored = id === undefined ? undefined : deps.documents!.get(id);
   if (stored !== undefined) return storedDocument(stored);
   const { persistedQuery } = params.extensions;

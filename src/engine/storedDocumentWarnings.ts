@@ -1,4 +1,4 @@
-import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphql';
+import { OperationTypeNode, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
 import type { Config } from '../config/index.js';
 import { parseDocument } from '../graphql/index.js';
 import { prepareOperation, type KeyFields } from '../invalidation/index.js';
@@ -14,7 +14,7 @@ export function storedDocumentWarnings(config: Config, schema: GraphQLSchema | u
   const documents = config.persistedDocuments?.documents;
   if (documents === undefined) return [];
   if (documents.size === 0) return [EMPTY_MANIFEST];
-  const found: Record<Finding, string[]> = { 'does-not-parse': [], 'over-limits': [], 'typename-missing': [], 'keys-missing': [] };
+  const found: Record<Finding, string[]> = { 'does-not-parse': [], 'over-limits': [], 'not-in-schema': [], 'typename-missing': [], 'keys-missing': [] };
   for (const [id, text] of documents) {
     const finding = findingOf(text, config, schema);
     if (finding !== undefined) found[finding.kind].push(described(id, text, finding.detail));
@@ -22,7 +22,7 @@ export function storedDocumentWarnings(config: Config, schema: GraphQLSchema | u
   return (Object.keys(found) as Finding[]).filter((finding) => found[finding].length > 0).map((finding) => warningText(finding, found[finding]));
 }
 
-type Finding = 'does-not-parse' | 'over-limits' | 'typename-missing' | 'keys-missing';
+type Finding = 'does-not-parse' | 'over-limits' | 'not-in-schema' | 'typename-missing' | 'keys-missing';
 
 const EMPTY_MANIFEST =
   "persistedDocuments: the manifest holds no documents: every id a client sends passes as an operation svc-cache cannot see (unknown-document-id), and a POST empties the store when the origin runs it";
@@ -55,8 +55,12 @@ function findingOf(text: string, config: Config, schema: GraphQLSchema | undefin
       if (checked.kind === 'pass' && checked.reason === 'stored-document-over-limits') return { kind: 'over-limits', detail: checked.detail };
       continue;
     }
+    if (schema === undefined) continue;
+    // Only `check` validates: requests go on unvalidated, so that this is not the cost of every new document.
+    const invalid = validate(schema, checked.selected.document)[0];
+    if (invalid !== undefined) return { kind: 'not-in-schema', detail: invalid.message };
     const isQuery = checked.selected.operation.operation === OperationTypeNode.QUERY;
-    if (schema === undefined || !isQuery || checked.analysis.policy === undefined) continue;
+    if (!isQuery || checked.analysis.policy === undefined) continue;
     if (needsAddedFields(checked.selected.document, NO_KEY_FIELDS, schema)) return { kind: 'typename-missing' };
     if (needsAddedFields(checked.selected.document, config.keyFields, schema)) return { kind: 'keys-missing' };
   }
@@ -81,17 +85,36 @@ const NO_KEY_FIELDS: KeyFields = { defaults: [], types: {} };
 function warningText(finding: Finding, documents: readonly string[]): string {
   const named = documents.slice(0, NAMED_IDS).join(', ');
   const list = documents.length > NAMED_IDS ? `${named} and ${documents.length - NAMED_IDS} more` : named;
-  return `persistedDocuments: ${documents.length} of the manifest's ${FINDINGS[finding]}: ${list}`;
+  const { one, many, so } = FINDINGS[finding];
+  const counted = documents.length === 1 ? `1 manifest document ${one}` : `${documents.length} manifest documents ${many}`;
+  return `persistedDocuments: ${counted}: ${list}. ${so}`;
 }
 
-/** What each finding means, before the documents it names. */
-const FINDINGS: Record<Finding, string> = {
-  'does-not-parse':
-    'documents do not parse, so a request naming one passes as an operation svc-cache cannot see, and a POST empties the store when the origin runs it',
-  'over-limits':
-    'documents are over limits, so a request naming one passes as an operation svc-cache cannot see, and a POST empties the store when the origin runs it; raise limits to cover them',
-  'typename-missing':
-    'queries select no __typename where a field can return several types; svc-cache adds no field to a stored document, so their answers are never stored',
-  'keys-missing':
-    'queries select objects without their key fields; svc-cache adds no field to a stored document, so a mutation or purge of any object of those types drops their answers',
+/** What each finding says of one document and of several, and what follows from it. */
+const FINDINGS: Record<Finding, { one: string; many: string; so: string }> = {
+  'does-not-parse': {
+    one: 'does not parse',
+    many: 'do not parse',
+    so: 'A request naming one passes as an operation svc-cache cannot see, and a POST empties the store when the origin runs it.',
+  },
+  'over-limits': {
+    one: 'is over limits',
+    many: 'are over limits',
+    so: 'A request naming one passes as an operation svc-cache cannot see, and a POST empties the store when the origin runs it; raise limits to cover them.',
+  },
+  'not-in-schema': {
+    one: 'does not validate against the schema',
+    many: 'do not validate against the schema',
+    so: "Where the origin's schema is newer, an answer holding objects under a field svc-cache's lacks is not stored, and a mutation's empties every type queries hold; load the origin's schema.",
+  },
+  'typename-missing': {
+    one: 'selects no __typename where a field can return several types',
+    many: 'select no __typename where a field can return several types',
+    so: 'svc-cache adds no field to a stored document, so the answers to such a document are never stored.',
+  },
+  'keys-missing': {
+    one: 'selects objects without their key fields',
+    many: 'select objects without their key fields',
+    so: 'svc-cache adds no field to a stored document, so a mutation or purge of any object of those types drops the answers to such a document.',
+  },
 };

@@ -20,7 +20,7 @@ export async function introspectOrigin(url: string, options: IntrospectionOption
   }
   if (!body?.data?.__schema) {
     const messages = Array.isArray(body?.errors) ? body.errors.map((error) => String(error.message)).join('; ') : '';
-    if (messages) throw new SchemaLoadError(`${url} refused the introspection query (HTTP ${status}): ${messages}`);
+    if (messages) throw new SchemaLoadError(`${url} refused the introspection query (HTTP ${status}): ${messages}; give svc-cache the origin's SDL in schema.file instead`);
     throw new SchemaLoadError(`${url} answered HTTP ${status} without an introspection result`);
   }
   let schema: GraphQLSchema;

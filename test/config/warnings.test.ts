@@ -26,6 +26,11 @@ describe('configWarnings', () => {
     ]);
   });
 
+  it('says schema.refreshSeconds does nothing beside schema.file', () => {
+    const config = parseConfig('origin:\n  url: http://origin.test/graphql\nschema:\n  file: origin.graphql\n  refreshSeconds: 60\n', { source: 'config.yaml', env: {} });
+    expect(configWarnings(config)).toEqual(['schema.refreshSeconds has no effect with schema.file: svc-cache introspects nothing, and reads the file again whenever it changes']);
+  });
+
   it('has none for scopes on headers and cookies alone', () => {
     expect(configWarnings(parse('  TEAM: header:x-team\n  SESSION: cookie:session\n'))).toEqual([]);
   });

@@ -870,6 +870,15 @@ describe('DecisionEngine', () => {
       });
     });
 
+    it("passes every id on to the origin under an empty manifest, as under one that lacks it", async () => {
+      build({ persistedDocuments: { manifest: 'manifest.json' } });
+      current = { ...current, persistedDocuments: { manifest: 'manifest.json', documents: new Map() } };
+      for (const body of [{ documentId: 'todo' }, { extensions: { persistedQuery: { version: 1, sha256Hash: 'a'.repeat(64) } } }]) {
+        const request = post(body);
+        expect(await decide(request.head, request.body)).toMatchObject({ kind: 'forward', plan: { kind: 'pass', reason: 'unknown-document-id' } });
+      }
+    });
+
     it("reads a query text beside Hot Chocolate's id as usual when the manifest holds no other text under it", async () => {
       withManifest();
       // react-relay-network-modern sends the operation's name as id with every request.

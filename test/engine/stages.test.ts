@@ -69,6 +69,7 @@ describe('readParameters', () => {
       canonicalExtensions: '',
       documentIds: [],
       namesDocumentId: false,
+      idValues: [],
       canonicalExtensionsById: '',
       otherUrlParameters: '',
       otherMembers: '',

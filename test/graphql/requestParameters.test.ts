@@ -24,6 +24,7 @@ describe('readGetRequest', () => {
       canonicalExtensions: '',
       documentIds: [null],
       namesDocumentId: false,
+      idValues: [],
       canonicalExtensionsById: '',
       otherUrlParameters: 'x=1',
       otherMembers: '',
@@ -297,6 +298,7 @@ describe('readPostRequest', () => {
       canonicalExtensions: '{"e":true}',
       documentIds: [null],
       namesDocumentId: false,
+      idValues: [],
       canonicalExtensionsById: '{"e":true}',
       otherUrlParameters: '',
       otherMembers: '{"other":1}',
@@ -329,7 +331,9 @@ describe('readPostRequest', () => {
     expect(readGetRequest('/graphql?query=%7B+a+%7D&%ZZ=m')).toMatchObject({ namesDocumentId: true });
     expect(post('{"query":"{ a }","tenant":"acme"}', '/graphql?x=1')).toMatchObject({ namesDocumentId: false });
     // react-relay-network-modern sends `id` with every request.
-    expect(post('{"id":"TodosQuery","query":"{ a }","variables":{}}')).toMatchObject({ namesDocumentId: false });
+    expect(post('{"id":"TodosQuery","query":"{ a }","variables":{}}')).toMatchObject({ namesDocumentId: false, idValues: ['TodosQuery'] });
+    // Hot Chocolate's id is kept to be looked up in the manifest, from the URL too, `;` pieces included.
+    expect(post('{"query":"{ a }"}', '/graphql?id=a%20b&x=1;id=c')).toMatchObject({ namesDocumentId: false, idValues: ['a b', 'c'] });
     // A null or empty value names nothing, nor a `;` in another parameter.
     expect(post('{"query":"{ a }","documentId":null,"doc_id":""}', '/graphql?documentId=&x=a;b')).toMatchObject({ namesDocumentId: false });
   });
@@ -359,6 +363,7 @@ describe('readPostRequest', () => {
       canonicalExtensions: '',
       documentIds: [],
       namesDocumentId: false,
+      idValues: [],
       canonicalExtensionsById: '',
       otherUrlParameters: '',
       otherMembers: '',
@@ -462,8 +467,8 @@ describe('readPostRequest', () => {
       expect(post('[{"query":"a","variables":{"n":1.0}}, {"query":"mutation { m }","operationName":"M"}]')).toEqual({
         kind: 'batch',
         operations: [
-          { params: { query: 'a', operationName: undefined, variables: { n: 1 }, extensions: {} }, canonicalVariables: '{"n":1.0}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, canonicalExtensionsById: '' },
-          { params: { query: 'mutation { m }', operationName: 'M', variables: {}, extensions: {} }, canonicalVariables: '{}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, canonicalExtensionsById: '' },
+          { params: { query: 'a', operationName: undefined, variables: { n: 1 }, extensions: {} }, canonicalVariables: '{"n":1.0}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, idValues: [], canonicalExtensionsById: '' },
+          { params: { query: 'mutation { m }', operationName: 'M', variables: {}, extensions: {} }, canonicalVariables: '{}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, idValues: [], canonicalExtensionsById: '' },
         ],
       });
     });
@@ -492,6 +497,7 @@ describe('remembered readings', () => {
       canonicalExtensions: '',
       documentIds: [],
       namesDocumentId: false,
+      idValues: [],
       canonicalExtensionsById: '',
       otherUrlParameters: '',
       otherMembers: '',

@@ -167,7 +167,7 @@ describe('svc-cache check', () => {
     expect(result.status).toBe(0);
     expect(result.stdout).toContain(`\nstored documents: 2 in ${join(scratch, 'manifest.json')}\n`);
     expect(result.stderr).toBe(
-      'warning: persistedDocuments: 1 of the manifest\'s queries select objects without their key fields; svc-cache adds no field to a stored document, so a mutation or purge of any object of those types drops their answers: "stored" (Me)\n',
+      'warning: persistedDocuments: 1 manifest document selects objects without their key fields: "stored" (Me). svc-cache adds no field to a stored document, so a mutation or purge of any object of those types drops the answers to such a document.\n',
     );
     const broken = cli(['check', '--config', file('broken-manifest.yaml', `${VALID}persistedDocuments:\n  manifest: missing.json\n`)]);
     expect([broken.status, broken.stderr]).toEqual([1, expect.stringContaining(`persistedDocuments.manifest: cannot read "${join(scratch, 'missing.json')}": no such file (line 16)`)]);

@@ -234,7 +234,7 @@ describe('schema by introspection of origin.url', () => {
     source = createSchemaSource(config({ origin: { url } }), capturingLogger().logger, { retryDelaysMs: [1000] });
     await eventually(() =>
       expect(source?.unavailableReason()).toBe(
-        `${url} refused the introspection query (HTTP 400): GraphQL introspection is not allowed`,
+        `${url} refused the introspection query (HTTP 400): GraphQL introspection is not allowed; give svc-cache the origin's SDL in schema.file instead`,
       ),
     );
   });
