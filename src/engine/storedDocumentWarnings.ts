@@ -61,7 +61,7 @@ function findingOf(text: string, config: Config, schema: GraphQLSchema | undefin
     if (invalid !== undefined) return { kind: 'not-in-schema', detail: invalid.message };
     const isQuery = checked.selected.operation.operation === OperationTypeNode.QUERY;
     if (!isQuery || checked.analysis.policy === undefined) continue;
-    if (needsAddedFields(checked.selected.document, NO_KEY_FIELDS, schema)) return { kind: 'typename-missing' };
+    if (lacksTypename(checked.selected.document, schema)) return { kind: 'typename-missing' };
     if (needsAddedFields(checked.selected.document, config.keyFields, schema)) return { kind: 'keys-missing' };
   }
   return undefined;
@@ -78,6 +78,11 @@ function needsAddedFields(document: DocumentNode, keyFields: KeyFields, schema: 
     // A document the schema does not have: the origin answers it with errors, which are never stored.
     return false;
   }
+}
+
+/** Whether a field that can return several types is selected without `__typename`: what svc-cache adds when no type has a key. */
+function lacksTypename(document: DocumentNode, schema: GraphQLSchema): boolean {
+  return needsAddedFields(document, NO_KEY_FIELDS, schema);
 }
 
 const NO_KEY_FIELDS: KeyFields = { defaults: [], types: {} };

@@ -1,16 +1,13 @@
 import {
   getNamedType,
   getNullableType,
-  isAbstractType,
   isCompositeType,
-  isInterfaceType,
   isListType,
   isObjectType,
   getVariableValues,
   type FieldNode,
   type GraphQLCompositeType,
   type GraphQLField,
-  type GraphQLNamedType,
   type GraphQLObjectType,
   type OperationDefinitionNode,
   type GraphQLOutputType,
@@ -19,6 +16,7 @@ import {
 import { entityKeyText } from './keyFields.js';
 import type { PreparedOperation } from './entityFields.js';
 import { heldTypes, HeldTypesWalk, possibleObjectTypes, type HeldTypes } from './heldTypes.js';
+import { queriedTypes } from './queriedTypes.js';
 import { rootFieldTypeTags } from './rootFieldTypes.js';
 import { entityKeyField, type KeyFields } from './keyFields.js';
 import type { ListArgumentIndex } from './listArguments.js';
@@ -102,6 +100,9 @@ export function responseTags(
     unidentified: () => false,
     unknownField: () => false,
     keyMissing(type) {
+      // Only where the schema validated the document (so svc-cache would have added the key): otherwise
+      // the schema is not the origin's, and the walk may have missed or mistyped what the answer holds.
+      if (!prepared.rewritten) return false;
       tags.add(invalidationTag.unkeyed(type.name));
       return tags.size <= maxTags;
     },
@@ -110,18 +111,18 @@ export function responseTags(
 }
 
 /**
- * What a mutation's response invalidates under `policy`, from every object it returned:
- * `Entity` the returned entities (and the `unkeyed` objects of their types); `List` those and every list of a returned type (with
- * `prepared.lists` matching, only the lists each object is compatible with, by its field values:
- * listArguments.ts, unless the answer has errors); `Type` every
- * response holding an object of a returned type (its entities and lists included). An object the
- * mutation created touches no list under `Entity` (docs/graphql-caching.md, Invalidation).
+ * What a mutation's response invalidates under `policy`, from every object it returned: `Entity`
+ * the returned entities (and the `unkeyed` objects of their types); `List` those and every list of
+ * a returned type (with `prepared.lists` matching, only the lists each object is compatible with,
+ * by its field values: listArguments.ts, unless the answer has errors); `Type` every response
+ * holding an object of a returned type (its entities and lists included). An object the mutation
+ * created touches no list under `Entity` (docs/graphql-caching.md, Invalidation).
  *
  * Where the tags cannot be precise, broader ones stand in: invalidating more than asked is safe,
  * less is not. Beyond `MAX_RESPONSE_TAGS` returned entities, their tags give way to the `type` tags
  * of their types; an object whose type the schema does not know invalidates every type it could be,
- * objects under a field it does not have every type queries hold, and an entity that came back
- * without its key, its type.
+ * objects where the schema has none every type queries hold, and an entity that came back without
+ * its key, its type.
  */
 export function mutationInvalidationTags(
   schema: GraphQLSchema,
@@ -178,10 +179,18 @@ export function mutationInvalidationTags(
   });
   const unnamedTags = [...unnamedTypes].map(invalidationTag.type);
   if (policy === 'Type') return [...new Set([...[...returnedTypes].map(invalidationTag.type), ...unnamedTags])];
-  const entityTags =
-    entities.size < MAX_RESPONSE_TAGS ? [...entities, ...[...entityTypes].map(invalidationTag.unkeyed)] : [...entityTypes].map(invalidationTag.type);
+  const entityTags = returnedEntityTags(entities, entityTypes);
   const listTags = policy !== 'List' ? [] : lists ? lists.tags() : [...returnedTypes].map(invalidationTag.list);
   return [...new Set([...entityTags, ...listTags, ...unnamedTags])];
+}
+
+/**
+ * The returned entities' tags, and those of their types' objects whose key an answer lacks (any of
+ * which may be one of them); past `MAX_RESPONSE_TAGS` entities, their types' tags instead.
+ */
+function returnedEntityTags(entities: ReadonlySet<string>, entityTypes: ReadonlySet<string>): string[] {
+  if (entities.size >= MAX_RESPONSE_TAGS) return [...entityTypes].map(invalidationTag.type);
+  return [...entities, ...[...entityTypes].map(invalidationTag.unkeyed)];
 }
 
 /**
@@ -245,7 +254,7 @@ interface ResponseVisitor {
    * and the entities in them, are not known.
    */
   unknownField(): boolean;
-  /** An object of an entity type without its key field in the response (reported besides `object`). */
+  /** An object of an entity type whose key field the response lacks or holds as null (reported besides `object`). */
   keyMissing(type: GraphQLObjectType): boolean;
 }
 
@@ -323,17 +332,43 @@ class ResponseWalk {
       return value.every((item) => this.value(item, nullable.ofType, plan, true, atRoot));
     }
     if (!isCompositeType(nullable) || !isPlainObject(value)) return true;
+    if (isObjectType(nullable) && this.namesAnotherType(value, nullable, plan)) {
+      // The origin's schema returns other types here (a field now of an interface): which one is not walked.
+      return this.visitor.unidentified([nullable, ...this.namedObjectTypes(value, plan)]);
+    }
     const concrete = isObjectType(nullable) ? nullable : this.typeOf(value, nullable, plan);
     if (!concrete) return this.visitor.unidentified(possibleObjectTypes(this.schema, nullable));
     const shape = this.shape(concrete, plan);
     const key = shape.keyResponseKeys && keyOf(value, shape.keyResponseKeys);
-    if (key === MISSING_KEY && !this.visitor.keyMissing(concrete)) return false;
+    // A key that came back null names no entity either: the object may be any of its type.
+    if ((key === MISSING_KEY || key === null) && !this.visitor.keyMissing(concrete)) return false;
     const entityKey = typeof key === 'string' ? key : undefined;
     const fieldValue = (field: string): unknown => firstPresent(value, shape.valueResponseKeys.get(field) ?? []);
     // What an object without a key holds is in its list too (a connection's edge and the edge's
     // node); an entity's fields are its own (README, Lists by argument).
     const holdsInList = inList && shape.keyResponseKeys === undefined;
     return this.visitor.object(concrete, entityKey, inList, fieldValue, atRoot) && this.fields(value, concrete, plan, false, holdsInList);
+  }
+
+  /** Whether a `__typename` the object received names another type than the field's own object type. */
+  private namesAnotherType(object: Record<string, unknown>, type: GraphQLObjectType, plan: SelectionPlan): boolean {
+    return this.typenameKeys(plan).some((responseKey) => typeof object[responseKey] === 'string' && object[responseKey] !== type.name);
+  }
+
+  private namedObjectTypes(object: Record<string, unknown>, plan: SelectionPlan): GraphQLObjectType[] {
+    return this.typenameKeys(plan).flatMap((responseKey) => {
+      const named = typeof object[responseKey] === 'string' ? this.schema.getType(object[responseKey]) : undefined;
+      return isObjectType(named) ? [named] : [];
+    });
+  }
+
+  private typenameKeys(plan: SelectionPlan): readonly string[] {
+    let typenameKeys = typenameKeysByPlan.get(plan);
+    if (!typenameKeys) {
+      typenameKeys = [...plan.fields()].flatMap(([responseKey, fields]) => (fields[0]!.name.value === '__typename' ? [responseKey] : []));
+      typenameKeysByPlan.set(plan, typenameKeys);
+    }
+    return typenameKeys;
   }
 
   /** The concrete type named by whichever `__typename` the object received. */
@@ -392,11 +427,20 @@ class ResponseWalk {
         valueResponseKeys.set(name, [...(valueResponseKeys.get(name) ?? []), responseKey]);
       }
       const definition = definitions[name];
-      if (!definition && !name.startsWith('__')) unknownResponseKeys.push(responseKey);
+      // A field the schema lacks, or has as a leaf where the document selects within it: the origin's
+      // schema is newer. (`__typename` is in no type's fields, and holds a name.)
+      const unknown = definition ? !isCompositeType(getNamedType(definition.type)) && node.selectionSet !== undefined : !name.startsWith('__');
+      if (unknown) unknownResponseKeys.push(responseKey);
       // What svc-cache selected to name lists holds no objects of the answer's own.
       if (!definition || !isCompositeType(getNamedType(definition.type)) || responseKey.startsWith(addedKeyPrefix)) continue;
       const tagsLists = this.prepared.lists?.tagsLists(type, definition) ?? false;
       objectFields.push({ responseKey, node, definition, plan: plan.child(responseKey, filter), tagsLists });
+    }
+    // Keys only fragments the schema says do not apply to the type select (an unknown type condition, an
+    // interface the type implements only at the origin): present in an answer, the origin's schema differs.
+    const own = plan.fields(filter);
+    for (const [responseKey, fields] of plan.fields()) {
+      if (!own.has(responseKey) && !fields[0]!.name.value.startsWith('__')) unknownResponseKeys.push(responseKey);
     }
     return { keyResponseKeys, objectFields, valueResponseKeys, unknownResponseKeys };
   }
@@ -422,7 +466,7 @@ const MISSING_KEY = Symbol('missing key');
 
 /**
  * The entity key, from whichever selection of the key field (the client's or an added one) came
- * back; null when it came back null (such an object cannot be named), `MISSING_KEY` when none did.
+ * back; null when it came back null, `MISSING_KEY` when none did (neither names the object).
  */
 function keyOf(object: Record<string, unknown>, keyResponseKeys: readonly string[]): string | null | typeof MISSING_KEY {
   let key: string | null | typeof MISSING_KEY = MISSING_KEY;
@@ -433,29 +477,4 @@ function keyOf(object: Record<string, unknown>, keyResponseKeys: readonly string
     key = null;
   }
   return key;
-}
-
-/** Object types a query can reach from the query root: only those can be in a cached answer. */
-function queriedTypes(schema: GraphQLSchema): ReadonlySet<string> {
-  let types = queriedTypesBySchema.get(schema);
-  if (types === undefined) {
-    types = reachableObjectTypes(schema);
-    queriedTypesBySchema.set(schema, types);
-  }
-  return types;
-}
-
-const queriedTypesBySchema = new WeakMap<GraphQLSchema, ReadonlySet<string>>();
-
-function reachableObjectTypes(schema: GraphQLSchema): Set<string> {
-  const reached = new Set<string>();
-  const queryType = schema.getQueryType();
-  const pending: GraphQLNamedType[] = queryType ? [queryType] : [];
-  for (let type = pending.pop(); type !== undefined; type = pending.pop()) {
-    if (reached.has(type.name)) continue;
-    reached.add(type.name);
-    if (isAbstractType(type)) pending.push(...schema.getPossibleTypes(type));
-    if (isObjectType(type) || isInterfaceType(type)) for (const field of Object.values(type.getFields())) pending.push(getNamedType(field.type));
-  }
-  return new Set([...reached].filter((name) => isObjectType(schema.getType(name)) && name !== queryType?.name));
 }

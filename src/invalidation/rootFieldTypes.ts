@@ -1,6 +1,7 @@
 import { getNamedType, isAbstractType, isObjectType, Kind, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { collectFields, fragmentsOf } from '../graphql/index.js';
 import type { PreparedOperation } from './entityFields.js';
+import { queriedTypes } from './queriedTypes.js';
 import { invalidationTag } from './tags.js';
 
 /**
@@ -21,6 +22,8 @@ export function rootFieldTypeTags(schema: GraphQLSchema, prepared: PreparedOpera
   const tags = new Set<string>();
   for (const field of collectFields([operation.selectionSet], fragmentsOf(prepared.document))) {
     const definition = rootFields[field.name.value];
+    // A root field the schema lacks (the origin's is newer) may return any type queries hold.
+    if (!definition && !field.name.value.startsWith('__')) return [...queriedTypes(schema)].map(invalidationTag.type);
     if (!definition) continue;
     const type = getNamedType(definition.type);
     const objectTypes = isAbstractType(type) ? schema.getPossibleTypes(type) : isObjectType(type) ? [type] : [];

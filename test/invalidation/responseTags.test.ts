@@ -155,21 +155,51 @@ describe('responseTags', () => {
   });
 
   it('tags an entity that came without its key (a stored document, sent without added fields) as an unkeyed object of its type', () => {
-    // A document the schema does not validate is sent as written too.
-    const prepared = prepare('{ todos { title extra author { name } } }');
-    expect(prepared.rewritten).toBe(false);
-    const answer = { data: { todos: [{ title: 'Buy milk', extra: 1, author: { name: 'Ann' } }] } };
+    const prepared = prepare('{ todos { title author { name } } }');
+    const answer = { data: { todos: [{ title: 'Buy milk', author: { name: 'Ann' } }] } };
     expect(sorted(responseTags(schema, prepared, answer, ''))).toEqual(
       sorted([tag.unkeyed('Todo'), tag.unkeyed('User'), tag.type('Todo'), tag.type('User'), tag.list('Todo'), tag.query('todos')]),
     );
+    // Not where the document does not validate: the origin's schema is not svc-cache's, so what the
+    // walk saw of the answer is not to be trusted.
+    const invalid = prepare('{ todos { title extra } }');
+    expect(invalid.rewritten).toBe(false);
+    expect(responseTags(schema, invalid, { data: { todos: [{ title: 'Buy milk', extra: 1 }] } }, '')).toBeUndefined();
   });
 
-  it('tags no entity for a key that came back null', () => {
-    const nullableSchema = buildSchema('type Draft { id: ID title: String } type Query { drafts: [Draft!]! }');
+  describe("objects where svc-cache's schema says there are none, or others (the origin's schema is newer)", () => {
+    const storedWith = (query: string, data: Record<string, unknown>) => responseTags(schema, prepare(query), { data }, '');
+
+    it('gives up on objects under a fragment whose type condition does not apply to the type in svc-cache\'s schema', () => {
+      expect(storedWith('{ todo(id: "1") { id ... on Assignable { author { id name } } } }', { todo: { id: '1', author: { id: 'u1', name: 'A' } } })).toBeUndefined();
+      expect(storedWith('{ todo(id: "1") { title ... on Assignable { author { id } } } }', { todo: { title: 'a', author: { id: 'u1' } } })).toBeUndefined();
+    });
+
+    it('gives up on objects under a field svc-cache\'s schema has as a scalar', () => {
+      expect(storedWith('{ todos { id done { setBy { id } } } }', { todos: [{ id: '1', done: { setBy: { id: 'u1' } } }] })).toBeUndefined();
+    });
+
+    it('gives up on an object whose __typename is another type than the field returns', () => {
+      expect(storedWith('{ todos { id author { __typename name } } }', { todos: [{ id: '1', author: { __typename: 'Product', name: 'Beans' } }] })).toBeUndefined();
+      expect(storedWith('{ todos { id author { __typename name } } }', { todos: [{ id: '1', author: { __typename: 'User', name: 'Ann' } }] })).toBeDefined();
+    });
+
+    it('invalidates every type queries hold after a mutation whose answer holds such objects', () => {
+      const prepared = prepare('mutation { updateTodo(id: "1", title: "a") { id ... on Assignable { author { id } } } }');
+      const tags = mutationInvalidationTags(schema, prepared, { data: { updateTodo: { id: '1', author: { id: 'u1' } } } }, 'Entity');
+      expect(tags).toEqual(expect.arrayContaining([tag.type('Todo'), tag.type('User'), tag.type('Product')]));
+    });
+  });
+
+  it('tags a key that came back null as an unkeyed object: it may be any of its type', () => {
+    const nullableSchema = buildSchema('type Draft { id: ID title: String } type Query { drafts: [Draft!]! } type Mutation { editDraft(id: ID!): Draft }');
     const prepared = prepareOperation(nullableSchema, parse('{ drafts { title } }'), keyFields);
     expect(sorted(responseTags(nullableSchema, prepared, { data: { drafts: [{ title: 'x', _svc_id: null }] } }, ''))).toEqual(
-      sorted([tag.type('Draft'), tag.list('Draft'), tag.query('drafts')]),
+      sorted([tag.unkeyed('Draft'), tag.type('Draft'), tag.list('Draft'), tag.query('drafts')]),
     );
+    // A mutation's object with a null key names every object of its type.
+    const edit = prepareOperation(nullableSchema, parse('mutation { editDraft(id: "d1") { title } }'), keyFields);
+    expect(mutationInvalidationTags(nullableSchema, edit, { data: { editDraft: { title: 'y', _svc_id: null } } }, 'Entity')).toEqual([tag.type('Draft')]);
   });
 
   describe('a place that came back null or empty, through objects without a key (README, Invalidation after mutations)', () => {

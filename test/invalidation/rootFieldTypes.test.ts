@@ -23,7 +23,8 @@ describe('rootFieldTypeTags', () => {
     );
   });
 
-  it('names nothing for scalar root fields and fields the schema does not know', () => {
-    expect(rootFieldTypeTags(schema, prepare('{ time ghost { id } }'))).toEqual([]);
+  it('names nothing for scalar root fields, and every type queries hold for a field the schema does not know', () => {
+    expect(rootFieldTypeTags(schema, prepare('{ time }'))).toEqual([]);
+    expect(rootFieldTypeTags(schema, prepare('mutation { archiveTodo(id: "1") { id } }'))).toEqual(expect.arrayContaining([tag.type('Todo'), tag.type('User'), tag.type('Product')]));
   });
 });
