@@ -1,6 +1,6 @@
-import { OperationTypeNode, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
+import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphql';
 import type { Config } from '../config/index.js';
-import { parseDocument } from '../graphql/index.js';
+import { parseDocument, validationErrors } from '../graphql/index.js';
 import { prepareOperation, type KeyFields } from '../invalidation/index.js';
 import { analyseDocument, checkLimits, isVerdict, storedDocument } from './requestStages.js';
 
@@ -57,7 +57,7 @@ function findingOf(text: string, config: Config, schema: GraphQLSchema | undefin
     }
     if (schema === undefined) continue;
     // Only `check` validates: requests go on unvalidated, so that this is not the cost of every new document.
-    const invalid = validate(schema, checked.selected.document)[0];
+    const invalid = validationErrors(schema, checked.selected.document)[0];
     if (invalid !== undefined) return { kind: 'not-in-schema', detail: invalid.message };
     const isQuery = checked.selected.operation.operation === OperationTypeNode.QUERY;
     if (!isQuery || checked.analysis.policy === undefined) continue;
@@ -110,7 +110,7 @@ const FINDINGS: Record<Finding, { one: string; many: string; so: string }> = {
   'not-in-schema': {
     one: 'does not validate against the schema',
     many: 'do not validate against the schema',
-    so: "Where the origin's schema is newer, an answer holding objects under a field svc-cache's lacks is not stored, and a mutation's empties every type queries hold; load the origin's schema.",
+    so: "svc-cache stores no answer to such a document that holds an entity without its key or objects where its schema has none, and such a mutation's answer empties every type queries hold; load the origin's schema, or mend the document.",
   },
   'typename-missing': {
     one: 'selects no __typename where a field can return several types',

@@ -315,7 +315,8 @@ function documentNaming(members: ReadonlyMap<string, JsonValue>, pairs: string):
     documentIds.push(name !== undefined && DOCUMENT_ID_NAMES.has(name) ? (value ?? null) : null);
     namesDocumentId ||= namesIdParameter(pair);
     for (const piece of semicolonPieces(pair)) {
-      const id = piece.name === HOT_CHOCOLATE_ID && piece.value !== undefined ? formDecode(piece.value) : undefined;
+      // ASP.NET Core reads URL parameter names in any case: `ID=` is Hot Chocolate's `id` too.
+      const id = piece.name?.toLowerCase() === HOT_CHOCOLATE_ID && piece.value !== undefined ? formDecode(piece.value) : undefined;
       if (id !== undefined) idValues.push(id);
     }
   }

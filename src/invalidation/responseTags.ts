@@ -282,8 +282,10 @@ interface ObjectShape {
   objectFields: readonly ObjectField[];
   /** Response keys that can hold each field a mutation's list tags need (see `ResponseVisitor.object`). */
   valueResponseKeys: ReadonlyMap<string, readonly string[]>;
-  /** Response keys of fields the schema does not have on the type. */
+  /** Response keys of fields the schema does not have on the type, or has as a leaf selected within (selectsBeyondSchema). */
   unknownResponseKeys: readonly string[];
+  /** Response keys the type's own selection has (fragments that apply to it). */
+  ownResponseKeys: ReadonlySet<string>;
 }
 
 interface ObjectField {
@@ -314,6 +316,12 @@ class ResponseWalk {
     for (const responseKey of shape.unknownResponseKeys) {
       if (holdsObject(object[responseKey]) && !this.visitor.unknownField()) return false;
     }
+    // What the origin sent that this type's own selection does not name was not walked either: a
+    // fragment whose type condition svc-cache's schema says does not apply (an interface the origin
+    // added), alone or merged under a key the type's own selection has.
+    for (const responseKey in object) {
+      if (!shape.ownResponseKeys.has(responseKey) && holdsObject(object[responseKey]) && !this.visitor.unknownField()) return false;
+    }
     for (const field of shape.objectFields) {
       if (!Object.hasOwn(object, field.responseKey)) continue;
       const { definition } = field;
@@ -326,15 +334,17 @@ class ResponseWalk {
   private value(value: unknown, type: GraphQLOutputType, plan: SelectionPlan, inList: boolean, atRoot: boolean): boolean {
     const nullable = getNullableType(type);
     if (value === null || value === undefined) return this.visitor.vacancy(this.held(nullable), inList || isListType(nullable));
+    if (isListType(nullable) !== Array.isArray(value) && holdsObject(value)) return this.visitor.unknownField();
     if (isListType(nullable)) {
       if (!Array.isArray(value)) return true;
       if (value.length === 0) return this.visitor.vacancy(this.held(nullable), true);
       return value.every((item) => this.value(item, nullable.ofType, plan, true, atRoot));
     }
     if (!isCompositeType(nullable) || !isPlainObject(value)) return true;
-    if (isObjectType(nullable) && this.namesAnotherType(value, nullable, plan)) {
-      // The origin's schema returns other types here (a field now of an interface): which one is not walked.
-      return this.visitor.unidentified([nullable, ...this.namedObjectTypes(value, plan)]);
+    // The origin's schema returns other types here (a field now of an interface): an answer is not
+    // stored, and a mutation's names those types and, walking on as the declared type, what it holds.
+    if (isObjectType(nullable) && this.namesAnotherType(value, nullable, plan) && !this.visitor.unidentified([nullable, ...this.namedObjectTypes(value, plan)])) {
+      return false;
     }
     const concrete = isObjectType(nullable) ? nullable : this.typeOf(value, nullable, plan);
     if (!concrete) return this.visitor.unidentified(possibleObjectTypes(this.schema, nullable));
@@ -377,14 +387,7 @@ class ResponseWalk {
     abstractType: Exclude<GraphQLCompositeType, GraphQLObjectType>,
     plan: SelectionPlan,
   ): GraphQLObjectType | undefined {
-    let typenameKeys = typenameKeysByPlan.get(plan);
-    if (!typenameKeys) {
-      typenameKeys = [...plan.fields()].flatMap(([responseKey, fields]) =>
-        fields[0]!.name.value === '__typename' ? [responseKey] : [],
-      );
-      typenameKeysByPlan.set(plan, typenameKeys);
-    }
-    for (const responseKey of typenameKeys) {
+    for (const responseKey of this.typenameKeys(plan)) {
       const typename = object[responseKey];
       if (typeof typename !== 'string') continue;
       const type = this.schema.getType(typename);
@@ -417,7 +420,8 @@ class ResponseWalk {
     const valueResponseKeys = new Map<string, string[]>();
     const objectFields: ObjectField[] = [];
     const unknownResponseKeys: string[] = [];
-    for (const [responseKey, fields] of plan.fields(filter)) {
+    const own = plan.fields(filter);
+    for (const [responseKey, fields] of own) {
       const node = fields[0]!;
       const name = node.name.value;
       const plain = (node.arguments ?? []).length === 0;
@@ -427,27 +431,28 @@ class ResponseWalk {
         valueResponseKeys.set(name, [...(valueResponseKeys.get(name) ?? []), responseKey]);
       }
       const definition = definitions[name];
-      // A field the schema lacks, or has as a leaf where the document selects within it: the origin's
-      // schema is newer. (`__typename` is in no type's fields, and holds a name.)
-      const unknown = definition ? !isCompositeType(getNamedType(definition.type)) && node.selectionSet !== undefined : !name.startsWith('__');
-      if (unknown) unknownResponseKeys.push(responseKey);
+      if (selectsBeyondSchema(name, definition, node)) unknownResponseKeys.push(responseKey);
       // What svc-cache selected to name lists holds no objects of the answer's own.
       if (!definition || !isCompositeType(getNamedType(definition.type)) || responseKey.startsWith(addedKeyPrefix)) continue;
       const tagsLists = this.prepared.lists?.tagsLists(type, definition) ?? false;
       objectFields.push({ responseKey, node, definition, plan: plan.child(responseKey, filter), tagsLists });
     }
-    // Keys only fragments the schema says do not apply to the type select (an unknown type condition, an
-    // interface the type implements only at the origin): present in an answer, the origin's schema differs.
-    const own = plan.fields(filter);
-    for (const [responseKey, fields] of plan.fields()) {
-      if (!own.has(responseKey) && !fields[0]!.name.value.startsWith('__')) unknownResponseKeys.push(responseKey);
-    }
-    return { keyResponseKeys, objectFields, valueResponseKeys, unknownResponseKeys };
+    return { keyResponseKeys, objectFields, valueResponseKeys, unknownResponseKeys, ownResponseKeys: new Set(own.keys()) };
   }
 
   private held(type: GraphQLOutputType): HeldTypes {
     return heldTypes(this.schema, this.prepared.keyFields, getNamedType(type));
   }
+}
+
+/**
+ * Whether a selection asks for what the schema does not have, so the origin's schema is newer: a
+ * field the type lacks, or one it has as a leaf with sub-fields selected. (`__typename` is in no
+ * type's fields, and holds a name.)
+ */
+function selectsBeyondSchema(name: string, definition: GraphQLField<unknown, unknown> | undefined, node: FieldNode): boolean {
+  if (definition === undefined) return !name.startsWith('__');
+  return !isCompositeType(getNamedType(definition.type)) && node.selectionSet !== undefined;
 }
 
 /** Whether a JSON value is or holds an object (in a list, at any depth); linear in its size. */

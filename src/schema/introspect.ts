@@ -9,9 +9,20 @@ export interface IntrospectionOptions {
   timeoutMs: number;
 }
 
-/** Asks the origin for its schema with the standard introspection query. */
-export async function introspectOrigin(url: string, options: IntrospectionOptions): Promise<GraphQLSchema> {
+/** A schema as introspected, with the answer's text it was built from. */
+export interface Introspection {
+  schema: GraphQLSchema;
+  answer: string;
+}
+
+/**
+ * Asks the origin for its schema with the standard introspection query. Undefined when it answers
+ * exactly `unchangedFrom` (the answer of the schema in use): building a schema from a large answer
+ * blocks the event loop for a good part of a second, which a periodic refresh need not cost.
+ */
+export async function introspectOrigin(url: string, options: IntrospectionOptions, unchangedFrom?: string): Promise<Introspection | undefined> {
   const { status, contentType, text } = await post(url, options);
+  if (text === unchangedFrom) return undefined;
   let body: { data?: Partial<IntrospectionQuery> | null; errors?: readonly { message?: unknown }[] };
   try {
     body = JSON.parse(text) as typeof body;
@@ -33,7 +44,7 @@ export async function introspectOrigin(url: string, options: IntrospectionOption
   if (problems.length > 0) {
     throw new SchemaLoadError(`the schema of ${url} is not valid: ${problems.map((problem) => problem.message).join('; ')}`);
   }
-  return schema;
+  return { schema, answer: text };
 }
 
 async function post(url: string, options: IntrospectionOptions): Promise<{ status: number; contentType: string | undefined; text: string }> {

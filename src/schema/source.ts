@@ -1,4 +1,4 @@
-import { printSchema, type GraphQLSchema } from 'graphql';
+import type { GraphQLSchema } from 'graphql';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../observability/index.js';
 import { configSchemaMismatches } from './check.js';
@@ -58,17 +58,17 @@ export function createSchemaSource(config: Config, logger: Logger, options: Sche
   const retryDelaysMs = options.retryDelaysMs?.length ? options.retryDelaysMs : DEFAULT_RETRY_DELAYS_MS;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   let schema: GraphQLSchema | undefined;
-  /** `schema` printed, to tell a refreshed schema that changed from one that did not. */
-  let printed: string | undefined;
+  /** The introspection answer `schema` was built from, to tell a refresh that changed nothing; undefined for a file's. */
+  let answered: string | undefined;
   let reason: string | undefined;
   let cancelLoad: (() => void) | undefined;
   let closed = false;
   let markReady!: () => void;
   const ready = new Promise<void>((resolve) => (markReady = resolve));
 
-  const accept = (loaded: GraphQLSchema, from: string, forConfig: Config, attempts: number, text = printSchema(loaded)): void => {
+  const accept = (loaded: GraphQLSchema, from: string, forConfig: Config, attempts: number, answer?: string): void => {
     schema = loaded;
-    printed = text;
+    answered = answer;
     reason = undefined;
     markReady();
     const typeCount = Object.keys(loaded.getTypeMap()).filter((name) => !name.startsWith('__')).length;
@@ -104,20 +104,19 @@ export function createSchemaSource(config: Config, logger: Logger, options: Sche
 
   const introspect = (url: string, forConfig: Config): (() => void) => {
     const controller = new AbortController();
-    let retry: NodeJS.Timeout | undefined;
+    let timer: NodeJS.Timeout | undefined;
     let attempts = 0;
     const refreshMs = options.refreshMs ?? (forConfig.schema?.refreshSeconds ?? DEFAULT_REFRESH_SECONDS) * 1000;
     const later = (run: () => Promise<void>, delay: number): void => {
-      retry = setTimeout(() => void run(), delay);
-      retry.unref();
+      timer = setTimeout(() => void run(), delay);
+      timer.unref();
     };
-    /** Fetched again: put in use only when it changed, so that what was worked out per schema stays. */
+    /** Fetched again: put in use only when the answer changed, so that what was worked out per schema stays. */
     const refresh = async (): Promise<void> => {
       try {
-        const loaded = await introspectOrigin(url, { signal: controller.signal, timeoutMs });
+        const loaded = await introspectOrigin(url, { signal: controller.signal, timeoutMs }, answered);
         if (controller.signal.aborted) return;
-        const text = printSchema(loaded);
-        if (text !== printed) accept(loaded, url, forConfig, 1, text);
+        if (loaded !== undefined) accept(loaded.schema, url, forConfig, 1, loaded.answer);
       } catch (error) {
         if (controller.signal.aborted) return;
         logger.warn({ url }, `cannot refresh the origin schema, keeping the current one: ${describe(error)}; trying again in ${formatDuration(refreshMs)}`);
@@ -128,8 +127,8 @@ export function createSchemaSource(config: Config, logger: Logger, options: Sche
       attempts += 1;
       try {
         const loaded = await introspectOrigin(url, { signal: controller.signal, timeoutMs });
-        if (controller.signal.aborted) return;
-        accept(loaded, url, forConfig, attempts);
+        if (controller.signal.aborted || loaded === undefined) return;
+        accept(loaded.schema, url, forConfig, attempts, loaded.answer);
         if (refreshMs > 0) later(refresh, refreshMs);
       } catch (error) {
         if (controller.signal.aborted) return;
@@ -147,7 +146,7 @@ export function createSchemaSource(config: Config, logger: Logger, options: Sche
     void attempt();
     return () => {
       controller.abort();
-      clearTimeout(retry);
+      clearTimeout(timer);
     };
   };
 

@@ -124,6 +124,11 @@ apq:
     const bySource = parseConfig(`${ORIGIN}schema:\n  file: ../origin.graphql\n`, { source: '/srv/app/conf/config.yaml', env: {} });
     expect(bySource.schema?.file).toBe('/srv/app/origin.graphql');
   });
+
+  it('takes schema.refreshSeconds up to a day, which a Node timer can wait', () => {
+    expect(parse(`${ORIGIN}schema:\n  refreshSeconds: 86400\n`).schema?.refreshSeconds).toBe(86_400);
+    expect(() => parse(`${ORIGIN}schema:\n  refreshSeconds: 2592000\n`)).toThrow('config.yaml: schema.refreshSeconds:');
+  });
 });
 
 describe('parseConfig: ${ENV_VAR} substitution', () => {

@@ -333,7 +333,7 @@ describe('readPostRequest', () => {
     // react-relay-network-modern sends `id` with every request.
     expect(post('{"id":"TodosQuery","query":"{ a }","variables":{}}')).toMatchObject({ namesDocumentId: false, idValues: ['TodosQuery'] });
     // Hot Chocolate's id is kept to be looked up in the manifest, from the URL too, `;` pieces included.
-    expect(post('{"query":"{ a }"}', '/graphql?id=a%20b&x=1;id=c')).toMatchObject({ namesDocumentId: false, idValues: ['a b', 'c'] });
+    expect(post('{"query":"{ a }"}', '/graphql?id=a%20b&x=1;ID=c')).toMatchObject({ namesDocumentId: false, idValues: ['a b', 'c'] });
     // A null or empty value names nothing, nor a `;` in another parameter.
     expect(post('{"query":"{ a }","documentId":null,"doc_id":""}', '/graphql?documentId=&x=a;b')).toMatchObject({ namesDocumentId: false });
   });

@@ -184,6 +184,24 @@ describe('responseTags', () => {
       expect(storedWith('{ todos { id author { __typename name } } }', { todos: [{ id: '1', author: { __typename: 'User', name: 'Ann' } }] })).toBeDefined();
     });
 
+    it('gives up on what a fragment that does not apply merges under a key the type selects itself', () => {
+      const query = '{ todo(id: "1") { id author { id } ... on Assignable { author { id todos { id } } } } }';
+      expect(storedWith(query, { todo: { id: '1', author: { id: 'u1', todos: [{ id: '3' }] } } })).toBeUndefined();
+      expect(storedWith(query, { todo: { id: '1', author: { id: 'u1' } } })).toBeDefined();
+    });
+
+    it('gives up on objects in a list where the schema has one object, or the other way round', () => {
+      expect(storedWith('{ todo(id: "1") { id author { id name } } }', { todo: { id: '1', author: [{ id: 'u1', name: 'A' }] } })).toBeUndefined();
+      expect(storedWith('{ todos { id title } }', { todos: { id: '7', title: 'x' } })).toBeUndefined();
+      expect(storedWith('{ todos { id title } }', { todos: [[{ id: '7', title: 'x' }]] })).toBeUndefined();
+    });
+
+    it("still names what a mutation's object of another type holds", () => {
+      const prepared = prepare('mutation { updateTodo(id: "1", title: "a") { __typename id author { id name } } }');
+      const answer = { data: { updateTodo: { __typename: 'Task', id: '1', author: { id: 'u1', name: 'Renamed' } } } };
+      expect(mutationInvalidationTags(schema, prepared, answer, 'Entity')).toEqual(expect.arrayContaining([tag.type('Todo'), tag.entity('User', 'u1')]));
+    });
+
     it('invalidates every type queries hold after a mutation whose answer holds such objects', () => {
       const prepared = prepare('mutation { updateTodo(id: "1", title: "a") { id ... on Assignable { author { id } } } }');
       const tags = mutationInvalidationTags(schema, prepared, { data: { updateTodo: { id: '1', author: { id: 'u1' } } } }, 'Entity');
