@@ -198,8 +198,8 @@ export const configSchema = z
       .object({
         file: z.string().min(1).optional(),
         /** How often an introspected schema is fetched again, to follow the origin's deploys; 0 never (README, Every key). */
-        // At most a day: Node's timers take at most 2^31 - 1 ms, and run at once past it.
-        refreshSeconds: z.number().int().min(0).max(86_400).optional().describe('a whole number of seconds up to 86400, 0 for never'),
+        // Node's timers take at most 2^31 - 1 ms (24.8 days), and run at once past it.
+        refreshSeconds: z.number().int().min(0).max(2_147_483).optional().describe('a whole number of seconds up to 2147483, 0 for never'),
       })
       .strict()
       .optional(),

@@ -136,6 +136,7 @@ export function mutationInvalidationTags(
   const entityTypes = new Set<string>();
   /** Types invalidated whole because their objects could not be named precisely. */
   const unnamedTypes = new Set<string>();
+  let everyQueriedType = false;
   // With errors, a value may be null because its field failed, not because the object has none:
   // the mutation may have run, and changed objects the answer no longer names (a non-null field
   // that failed after the write nulls its parent, up to `data`). Such a place invalidates the
@@ -169,7 +170,9 @@ export function mutationInvalidationTags(
       return true;
     },
     unknownField() {
-      for (const type of queriedTypes(schema)) unnamedTypes.add(type);
+      // Once per answer: every object under a drifted field would add the same types again.
+      if (!everyQueriedType) for (const type of queriedTypes(schema)) unnamedTypes.add(type);
+      everyQueriedType = true;
       return true;
     },
     keyMissing(type) {

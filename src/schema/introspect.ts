@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { buildClientSchema, getIntrospectionQuery, validateSchema, type GraphQLSchema, type IntrospectionQuery } from 'graphql';
 import { formatDuration } from './duration.js';
 import { SchemaLoadError } from './error.js';
@@ -9,20 +10,22 @@ export interface IntrospectionOptions {
   timeoutMs: number;
 }
 
-/** A schema as introspected, with the answer's text it was built from. */
+/** A schema as introspected, with a digest of the answer it was built from. */
 export interface Introspection {
   schema: GraphQLSchema;
-  answer: string;
+  answerDigest: string;
 }
 
 /**
- * Asks the origin for its schema with the standard introspection query. Undefined when it answers
- * exactly `unchangedFrom` (the answer of the schema in use): building a schema from a large answer
- * blocks the event loop for a good part of a second, which a periodic refresh need not cost.
+ * Asks the origin for its schema with the standard introspection query. Undefined when its answer
+ * has the digest `unchangedFrom` (that of the schema in use): building a schema from a large answer
+ * blocks the event loop for a good part of a second, which a periodic refresh need not cost. A
+ * digest, not the text: a large schema's answer runs to megabytes.
  */
 export async function introspectOrigin(url: string, options: IntrospectionOptions, unchangedFrom?: string): Promise<Introspection | undefined> {
   const { status, contentType, text } = await post(url, options);
-  if (text === unchangedFrom) return undefined;
+  const answerDigest = createHash('sha256').update(text).digest('base64');
+  if (answerDigest === unchangedFrom) return undefined;
   let body: { data?: Partial<IntrospectionQuery> | null; errors?: readonly { message?: unknown }[] };
   try {
     body = JSON.parse(text) as typeof body;
@@ -44,7 +47,7 @@ export async function introspectOrigin(url: string, options: IntrospectionOption
   if (problems.length > 0) {
     throw new SchemaLoadError(`the schema of ${url} is not valid: ${problems.map((problem) => problem.message).join('; ')}`);
   }
-  return { schema, answer: text };
+  return { schema, answerDigest };
 }
 
 async function post(url: string, options: IntrospectionOptions): Promise<{ status: number; contentType: string | undefined; text: string }> {

@@ -1,4 +1,4 @@
-import type { GraphQLSchema } from 'graphql';
+import { printSchema, type GraphQLSchema } from 'graphql';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../observability/index.js';
 import { configSchemaMismatches } from './check.js';
@@ -58,17 +58,23 @@ export function createSchemaSource(config: Config, logger: Logger, options: Sche
   const retryDelaysMs = options.retryDelaysMs?.length ? options.retryDelaysMs : DEFAULT_RETRY_DELAYS_MS;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   let schema: GraphQLSchema | undefined;
-  /** The introspection answer `schema` was built from, to tell a refresh that changed nothing; undefined for a file's. */
+  /**
+   * The digest of the introspection answer `schema` was built from, and `schema` printed: a refresh
+   * whose answer is the same builds nothing, and one whose answer differs only where the schema does
+   * not (an origin's per-request `extensions`, such as a cost or a trace) changes nothing either.
+   */
   let answered: string | undefined;
+  let printed: string | undefined;
   let reason: string | undefined;
   let cancelLoad: (() => void) | undefined;
   let closed = false;
   let markReady!: () => void;
   const ready = new Promise<void>((resolve) => (markReady = resolve));
 
-  const accept = (loaded: GraphQLSchema, from: string, forConfig: Config, attempts: number, answer?: string): void => {
+  const accept = (loaded: GraphQLSchema, from: string, forConfig: Config, attempts: number, answerDigest?: string, text = printSchema(loaded)): void => {
     schema = loaded;
-    answered = answer;
+    answered = answerDigest;
+    printed = text;
     reason = undefined;
     markReady();
     const typeCount = Object.keys(loaded.getTypeMap()).filter((name) => !name.startsWith('__')).length;
@@ -111,24 +117,29 @@ export function createSchemaSource(config: Config, logger: Logger, options: Sche
       timer = setTimeout(() => void run(), delay);
       timer.unref();
     };
-    /** Fetched again: put in use only when the answer changed, so that what was worked out per schema stays. */
+    /** Fetched again: put in use only when the schema changed, so that what was worked out per schema stays. */
     const refresh = async (): Promise<void> => {
       try {
         const loaded = await introspectOrigin(url, { signal: controller.signal, timeoutMs }, answered);
         if (controller.signal.aborted) return;
-        if (loaded !== undefined) accept(loaded.schema, url, forConfig, 1, loaded.answer);
+        if (loaded !== undefined) putInUseIfChanged(loaded.schema, loaded.answerDigest);
       } catch (error) {
         if (controller.signal.aborted) return;
         logger.warn({ url }, `cannot refresh the origin schema, keeping the current one: ${describe(error)}; trying again in ${formatDuration(refreshMs)}`);
       }
       later(refresh, refreshMs);
     };
+    const putInUseIfChanged = (loaded: GraphQLSchema, answerDigest: string): void => {
+      const text = printSchema(loaded);
+      if (text === printed) answered = answerDigest;
+      else accept(loaded, url, forConfig, 1, answerDigest, text);
+    };
     const attempt = async (): Promise<void> => {
       attempts += 1;
       try {
         const loaded = await introspectOrigin(url, { signal: controller.signal, timeoutMs });
         if (controller.signal.aborted || loaded === undefined) return;
-        accept(loaded.schema, url, forConfig, attempts, loaded.answer);
+        accept(loaded.schema, url, forConfig, attempts, loaded.answerDigest);
         if (refreshMs > 0) later(refresh, refreshMs);
       } catch (error) {
         if (controller.signal.aborted) return;

@@ -125,8 +125,8 @@ apq:
     expect(bySource.schema?.file).toBe('/srv/app/origin.graphql');
   });
 
-  it('takes schema.refreshSeconds up to a day, which a Node timer can wait', () => {
-    expect(parse(`${ORIGIN}schema:\n  refreshSeconds: 86400\n`).schema?.refreshSeconds).toBe(86_400);
+  it('takes schema.refreshSeconds up to what a Node timer can wait (24.8 days)', () => {
+    expect(parse(`${ORIGIN}schema:\n  refreshSeconds: 2147483\n`).schema?.refreshSeconds).toBe(2_147_483);
     expect(() => parse(`${ORIGIN}schema:\n  refreshSeconds: 2592000\n`)).toThrow('config.yaml: schema.refreshSeconds:');
   });
 });
