@@ -285,10 +285,11 @@ interface ObjectShape {
   objectFields: readonly ObjectField[];
   /** Response keys that can hold each field a mutation's list tags need (see `ResponseVisitor.object`). */
   valueResponseKeys: ReadonlyMap<string, readonly string[]>;
-  /** Response keys of fields the schema does not have on the type, or has as a leaf selected within (selectsBeyondSchema). */
-  unknownResponseKeys: readonly string[];
-  /** Response keys the type's own selection has (fragments that apply to it). */
-  ownResponseKeys: ReadonlySet<string>;
+  /**
+   * Response keys the type's own selection has (fragments that apply to it) as the schema describes
+   * them; not a field the type lacks, or has as a leaf selected within (selectsBeyondSchema).
+   */
+  knownResponseKeys: ReadonlySet<string>;
 }
 
 interface ObjectField {
@@ -316,14 +317,11 @@ class ResponseWalk {
   /** `inList` when what the object holds is in a list too: an object without a key in one (an edge). */
   fields(object: Record<string, unknown>, type: GraphQLObjectType, plan: SelectionPlan, atRoot = false, inList = false): boolean {
     const shape = this.shape(type, plan);
-    for (const responseKey of shape.unknownResponseKeys) {
-      if (holdsObject(object[responseKey]) && !this.visitor.unknownField()) return false;
-    }
-    // What the origin sent that this type's own selection does not name was not walked either: a
-    // fragment whose type condition svc-cache's schema says does not apply (an interface the origin
-    // added), alone or merged under a key the type's own selection has.
+    // What the origin sent beyond what the schema describes of this type's own selection is not
+    // walked: a field the schema lacks, or a fragment whose type condition svc-cache's schema says
+    // does not apply (an interface the origin added), alone or merged under a key the type selects.
     for (const responseKey in object) {
-      if (!shape.ownResponseKeys.has(responseKey) && holdsObject(object[responseKey]) && !this.visitor.unknownField()) return false;
+      if (!shape.knownResponseKeys.has(responseKey) && holdsObject(object[responseKey]) && !this.visitor.unknownField()) return false;
     }
     for (const field of shape.objectFields) {
       if (!Object.hasOwn(object, field.responseKey)) continue;
@@ -422,9 +420,8 @@ class ResponseWalk {
     const keyResponseKeys: string[] | undefined = keyField === undefined ? undefined : [];
     const valueResponseKeys = new Map<string, string[]>();
     const objectFields: ObjectField[] = [];
-    const unknownResponseKeys: string[] = [];
-    const own = plan.fields(filter);
-    for (const [responseKey, fields] of own) {
+    const knownResponseKeys = new Set<string>();
+    for (const [responseKey, fields] of plan.fields(filter)) {
       const node = fields[0]!;
       const name = node.name.value;
       const plain = (node.arguments ?? []).length === 0;
@@ -434,13 +431,13 @@ class ResponseWalk {
         valueResponseKeys.set(name, [...(valueResponseKeys.get(name) ?? []), responseKey]);
       }
       const definition = definitions[name];
-      if (selectsBeyondSchema(name, definition, node)) unknownResponseKeys.push(responseKey);
+      if (!selectsBeyondSchema(name, definition, node)) knownResponseKeys.add(responseKey);
       // What svc-cache selected to name lists holds no objects of the answer's own.
       if (!definition || !isCompositeType(getNamedType(definition.type)) || responseKey.startsWith(addedKeyPrefix)) continue;
       const tagsLists = this.prepared.lists?.tagsLists(type, definition) ?? false;
       objectFields.push({ responseKey, node, definition, plan: plan.child(responseKey, filter), tagsLists });
     }
-    return { keyResponseKeys, objectFields, valueResponseKeys, unknownResponseKeys, ownResponseKeys: new Set(own.keys()) };
+    return { keyResponseKeys, objectFields, valueResponseKeys, knownResponseKeys };
   }
 
   private held(type: GraphQLOutputType): HeldTypes {
