@@ -23,5 +23,6 @@ export {
   type MutationPolicy,
   type ScopeConfig,
 } from './schema.js';
+export { definitionOf, scopeSources, type ScopeSource } from './scopeSources.js';
 export { configWarnings } from './warnings.js';
 export { watchConfig, type ConfigWatcher, type ConfigWatchHandlers, type ConfigWatchOptions } from './watch.js';

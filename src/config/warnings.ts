@@ -1,5 +1,6 @@
 import { isCookieAttributeName } from '../http/index.js';
 import type { Config } from './schema.js';
+import { definitionOf, scopeSources } from './scopeSources.js';
 
 /**
  * What a configuration leaves open that it may not mean to: it loads and runs, but an operator
@@ -9,8 +10,8 @@ import type { Config } from './schema.js';
 export function configWarnings(config: Config): string[] {
   const warnings: string[] = [];
   for (const [name, scope] of Object.entries(config.scopes)) {
-    const definition = typeof scope === 'string' ? scope : scope.definition;
-    for (const cookie of cookieNames(definition).filter(isCookieAttributeName)) {
+    const cookies = scopeSources(definitionOf(scope)).flatMap((source) => (source.kind === 'cookie' ? [source.name] : []));
+    for (const cookie of cookies.filter(isCookieAttributeName)) {
       warnings.push(
         `scopes.${name} reads the cookie ${cookie}, which Python's SimpleCookie reads as an attribute of the cookie before it, not as a cookie: every request that sends it passes uncached (README, Scopes); name the cookie otherwise`,
       );
@@ -27,13 +28,4 @@ export function configWarnings(config: Config): string[] {
     warnings.push('schema.refreshSeconds has no effect with schema.file: svc-cache introspects nothing, and reads the file again whenever it changes');
   }
   return warnings;
-}
-
-/** The cookies a scope definition names (`cookie:NAME`, several joined with `|`). */
-function cookieNames(definition: string): string[] {
-  return definition
-    .split('|')
-    .map((source) => source.trim())
-    .filter((source) => source.startsWith('cookie:'))
-    .map((source) => source.slice('cookie:'.length));
 }

@@ -1,9 +1,9 @@
 import { createHmac, hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import type { JwtScopeSettings } from '../config/index.js';
+import type { JwtScopeSettings, ScopeSource } from '../config/index.js';
 import { cookieValues, headerValues, type HeaderList } from '../http/index.js';
 import { TokenVerifier, type JwtFailure, type KeySetOptions } from '../jwt/index.js';
-import { sourcesOf, type ScopeDefinitions, type ScopeSource } from './scopes.js';
+import { sourcesOf, type ScopeDefinitions } from './scopes.js';
 
 /**
  * The identities of a request's JWT scopes (README, Scopes): each scope's token is verified once

@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import type { ScopeConfig } from '../config/index.js';
+import { definitionOf, scopeSources, type ScopeConfig, type ScopeSource } from '../config/index.js';
 import { cookieReadOtherwise, cookieValues, headerValues, type HeaderList } from '../http/index.js';
 
 /**
@@ -12,25 +12,6 @@ import { cookieReadOtherwise, cookieValues, headerValues, type HeaderList } from
 export const PUBLIC_SCOPE = 'PUBLIC';
 
 export type ScopeDefinitions = Readonly<Record<string, ScopeConfig>>;
-
-/** The source text of a scope: the string form itself, or where a JWT scope's token is. */
-export function definitionOf(scope: ScopeConfig | undefined): string {
-  if (scope === undefined) return '';
-  return typeof scope === 'string' ? scope : scope.definition;
-}
-
-export interface ScopeSource {
-  kind: 'header' | 'cookie';
-  name: string;
-}
-
-/** Parses `header:authorization|cookie:session` (validated by the config schema). */
-export function scopeSources(definition: string): ScopeSource[] {
-  return definition.split('|').map((part) => {
-    const [kind, name] = part.trim().split(':', 2) as ['header' | 'cookie', string];
-    return { kind, name: kind === 'header' ? name.toLowerCase() : name };
-  });
-}
 
 /**
  * The bucket a request falls in for the given scopes. An absent value and an empty one are told
