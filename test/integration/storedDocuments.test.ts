@@ -1,9 +1,4 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { ApolloClient, gql, HttpLink, InMemoryCache } from '@apollo/client';
 import { PersistedQueryLink } from '@apollo/client/link/persisted-queries';
 import { addTypenameToDocument } from '@apollo/client/utilities';
@@ -11,11 +6,9 @@ import { usePersistedOperations } from '@graphql-yoga/plugin-persisted-operation
 import { print } from 'graphql';
 import { createSchema, createYoga } from 'graphql-yoga';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
 import { demoSchemaSDL } from '../../src/demo/schema.js';
-import { startGateway, type Gateway } from '../../src/gateway/index.js';
-import { silentLogger } from '../../src/observability/log.js';
-import { startSidecar, type Sidecar } from '../../src/sidecar/sidecar.js';
+import type { Gateway } from '../../src/gateway/index.js';
+import { startRecordedOriginStack, type RecordedOriginStack } from '../support/recordedOriginStack.js';
 
 /**
  * Stored documents sent by id (README, Stored documents sent by id), through the gateway, to GraphQL
@@ -41,14 +34,13 @@ const DOCUMENTS = {
 const ids = Object.fromEntries(Object.entries(DOCUMENTS).map(([name, body]) => [name, createHash('sha256').update(body).digest('hex')])) as Record<keyof typeof DOCUMENTS, string>;
 
 describe('stored documents sent by id, to an origin that runs ids only', () => {
-  let directory: string;
-  let origin: Server;
-  let sidecar: Sidecar;
-  let gateway: Gateway;
+  let stack: RecordedOriginStack;
   /** The origin's data, set back before each test, as the store is emptied. */
   const todos = [{ id: '1', title: 'Write tests' }];
   /** The bodies and query strings the origin received. */
-  const received: string[] = [];
+  let received: string[];
+  let send: RecordedOriginStack['send'];
+  let gateway: Gateway;
 
   beforeAll(async () => {
     const byId = new Map(Object.entries(DOCUMENTS).map(([name, body]) => [ids[name as keyof typeof DOCUMENTS], body]));
@@ -77,60 +69,34 @@ describe('stored documents sent by id, to an origin that runs ids only', () => {
         }),
       ],
     });
-    origin = createServer((request, response) => {
-      const chunks: Buffer[] = [];
-      request.on('data', (chunk: Buffer) => chunks.push(chunk));
-      request.on('end', () => received.push(`${request.method} ${request.url} ${Buffer.concat(chunks).toString()}`));
-      void yoga(request, response);
-    });
-    await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve));
-    const originUrl = `http://127.0.0.1:${(origin.address() as AddressInfo).port}/graphql`;
-
-    directory = await mkdtemp(join(tmpdir(), 'svc-cache-stored-documents-'));
     const manifest = {
       format: 'apollo-persisted-query-manifest',
       version: 1,
       operations: Object.entries(DOCUMENTS).map(([name, body]) => ({ id: ids[name as keyof typeof DOCUMENTS], name, type: body.split(' ')[0], body })),
     };
-    await writeFile(join(directory, 'persisted-query-manifest.json'), JSON.stringify(manifest));
-    await writeFile(join(directory, 'schema.graphql'), demoSchemaSDL);
-    await writeFile(
-      join(directory, 'config.yaml'),
-      [
+    stack = await startRecordedOriginStack(
+      (request, response) => void yoga(request, response),
+      (originUrl) => [
         `origin:\n  url: ${originUrl}`,
         'schema:\n  file: schema.graphql',
         'persistedDocuments:\n  manifest: persisted-query-manifest.json',
         'mutationPolicy: Entity',
         'rules:\n  - types: [Query]\n    maxAge: 60',
-      ].join('\n'),
+      ],
+      { 'persisted-query-manifest.json': JSON.stringify(manifest), 'schema.graphql': demoSchemaSDL },
     );
-    const config = await loadConfig(join(directory, 'config.yaml'), {});
-    sidecar = await startSidecar({ config, grpcPort: 0, adminPort: 0, host: '127.0.0.1', logger: silentLogger() });
-    await sidecar.schemaReady;
-    gateway = await startGateway({ processor: `127.0.0.1:${sidecar.grpcPort}`, origin: originUrl, port: 0 });
+    ({ received, send, gateway } = stack);
   });
 
   afterAll(async () => {
-    await gateway?.close();
-    await sidecar?.close(1000);
-    await new Promise((resolve) => origin?.close(resolve));
-    await rm(directory, { recursive: true, force: true });
+    await stack?.close();
   });
 
   beforeEach(async () => {
     received.length = 0;
     todos[0]!.title = 'Write tests';
-    await sidecar.store.invalidateAll();
+    await stack.sidecar.store.invalidateAll();
   });
-
-  async function send(body: unknown, query = ''): Promise<{ status: number; cache: string | null; body: string }> {
-    const init: RequestInit =
-      body === undefined
-        ? { headers: { accept: 'application/json' } }
-        : { method: 'POST', headers: { accept: 'application/json', 'content-type': 'application/json' }, body: JSON.stringify(body) };
-    const response = await fetch(`${gateway.url}/graphql${query}`, init);
-    return { status: response.status, cache: response.headers.get('svc-cache'), body: await response.text() };
-  }
 
   it('caches a query sent by documentId, the origin getting the request as sent', async () => {
     const body = { documentId: ids.todoTitles };
