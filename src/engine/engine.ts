@@ -2,7 +2,7 @@ import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphq
 import { persistedQueryNotFound, registerPersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/index.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import type { Config, MutationPolicy } from '../config/index.js';
-import { rewrittenForOrigin } from '../graphql/index.js';
+import { batchWithoutIds, rewrittenForOrigin } from '../graphql/index.js';
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { hitNegotiation, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, varyNames, type HeaderList } from '../http/index.js';
@@ -315,7 +315,7 @@ export class DecisionEngine {
       case 'uninterpretable':
         return this.passUnread(exchange, parameters.reason === 'invalid-utf8' ? 'invalid-utf8' : 'uninterpretable-body', parameters.reason, body);
       case 'batch':
-        return this.decideBatch(exchange, parameters.operations);
+        return this.decideBatch(exchange, parameters.operations, body);
       case 'graphql':
         break;
     }
@@ -361,14 +361,15 @@ export class DecisionEngine {
   }
 
   /**
-   * A batch (a JSON array, as Apollo's BatchHttpLink sends) goes to the origin as sent and is never
-   * stored: each operation is read, under the limits, so that its mutations invalidate from the
-   * array of answers (docs/graphql-caching.md, Invalidation). A hash-only element is looked up to
-   * know what it runs, but not expanded: that would mean rewriting the batch body. One svc-cache
-   * refuses (a hash it does not know) refuses the batch, as it would refuse the element alone: the
-   * origin may know the hash, and svc-cache could not see the mutation it would run.
+   * A batch (a JSON array, as Apollo's BatchHttpLink sends) goes to the origin as sent, but for the
+   * `id` beside an operation's text (dropsIdBesideText), and is never stored: each operation is
+   * read, under the limits, so that its mutations invalidate from the array of answers
+   * (docs/graphql-caching.md, Invalidation). A hash-only element is looked up to know what it runs,
+   * but not expanded: that would mean rewriting its text in the batch. One svc-cache refuses (a hash
+   * it does not know) refuses the batch, as it would refuse the element alone: the origin may know
+   * the hash, and svc-cache could not see the mutation it would run.
    */
-  private async decideBatch(exchange: Exchange, operations: readonly GraphQLOperation[]): Promise<RequestDecision> {
+  private async decideBatch(exchange: Exchange, operations: readonly GraphQLOperation[], body: Buffer): Promise<RequestDecision> {
     const { config, schema } = this.deps.state();
     const mutations: Array<MutationPlan | undefined> = [];
     const unseen: number[] = [];
@@ -391,10 +392,18 @@ export class DecisionEngine {
       if (isVerdict(checked) && checked.kind === 'pass' && UNSEEN_REASONS.has(checked.reason) && config.mutationPolicy !== 'None') unseen.push(mutations.length);
       mutations.push(isVerdict(checked) ? undefined : this.batchedMutation(checked, config, schema));
     }
-    if (unseen.length === 0 && mutations.every((mutation) => mutation === undefined)) return this.passOn(exchange, 'batch');
-    exchange.forward({ kind: 'batch', mutations, unseen, maxResponseBodyBytes: config.limits.maxResponseBodyBytes });
+    const withoutId = operations.map((operation) => operation.params.query !== undefined && dropsIdBesideText(operation, config));
+    const origin = withoutId.includes(true) ? batchWithoutIds(requestHeadOf(exchange).path, body, withoutId) : undefined;
+    const watched = unseen.length > 0 || mutations.some((mutation) => mutation !== undefined);
+    if (!watched && origin === undefined) return this.passOn(exchange, 'batch');
+    exchange.forward(watched ? { kind: 'batch', mutations, unseen, maxResponseBodyBytes: config.limits.maxResponseBodyBytes } : { kind: 'pass', reason: 'batch' });
     // Identity bodies are what svc-cache reads.
-    return { kind: 'forward', requestHeaders: { set: [], remove: [...tokenRemoval(requestHeadOf(exchange), config), 'accept-encoding'] } };
+    const remove = [...tokenRemoval(requestHeadOf(exchange), config), ...(watched ? ['accept-encoding'] : [])];
+    return {
+      kind: 'forward',
+      requestHeaders: { set: origin?.path === undefined ? [] : [[':path', origin.path]], remove },
+      ...(origin === undefined ? {} : { requestBody: origin.body }),
+    };
   }
 
   private resolutionDependencies(config: Config): ResolutionDependencies {
@@ -582,19 +591,8 @@ export class DecisionEngine {
    * no APQ support of its own.
    */
   private forward(context: RequestContext, plan: ResponsePlan, originQuery?: string): RequestDecision {
-    const { exchange, head, config, request, resolved } = context;
-    const expand = resolved.persisted && !config.apq.forwardPersistedQuery;
-    // A stored document goes as its id, as sent: the origin may run ids only (README, Stored
-    // documents sent by id), and its answer then lacks any key field svc-cache would add.
-    const addedFields = resolved.storedById ? undefined : originQuery;
-    const origin =
-      expand || addedFields !== undefined
-        ? rewrittenForOrigin(request.method, head.path, request.body, {
-            query: addedFields ?? resolved.query!,
-            // A rewritten query no longer matches the client's hash; other extensions keep their text.
-            extensions: 'persistedQuery' in request.params.extensions ? withoutPersistedQuery(request.params.extensions) : undefined,
-          })
-        : {};
+    const { exchange, head, config } = context;
+    const origin = originRequestOf(context, originQuery);
     if (origin.path !== undefined && Buffer.byteLength(origin.path) > this.deps.maxRewrittenPathBytes) {
       return this.refuseLongPath(context);
     }
@@ -1011,6 +1009,42 @@ function runsDocumentByIdInstead(operation: GraphQLOperation, config: Config): b
   if (query === undefined) return false;
   const documents = config.persistedDocuments?.documents;
   return operation.namesDocumentId || operation.idValues.some((id) => documents?.has(id) === true && documents.get(id) !== query);
+}
+
+/**
+ * The request as the origin gets it, where svc-cache changes it: a persisted query expanded (unless
+ * the config forwards the reference), the text with added key fields, and a text sent without its
+ * `id` (dropsIdBesideText). A stored document goes as its id, as sent: the origin may run ids only
+ * (README, Stored documents sent by id), and its answer then lacks any key field svc-cache would add.
+ */
+function originRequestOf(context: RequestContext, originQuery: string | undefined): { path?: string; body?: Buffer } {
+  const { head, config, request, resolved } = context;
+  const expand = resolved.persisted && !config.apq.forwardPersistedQuery;
+  const addedFields = resolved.storedById ? undefined : originQuery;
+  const changesText = expand || addedFields !== undefined;
+  const sendsText = !resolved.storedById && (request.params.query !== undefined || expand);
+  const withoutId = sendsText && dropsIdBesideText(request, config);
+  if (!changesText && !withoutId) return {};
+  return rewrittenForOrigin(request.method, head.path, request.body, {
+    query: changesText ? (addedFields ?? resolved.query!) : undefined,
+    // A rewritten query no longer matches the client's hash; other extensions keep their text.
+    extensions: changesText && 'persistedQuery' in request.params.extensions ? withoutPersistedQuery(request.params.extensions) : undefined,
+    withoutId,
+  });
+}
+
+/**
+ * Whether a text goes to the origin without the `id` beside it. Hot Chocolate keeps each document it
+ * ran under the `id` sent with it, and runs the kept one instead of any text sent beside that `id`
+ * later: a client could send a mutation with an `id`, then a query beside it, and have the mutation
+ * run where svc-cache sees (and stores) the query. Without the `id` the origin runs the text, as
+ * every other origin does. An `id` the manifest holds stays: for its own text the origin runs the
+ * same either way (and an origin running ids only needs it), and beside another text the request
+ * passes as one svc-cache cannot see (runsDocumentByIdInstead). README, Operations svc-cache cannot see.
+ */
+function dropsIdBesideText(operation: GraphQLOperation, config: Config): boolean {
+  const documents = config.persistedDocuments?.documents;
+  return operation.carriesId && !operation.idValues.some((id) => documents?.has(id) === true);
 }
 
 /** The request goes on under `plan` as it came, but for the purge token. */

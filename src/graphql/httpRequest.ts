@@ -1,4 +1,4 @@
-import { readJsonBytes } from './canonicalVariables.js';
+import { readJsonBytes, type JsonValue } from './canonicalVariables.js';
 
 /**
  * GraphQL over HTTP request parameters (the GraphQL over HTTP spec, section "Request Parameters"),
@@ -12,59 +12,106 @@ export interface GraphQLParams {
   extensions: Record<string, unknown>;
 }
 
-/** What svc-cache changes in a request it rewrites for the origin (a persisted query expanded, fields added). */
+/** What svc-cache changes in a request it rewrites for the origin (a persisted query expanded, fields added, an `id` left out). */
 export interface OriginChanges {
-  query: string;
+  /** Replaces the client's text; undefined keeps the client's as sent. */
+  query: string | undefined;
   /** Replaces the client's (empty means none); undefined keeps the client's as sent. */
   extensions: Record<string, unknown> | undefined;
+  /**
+   * Leaves out every `id` member and URL parameter (its name in any case): Hot Chocolate runs the
+   * document it kept under an `id` instead of the text beside it (README, Operations svc-cache
+   * cannot see).
+   */
+  withoutId: boolean;
+}
+
+/** The body member Hot Chocolate reads a kept document's id from. */
+export const ID_MEMBER = 'id';
+
+/** Whether a URL parameter's decoded name is Hot Chocolate's `id`, in any case (ASP.NET Core reads names so). */
+export function isIdParameterName(name: string | undefined): boolean {
+  return name?.toLowerCase() === ID_MEMBER;
 }
 
 /**
- * The request as the origin should get it when svc-cache changed the query text or the extensions:
- * a new POST body, or a new `:path` for a GET. Every other parameter keeps its exact text as sent
- * (its raw JSON member, its URL pair), never re-serialised: the origin then runs exactly the
+ * The request as the origin should get it when svc-cache changed the query text or the extensions,
+ * or leaves its `id` out: a new POST body (and a new `:path` when its URL has an `id`), or a new
+ * `:path` for a GET; undefined where nothing changed. Every other parameter keeps its exact text as
+ * sent (its raw JSON member, its URL pair), never re-serialised: the origin then runs exactly the
  * request svc-cache keyed (`1.0` stays `1.0`, `9007199254740993` keeps its digits). Only the order
  * of a body's members may change, which JSON gives no meaning (RFC 8259 section 4).
  */
 export function rewrittenForOrigin(method: 'GET' | 'POST', path: string, body: Buffer, changes: OriginChanges): { path?: string; body?: Buffer } {
-  return method === 'POST' ? { body: rewrittenBody(body, changes) } : { path: rewrittenPath(path, changes) };
+  if (method === 'GET') return { path: rewrittenPath(path, changes) };
+  const urlChanges: OriginChanges = { query: undefined, extensions: undefined, withoutId: true };
+  return { body: rewrittenBody(body, changes), ...(changes.withoutId && hasIdParameter(path) ? { path: rewrittenPath(path, urlChanges) } : {}) };
+}
+
+/**
+ * A batch's body with the `id` member left out of the operations `withoutId` names (by index), the
+ * rest of each as sent; its URL is the batch's, rewritten as rewrittenForOrigin's.
+ */
+export function batchWithoutIds(path: string, body: Buffer, withoutId: readonly boolean[]): { path?: string; body: Buffer } {
+  const json = readJsonBytes(body);
+  // Only arrays of objects are read as batches; anything else is sent as it came.
+  if (typeof json === 'string' || json.kind !== 'array') return { body };
+  const urlChanges: OriginChanges = { query: undefined, extensions: undefined, withoutId: true };
+  const elements = (json.elements ?? []).map((element, index) =>
+    withoutId[index] === true && element.kind === 'object' ? objectText(element.members ?? new Map(), { query: undefined, extensions: undefined, withoutId: true }) : element.raw,
+  );
+  return { body: Buffer.from(`[${elements.join(',')}]`), ...(hasIdParameter(path) ? { path: rewrittenPath(path, urlChanges) } : {}) };
 }
 
 function rewrittenBody(body: Buffer, changes: OriginChanges): Buffer {
   const json = readJsonBytes(body);
   // Only bodies read as one JSON object are ever rewritten; anything else is sent as it came.
   if (typeof json === 'string' || json.kind !== 'object') return body;
-  const members: string[] = [];
-  let querySet = false;
-  for (const [name, value] of json.members ?? []) {
+  return Buffer.from(objectText(json.members ?? new Map(), changes));
+}
+
+function objectText(members: ReadonlyMap<string, JsonValue>, changes: OriginChanges): string {
+  const texts: string[] = [];
+  let querySet = changes.query === undefined;
+  for (const [name, value] of members) {
     if (name === 'extensions' && changes.extensions !== undefined) continue;
-    if (name === 'query') {
-      members.push(`"query":${JSON.stringify(changes.query)}`);
+    if (name === ID_MEMBER && changes.withoutId) continue;
+    if (name === 'query' && changes.query !== undefined) {
+      texts.push(`"query":${JSON.stringify(changes.query)}`);
       querySet = true;
     } else {
-      members.push(`${JSON.stringify(name)}:${value.raw}`);
+      texts.push(`${JSON.stringify(name)}:${value.raw}`);
     }
   }
-  if (!querySet) members.push(`"query":${JSON.stringify(changes.query)}`);
+  if (!querySet) texts.push(`"query":${JSON.stringify(changes.query)}`);
   if (changes.extensions !== undefined && Object.keys(changes.extensions).length > 0) {
-    members.push(`"extensions":${JSON.stringify(changes.extensions)}`);
+    texts.push(`"extensions":${JSON.stringify(changes.extensions)}`);
   }
-  return Buffer.from(`{${members.join(',')}}`);
+  return `{${texts.join(',')}}`;
 }
 
 function rewrittenPath(path: string, changes: OriginChanges): string {
   const queryStart = path.indexOf('?');
   const pathOnly = queryStart < 0 ? path : path.slice(0, queryStart);
-  const replaced = changes.extensions === undefined ? ['query'] : ['query', 'extensions'];
+  const replaced = [...(changes.query === undefined ? [] : ['query']), ...(changes.extensions === undefined ? [] : ['extensions'])];
   const pairs = queryStart < 0 ? [] : path.slice(queryStart + 1).split('&');
-  const kept = pairs.filter((pair) => pair !== '' && !replaced.includes(parameterName(pair) ?? ''));
-  const added = [`query=${encodeURIComponent(changes.query)}`];
+  const kept = pairs.filter((pair) => {
+    if (pair === '') return false;
+    const name = parameterName(pair);
+    return !replaced.includes(name ?? '') && !(changes.withoutId && isIdParameterName(name));
+  });
+  const added = changes.query === undefined ? [] : [`query=${encodeURIComponent(changes.query)}`];
   if (changes.extensions !== undefined && Object.keys(changes.extensions).length > 0) {
     added.push(`extensions=${encodeURIComponent(JSON.stringify(changes.extensions))}`);
   }
-  return `${pathOnly}?${[...kept, ...added].join('&')}`;
+  const query = [...kept, ...added];
+  return query.length === 0 ? pathOnly : `${pathOnly}?${query.join('&')}`;
 }
 
+function hasIdParameter(path: string): boolean {
+  const queryStart = path.indexOf('?');
+  return queryStart >= 0 && path.slice(queryStart + 1).split('&').some((pair) => isIdParameterName(parameterName(pair)));
+}
 /** The decoded name of a URL pair, undefined when it does not decode (then it is no GraphQL parameter). */
 function parameterName(pair: string): string | undefined {
   const separator = pair.indexOf('=');

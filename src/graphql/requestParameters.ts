@@ -6,7 +6,7 @@ import { graphQLErrorResponse, type HttpResponse } from '../http/index.js';
 import { readJson, readJsonBytes, type JsonValue } from './canonicalVariables.js';
 import { bodyTexts } from './bodyTexts.js';
 import { multipartFields } from './multipartFields.js';
-import type { GraphQLParams } from './httpRequest.js';
+import { ID_MEMBER, isIdParameterName, type GraphQLParams } from './httpRequest.js';
 
 /**
  * GraphQL over HTTP request parameters read so that svc-cache keys the request the origin runs
@@ -45,6 +45,13 @@ export interface GraphQLOperation {
    * not what runs (README, Operations svc-cache cannot see).
    */
   idValues: readonly string[];
+  /**
+   * Whether an `id` member (of any value) or an `id` URL parameter (a `&`-separated pair, its name
+   * in any case, as ASP.NET Core reads it) is there: Hot Chocolate runs the document it kept under
+   * that id instead of a text beside it, so svc-cache forwards a text without it (README,
+   * Operations svc-cache cannot see).
+   */
+  carriesId: boolean;
   /**
    * The key's form of `extensions` for a request read as a stored document: `persistedQuery` then
    * names what the origin runs, so it stays (README, Stored documents sent by id); '' when there is none.
@@ -246,8 +253,8 @@ function batchOf(elements: readonly JsonValue[], otherUrlParameters: string): Re
     if (element.kind !== 'object') return { kind: 'uninterpretable', reason: 'body-not-object' };
     const operation = operationOf(element.members ?? new Map(), otherUrlParameters);
     if (operation.kind !== 'graphql') return operation;
-    const { params, canonicalVariables, canonicalExtensions, documentIds, namesDocumentId, idValues, canonicalExtensionsById } = operation;
-    operations.push({ params, canonicalVariables, canonicalExtensions, documentIds, namesDocumentId, idValues, canonicalExtensionsById });
+    const { params, canonicalVariables, canonicalExtensions, documentIds, namesDocumentId, idValues, carriesId, canonicalExtensionsById } = operation;
+    operations.push({ params, canonicalVariables, canonicalExtensions, documentIds, namesDocumentId, idValues, carriesId, canonicalExtensionsById });
   }
   return { kind: 'batch', operations };
 }
@@ -296,17 +303,21 @@ const DOCUMENT_ID_NAMES: ReadonlySet<string> = new Set(['documentId', 'doc_id'])
 
 /**
  * How the members, and the URL parameters (`pairs`, as sent), name a stored document:
- * GraphQLOperation's `documentIds`, `namesDocumentId` and `idValues`.
+ * GraphQLOperation's `documentIds`, `namesDocumentId`, `idValues` and `carriesId`.
  */
-function documentNaming(members: ReadonlyMap<string, JsonValue>, pairs: string): { documentIds: Array<string | null>; namesDocumentId: boolean; idValues: string[] } {
+function documentNaming(
+  members: ReadonlyMap<string, JsonValue>,
+  pairs: string,
+): { documentIds: Array<string | null>; namesDocumentId: boolean; idValues: string[]; carriesId: boolean } {
   const documentIds: Array<string | null> = [];
   const idValues: string[] = [];
   let namesDocumentId = false;
+  let carriesId = members.has(ID_MEMBER);
   for (const [name, member] of members) {
     if (DOCUMENT_ID_NAMES.has(name)) documentIds.push(member.kind === 'string' ? member.string! : null);
     else if (!GRAPHQL_PARAMETERS.has(name)) documentIds.push(null);
     namesDocumentId ||= DOCUMENT_ID_NAMES.has(name) && givesValue(member);
-    if (name === HOT_CHOCOLATE_ID && member.kind === 'string') idValues.push(member.string!);
+    if (name === ID_MEMBER && member.kind === 'string') idValues.push(member.string!);
   }
   for (const pair of pairs === '' ? [] : pairs.split('&')) {
     const separator = pair.indexOf('=');
@@ -314,16 +325,16 @@ function documentNaming(members: ReadonlyMap<string, JsonValue>, pairs: string):
     const value = pair.includes(';') ? undefined : formDecode(separator < 0 ? '' : pair.slice(separator + 1));
     documentIds.push(name !== undefined && DOCUMENT_ID_NAMES.has(name) ? (value ?? null) : null);
     namesDocumentId ||= namesIdParameter(pair);
+    carriesId ||= isIdParameterName(name);
     for (const piece of semicolonPieces(pair)) {
       // ASP.NET Core reads URL parameter names in any case: `ID=` is Hot Chocolate's `id` too.
-      const id = piece.name?.toLowerCase() === HOT_CHOCOLATE_ID && piece.value !== undefined ? formDecode(piece.value) : undefined;
+      const id = isIdParameterName(piece.name) && piece.value !== undefined ? formDecode(piece.value) : undefined;
       if (id !== undefined) idValues.push(id);
     }
   }
-  return { documentIds, namesDocumentId, idValues };
+  return { documentIds, namesDocumentId, idValues, carriesId };
 }
 
-const HOT_CHOCOLATE_ID = 'id';
 
 /** Whether a member is there with a value: not `null`, not an empty string. */
 function givesValue(member: JsonValue | undefined): boolean {
@@ -512,8 +523,9 @@ function textReadings(text: string, mediaTypes: readonly string[]): Reading[] | 
     const [query, operationName] = [object.members?.get('query')?.string, object.members?.get('operationName')?.string];
     if (query === undefined && namesStoredDocument(object)) readings.push(STORED_DOCUMENT);
     else if (query !== undefined || operationName !== undefined) readings.push({ query, operationName });
-    // Hot Chocolate runs the document a documentId names even beside a query text.
-    if (query !== undefined && [...DOCUMENT_ID_NAMES].some((name) => givesValue(object.members?.get(name)))) readings.push(STORED_DOCUMENT);
+    // Hot Chocolate runs the document a documentId (or an id it kept) names even beside a query text;
+    // a body svc-cache does not read goes as it came, `id` included.
+    if (query !== undefined && [...DOCUMENT_ID_NAMES, ID_MEMBER].some((name) => givesValue(object.members?.get(name)))) readings.push(STORED_DOCUMENT);
   }
   if (mediaTypes.includes('application/x-www-form-urlencoded')) {
     const form = formReadings(text);
@@ -548,7 +560,7 @@ function queryStringReadings(path: string): Reading[] | 'ambiguous' {
  * A form's (or a query string's) `query` and `operationName`, decoded leniently as origins decode
  * them (URLSearchParams, querystring); one given twice with different values is ambiguous. An id
  * parameter names a stored document to an origin that reads it there (Hive Gateway reads a POST's
- * `documentId` from its URL).
+ * `documentId` from its URL, Hot Chocolate an `id` in any case).
  */
 function formReadings(text: string): Reading[] | 'ambiguous' {
   const form = new URLSearchParams(text);
@@ -556,7 +568,7 @@ function formReadings(text: string): Reading[] | 'ambiguous' {
   if (queries.size > 1 || names.size > 1) return 'ambiguous';
   const [[query], [operationName]] = [[...queries], [...names]];
   const readings: Reading[] = query === undefined && operationName === undefined ? [] : [{ query, operationName }];
-  if ([...DOCUMENT_ID_NAMES].some((name) => form.getAll(name).some((value) => value !== ''))) readings.push(STORED_DOCUMENT);
+  if ([...form].some(([name, value]) => value !== '' && (DOCUMENT_ID_NAMES.has(name) || isIdParameterName(name)))) readings.push(STORED_DOCUMENT);
   return readings;
 }
 

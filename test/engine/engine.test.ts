@@ -895,6 +895,66 @@ describe('DecisionEngine', () => {
       expect(byGet).toMatchObject({ kind: 'forward', plan: { kind: 'pass', reason: 'query-beside-document-id' } });
     });
 
+    describe("a text beside Hot Chocolate's id goes to the origin without it, which then runs the text", () => {
+      const withoutId = (decision: Decided) => decision.kind === 'forward' && [decision.requestHeaders.set, decision.requestBody?.toString()];
+
+      it('for a query svc-cache stores, keyed as before', async () => {
+        build();
+        const named = post({ id: 'TodoListQuery', query: '{ todos { id } }', variables: { n: 1.0 } });
+        expect(withoutId(await decide(named.head, named.body))).toEqual([[], '{"query":"{ todos { id } }","variables":{"n":1}}']);
+        expect((await roundTrip(named)).status).toBe('MISS');
+        expect(outcome(await decide(named.head, named.body))).toBe('HIT');
+        // The id stays in the key: another id's request is another entry.
+        const other = post({ id: 'Other', query: '{ todos { id } }', variables: { n: 1.0 } });
+        expect(outcome(await decide(other.head, other.body))).toBe('forward');
+      });
+
+      it('for a mutation, a pass, and an id of any value or in the URL', async () => {
+        build({ mutationPolicy: 'Entity', rules: [{ types: { Query: ['todos'] }, maxAge: 60 }] });
+        const mutation = post({ query: 'mutation { deleteTodo(id: "1") }', id: 'kept' });
+        expect(withoutId(await decide(mutation.head, mutation.body))).toEqual([[], '{"query":"mutation { deleteTodo(id: \\"1\\") }"}']);
+        const uncached = post({ query: '{ users { id } }', id: 7 });
+        const passed = await decide(uncached.head, uncached.body);
+        expect(passed.kind === 'forward' && passed.plan).toEqual({ kind: 'pass', reason: 'no-rule' });
+        expect(withoutId(passed)).toEqual([[], '{"query":"{ users { id } }"}']);
+        const viaUrl = post({ query: '{ todos { id } }' });
+        viaUrl.head.path = '/graphql?ID=kept&tenant=a';
+        expect(withoutId(await decide(viaUrl.head, viaUrl.body))).toEqual([[[':path', '/graphql?tenant=a']], '{"query":"{ todos { id } }"}']);
+        const byGet = await decideHead(get(`/graphql?query=${encodeURIComponent('{ todos { id } }')}&id=kept`));
+        expect(byGet.kind === 'forward' && [byGet.plan.kind, byGet.requestHeaders.set]).toEqual(['store', [[':path', '/graphql?query=%7B%20todos%20%7B%20id%20%7D%20%7D']]]);
+      });
+
+      it('for the operations of a batch that carry one, the others as sent', async () => {
+        build({ mutationPolicy: 'Entity' });
+        const batch = post([{ query: '{ todos { id } }', id: 'A' }, { id: 'B' }, { query: 'mutation { deleteTodo(id: "1") }', id: 'C' }]);
+        const decision = await decide(batch.head, batch.body);
+        expect(decision.kind === 'forward' && [decision.plan.kind, decision.requestBody?.toString()]).toEqual([
+          'batch',
+          '[{"query":"{ todos { id } }"},{"id":"B"},{"query":"mutation { deleteTodo(id: \\"1\\") }"}]',
+        ]);
+        const queries = post([{ query: '{ todos { id } }', id: 'A' }, { query: '{ users { id } }' }]);
+        const passed = await decide(queries.head, queries.body);
+        expect(passed.kind === 'forward' && [passed.plan, passed.requestBody?.toString()]).toEqual([{ kind: 'pass', reason: 'batch' }, '[{"query":"{ todos { id } }"},{"query":"{ users { id } }"}]']);
+      });
+
+      it('but for a body svc-cache does not read, which keeps its id and so may run what svc-cache cannot see', async () => {
+        build({ mutationPolicy: 'Entity' });
+        const variant = post({ query: '{ todos { id } }', id: 'kept' });
+        variant.head.path = '/graphql/';
+        expect(await decide(variant.head, variant.body)).toEqual({
+          kind: 'forward',
+          requestHeaders: { set: [], remove: [] },
+          plan: { kind: 'pass', reason: 'not-an-endpoint', unread: [], unseen: { maxResponseBodyBytes: 10_000_000 } },
+        });
+      });
+
+      it('but for an id the manifest holds, for this text or another', async () => {
+        withManifest();
+        const same = post({ query: MANIFEST.get('todoTitles'), id: 'todoTitles' });
+        expect(withoutId(await decide(same.head, same.body))).toEqual([[], undefined]);
+      });
+    });
+
     it.each([
       ['maxQueryBytes', { maxQueryBytes: 20 }],
       ['maxDepth', { maxDepth: 1 }],

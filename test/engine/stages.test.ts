@@ -70,6 +70,7 @@ describe('readParameters', () => {
       documentIds: [],
       namesDocumentId: false,
       idValues: [],
+      carriesId: false,
       canonicalExtensionsById: '',
       otherUrlParameters: '',
       otherMembers: '',

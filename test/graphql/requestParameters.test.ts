@@ -25,6 +25,7 @@ describe('readGetRequest', () => {
       documentIds: [null],
       namesDocumentId: false,
       idValues: [],
+      carriesId: false,
       canonicalExtensionsById: '',
       otherUrlParameters: 'x=1',
       otherMembers: '',
@@ -173,7 +174,10 @@ describe('possibleOperations', () => {
     const json = (body: string, path = '/graphql') => possibleOperations(path, JSON_HEADERS, Buffer.from(body), MAX_BODY_BYTES);
     const STORED = { query: undefined, operationName: undefined };
     expect(json('{"query":"{ a }","documentId":"m"}')).toEqual([{ query: '{ a }', operationName: undefined }, STORED]);
-    expect(json('{"query":"{ a }","id":"m"}')).toEqual([{ query: '{ a }', operationName: undefined }]);
+    // Hot Chocolate runs a document it kept under an id: a body svc-cache does not read keeps its id.
+    expect(json('{"query":"{ a }","id":"m"}')).toEqual([{ query: '{ a }', operationName: undefined }, STORED]);
+    expect(json('{"query":"{ a }","id":""}')).toEqual([{ query: '{ a }', operationName: undefined }]);
+    expect(json('{"query":"{ a }"}', '/graphql?ID=m')).toEqual([{ query: '{ a }', operationName: undefined }, STORED]);
     expect(json('{}', '/graphql?documentId=m')).toEqual([STORED]);
     expect(possibleOperations('/graphql', [['content-type', 'application/x-www-form-urlencoded']], Buffer.from('doc_id=m'), MAX_BODY_BYTES)).toEqual([STORED]);
     expect(json('{}', '/graphql?tenant=acme')).toEqual([]);
@@ -299,6 +303,7 @@ describe('readPostRequest', () => {
       documentIds: [null],
       namesDocumentId: false,
       idValues: [],
+      carriesId: false,
       canonicalExtensionsById: '{"e":true}',
       otherUrlParameters: '',
       otherMembers: '{"other":1}',
@@ -338,6 +343,18 @@ describe('readPostRequest', () => {
     expect(post('{"query":"{ a }","documentId":null,"doc_id":""}', '/graphql?documentId=&x=a;b')).toMatchObject({ namesDocumentId: false });
   });
 
+  it("tells whether Hot Chocolate's id is there to be left out: a member of any value, or a URL parameter named so in any case", () => {
+    expect(post('{"id":"TodosQuery","query":"{ a }"}')).toMatchObject({ carriesId: true });
+    expect(post('{"id":7,"query":"{ a }"}')).toMatchObject({ carriesId: true, idValues: [] });
+    expect(post('{"id":null,"query":"{ a }"}')).toMatchObject({ carriesId: true, idValues: [] });
+    expect(readGetRequest('/graphql?query=%7B+a+%7D&ID=m')).toMatchObject({ carriesId: true, idValues: ['m'] });
+    expect(readGetRequest('/graphql?query=%7B+a+%7D&%69d')).toMatchObject({ carriesId: true, idValues: [] });
+    expect(post('[{"query":"{ a }","id":"A"},{"query":"{ b }"}]')).toMatchObject({ operations: [{ carriesId: true }, { carriesId: false }] });
+    // ASP.NET Core splits a query string on `&` only: a `;` piece is no parameter of its own there.
+    expect(readGetRequest('/graphql?query=%7B+a+%7D&x=1;id=m')).toMatchObject({ carriesId: false, idValues: ['m'] });
+    expect(post('{"ids":["1"],"query":"{ a }"}', '/graphql?uid=1')).toMatchObject({ carriesId: false });
+  });
+
   it("keys a stored document's persisted-query reference, which the key of sent text leaves out", () => {
     const reference = { persistedQuery: { version: 1, sha256Hash: 'h' }, clientLibrary: { name: '@apollo/client' }, tenant: 'a' };
     expect(post(JSON.stringify({ extensions: reference }))).toMatchObject({
@@ -364,6 +381,7 @@ describe('readPostRequest', () => {
       documentIds: [],
       namesDocumentId: false,
       idValues: [],
+      carriesId: false,
       canonicalExtensionsById: '',
       otherUrlParameters: '',
       otherMembers: '',
@@ -467,8 +485,8 @@ describe('readPostRequest', () => {
       expect(post('[{"query":"a","variables":{"n":1.0}}, {"query":"mutation { m }","operationName":"M"}]')).toEqual({
         kind: 'batch',
         operations: [
-          { params: { query: 'a', operationName: undefined, variables: { n: 1 }, extensions: {} }, canonicalVariables: '{"n":1.0}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, idValues: [], canonicalExtensionsById: '' },
-          { params: { query: 'mutation { m }', operationName: 'M', variables: {}, extensions: {} }, canonicalVariables: '{}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, idValues: [], canonicalExtensionsById: '' },
+          { params: { query: 'a', operationName: undefined, variables: { n: 1 }, extensions: {} }, canonicalVariables: '{"n":1.0}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, idValues: [], carriesId: false, canonicalExtensionsById: '' },
+          { params: { query: 'mutation { m }', operationName: 'M', variables: {}, extensions: {} }, canonicalVariables: '{}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, idValues: [], carriesId: false, canonicalExtensionsById: '' },
         ],
       });
     });
@@ -498,6 +516,7 @@ describe('remembered readings', () => {
       documentIds: [],
       namesDocumentId: false,
       idValues: [],
+      carriesId: false,
       canonicalExtensionsById: '',
       otherUrlParameters: '',
       otherMembers: '',

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { batchWithoutIds, rewrittenForOrigin } from '../../src/graphql/httpRequest.js';
+
+const body = (text: string) => Buffer.from(text);
+const unchangedText = { query: undefined, extensions: undefined } as const;
+
+describe('rewrittenForOrigin', () => {
+  it('replaces the query text and keeps every other member as sent', () => {
+    const sent = body('{"query":"{ a }","variables":{"n":1.0,"big":9007199254740993},"id":"A"}');
+    const origin = rewrittenForOrigin('POST', '/graphql', sent, { query: '{ a __typename }', extensions: undefined, withoutId: false });
+    // Members come in the canonical order; JSON gives it no meaning.
+    expect(origin).toEqual({ body: body('{"id":"A","query":"{ a __typename }","variables":{"n":1.0,"big":9007199254740993}}') });
+  });
+
+  it("leaves out a POST's id member, of any value, keeping the text and the other members as sent", () => {
+    for (const id of ['"TodosQuery"', '7', 'null']) {
+      const sent = body(`{"id":${id},"query":"{ a }","variables":{"n":1.0},"tenant":"acme"}`);
+      expect(rewrittenForOrigin('POST', '/graphql', sent, { ...unchangedText, withoutId: true })).toEqual({
+        body: body('{"query":"{ a }","tenant":"acme","variables":{"n":1.0}}'),
+      });
+    }
+  });
+
+  it("leaves out a POST's id URL parameter, in any case, and keeps its other pairs as sent", () => {
+    const sent = body('{"query":"{ a }"}');
+    expect(rewrittenForOrigin('POST', '/graphql?ID=A&tenant=a%20b&x=1;id=2', sent, { ...unchangedText, withoutId: true })).toEqual({
+      body: sent,
+      path: '/graphql?tenant=a%20b&x=1;id=2',
+    });
+    expect(rewrittenForOrigin('POST', '/graphql?%69d=A', sent, { ...unchangedText, withoutId: true })).toEqual({ body: sent, path: '/graphql' });
+    expect(rewrittenForOrigin('POST', '/graphql?tenant=a', sent, { ...unchangedText, withoutId: true })).toEqual({ body: sent });
+  });
+
+  it("leaves out a GET's id parameter, the query text as sent, and drops the `?` with the last pair", () => {
+    const path = '/graphql?query=%7B%20a%20%7D&Id=A&variables=%7B%7D';
+    expect(rewrittenForOrigin('GET', path, Buffer.alloc(0), { ...unchangedText, withoutId: true })).toEqual({ path: '/graphql?query=%7B%20a%20%7D&variables=%7B%7D' });
+    expect(rewrittenForOrigin('GET', '/graphql?id=A', Buffer.alloc(0), { ...unchangedText, withoutId: true })).toEqual({ path: '/graphql' });
+  });
+
+  it('replaces the text and leaves out the id together', () => {
+    const changes = { query: '{ a __typename }', extensions: {}, withoutId: true };
+    expect(rewrittenForOrigin('POST', '/graphql', body('{"id":"A","query":"{ a }","extensions":{"persistedQuery":{}}}'), changes)).toEqual({
+      body: body('{"query":"{ a __typename }"}'),
+    });
+    expect(rewrittenForOrigin('GET', '/graphql?id=A&query=%7B%20a%20%7D&extensions=%7B%7D', Buffer.alloc(0), changes)).toEqual({
+      path: '/graphql?query=%7B%20a%20__typename%20%7D',
+    });
+  });
+});
+
+describe('batchWithoutIds', () => {
+  it('leaves out the id of the operations named, each other one as sent', () => {
+    const sent = body('[{"id":"A","query":"{ a }"},{"id":"B","query":"{ b }"}, {"query":"{ c }","variables":{"n":1.0}}]');
+    expect(batchWithoutIds('/graphql', sent, [true, false, true])).toEqual({
+      body: body('[{"query":"{ a }"},{"id":"B","query":"{ b }"},{"query":"{ c }","variables":{"n":1.0}}]'),
+    });
+    expect(batchWithoutIds('/graphql?id=A&x=1', sent, [true, false, false])).toMatchObject({ path: '/graphql?x=1' });
+  });
+});
