@@ -1094,7 +1094,7 @@ const LOGGED_DETAIL_CHARACTERS = 200;
 /** A request without a body; shared, as a buffer of no bytes cannot be changed (one allocated per GET was 0.5% of its CPU). */
 const NO_BODY = Buffer.alloc(0);
 /** Pass reasons of a POST whose operation the origin may run from a stored document (passUnseen). */
-const UNSEEN_REASONS: ReadonlySet<PassReason> = new Set(['no-query', 'unknown-document-id', 'syntax-error', 'stored-document-over-limits']);
+const UNSEEN_REASONS: ReadonlySet<PassReason> = new Set(['no-query', 'unknown-document-id', 'unread-document-id', 'syntax-error', 'stored-document-over-limits']);
 /** Stored as the origin sent it. */
 const NO_COMPRESSION: CompressionSettings = { encoding: 'identity', minBytes: 0 };
 

@@ -21,6 +21,12 @@ export type PassReason =
   | 'unknown-operation'
   /** An id the manifest does not hold (README, Stored documents sent by id). */
   | 'unknown-document-id'
+  /**
+   * No text, but members or URL parameters an origin may read a stored document's id from, which
+   * svc-cache reads none from: no manifest, two different ids, another name (README, Stored
+   * documents sent by id).
+   */
+  | 'unread-document-id'
   /** A stored document sent by its id is over `limits` (README, Stored documents sent by id). */
   | 'stored-document-over-limits'
   /** A query text beside a stored document's id, which some origins run instead (README, Stored documents sent by id). */

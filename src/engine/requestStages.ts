@@ -74,10 +74,13 @@ export interface ResolvedQuery {
    */
   storedById: boolean;
   /**
-   * The request named a stored document by an id the manifest does not hold (clients deployed before
-   * it reached svc-cache): it goes on as one svc-cache cannot see, not refused as an unknown APQ hash.
+   * The request sent no text but may name a stored document that svc-cache does not resolve; it goes
+   * on as one svc-cache cannot see. `unknown`: by an id the manifest does not hold (clients deployed
+   * before it reached svc-cache), not refused as an unknown APQ hash. `unread`: in a way svc-cache
+   * reads no id from (no manifest, two different ids, a value that is no string, another member or
+   * URL parameter an origin may take one from).
    */
-  unknownDocumentId?: true;
+  unresolvedDocumentId?: 'unknown' | 'unread';
   /** The hash came alone and the text from the registry. */
   fromRegistry: boolean;
   /** The hash and text to register once the origin answered the query with data (README, Automatic persisted queries). */
@@ -98,7 +101,10 @@ export function resolveQuery(params: GraphQLParams, documentIds: readonly (strin
   const stored = id === undefined ? undefined : deps.documents!.get(id);
   if (stored !== undefined) return storedDocument(stored);
   const { persistedQuery } = params.extensions;
-  if (persistedQuery === undefined || persistedQuery === null) return id === undefined ? asSent(params.query) : UNKNOWN_DOCUMENT_ID;
+  if (persistedQuery === undefined || persistedQuery === null) {
+    if (id !== undefined) return UNKNOWN_DOCUMENT_ID;
+    return params.query === undefined && documentIds.length > 0 ? UNREAD_DOCUMENT_ID : asSent(params.query);
+  }
   const resolving = resolveReference(params, deps);
   // A hash neither the manifest nor the registry knows may be one the origin's newer manifest does.
   if (id === undefined) return resolving;
@@ -115,7 +121,8 @@ function asSent(query: string | undefined): ResolvedQuery {
   return { query, persisted: false, storedById: false, fromRegistry: false, registration: undefined };
 }
 
-const UNKNOWN_DOCUMENT_ID: ResolvedQuery = { ...asSent(undefined), unknownDocumentId: true };
+const UNKNOWN_DOCUMENT_ID: ResolvedQuery = { ...asSent(undefined), unresolvedDocumentId: 'unknown' };
+const UNREAD_DOCUMENT_ID: ResolvedQuery = { ...asSent(undefined), unresolvedDocumentId: 'unread' };
 /** APQ's refusals of a hash it does not know, of an id that is no SHA-256 (Apollo's manifests allow custom ids), or of any hash when it is off. */
 const UNKNOWN_TO_APQ: ReadonlySet<PersistedQueryRefusal> = new Set(['not-found', 'bad-hash', 'not-supported']);
 
@@ -232,6 +239,9 @@ function visitedIncrementally(node: ASTNode): boolean {
   return found;
 }
 
+/** The pass reason of a request without text that may name a stored document svc-cache does not resolve. */
+const UNRESOLVED_REASONS = { unknown: 'unknown-document-id', unread: 'unread-document-id' } as const satisfies Record<string, PassReason>;
+
 export type SelectedOperation = Extract<ReturnType<typeof selectOperation>, { kind: 'operation' }>;
 
 export interface CheckedOperation {
@@ -247,7 +257,7 @@ export function checkLimits(
   analyse: (document: DocumentNode) => DocumentAnalysis,
 ): Verdict | CheckedOperation {
   const { query } = resolved;
-  if (query === undefined) return passVerdict(resolved.unknownDocumentId ? 'unknown-document-id' : 'no-query');
+  if (query === undefined) return passVerdict(resolved.unresolvedDocumentId === undefined ? 'no-query' : UNRESOLVED_REASONS[resolved.unresolvedDocumentId]);
   // A query registered under a larger limit before a reload lowered it, or a stored document.
   const textTooLarge = resolved.fromRegistry || resolved.storedById ? queryTextViolation(query, limits) : undefined;
   if (textTooLarge) return overLimits(resolved, textTooLarge);

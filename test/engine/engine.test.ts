@@ -855,7 +855,9 @@ describe('DecisionEngine', () => {
       ['an id the manifest lacks', { documentId: 'unknown' }, 'unknown-document-id'],
       // Not refused as an unknown APQ hash: the origin's newer manifest may hold it.
       ['a persisted-query hash the manifest lacks', { extensions: { persistedQuery: { version: 1, sha256Hash: 'a'.repeat(64) } } }, 'unknown-document-id'],
-      ['two different ids', { documentId: 'todo', doc_id: 'todoTitles' }, 'no-query'],
+      ['two different ids', { documentId: 'todo', doc_id: 'todoTitles' }, 'unread-document-id'],
+      ['an id under another name', { queryId: 'todo' }, 'unread-document-id'],
+      ['no text and nothing else', { variables: { id: '1' } }, 'no-query'],
       // Hot Chocolate runs a document it knows by id rather than the text beside it.
       ['a query text beside a documentId', { query: '{ todos { id } }', documentId: 'todo' }, 'query-beside-document-id'],
       ['a mutation text beside a doc_id', { query: 'mutation { addTodo(title: "x") { id } }', doc_id: 'todo' }, 'query-beside-document-id'],

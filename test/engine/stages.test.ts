@@ -147,17 +147,21 @@ describe('resolveQuery', () => {
     ]);
     const unresolved = { query: undefined, persisted: false, storedById: false };
     expect(resolveQuery(params('{ b }'), ['d1'], deps(manifest))).toMatchObject({ query: '{ b }', storedById: false });
-    expect(resolveQuery(params(undefined), ['d1', 'd2'], deps(manifest))).toMatchObject(unresolved);
-    expect(resolveQuery(params(undefined), ['d1', null], deps(manifest))).toMatchObject(unresolved);
-    expect(resolveQuery(params(undefined), ['d3'], deps(manifest))).toMatchObject({ ...unresolved, unknownDocumentId: true });
+    const unread = { ...unresolved, unresolvedDocumentId: 'unread' };
+    expect(resolveQuery(params(undefined), ['d1', 'd2'], deps(manifest))).toEqual({ ...unread, fromRegistry: false, registration: undefined });
+    expect(resolveQuery(params(undefined), ['d1', null], deps(manifest))).toMatchObject(unread);
+    expect(resolveQuery(params(undefined), [null], deps(manifest))).toMatchObject(unread);
+    expect(resolveQuery(params(undefined), ['d3'], deps(manifest))).toMatchObject({ ...unresolved, unresolvedDocumentId: 'unknown' });
+    // No text and nothing else is no stored document.
+    expect(resolveQuery(params(undefined), [], deps(manifest))).toEqual({ ...unresolved, fromRegistry: false, registration: undefined });
     // A hash neither the manifest nor APQ knows, APQ on or off, and a custom id: the origin's newer manifest may.
     for (const apq of [config().apq, { ...config().apq, enabled: false }]) {
       for (const id of [hash('{ c }'), 'GetUser']) {
         const unknownHash = resolveQuery(params(undefined, { persistedQuery: { version: 1, sha256Hash: id } }), [], { ...deps(manifest), apq });
-        expect(await unknownHash).toEqual({ query: undefined, persisted: false, storedById: false, fromRegistry: false, registration: undefined, unknownDocumentId: true });
+        expect(await unknownHash).toEqual({ query: undefined, persisted: false, storedById: false, fromRegistry: false, registration: undefined, unresolvedDocumentId: 'unknown' });
       }
     }
-    expect(resolveQuery(params(undefined), ['d1'], deps(undefined))).toMatchObject(unresolved);
+    expect(resolveQuery(params(undefined), ['d1'], deps(undefined))).toMatchObject(unread);
     // A persisted-query reference of another shape, which some origins take an id from whatever its version says.
     expect(await resolveQuery(params(undefined, { persistedQuery: { version: 2, sha256Hash: 'd2' } }), ['d1'], deps(manifest))).toMatchObject({ kind: 'refused', refusal: 'bad-version' });
     expect(await resolveQuery(params(undefined, { persistedQuery: 'd1' }), ['d1'], deps(manifest))).toMatchObject({ kind: 'refused', refusal: 'bad-shape' });
