@@ -1,5 +1,6 @@
 /** The folder's one door: what other folders of src/ may use. */
 export { canonicalJson } from './canonicalJson.js';
+export { readJson } from './canonicalVariables.js';
 export { parseDocument, selectOperation, type ParsedDocument } from './document.js';
 export { FragmentMemo, collectFields, fragmentsOf } from './fragments.js';
 export { batchWithoutIds, rewrittenForOrigin, type GraphQLParams } from './httpRequest.js';

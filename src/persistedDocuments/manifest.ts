@@ -1,3 +1,5 @@
+import { readJson } from '../graphql/index.js';
+
 /**
  * The origin's stored documents (trusted documents, persisted documents), read from the manifest
  * its clients were built with (`persistedDocuments.manifest`, README, Stored documents sent by id):
@@ -24,6 +26,9 @@ export function readManifest(text: string): ManifestReading {
     return problem(`expected JSON: ${(error as Error).message}`);
   }
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return problem(EXPECTED_FORMS);
+  // JSON.parse keeps the last of a repeated key; another parser may keep the first, and svc-cache
+  // would then read one text under an id where the origin runs another.
+  if (readJson(text) === 'ambiguous') return problem('a key is given twice with different values (an id naming two documents), which JSON parsers read differently');
   const manifest = json as Record<string, unknown>;
   if ('format' in manifest) return readApolloManifest(manifest);
   const documents = new Map<string, string>();

@@ -3,7 +3,8 @@ import { readManifest } from '../../src/persistedDocuments/index.js';
 
 describe('readManifest', () => {
   it('reads a flat object of id to text (Relay, GraphQL Code Generator, envelop)', () => {
-    expect(readManifest('{"a1":"query A { a }","b2":"mutation B { b }"}')).toEqual({
+    // A key repeated with the same text is one document, whichever one a parser keeps.
+    expect(readManifest('{"a1":"query A { a }","b2":"mutation B { b }","a1":"query A { a }"}')).toEqual({
       kind: 'documents',
       documents: new Map([
         ['a1', 'query A { a }'],
@@ -39,6 +40,7 @@ describe('readManifest', () => {
     ['{"format":"apollo-persisted-query-manifest","version":1}', /^"operations" is not an array$/],
     ['{"format":"apollo-persisted-query-manifest","version":1,"operations":[{"id":"a"}]}', /^operations\[0\] needs a string "id" and "body"$/],
     ['{"format":"apollo-persisted-query-manifest","version":1,"operations":[{"id":"a","body":"{ a }"},{"id":"a","body":"{ b }"}]}', /^the id "a" names two different documents$/],
+    ['{"a":"{ a }","b":"{ b }","a":"mutation { m }"}', /^a key is given twice with different values \(an id naming two documents\), which JSON parsers read differently$/],
   ])('refuses %s', (text, problem) => {
     const reading = readManifest(text);
     expect(reading.kind).toBe('problem');
