@@ -292,16 +292,14 @@ export class DecisionEngine {
   /**
    * A path that is no endpoint passes unread, but for a POST to a variant of one (`/graphql/` beside
    * `/graphql`), which the origin may route to its GraphQL handler: its body is read for mutations,
-   * as a body svc-cache cannot read is (passUnread), unless it declares more bytes than an
-   * endpoint's request may have (README, Invalidation after mutations).
+   * as a body svc-cache cannot read is (passUnread), and one that declares more bytes than an
+   * endpoint's request may have is an operation svc-cache cannot see (README, Invalidation after
+   * mutations).
    */
   private passOtherPath(exchange: Exchange, head: RequestHead, config: Config): RequestHeadDecision {
-    const readable =
-      head.method === 'POST' &&
-      head.hasBody &&
-      isEndpointVariant(head.path, config.endpoints) &&
-      !(Number(headerValue(head.headers, 'content-length')) > config.limits.maxRequestBodyBytes);
-    return readable ? { kind: 'need-body' } : this.passOn(exchange, 'not-an-endpoint');
+    if (head.method !== 'POST' || !head.hasBody || !isEndpointVariant(head.path, config.endpoints)) return this.passOn(exchange, 'not-an-endpoint');
+    if (Number(headerValue(head.headers, 'content-length')) > config.limits.maxRequestBodyBytes) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'not-an-endpoint' });
+    return { kind: 'need-body' };
   }
 
   /** The stages of docs/graphql-caching.md, Cacheability, in order (see requestStages.ts). */
@@ -323,7 +321,7 @@ export class DecisionEngine {
     const { params } = request;
     const sentTooLarge = checkSentQueryText(params, config.limits);
     if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
-    if (head.method === 'POST' && runsDocumentByIdInstead(parameters, config)) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'query-beside-document-id' });
+    if (head.method === 'POST' && runsDocumentByIdInstead(parameters)) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'query-beside-document-id' });
     const resolving = resolveQuery(params, parameters.documentIds, this.resolutionDependencies(config));
     const resolved = resolving instanceof Promise ? await resolving : resolving;
     if ('kind' in resolved) {
@@ -356,13 +354,13 @@ export class DecisionEngine {
     if (isVerdict(next)) return this.conclude(exchange, next, context);
     if (next.kind === 'mutation') return this.forwardMutation(context, checked, next.schema);
     // A GET (a mutation in it was refused above) may run the query its id names instead: not stored.
-    if (runsDocumentByIdInstead(parameters, context.config)) return this.passOn(exchange, 'query-beside-document-id', undefined, context);
+    if (runsDocumentByIdInstead(parameters)) return this.passOn(exchange, 'query-beside-document-id', undefined, context);
     return this.decideQuery(context, checked, next.schema, next.policy);
   }
 
   /**
    * A batch (a JSON array, as Apollo's BatchHttpLink sends) goes to the origin as sent, but for the
-   * `id` beside an operation's text (dropsIdBesideText), and is never stored: each operation is
+   * `id` beside an operation's document (dropsIdBeside), and is never stored: each operation is
    * read, under the limits, so that its mutations invalidate from the array of answers
    * (docs/graphql-caching.md, Invalidation). A hash-only element is looked up to know what it runs,
    * but not expanded: that would mean rewriting its text in the batch. One svc-cache refuses (a hash
@@ -373,13 +371,15 @@ export class DecisionEngine {
     const { config, schema } = this.deps.state();
     const mutations: Array<MutationPlan | undefined> = [];
     const unseen: number[] = [];
+    const withoutId: boolean[] = [];
     for (const operation of operations) {
       const { params, documentIds } = operation;
       const sentTooLarge = checkSentQueryText(params, config.limits);
       if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
-      if (runsDocumentByIdInstead(operation, config) && config.mutationPolicy !== 'None') {
+      if (runsDocumentByIdInstead(operation) && config.mutationPolicy !== 'None') {
         unseen.push(mutations.length);
         mutations.push(undefined);
+        withoutId.push(false);
         continue;
       }
       const resolved = await resolveQuery(params, documentIds, this.resolutionDependencies(config));
@@ -387,12 +387,12 @@ export class DecisionEngine {
         this.report((events) => events.persistedQuery(resolved.refusal));
         return this.conclude(exchange, refusedForEach(resolved.verdict, operations.length));
       }
+      withoutId.push(dropsIdBeside(operation, resolved, config));
       const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
       if (isVerdict(checked) && checked.kind === 'respond') return this.conclude(exchange, checked);
       if (isVerdict(checked) && checked.kind === 'pass' && UNSEEN_REASONS.has(checked.reason) && config.mutationPolicy !== 'None') unseen.push(mutations.length);
       mutations.push(isVerdict(checked) ? undefined : this.batchedMutation(checked, config, schema));
     }
-    const withoutId = operations.map((operation) => operation.params.query !== undefined && dropsIdBesideText(operation, config));
     const origin = withoutId.includes(true) ? batchWithoutIds(requestHeadOf(exchange).path, body, withoutId) : undefined;
     const watched = unseen.length > 0 || mutations.some((mutation) => mutation !== undefined);
     if (!watched && origin === undefined) return this.passOn(exchange, 'batch');
@@ -593,9 +593,9 @@ export class DecisionEngine {
   private forward(context: RequestContext, plan: ResponsePlan, originQuery?: string): RequestDecision {
     const { exchange, head, config } = context;
     const origin = originRequestOf(context, originQuery);
-    if (origin.path !== undefined && Buffer.byteLength(origin.path) > this.deps.maxRewrittenPathBytes) {
-      return this.refuseLongPath(context);
-    }
+    // A path the rewrite made no longer than the client's fits where that one did (an `id` left out).
+    const pathBytes = origin.path === undefined ? 0 : Buffer.byteLength(origin.path);
+    if (pathBytes > this.deps.maxRewrittenPathBytes && pathBytes > Buffer.byteLength(head.path)) return this.refuseLongPath(context);
     exchange.forward(plan);
     // Identity bodies are what the cache reads and replays (Envoy can compress in front).
     const remove = plan.kind === 'pass' ? tokenRemoval(head, config) : [...tokenRemoval(head, config), 'accept-encoding'];
@@ -672,7 +672,10 @@ export class DecisionEngine {
   private passUnseen(exchange: Exchange, config: Config, verdict: Verdict & { kind: 'pass' }): RequestDecision {
     const { reason, detail } = verdict;
     if (requestHeadOf(exchange).method !== 'POST' || config.mutationPolicy === 'None') return this.passOn(exchange, reason, detail);
-    this.deps.logger.debug({ passReason: reason }, 'request passed; it may run an operation svc-cache cannot see');
+    this.deps.logger.debug(
+      { passReason: reason, ...(detail === undefined ? {} : { detail: shortened(detail, LOGGED_DETAIL_CHARACTERS) }) },
+      'request passed; it may run an operation svc-cache cannot see',
+    );
     return forwardUntouched(exchange, { kind: 'pass', reason, unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } });
   }
 
@@ -1000,30 +1003,27 @@ function originQueryOf(prepared: PreparedOperation, selected: { wholeDocument: b
 }
 
 /**
- * A query text beside a stored document's id: Hot Chocolate runs the id's document when it knows it,
- * not the text, so what runs is not for svc-cache to say (README, Operations svc-cache cannot see).
- * Its `id` counts only when the manifest holds another text under it (GraphQLOperation's `idValues`).
+ * A query text beside a stored document's id (`documentId`, `doc_id`): Hot Chocolate runs the id's
+ * document when it knows it, not the text, so what runs is not for svc-cache to say (README,
+ * Operations svc-cache cannot see). Its `id` is left out instead (dropsIdBeside).
  */
-function runsDocumentByIdInstead(operation: GraphQLOperation, config: Config): boolean {
-  const { query } = operation.params;
-  if (query === undefined) return false;
-  const documents = config.persistedDocuments?.documents;
-  return operation.namesDocumentId || operation.idValues.some((id) => documents?.has(id) === true && documents.get(id) !== query);
+function runsDocumentByIdInstead(operation: GraphQLOperation): boolean {
+  return operation.params.query !== undefined && operation.namesDocumentId;
 }
 
 /**
  * The request as the origin gets it, where svc-cache changes it: a persisted query expanded (unless
- * the config forwards the reference), the text with added key fields, and a text sent without its
- * `id` (dropsIdBesideText). A stored document goes as its id, as sent: the origin may run ids only
- * (README, Stored documents sent by id), and its answer then lacks any key field svc-cache would add.
+ * the config forwards the reference), the text with added key fields, and the `id` beside a
+ * document svc-cache read (dropsIdBeside). A stored document goes as its id, as sent: the origin may
+ * run ids only (README, Stored documents sent by id), and its answer then lacks any key field
+ * svc-cache would add.
  */
 function originRequestOf(context: RequestContext, originQuery: string | undefined): { path?: string; body?: Buffer } {
   const { head, config, request, resolved } = context;
   const expand = resolved.persisted && !config.apq.forwardPersistedQuery;
   const addedFields = resolved.storedById ? undefined : originQuery;
   const changesText = expand || addedFields !== undefined;
-  const sendsText = !resolved.storedById && (request.params.query !== undefined || expand);
-  const withoutId = sendsText && dropsIdBesideText(request, config);
+  const withoutId = dropsIdBeside(request, resolved, config);
   if (!changesText && !withoutId) return {};
   return rewrittenForOrigin(request.method, head.path, request.body, {
     query: changesText ? (addedFields ?? resolved.query!) : undefined,
@@ -1034,17 +1034,19 @@ function originRequestOf(context: RequestContext, originQuery: string | undefine
 }
 
 /**
- * Whether a text goes to the origin without the `id` beside it. Hot Chocolate keeps each document it
- * ran under the `id` sent with it, and runs the kept one instead of any text sent beside that `id`
- * later: a client could send a mutation with an `id`, then a query beside it, and have the mutation
- * run where svc-cache sees (and stores) the query. Without the `id` the origin runs the text, as
- * every other origin does. An `id` the manifest holds stays: for its own text the origin runs the
- * same either way (and an origin running ids only needs it), and beside another text the request
- * passes as one svc-cache cannot see (runsDocumentByIdInstead). README, Operations svc-cache cannot see.
+ * Whether the origin gets the request without the `id` beside the document svc-cache read for it
+ * (its text, or the one an APQ hash names). Hot Chocolate keeps each document it ran under the `id`
+ * sent with it, and runs the kept one instead of any text or hash sent beside that `id` later: a
+ * client could send a mutation with an `id`, then a query beside it, and have the mutation run where
+ * svc-cache sees (and stores) the query. Without the `id` the origin runs what svc-cache read, as
+ * every other origin does. The `id` stays only where each one sent names this very text in the
+ * manifest: the origin runs the same either way, and one that runs ids only needs it. README,
+ * Operations svc-cache cannot see.
  */
-function dropsIdBesideText(operation: GraphQLOperation, config: Config): boolean {
+function dropsIdBeside(operation: GraphQLOperation, resolved: ResolvedQuery, config: Config): boolean {
+  if (operation.idsSent.length === 0 || resolved.storedById || resolved.query === undefined) return false;
   const documents = config.persistedDocuments?.documents;
-  return operation.carriesId && !operation.idValues.some((id) => documents?.has(id) === true);
+  return !operation.idsSent.every((id) => id !== null && documents?.get(id) === resolved.query);
 }
 
 /** The request goes on under `plan` as it came, but for the purge token. */
@@ -1093,8 +1095,11 @@ const DEBUG_HEADER = 'svc-debug';
 const LOGGED_DETAIL_CHARACTERS = 200;
 /** A request without a body; shared, as a buffer of no bytes cannot be changed (one allocated per GET was 0.5% of its CPU). */
 const NO_BODY = Buffer.alloc(0);
-/** Pass reasons of a POST whose operation the origin may run from a stored document (passUnseen). */
-const UNSEEN_REASONS: ReadonlySet<PassReason> = new Set(['no-query', 'unknown-document-id', 'unread-document-id', 'syntax-error', 'stored-document-over-limits']);
+/**
+ * Pass reasons of a POST whose operation the origin may run where svc-cache cannot see it (passUnseen):
+ * from a stored document, or one of several in the document (Hot Chocolate's `batchOperations`).
+ */
+const UNSEEN_REASONS: ReadonlySet<PassReason> = new Set(['no-query', 'unknown-document-id', 'unread-document-id', 'syntax-error', 'unknown-operation', 'stored-document-over-limits']);
 /** Stored as the origin sent it. */
 const NO_COMPRESSION: CompressionSettings = { encoding: 'identity', minBytes: 0 };
 

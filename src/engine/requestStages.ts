@@ -106,9 +106,11 @@ export function resolveQuery(params: GraphQLParams, documentIds: readonly (strin
     return params.query === undefined && documentIds.length > 0 ? UNREAD_DOCUMENT_ID : asSent(params.query);
   }
   const resolving = resolveReference(params, deps);
-  // A hash neither the manifest nor the registry knows may be one the origin's newer manifest does.
-  if (id === undefined) return resolving;
-  return resolving.then((resolved) => ('kind' in resolved && UNKNOWN_TO_APQ.has(resolved.refusal) ? UNKNOWN_DOCUMENT_ID : resolved));
+  if (deps.documents === undefined || params.query !== undefined) return resolving;
+  // A hash neither the manifest nor the registry knows may be one the origin's newer manifest does,
+  // and a reference beside other members one the origin reads its own way.
+  const unresolved = id === undefined ? UNREAD_DOCUMENT_ID : UNKNOWN_DOCUMENT_ID;
+  return resolving.then((resolved) => ('kind' in resolved && UNKNOWN_TO_APQ.has(resolved.refusal) ? unresolved : resolved));
 }
 
 /** The manifest's text of a stored document a request named by its id. */

@@ -39,19 +39,12 @@ export interface GraphQLOperation {
    */
   namesDocumentId: boolean;
   /**
-   * The values of an `id` member or URL parameter, where Hot Chocolate also reads a stored
-   * document's id: not read as one (react-relay-network-modern sends the operation's name as `id`
-   * with every request), but a query text beside one that the manifest holds for another text is
-   * not what runs (README, Operations svc-cache cannot see).
+   * The value of each `id` member and `id` URL parameter (a `&`-separated pair, its name in any
+   * case, as ASP.NET Core reads it), null for one that is not a string or does not decode. Hot
+   * Chocolate runs the document it kept under an `id` instead of a text beside it, so svc-cache
+   * forwards a text without them (README, Operations svc-cache cannot see).
    */
-  idValues: readonly string[];
-  /**
-   * Whether an `id` member (of any value) or an `id` URL parameter (a `&`-separated pair, its name
-   * in any case, as ASP.NET Core reads it) is there: Hot Chocolate runs the document it kept under
-   * that id instead of a text beside it, so svc-cache forwards a text without it (README,
-   * Operations svc-cache cannot see).
-   */
-  carriesId: boolean;
+  idsSent: readonly (string | null)[];
   /**
    * The key's form of `extensions` for a request read as a stored document: `persistedQuery` then
    * names what the origin runs, so it stays (README, Stored documents sent by id); '' when there is none.
@@ -253,8 +246,8 @@ function batchOf(elements: readonly JsonValue[], otherUrlParameters: string): Re
     if (element.kind !== 'object') return { kind: 'uninterpretable', reason: 'body-not-object' };
     const operation = operationOf(element.members ?? new Map(), otherUrlParameters);
     if (operation.kind !== 'graphql') return operation;
-    const { params, canonicalVariables, canonicalExtensions, documentIds, namesDocumentId, idValues, carriesId, canonicalExtensionsById } = operation;
-    operations.push({ params, canonicalVariables, canonicalExtensions, documentIds, namesDocumentId, idValues, carriesId, canonicalExtensionsById });
+    const { params, canonicalVariables, canonicalExtensions, documentIds, namesDocumentId, idsSent, canonicalExtensionsById } = operation;
+    operations.push({ params, canonicalVariables, canonicalExtensions, documentIds, namesDocumentId, idsSent, canonicalExtensionsById });
   }
   return { kind: 'batch', operations };
 }
@@ -303,38 +296,37 @@ const DOCUMENT_ID_NAMES: ReadonlySet<string> = new Set(['documentId', 'doc_id'])
 
 /**
  * How the members, and the URL parameters (`pairs`, as sent), name a stored document:
- * GraphQLOperation's `documentIds`, `namesDocumentId`, `idValues` and `carriesId`.
+ * GraphQLOperation's `documentIds`, `namesDocumentId` and `idsSent`.
  */
 function documentNaming(
   members: ReadonlyMap<string, JsonValue>,
   pairs: string,
-): { documentIds: Array<string | null>; namesDocumentId: boolean; idValues: string[]; carriesId: boolean } {
+): { documentIds: Array<string | null>; namesDocumentId: boolean; idsSent: Array<string | null> } {
   const documentIds: Array<string | null> = [];
-  const idValues: string[] = [];
+  const idsSent: Array<string | null> = [];
   let namesDocumentId = false;
-  let carriesId = members.has(ID_MEMBER);
   for (const [name, member] of members) {
-    if (DOCUMENT_ID_NAMES.has(name)) documentIds.push(member.kind === 'string' ? member.string! : null);
-    else if (!GRAPHQL_PARAMETERS.has(name)) documentIds.push(null);
+    // A null or empty id names nothing, as origins read it (`documentId || …`).
+    if (DOCUMENT_ID_NAMES.has(name)) {
+      if (givesValue(member)) documentIds.push(member.kind === 'string' ? member.string! : null);
+    } else if (!GRAPHQL_PARAMETERS.has(name)) {
+      documentIds.push(null);
+    }
     namesDocumentId ||= DOCUMENT_ID_NAMES.has(name) && givesValue(member);
-    if (name === ID_MEMBER && member.kind === 'string') idValues.push(member.string!);
+    if (name === ID_MEMBER) idsSent.push(member.kind === 'string' ? member.string! : null);
   }
-  for (const pair of pairs === '' ? [] : pairs.split('&')) {
+  for (const pair of pairs.split('&')) {
+    if (pair === '') continue;
     const separator = pair.indexOf('=');
     const name = formDecode(separator < 0 ? pair : pair.slice(0, separator));
-    const value = pair.includes(';') ? undefined : formDecode(separator < 0 ? '' : pair.slice(separator + 1));
-    documentIds.push(name !== undefined && DOCUMENT_ID_NAMES.has(name) ? (value ?? null) : null);
+    const value = formDecode(separator < 0 ? '' : pair.slice(separator + 1));
+    const documentId = name !== undefined && DOCUMENT_ID_NAMES.has(name);
+    if (!(documentId && value === '')) documentIds.push(documentId && !pair.includes(';') ? (value ?? null) : null);
     namesDocumentId ||= namesIdParameter(pair);
-    carriesId ||= isIdParameterName(name);
-    for (const piece of semicolonPieces(pair)) {
-      // ASP.NET Core reads URL parameter names in any case: `ID=` is Hot Chocolate's `id` too.
-      const id = isIdParameterName(piece.name) && piece.value !== undefined ? formDecode(piece.value) : undefined;
-      if (id !== undefined) idValues.push(id);
-    }
+    if (isIdParameterName(name)) idsSent.push(value ?? null);
   }
-  return { documentIds, namesDocumentId, idValues, carriesId };
+  return { documentIds, namesDocumentId, idsSent };
 }
-
 
 /** Whether a member is there with a value: not `null`, not an empty string. */
 function givesValue(member: JsonValue | undefined): boolean {
@@ -477,25 +469,31 @@ export function possibleOperations(
   const bodyReadings: Reading[] = [];
   const texts = bodyTexts(headers, body, maxBodyBytes);
   if (texts === 'too-large') return texts;
+  let readable = mediaTypes.includes('application/x-www-form-urlencoded') || mediaTypes.includes('application/graphql');
   for (const text of texts) {
     const found = textReadings(text, mediaTypes);
     if (found === 'ambiguous') return found;
-    bodyReadings.push(...found);
+    readable ||= found.json;
+    bodyReadings.push(...found.readings);
   }
   // The GraphQL multipart request: the operations are the JSON of its `operations` field.
   const operationsFields = mediaTypes.includes('multipart/form-data') ? multipartFields(headers, body, 'operations', maxBodyBytes) : [];
   for (const operations of operationsFields) {
     const found = textReadings(operations, []);
     if (found === 'ambiguous') return found;
-    bodyReadings.push(...found);
+    readable ||= found.json;
+    bodyReadings.push(...found.readings);
   }
+  // A body no reading of which is JSON may still run where svc-cache cannot see it: Hot Chocolate
+  // reads JSON with trailing commas and comments.
+  if (!readable && body.byteLength > 0) bodyReadings.push(UNSEEN_OPERATION);
   const urlReadings = queryStringReadings(path);
   if (urlReadings === 'ambiguous') return urlReadings;
   // express-graphql takes each parameter from the URL when it is there, else from the body: a query
   // from one may then run under the other's operationName, so no name narrows which mutation runs.
-  const mixed = bodyReadings.length > 0 && urlReadings.some((reading) => !reading.storedDocument);
-  return [...bodyReadings, ...urlReadings].flatMap(({ query, operationName, storedDocument }): PossibleOperation[] => {
-    if (storedDocument) return [{ query: undefined, operationName: undefined }];
+  const mixed = bodyReadings.length > 0 && urlReadings.some((reading) => !reading.unseen);
+  return [...bodyReadings, ...urlReadings].flatMap(({ query, operationName, unseen }): PossibleOperation[] => {
+    if (unseen) return [{ query: undefined, operationName: undefined }];
     return query === undefined ? [] : [{ query, operationName: mixed ? undefined : operationName }];
   });
 }
@@ -505,15 +503,17 @@ interface Reading {
   query: string | undefined;
   operationName: string | undefined;
   /**
-   * The origin may run a stored document named by its id: a JSON object without a query text but
-   * with other members, or with an id beside its text, or a form or URL with an id parameter.
+   * The origin may run what svc-cache cannot see: a stored document named by its id (a JSON object
+   * without a query text but with other members, or with an id beside its text, or a form or URL
+   * with an id parameter), or a body svc-cache cannot read as JSON.
    */
-  storedDocument?: true;
+  unseen?: true;
 }
 
-const STORED_DOCUMENT: Reading = { query: undefined, operationName: undefined, storedDocument: true };
+const UNSEEN_OPERATION: Reading = { query: undefined, operationName: undefined, unseen: true };
 
-function textReadings(text: string, mediaTypes: readonly string[]): Reading[] | 'ambiguous' {
+/** A text's readings, and whether it is JSON. */
+function textReadings(text: string, mediaTypes: readonly string[]): { readings: Reading[]; json: boolean } | 'ambiguous' {
   const readings: Reading[] = [];
   const json = readJson(text.trim());
   // Which of a repeated member an origin runs is the origin's choice, as for a readable body.
@@ -521,11 +521,11 @@ function textReadings(text: string, mediaTypes: readonly string[]): Reading[] | 
   const objects = typeof json === 'string' ? [] : json.kind === 'array' ? (json.elements ?? []).slice(0, MAX_BATCH_OPERATIONS) : [json];
   for (const object of objects) {
     const [query, operationName] = [object.members?.get('query')?.string, object.members?.get('operationName')?.string];
-    if (query === undefined && namesStoredDocument(object)) readings.push(STORED_DOCUMENT);
+    if (query === undefined && namesStoredDocument(object)) readings.push(UNSEEN_OPERATION);
     else if (query !== undefined || operationName !== undefined) readings.push({ query, operationName });
     // Hot Chocolate runs the document a documentId (or an id it kept) names even beside a query text;
     // a body svc-cache does not read goes as it came, `id` included.
-    if (query !== undefined && [...DOCUMENT_ID_NAMES, ID_MEMBER].some((name) => givesValue(object.members?.get(name)))) readings.push(STORED_DOCUMENT);
+    if (query !== undefined && [...DOCUMENT_ID_NAMES, ID_MEMBER].some((name) => givesValue(object.members?.get(name)))) readings.push(UNSEEN_OPERATION);
   }
   if (mediaTypes.includes('application/x-www-form-urlencoded')) {
     const form = formReadings(text);
@@ -533,7 +533,7 @@ function textReadings(text: string, mediaTypes: readonly string[]): Reading[] | 
     readings.push(...form);
   }
   if (mediaTypes.includes('application/graphql')) readings.push({ query: text, operationName: undefined });
-  return readings;
+  return { readings, json: typeof json !== 'string' };
 }
 
 /**
@@ -568,7 +568,7 @@ function formReadings(text: string): Reading[] | 'ambiguous' {
   if (queries.size > 1 || names.size > 1) return 'ambiguous';
   const [[query], [operationName]] = [[...queries], [...names]];
   const readings: Reading[] = query === undefined && operationName === undefined ? [] : [{ query, operationName }];
-  if ([...form].some(([name, value]) => value !== '' && (DOCUMENT_ID_NAMES.has(name) || isIdParameterName(name)))) readings.push(STORED_DOCUMENT);
+  if ([...form].some(([name, value]) => value !== '' && (DOCUMENT_ID_NAMES.has(name) || isIdParameterName(name)))) readings.push(UNSEEN_OPERATION);
   return readings;
 }
 

@@ -28,7 +28,7 @@ export function readManifest(text: string): ManifestReading {
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return problem(EXPECTED_FORMS);
   // JSON.parse keeps the last of a repeated key; another parser may keep the first, and svc-cache
   // would then read one text under an id where the origin runs another.
-  if (readJson(text) === 'ambiguous') return problem('a key is given twice with different values (an id naming two documents), which JSON parsers read differently');
+  if (readJson(text) === 'ambiguous') return problem('a key is given twice with different values, which JSON parsers read differently');
   const manifest = json as Record<string, unknown>;
   if ('format' in manifest) return readApolloManifest(manifest);
   const documents = new Map<string, string>();

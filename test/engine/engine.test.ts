@@ -160,11 +160,7 @@ describe('DecisionEngine', () => {
     }
   });
 
-  it.each([
-    ['an unknown operationName', { query: 'query A { todos { id } }', operationName: 'B' }, 'unknown-operation'],
-    ['several operations without a name', { query: 'query A { todos { id } } query B { users { id } }' }, 'unknown-operation'],
-    ['a subscription', { query: 'subscription { x }' }, 'subscription'],
-  ])('passes %s', async (_name, body, reason) => {
+  it.each([['a subscription', { query: 'subscription { x }' }, 'subscription']])('passes %s', async (_name, body, reason) => {
     const request = post(body);
     const decision = await decide(request.head, request.body);
     expect(decision).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason } });
@@ -173,6 +169,9 @@ describe('DecisionEngine', () => {
   it.each([
     ['with no query', { extensions: {} }, 'no-query'],
     ['whose query does not parse (a stored document\'s id, to envelop)', { query: '{ todos { id }' }, 'syntax-error'],
+    // Hot Chocolate runs several operations of a document that `batchOperations` names in the URL.
+    ['with an unknown operationName', { query: 'query A { todos { id } }', operationName: 'B' }, 'unknown-operation'],
+    ['with several operations and no name', { query: 'query A { todos { id } } mutation B { deleteTodo(id: "1") }' }, 'unknown-operation'],
   ])('passes a POST %s as one that may run an operation svc-cache cannot see', async (_name, body, reason) => {
     const request = post(body);
     const decision = await decide(request.head, request.body);
@@ -274,7 +273,6 @@ describe('DecisionEngine', () => {
   it('passes request bodies it cannot interpret', async () => {
     const head = post({}).head;
     for (const [raw, reason] of [
-      ['{oops', 'uninterpretable-body'],
       ['[{"query":"{ todos { id } }"}]', 'batch'],
       ['{"query":1}', 'uninterpretable-body'],
       ['{"query":"{ todos { id } }","variables":"x"}', 'uninterpretable-body'],
@@ -282,6 +280,11 @@ describe('DecisionEngine', () => {
     ] as const) {
       const decision = await decide(head, Buffer.from(raw));
       expect(decision.kind === 'forward' && decision.plan, raw).toEqual({ kind: 'pass', reason });
+    }
+    // Not JSON to svc-cache, but Hot Chocolate reads trailing commas and comments: it may run.
+    for (const raw of ['{oops', '{"query":"{ todos { id } }",}']) {
+      const decision = await decide(head, Buffer.from(raw));
+      expect(decision.kind === 'forward' && decision.plan, raw).toEqual({ kind: 'pass', reason: 'uninterpretable-body', unread: [], unseen: { maxResponseBodyBytes: 10_000_000 } });
     }
     const textPlain = await decide(
       { ...head, headers: [['content-type', 'text/plain']] },
@@ -308,8 +311,9 @@ describe('DecisionEngine', () => {
     // A POST to a variant of the endpoint path is read for mutations only (README, Invalidation after mutations).
     expect(await decideHead({ ...head, path: '/graphql/' })).toEqual({ kind: 'need-body' });
     expect(await decideHead({ ...head, path: '/graphql/', method: 'GET', hasBody: false })).toMatchObject({ plan: { kind: 'pass', reason: 'not-an-endpoint' } });
+    // Too large to read, and the origin may still run it: one svc-cache cannot see.
     expect(await decideHead({ ...head, path: '/graphql/', headers: [...head.headers, ['content-length', String(2 * 1024 * 1024)]] })).toMatchObject({
-      plan: { kind: 'pass', reason: 'not-an-endpoint' },
+      plan: { kind: 'pass', reason: 'not-an-endpoint', unseen: { maxResponseBodyBytes: 10_000_000 } },
     });
     expect(await decideHead({ ...head, headers: [...head.headers, ['upgrade', 'websocket']] })).toMatchObject({
       kind: 'forward',
@@ -736,9 +740,9 @@ describe('DecisionEngine', () => {
     const operationName = `Op${'x'.repeat(99_000)}`;
     const request = post({ query: '{ todos { id } }', operationName });
     const decision = await decide(request.head, request.body, logged);
-    expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'unknown-operation' });
+    expect(decision.kind === 'forward' && decision.plan).toMatchObject({ kind: 'pass', reason: 'unknown-operation' });
     const detail = `no operation named "${operationName}"`;
-    expect(lines.filter((line) => line.msg === 'request passed')).toMatchObject([
+    expect(lines.filter((line) => line.msg === 'request passed; it may run an operation svc-cache cannot see')).toMatchObject([
       { passReason: 'unknown-operation', detail: `${detail.slice(0, 200)}…[+${detail.length - 200}]` },
     ]);
   });
@@ -858,10 +862,12 @@ describe('DecisionEngine', () => {
       ['two different ids', { documentId: 'todo', doc_id: 'todoTitles' }, 'unread-document-id'],
       ['an id under another name', { queryId: 'todo' }, 'unread-document-id'],
       ['no text and nothing else', { variables: { id: '1' } }, 'no-query'],
+      ['a null or empty id, which names nothing', { documentId: null, doc_id: '' }, 'no-query'],
+      // Not svc-cache's own APQ refusal: the origin may read a reference beside other members its own way.
+      ['a persisted-query hash beside another member', { extensions: { persistedQuery: { version: 1, sha256Hash: 'a'.repeat(64) } }, tenant: 'x' }, 'unread-document-id'],
       // Hot Chocolate runs a document it knows by id rather than the text beside it.
       ['a query text beside a documentId', { query: '{ todos { id } }', documentId: 'todo' }, 'query-beside-document-id'],
       ['a mutation text beside a doc_id', { query: 'mutation { addTodo(title: "x") { id } }', doc_id: 'todo' }, 'query-beside-document-id'],
-      ["a query text beside an id the manifest holds for another text (Hot Chocolate's id)", { query: '{ todos { id } }', id: 'todo' }, 'query-beside-document-id'],
     ])('passes %s as an operation svc-cache cannot see', async (_name, body, reason) => {
       withManifest();
       const request = post(body);
@@ -879,22 +885,6 @@ describe('DecisionEngine', () => {
         const request = post(body);
         expect(await decide(request.head, request.body)).toMatchObject({ kind: 'forward', plan: { kind: 'pass', reason: 'unknown-document-id' } });
       }
-    });
-
-    it("reads a query text beside Hot Chocolate's id as usual when the manifest holds no other text under it", async () => {
-      withManifest();
-      // react-relay-network-modern sends the operation's name as id with every request.
-      const named = post({ query: '{ todos { id } }', id: 'TodoListQuery' });
-      expect((await roundTrip(named)).status).toBe('MISS');
-      expect(outcome(await decide(named.head, named.body))).toBe('HIT');
-      const same = post({ query: MANIFEST.get('todoTitles'), id: 'todoTitles' });
-      expect((await roundTrip(same, { body: Buffer.from('{"data":{"todos":[{"id":"1","title":"a"}]}}') })).status).toBe('MISS');
-      // In the URL too, and by GET, where it passes unstored.
-      const viaUrl = post({ query: '{ todos { id } }' });
-      viaUrl.head.path = '/graphql?id=todo';
-      expect(await decide(viaUrl.head, viaUrl.body)).toMatchObject({ kind: 'forward', plan: { kind: 'pass', reason: 'query-beside-document-id' } });
-      const byGet = await decideHead(get(`/graphql?query=${encodeURIComponent('{ todos { id } }')}&id=todo`));
-      expect(byGet).toMatchObject({ kind: 'forward', plan: { kind: 'pass', reason: 'query-beside-document-id' } });
     });
 
     describe("a text beside Hot Chocolate's id goes to the origin without it, which then runs the text", () => {
@@ -950,10 +940,44 @@ describe('DecisionEngine', () => {
         });
       });
 
-      it('but for an id the manifest holds, for this text or another', async () => {
+      it('but for ids the manifest holds for this very text, each of them', async () => {
         withManifest();
         const same = post({ query: MANIFEST.get('todoTitles'), id: 'todoTitles' });
         expect(withoutId(await decide(same.head, same.body))).toEqual([[], undefined]);
+        expect((await roundTrip(same, { body: Buffer.from('{"data":{"todos":[{"id":"1","title":"a"}]}}') })).status).toBe('MISS');
+        // Another text under a manifest id, or one id the manifest holds beside one it does not: left out.
+        const other = post({ query: '{ todos { id } }', id: 'todo' });
+        expect(withoutId(await decide(other.head, other.body))).toEqual([[], '{"query":"{ todos { id } }"}']);
+        const mixed = post({ query: MANIFEST.get('todoTitles'), id: 'kept' });
+        mixed.head.path = '/graphql?ID=todoTitles';
+        expect(withoutId(await decide(mixed.head, mixed.body))).toEqual([[[':path', '/graphql']], JSON.stringify({ query: MANIFEST.get('todoTitles') })]);
+        const byGet = await decideHead(get(`/graphql?query=${encodeURIComponent('{ todos { id } }')}&id=todo`));
+        expect(byGet.kind === 'forward' && [byGet.plan.kind, byGet.requestHeaders.set]).toEqual(['store', [[':path', '/graphql?query=%7B%20todos%20%7B%20id%20%7D%20%7D']]]);
+      });
+
+      it('beside an APQ hash too, expanded or forwarded as the reference, alone or in a batch', async () => {
+        const hash = createHash('sha256').update('{ todos { id } }').digest('hex');
+        const reference = { extensions: { persistedQuery: { version: 1, sha256Hash: hash } } };
+        for (const forwardPersistedQuery of [false, true]) {
+          build({ apq: { forwardPersistedQuery } });
+          // The text with its hash, answered with data, registers the hash.
+          expect((await roundTrip(post({ query: '{ todos { id } }', ...reference }))).status).toBe('MISS');
+          const alone = post({ ...reference, id: 'kept' });
+          const decision = await decide(alone.head, alone.body);
+          const body = decision.kind === 'forward' ? JSON.parse(decision.requestBody!.toString()) : undefined;
+          expect(body, String(forwardPersistedQuery)).toEqual(forwardPersistedQuery ? reference : { query: '{ todos { id } }' });
+        }
+        const batch = post([{ ...reference, id: 'kept' }]);
+        const decision = await decide(batch.head, batch.body);
+        expect(decision.kind === 'forward' && decision.requestBody?.toString()).toBe(JSON.stringify([reference]));
+      });
+
+      it('and a path it only shortened is not refused as too long', async () => {
+        build();
+        const request = post({ query: '{ todos { id } }', id: 'kept' });
+        request.head.path = `/graphql?pad=${'a'.repeat(20_000)}&id=kept`;
+        const decision = await decide(request.head, request.body);
+        expect(decision.kind === 'forward' && [decision.plan.kind, decision.requestHeaders.set]).toEqual(['store', [[':path', `/graphql?pad=${'a'.repeat(20_000)}`]]]);
       });
     });
 

@@ -153,14 +153,14 @@ describe('ext_proc as an independently written client sees it', () => {
   });
 
   it('skips the body of a passed response with mode_override.response_body_mode NONE', async () => {
-    // An operationName the document does not hold: passed, and nothing in the answer to read.
-    const unknownOperation = Buffer.from('{"query":"query A { todos { id } }","operationName":"B"}');
+    // Introspection no rule names: passed, and nothing in the answer to read.
+    const introspection = Buffer.from('{"query":"{ __schema { queryType { name } } }"}');
     const stream = new RawStream(client);
     await stream.exchange(
       ProcessingRequest.request_headers,
       headers({ ':method': 'POST', ':path': '/graphql', 'content-type': 'application/json' }, false),
     );
-    await stream.exchange(ProcessingRequest.request_body, body(unknownOperation));
+    await stream.exchange(ProcessingRequest.request_body, body(introspection));
     const answer = await stream.exchange(
       ProcessingRequest.response_headers,
       headers({ ':status': '200', 'content-type': 'application/json' }, false),

@@ -24,8 +24,7 @@ describe('readGetRequest', () => {
       canonicalExtensions: '',
       documentIds: [null],
       namesDocumentId: false,
-      idValues: [],
-      carriesId: false,
+      idsSent: [],
       canonicalExtensionsById: '',
       otherUrlParameters: 'x=1',
       otherMembers: '',
@@ -169,6 +168,8 @@ describe('what else the origin sees, for the key', () => {
 describe('possibleOperations', () => {
   const MAX_BODY_BYTES = 1024 * 1024;
   const MUTATION = [{ query: 'mutation { a }', operationName: undefined }];
+  /** What an origin may run that svc-cache cannot see: a stored document, or a body it cannot read. */
+  const UNSEEN = [{ query: undefined, operationName: undefined }];
 
   it('counts a stored document an origin may run: an id beside a query text, or in a form or the URL', () => {
     const json = (body: string, path = '/graphql') => possibleOperations(path, JSON_HEADERS, Buffer.from(body), MAX_BODY_BYTES);
@@ -191,9 +192,17 @@ describe('possibleOperations', () => {
 
   it('reads a form only under its own content type, and refuses one that gives query twice', () => {
     const form = Buffer.from('query=mutation%20%7B%20a%20%7D&query=%7B%20b%20%7D');
-    expect(possibleOperations('/graphql', [['content-type', 'multipart/form-data; boundary=x']], form, MAX_BODY_BYTES)).toEqual([]);
+    expect(possibleOperations('/graphql', [['content-type', 'multipart/form-data; boundary=x']], form, MAX_BODY_BYTES)).toEqual(UNSEEN);
     expect(possibleOperations('/graphql', [['content-type', 'application/x-www-form-urlencoded']], form, MAX_BODY_BYTES)).toBe('ambiguous');
     expect(possibleOperations('/graphql', [['content-type', 'text/plain']], Buffer.from('{"query":"mutation { a }"}'), MAX_BODY_BYTES)).toEqual(MUTATION);
+  });
+
+  it('counts a body no reading of which is JSON as one svc-cache cannot see: Hot Chocolate reads trailing commas and comments', () => {
+    const json = (body: string) => possibleOperations('/graphql', JSON_HEADERS, Buffer.from(body), MAX_BODY_BYTES);
+    expect(json('{"query":"mutation { a }",}')).toEqual(UNSEEN);
+    expect(json('/* c */ {"query":"mutation { a }"}')).toEqual(UNSEEN);
+    expect(json('')).toEqual([]);
+    expect(possibleOperations('/graphql', [['content-type', 'application/graphql']], Buffer.from('mutation { a }'), MAX_BODY_BYTES)).toEqual(MUTATION);
   });
 
   it('reads a URL with a raw ; also as origins that split on it read it', () => {
@@ -204,13 +213,13 @@ describe('possibleOperations', () => {
     expect(possibleOperations(`/graphql?x=1;y=2`, json, Buffer.from('{"query":"mutation { a }"}'), MAX_BODY_BYTES)).toEqual(MUTATION);
   });
 
-  it("reads a GraphQL multipart request's operations field, one operation or a batch, and nothing from a body busboy cannot parse", () => {
+  it("reads a GraphQL multipart request's operations field, one operation or a batch, and a body busboy cannot parse as one svc-cache cannot see", () => {
     const multipart = (operations: string) =>
       Buffer.from(`--b\r\nContent-Disposition: form-data; name="operations"\r\n\r\n${operations}\r\n--b\r\nContent-Disposition: form-data; name="0"; filename="f"\r\n\r\nbytes\r\n--b--\r\n`);
     const headers: HeaderList = [['content-type', 'multipart/form-data; boundary=b']];
     expect(possibleOperations('/graphql', headers, multipart('{"query":"mutation { a }"}'), MAX_BODY_BYTES)).toEqual(MUTATION);
     expect(possibleOperations('/graphql', headers, multipart('[{"query":"{ b }"},{"query":"mutation { a }"}]'), MAX_BODY_BYTES)).toEqual([{ query: '{ b }', operationName: undefined }, ...MUTATION]);
-    expect(possibleOperations('/graphql', [['content-type', 'multipart/form-data']], multipart('{"query":"mutation { a }"}'), MAX_BODY_BYTES)).toEqual([]);
+    expect(possibleOperations('/graphql', [['content-type', 'multipart/form-data']], multipart('{"query":"mutation { a }"}'), MAX_BODY_BYTES)).toEqual(UNSEEN);
   });
 
   it('reads raw DEFLATE under deflate too, as ASP.NET Core reads it', () => {
@@ -267,7 +276,7 @@ describe('possibleOperations', () => {
   it("reads a POST's URL parameters, as express-graphql does, and refuses a URL that gives query twice", () => {
     const url = `/graphql?query=${encodeURIComponent('query Q { b } mutation M { a }')}&operationName=M&x=%ZZ`;
     expect(possibleOperations(url, [], Buffer.alloc(0), MAX_BODY_BYTES)).toEqual([{ query: 'query Q { b } mutation M { a }', operationName: 'M' }]);
-    expect(possibleOperations('/graphql?query=mutation+%7B+a+%7D&query=mutation%20%7B%20a%20%7D', [], Buffer.from('x'), MAX_BODY_BYTES)).toEqual(MUTATION);
+    expect(possibleOperations('/graphql?query=mutation+%7B+a+%7D&query=mutation%20%7B%20a%20%7D', [], Buffer.from('x'), MAX_BODY_BYTES)).toEqual([...UNSEEN, ...MUTATION]);
     expect(possibleOperations('/graphql?query=mutation+%7B+a+%7D&query=%7B+b+%7D', [], Buffer.alloc(0), MAX_BODY_BYTES)).toBe('ambiguous');
     expect(possibleOperations('/graphql?operationName=A&operationName=B', [], Buffer.alloc(0), MAX_BODY_BYTES)).toBe('ambiguous');
   });
@@ -283,13 +292,13 @@ describe('possibleOperations', () => {
     ]);
   });
 
-  it('decodes no further than the body limit, refusing a body larger decoded, and reads nothing from a body that does not decode', () => {
+  it('decodes no further than the body limit, refusing a body larger decoded, and counts a body that does not decode as one svc-cache cannot see', () => {
     const bomb = gzipSync(Buffer.from(`{"query":"mutation { a }","padding":"${' '.repeat(4 * MAX_BODY_BYTES)}"}`));
     expect(bomb.length).toBeLessThan(MAX_BODY_BYTES / 100);
     expect(possibleOperations('/graphql', [['content-encoding', 'gzip']], bomb, MAX_BODY_BYTES)).toBe('too-large');
     expect(possibleOperations('/graphql', [['content-encoding', 'gzip']], bomb, 5 * MAX_BODY_BYTES)).toEqual(MUTATION);
     const truncated = gzipSync(Buffer.from('{"query":"mutation { a }"}')).subarray(0, 20);
-    expect(possibleOperations('/graphql', [['content-encoding', 'gzip']], truncated, MAX_BODY_BYTES)).toEqual([]);
+    expect(possibleOperations('/graphql', [['content-encoding', 'gzip']], truncated, MAX_BODY_BYTES)).toEqual(UNSEEN);
   });
 });
 
@@ -302,8 +311,7 @@ describe('readPostRequest', () => {
       canonicalExtensions: '{"e":true}',
       documentIds: [null],
       namesDocumentId: false,
-      idValues: [],
-      carriesId: false,
+      idsSent: [],
       canonicalExtensionsById: '{"e":true}',
       otherUrlParameters: '',
       otherMembers: '{"other":1}',
@@ -335,24 +343,25 @@ describe('readPostRequest', () => {
     expect(readGetRequest('/graphql?query=%7B+a+%7D&x=1;doc_id=m')).toMatchObject({ namesDocumentId: true });
     expect(readGetRequest('/graphql?query=%7B+a+%7D&%ZZ=m')).toMatchObject({ namesDocumentId: true });
     expect(post('{"query":"{ a }","tenant":"acme"}', '/graphql?x=1')).toMatchObject({ namesDocumentId: false });
-    // react-relay-network-modern sends `id` with every request.
-    expect(post('{"id":"TodosQuery","query":"{ a }","variables":{}}')).toMatchObject({ namesDocumentId: false, idValues: ['TodosQuery'] });
-    // Hot Chocolate's id is kept to be looked up in the manifest, from the URL too, `;` pieces included.
-    expect(post('{"query":"{ a }"}', '/graphql?id=a%20b&x=1;ID=c')).toMatchObject({ namesDocumentId: false, idValues: ['a b', 'c'] });
+    // react-relay-network-modern sends `id` with every request: it names no stored document.
+    expect(post('{"id":"TodosQuery","query":"{ a }","variables":{}}')).toMatchObject({ namesDocumentId: false });
+    // Empty pairs, and null or empty ids, name nothing.
+    expect(readGetRequest('/graphql?&&documentId=')).toMatchObject({ documentIds: [] });
+    expect(post('{"documentId":null,"doc_id":""}')).toMatchObject({ documentIds: [] });
     // A null or empty value names nothing, nor a `;` in another parameter.
     expect(post('{"query":"{ a }","documentId":null,"doc_id":""}', '/graphql?documentId=&x=a;b')).toMatchObject({ namesDocumentId: false });
   });
 
-  it("tells whether Hot Chocolate's id is there to be left out: a member of any value, or a URL parameter named so in any case", () => {
-    expect(post('{"id":"TodosQuery","query":"{ a }"}')).toMatchObject({ carriesId: true });
-    expect(post('{"id":7,"query":"{ a }"}')).toMatchObject({ carriesId: true, idValues: [] });
-    expect(post('{"id":null,"query":"{ a }"}')).toMatchObject({ carriesId: true, idValues: [] });
-    expect(readGetRequest('/graphql?query=%7B+a+%7D&ID=m')).toMatchObject({ carriesId: true, idValues: ['m'] });
-    expect(readGetRequest('/graphql?query=%7B+a+%7D&%69d')).toMatchObject({ carriesId: true, idValues: [] });
-    expect(post('[{"query":"{ a }","id":"A"},{"query":"{ b }"}]')).toMatchObject({ operations: [{ carriesId: true }, { carriesId: false }] });
+  it("reads every id Hot Chocolate may take a kept document's id from: a member of any value, or a URL parameter named so in any case", () => {
+    expect(post('{"id":"TodosQuery","query":"{ a }"}')).toMatchObject({ idsSent: ['TodosQuery'] });
+    expect(post('{"id":7,"query":"{ a }"}')).toMatchObject({ idsSent: [null] });
+    expect(post('{"id":null,"query":"{ a }"}')).toMatchObject({ idsSent: [null] });
+    expect(post('{"id":"a","query":"{ a }"}', '/graphql?ID=b&x=1&%69d=c;d&iD')).toMatchObject({ idsSent: ['a', 'b', 'c;d', ''] });
+    expect(readGetRequest('/graphql?query=%7B+a+%7D&id=%ZZ')).toMatchObject({ idsSent: [null] });
+    expect(post('[{"query":"{ a }","id":"A"},{"query":"{ b }"}]')).toMatchObject({ operations: [{ idsSent: ['A'] }, { idsSent: [] }] });
     // ASP.NET Core splits a query string on `&` only: a `;` piece is no parameter of its own there.
-    expect(readGetRequest('/graphql?query=%7B+a+%7D&x=1;id=m')).toMatchObject({ carriesId: false, idValues: ['m'] });
-    expect(post('{"ids":["1"],"query":"{ a }"}', '/graphql?uid=1')).toMatchObject({ carriesId: false });
+    expect(readGetRequest('/graphql?query=%7B+a+%7D&x=1;id=m')).toMatchObject({ idsSent: [] });
+    expect(post('{"ids":["1"],"query":"{ a }"}', '/graphql?uid=1')).toMatchObject({ idsSent: [] });
   });
 
   it("keys a stored document's persisted-query reference, which the key of sent text leaves out", () => {
@@ -380,8 +389,7 @@ describe('readPostRequest', () => {
       canonicalExtensions: '',
       documentIds: [],
       namesDocumentId: false,
-      idValues: [],
-      carriesId: false,
+      idsSent: [],
       canonicalExtensionsById: '',
       otherUrlParameters: '',
       otherMembers: '',
@@ -485,8 +493,8 @@ describe('readPostRequest', () => {
       expect(post('[{"query":"a","variables":{"n":1.0}}, {"query":"mutation { m }","operationName":"M"}]')).toEqual({
         kind: 'batch',
         operations: [
-          { params: { query: 'a', operationName: undefined, variables: { n: 1 }, extensions: {} }, canonicalVariables: '{"n":1.0}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, idValues: [], carriesId: false, canonicalExtensionsById: '' },
-          { params: { query: 'mutation { m }', operationName: 'M', variables: {}, extensions: {} }, canonicalVariables: '{}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, idValues: [], carriesId: false, canonicalExtensionsById: '' },
+          { params: { query: 'a', operationName: undefined, variables: { n: 1 }, extensions: {} }, canonicalVariables: '{"n":1.0}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, idsSent: [], canonicalExtensionsById: '' },
+          { params: { query: 'mutation { m }', operationName: 'M', variables: {}, extensions: {} }, canonicalVariables: '{}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, idsSent: [], canonicalExtensionsById: '' },
         ],
       });
     });
@@ -515,8 +523,7 @@ describe('remembered readings', () => {
       canonicalExtensions: '',
       documentIds: [],
       namesDocumentId: false,
-      idValues: [],
-      carriesId: false,
+      idsSent: [],
       canonicalExtensionsById: '',
       otherUrlParameters: '',
       otherMembers: '',
