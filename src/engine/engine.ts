@@ -2,7 +2,7 @@ import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphq
 import { persistedQueryNotFound, registerPersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/index.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import type { Config, MutationPolicy } from '../config/index.js';
-import { batchWithoutIds, rewrittenForOrigin } from '../graphql/index.js';
+import { batchWithoutIds, hasUrlParameter, rewrittenForOrigin } from '../graphql/index.js';
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { hitNegotiation, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, varyNames, type HeaderList } from '../http/index.js';
@@ -322,6 +322,8 @@ export class DecisionEngine {
     const sentTooLarge = checkSentQueryText(params, config.limits);
     if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
     if (head.method === 'POST' && runsDocumentByIdInstead(parameters)) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'query-beside-document-id' });
+    // Hot Chocolate runs every operation of the document that this URL parameter names.
+    if (hasUrlParameter(parameters.otherUrlParameters, 'batchoperations')) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'batch' });
     const resolving = resolveQuery(params, parameters.documentIds, this.resolutionDependencies(config));
     const resolved = resolving instanceof Promise ? await resolving : resolving;
     if ('kind' in resolved) {

@@ -110,8 +110,17 @@ function rewrittenPath(path: string, changes: OriginChanges): string {
 
 function hasIdParameter(path: string): boolean {
   const queryStart = path.indexOf('?');
-  return queryStart >= 0 && path.slice(queryStart + 1).split('&').some((pair) => isIdParameterName(parameterName(pair)));
+  return queryStart >= 0 && hasUrlParameter(path.slice(queryStart + 1), ID_MEMBER);
 }
+
+/**
+ * Whether the `&`-separated `pairs` of a query string have a parameter of this lower-case name,
+ * decoded and in any case, as ASP.NET Core reads names.
+ */
+export function hasUrlParameter(pairs: string, name: string): boolean {
+  return pairs.split('&').some((pair) => parameterName(pair)?.toLowerCase() === name);
+}
+
 /** The decoded name of a URL pair, undefined when it does not decode (then it is no GraphQL parameter). */
 function parameterName(pair: string): string | undefined {
   const separator = pair.indexOf('=');

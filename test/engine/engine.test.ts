@@ -160,6 +160,15 @@ describe('DecisionEngine', () => {
     }
   });
 
+  it("passes a POST naming Hot Chocolate's batchOperations as one that may run operations svc-cache cannot see", async () => {
+    for (const path of ['/graphql?batchOperations=[A,B]', '/graphql?x=1&BatchOperations=%5BA%5D']) {
+      const request = post({ query: 'query A { todos { id } } mutation B { deleteTodo(id: "1") }', operationName: 'A' });
+      request.head.path = path;
+      const decision = await decide(request.head, request.body);
+      expect(decision, path).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'batch', unseen: { maxResponseBodyBytes: 10_000_000 } } });
+    }
+  });
+
   it.each([['a subscription', { query: 'subscription { x }' }, 'subscription']])('passes %s', async (_name, body, reason) => {
     const request = post(body);
     const decision = await decide(request.head, request.body);
