@@ -2,7 +2,7 @@ import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphq
 import { persistedQueryNotFound, registerPersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/index.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import type { Config, MutationPolicy } from '../config/index.js';
-import { batchWithoutIds, hasUrlParameter, rewrittenForOrigin } from '../graphql/index.js';
+import { batchWithoutIds, hasUrlParameter, parseDocument, rewrittenForOrigin } from '../graphql/index.js';
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { hitNegotiation, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, varyNames, type HeaderList } from '../http/index.js';
@@ -214,9 +214,14 @@ export class DecisionEngine {
     return this.guarded(exchange, 'the request body', async () => {
       const { config } = this.deps.state();
       const head = requestHeadOf(exchange);
+      // Hot Chocolate runs every operation of the document this URL parameter names, however the
+      // body reads and whatever operationName says.
+      if (head.method === 'POST' && hasUrlParameter(queryStringOf(head.path), 'batchoperations')) {
+        return this.passUnseen(exchange, config, { kind: 'pass', reason: 'batch' });
+      }
       if (endpointOf(head.path, config.endpoints) === undefined) {
         // A variant of an endpoint path (passOtherPath), read only within an endpoint's limit.
-        if (body.length > config.limits.maxRequestBodyBytes) return this.passOn(exchange, 'not-an-endpoint');
+        if (body.length > config.limits.maxRequestBodyBytes) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'not-an-endpoint' });
         return this.passUnread(exchange, 'not-an-endpoint', 'a variant of an endpoint path', body);
       }
       if (head.method === 'GET' && body.length > 0) return this.passOn(exchange, 'get-with-body');
@@ -322,8 +327,6 @@ export class DecisionEngine {
     const sentTooLarge = checkSentQueryText(params, config.limits);
     if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
     if (head.method === 'POST' && runsDocumentByIdInstead(parameters)) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'query-beside-document-id' });
-    // Hot Chocolate runs every operation of the document that this URL parameter names.
-    if (hasUrlParameter(parameters.otherUrlParameters, 'batchoperations')) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'batch' });
     const resolving = resolveQuery(params, parameters.documentIds, this.resolutionDependencies(config));
     const resolved = resolving instanceof Promise ? await resolving : resolving;
     if ('kind' in resolved) {
@@ -338,7 +341,7 @@ export class DecisionEngine {
     if (isVerdict(checked)) {
       if (head.method === 'GET' && isStoredMutation(checked, resolved, params.operationName)) return this.conclude(exchange, mutationOverGet());
       const purge = await this.emptyParenthesesPurge(context, checked, schema);
-      if (purge === undefined && checked.kind === 'pass' && UNSEEN_REASONS.has(checked.reason)) return this.passUnseen(exchange, config, checked);
+      if (purge === undefined && checked.kind === 'pass' && runsUnseen(checked.reason, resolved.query)) return this.passUnseen(exchange, config, checked);
       return this.conclude(exchange, purge ?? checked, context);
     }
     // It parses and passes the limits: registered once an answer with data shows the origin runs it.
@@ -392,7 +395,7 @@ export class DecisionEngine {
       withoutId.push(dropsIdBeside(operation, resolved, config));
       const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
       if (isVerdict(checked) && checked.kind === 'respond') return this.conclude(exchange, checked);
-      if (isVerdict(checked) && checked.kind === 'pass' && UNSEEN_REASONS.has(checked.reason) && config.mutationPolicy !== 'None') unseen.push(mutations.length);
+      if (isVerdict(checked) && checked.kind === 'pass' && runsUnseen(checked.reason, resolved.query) && config.mutationPolicy !== 'None') unseen.push(mutations.length);
       mutations.push(isVerdict(checked) ? undefined : this.batchedMutation(checked, config, schema));
     }
     const origin = withoutId.includes(true) ? batchWithoutIds(requestHeadOf(exchange).path, body, withoutId) : undefined;
@@ -1097,11 +1100,27 @@ const DEBUG_HEADER = 'svc-debug';
 const LOGGED_DETAIL_CHARACTERS = 200;
 /** A request without a body; shared, as a buffer of no bytes cannot be changed (one allocated per GET was 0.5% of its CPU). */
 const NO_BODY = Buffer.alloc(0);
+/** Pass reasons of a POST whose operation the origin may run from a stored document (passUnseen). */
+const UNSEEN_REASONS: ReadonlySet<PassReason> = new Set(['no-query', 'unknown-document-id', 'unread-document-id', 'syntax-error', 'stored-document-over-limits']);
+
 /**
- * Pass reasons of a POST whose operation the origin may run where svc-cache cannot see it (passUnseen):
- * from a stored document, or one of several in the document (Hot Chocolate's `batchOperations`).
+ * Whether a POST passed for `reason` may run an operation svc-cache cannot see (passUnseen): one
+ * from a stored document, or, when the operation to run is unknown, any mutation of its document
+ * (origins differ on what an unknown or empty operationName runs; Hot Chocolate's
+ * `batchOperations` runs several).
  */
-const UNSEEN_REASONS: ReadonlySet<PassReason> = new Set(['no-query', 'unknown-document-id', 'unread-document-id', 'syntax-error', 'unknown-operation', 'stored-document-over-limits']);
+function runsUnseen(reason: PassReason, query: string | undefined): boolean {
+  if (UNSEEN_REASONS.has(reason)) return true;
+  if (reason !== 'unknown-operation' || query === undefined) return false;
+  const parsed = parseDocument(query);
+  return !('kind' in parsed) && parsed.operations.some((operation) => operation.operation === OperationTypeNode.MUTATION);
+}
+
+/** The query string of a request path, '' when it has none. */
+function queryStringOf(path: string): string {
+  const start = path.indexOf('?');
+  return start < 0 ? '' : path.slice(start + 1);
+}
 /** Stored as the origin sent it. */
 const NO_COMPRESSION: CompressionSettings = { encoding: 'identity', minBytes: 0 };
 

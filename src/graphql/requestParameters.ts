@@ -26,11 +26,12 @@ export interface GraphQLOperation {
    */
   canonicalExtensions: string;
   /**
-   * The values of the `documentId` and `doc_id` parameters (body members, and URL parameters beside
-   * them): how a stored document is named by its id (src/persistedDocuments/storedDocument.ts). A
-   * null stands for a naming svc-cache does not read, so that no id is taken from the request: a
-   * value that is not a string or holds a `;`, and any other member or URL parameter, which an
-   * origin may take its id from (Hot Chocolate reads `id`, others `queryId`).
+   * The values of the `documentId`, `doc_id` and `id` parameters (body members, and URL parameters
+   * beside them, `id` in any case: Hot Chocolate's): how a stored document is named by its id
+   * (src/persistedDocuments/storedDocument.ts). A null stands for a naming svc-cache does not read,
+   * so that no id is taken from the request: a value that is not a string or holds a `;`, and any
+   * other member or URL parameter, which an origin may take its id from (`queryId`). A null or
+   * empty id names nothing and is left out.
    */
   documentIds: readonly (string | null)[];
   /**
@@ -288,9 +289,10 @@ function operationOf(members: ReadonlyMap<string, JsonValue>, otherUrlParameters
 }
 
 /**
- * The names a stored document's id is read under: GraphQL over HTTP's and Relay's. Not Hot
- * Chocolate's `id`, which react-relay-network-modern sends with every request (README, Stored
- * documents sent by id).
+ * The names of a stored document's id that stand for it even beside a query text: GraphQL over
+ * HTTP's and Relay's. Hot Chocolate's `id` names one too, but only without a text: beside one,
+ * react-relay-network-modern sends the operation's name as `id` with every request, and svc-cache
+ * leaves it out (README, Stored documents sent by id).
  */
 const DOCUMENT_ID_NAMES: ReadonlySet<string> = new Set(['documentId', 'doc_id']);
 
@@ -307,7 +309,7 @@ function documentNaming(
   let namesDocumentId = false;
   for (const [name, member] of members) {
     // A null or empty id names nothing, as origins read it (`documentId || …`).
-    if (DOCUMENT_ID_NAMES.has(name)) {
+    if (DOCUMENT_ID_NAMES.has(name) || name === ID_MEMBER) {
       if (givesValue(member)) documentIds.push(member.kind === 'string' ? member.string! : null);
     } else if (!GRAPHQL_PARAMETERS.has(name)) {
       documentIds.push(null);
@@ -320,7 +322,7 @@ function documentNaming(
     const separator = pair.indexOf('=');
     const name = formDecode(separator < 0 ? pair : pair.slice(0, separator));
     const value = formDecode(separator < 0 ? '' : pair.slice(separator + 1));
-    const documentId = name !== undefined && DOCUMENT_ID_NAMES.has(name);
+    const documentId = name !== undefined && (DOCUMENT_ID_NAMES.has(name) || isIdParameterName(name));
     if (!(documentId && value === '')) documentIds.push(documentId && !pair.includes(';') ? (value ?? null) : null);
     namesDocumentId ||= namesIdParameter(pair);
     if (isIdParameterName(name)) idsSent.push(value ?? null);
@@ -469,11 +471,11 @@ export function possibleOperations(
   const bodyReadings: Reading[] = [];
   const texts = bodyTexts(headers, body, maxBodyBytes);
   if (texts === 'too-large') return texts;
-  let readable = mediaTypes.includes('application/x-www-form-urlencoded') || mediaTypes.includes('application/graphql');
+  let readable = false;
   for (const text of texts) {
     const found = textReadings(text, mediaTypes);
     if (found === 'ambiguous') return found;
-    readable ||= found.json;
+    readable ||= found.readable;
     bodyReadings.push(...found.readings);
   }
   // The GraphQL multipart request: the operations are the JSON of its `operations` field.
@@ -481,12 +483,12 @@ export function possibleOperations(
   for (const operations of operationsFields) {
     const found = textReadings(operations, []);
     if (found === 'ambiguous') return found;
-    readable ||= found.json;
+    readable ||= found.readable;
     bodyReadings.push(...found.readings);
   }
-  // A body no reading of which is JSON may still run where svc-cache cannot see it: Hot Chocolate
-  // reads JSON with trailing commas and comments.
-  if (!readable && body.byteLength > 0) bodyReadings.push(UNSEEN_OPERATION);
+  // A body svc-cache reads nothing from may still run where it cannot see: Hot Chocolate reads JSON
+  // with trailing commas and comments.
+  if (!readable && body.byteLength > 0 && !bodyReadings.some((reading) => reading.unseen)) bodyReadings.push(UNSEEN_OPERATION);
   const urlReadings = queryStringReadings(path);
   if (urlReadings === 'ambiguous') return urlReadings;
   // express-graphql takes each parameter from the URL when it is there, else from the body: a query
@@ -512,13 +514,18 @@ interface Reading {
 
 const UNSEEN_OPERATION: Reading = { query: undefined, operationName: undefined, unseen: true };
 
-/** A text's readings, and whether it is JSON. */
-function textReadings(text: string, mediaTypes: readonly string[]): { readings: Reading[]; json: boolean } | 'ambiguous' {
+/**
+ * A text's readings, and whether it was read: JSON, a bare query, or a form that gives `query` or
+ * `operationName` (a form reads anything, so its content type alone does not make a text read).
+ */
+function textReadings(text: string, mediaTypes: readonly string[]): { readings: Reading[]; readable: boolean } | 'ambiguous' {
   const readings: Reading[] = [];
   const json = readJson(text.trim());
   // Which of a repeated member an origin runs is the origin's choice, as for a readable body.
   if (json === 'ambiguous') return json;
   const objects = typeof json === 'string' ? [] : json.kind === 'array' ? (json.elements ?? []).slice(0, MAX_BATCH_OPERATIONS) : [json];
+  // Origins run every element of a batch svc-cache reads only the first ones of.
+  if (typeof json !== 'string' && json.kind === 'array' && (json.elements?.length ?? 0) > MAX_BATCH_OPERATIONS) readings.push(UNSEEN_OPERATION);
   for (const object of objects) {
     const [query, operationName] = [object.members?.get('query')?.string, object.members?.get('operationName')?.string];
     if (query === undefined && namesStoredDocument(object)) readings.push(UNSEEN_OPERATION);
@@ -527,13 +534,16 @@ function textReadings(text: string, mediaTypes: readonly string[]): { readings: 
     // a body svc-cache does not read goes as it came, `id` included.
     if (query !== undefined && [...DOCUMENT_ID_NAMES, ID_MEMBER].some((name) => givesValue(object.members?.get(name)))) readings.push(UNSEEN_OPERATION);
   }
+  let formRead = false;
   if (mediaTypes.includes('application/x-www-form-urlencoded')) {
     const form = formReadings(text);
     if (form === 'ambiguous') return form;
+    formRead = form.some((reading) => !reading.unseen);
     readings.push(...form);
   }
-  if (mediaTypes.includes('application/graphql')) readings.push({ query: text, operationName: undefined });
-  return { readings, json: typeof json !== 'string' };
+  const graphql = mediaTypes.includes('application/graphql');
+  if (graphql) readings.push({ query: text, operationName: undefined });
+  return { readings, readable: typeof json !== 'string' || formRead || graphql };
 }
 
 /**

@@ -161,15 +161,29 @@ describe('DecisionEngine', () => {
   });
 
   it("passes a POST naming Hot Chocolate's batchOperations as one that may run operations svc-cache cannot see", async () => {
-    for (const path of ['/graphql?batchOperations=[A,B]', '/graphql?x=1&BatchOperations=%5BA%5D']) {
-      const request = post({ query: 'query A { todos { id } } mutation B { deleteTodo(id: "1") }', operationName: 'A' });
+    const operation = { query: 'query A { todos { id } } mutation B { deleteTodo(id: "1") }', operationName: 'A' };
+    // However the body reads: alone, as a batch of one, under a content type svc-cache does not read, at a variant path.
+    for (const [path, body, contentType] of [
+      ['/graphql?batchOperations=[A,B]', operation, 'application/json'],
+      ['/graphql?x=1&BatchOperations=%5BA%5D', operation, 'application/json'],
+      ['/graphql?batchOperations=[A,B]', [operation], 'application/json'],
+      ['/graphql?batchOperations=[A,B]', operation, 'application/json; foo=bar'],
+      ['/graphql/?batchOperations=[A,B]', operation, 'application/json'],
+    ] as const) {
+      const request = post(body, [['content-type', contentType]]);
+      request.head.headers = request.head.headers.filter(([name, value]) => name !== 'content-type' || value === contentType);
       request.head.path = path;
       const decision = await decide(request.head, request.body);
-      expect(decision, path).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'batch', unseen: { maxResponseBodyBytes: 10_000_000 } } });
+      expect(decision, `${path} ${contentType}`).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'batch', unseen: { maxResponseBodyBytes: 10_000_000 } } });
     }
   });
 
-  it.each([['a subscription', { query: 'subscription { x }' }, 'subscription']])('passes %s', async (_name, body, reason) => {
+  it.each([
+    // Whatever the origin runs of a document without mutations changes nothing.
+    ['an unknown operationName', { query: 'query A { todos { id } }', operationName: 'B' }, 'unknown-operation'],
+    ['several queries without a name', { query: 'query A { todos { id } } query B { users { id } }' }, 'unknown-operation'],
+    ['a subscription', { query: 'subscription { x }' }, 'subscription'],
+  ])('passes %s', async (_name, body, reason) => {
     const request = post(body);
     const decision = await decide(request.head, request.body);
     expect(decision).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason } });
@@ -179,8 +193,8 @@ describe('DecisionEngine', () => {
     ['with no query', { extensions: {} }, 'no-query'],
     ['whose query does not parse (a stored document\'s id, to envelop)', { query: '{ todos { id }' }, 'syntax-error'],
     // Hot Chocolate runs several operations of a document that `batchOperations` names in the URL.
-    ['with an unknown operationName', { query: 'query A { todos { id } }', operationName: 'B' }, 'unknown-operation'],
-    ['with several operations and no name', { query: 'query A { todos { id } } mutation B { deleteTodo(id: "1") }' }, 'unknown-operation'],
+    ['with an unknown operationName, beside a mutation', { query: 'query A { todos { id } } mutation M { deleteTodo(id: "1") }', operationName: 'B' }, 'unknown-operation'],
+    ['with several operations and no name, one a mutation', { query: 'query A { todos { id } } mutation B { deleteTodo(id: "1") }' }, 'unknown-operation'],
   ])('passes a POST %s as one that may run an operation svc-cache cannot see', async (_name, body, reason) => {
     const request = post(body);
     const decision = await decide(request.head, request.body);
@@ -320,8 +334,11 @@ describe('DecisionEngine', () => {
     // A POST to a variant of the endpoint path is read for mutations only (README, Invalidation after mutations).
     expect(await decideHead({ ...head, path: '/graphql/' })).toEqual({ kind: 'need-body' });
     expect(await decideHead({ ...head, path: '/graphql/', method: 'GET', hasBody: false })).toMatchObject({ plan: { kind: 'pass', reason: 'not-an-endpoint' } });
-    // Too large to read, and the origin may still run it: one svc-cache cannot see.
+    // Too large to read, and the origin may still run it: one svc-cache cannot see, declared or not.
     expect(await decideHead({ ...head, path: '/graphql/', headers: [...head.headers, ['content-length', String(2 * 1024 * 1024)]] })).toMatchObject({
+      plan: { kind: 'pass', reason: 'not-an-endpoint', unseen: { maxResponseBodyBytes: 10_000_000 } },
+    });
+    expect(await decide({ ...head, path: '/graphql/' }, Buffer.alloc(2 * 1024 * 1024, ' '))).toMatchObject({
       plan: { kind: 'pass', reason: 'not-an-endpoint', unseen: { maxResponseBodyBytes: 10_000_000 } },
     });
     expect(await decideHead({ ...head, headers: [...head.headers, ['upgrade', 'websocket']] })).toMatchObject({
@@ -749,9 +766,9 @@ describe('DecisionEngine', () => {
     const operationName = `Op${'x'.repeat(99_000)}`;
     const request = post({ query: '{ todos { id } }', operationName });
     const decision = await decide(request.head, request.body, logged);
-    expect(decision.kind === 'forward' && decision.plan).toMatchObject({ kind: 'pass', reason: 'unknown-operation' });
+    expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'unknown-operation' });
     const detail = `no operation named "${operationName}"`;
-    expect(lines.filter((line) => line.msg === 'request passed; it may run an operation svc-cache cannot see')).toMatchObject([
+    expect(lines.filter((line) => line.msg === 'request passed')).toMatchObject([
       { passReason: 'unknown-operation', detail: `${detail.slice(0, 200)}…[+${detail.length - 200}]` },
     ]);
   });
@@ -852,6 +869,17 @@ describe('DecisionEngine', () => {
       }
     });
 
+    it("reads Hot Chocolate's id as a stored document's when no text comes with it, and forwards it as sent", async () => {
+      withManifest();
+      const byId = post({ id: 'todo', variables: { id: '1' } });
+      const miss = await roundTrip(byId, { body: Buffer.from('{"data":{"todo":{"id":"1","title":"a"}}}') });
+      expect([miss.status, miss.decision.kind === 'forward' && miss.decision.requestBody]).toEqual(['MISS', undefined]);
+      expect(outcome(await decide(byId.head, byId.body))).toBe('HIT');
+      const viaUrl = post({ variables: { id: '1' } });
+      viaUrl.head.path = '/graphql?ID=todo';
+      expect(await decide(viaUrl.head, viaUrl.body)).toMatchObject({ kind: 'forward', plan: { kind: 'store' } });
+    });
+
     it("invalidates after a mutation named by id as after its text, without emptying the store", async () => {
       withManifest({ mutationPolicy: 'Entity' });
       const flush = vi.spyOn(store, 'invalidateAll');
@@ -933,6 +961,10 @@ describe('DecisionEngine', () => {
           'batch',
           '[{"query":"{ todos { id } }"},{"id":"B"},{"query":"mutation { deleteTodo(id: \\"1\\") }"}]',
         ]);
+        // An operation passed unseen beside a documentId keeps its members; the next one loses its id.
+        const mixed = post([{ query: '{ todos { id } }', documentId: 'D', id: 'A' }, { query: '{ users { id } }', id: 'B' }]);
+        const unseen = await decide(mixed.head, mixed.body);
+        expect(unseen.kind === 'forward' && unseen.requestBody?.toString()).toBe('[{"query":"{ todos { id } }","documentId":"D","id":"A"},{"query":"{ users { id } }"}]');
         const queries = post([{ query: '{ todos { id } }', id: 'A' }, { query: '{ users { id } }' }]);
         const passed = await decide(queries.head, queries.body);
         expect(passed.kind === 'forward' && [passed.plan, passed.requestBody?.toString()]).toEqual([{ kind: 'pass', reason: 'batch' }, '[{"query":"{ todos { id } }"},{"query":"{ users { id } }"}]']);

@@ -202,6 +202,12 @@ describe('possibleOperations', () => {
     expect(json('{"query":"mutation { a }",}')).toEqual(UNSEEN);
     expect(json('/* c */ {"query":"mutation { a }"}')).toEqual(UNSEEN);
     expect(json('')).toEqual([]);
+    // A form's content type beside JSON's makes no text read that gives no query.
+    const formAndJson: HeaderList = [...JSON_HEADERS, ['content-type', 'application/x-www-form-urlencoded']];
+    expect(possibleOperations('/graphql', formAndJson, Buffer.from('{"query":"mutation { a }",}'), MAX_BODY_BYTES)).toEqual(UNSEEN);
+    // Origins run every element of a batch longer than svc-cache reads.
+    const batch = JSON.stringify([...Array.from({ length: 100 }, () => ({ query: '{ b }' })), { query: 'mutation { a }' }]);
+    expect(json(batch)).toContainEqual(UNSEEN[0]);
     expect(possibleOperations('/graphql', [['content-type', 'application/graphql']], Buffer.from('mutation { a }'), MAX_BODY_BYTES)).toEqual(MUTATION);
   });
 
@@ -329,7 +335,11 @@ describe('readPostRequest', () => {
   });
 
   it('marks with a null every other member or URL parameter an origin may read an id from, and a value holding a ;', () => {
-    expect(post('{"documentId":"d1","id":"m"}')).toMatchObject({ documentIds: ['d1', null] });
+    expect(post('{"documentId":"d1","tenant":"m"}')).toMatchObject({ documentIds: ['d1', null] });
+    // Hot Chocolate's id is one more naming, in the body or the URL in any case; a null or empty one names nothing.
+    expect(post('{"documentId":"d1","id":"m"}', '/graphql?ID=n&Id=')).toMatchObject({ documentIds: ['d1', 'm', 'n'] });
+    expect(post('{"id":7}')).toMatchObject({ documentIds: [null] });
+    expect(post('{"id":null}')).toMatchObject({ documentIds: [] });
     expect(post('{"documentId":"d1"}', '/graphql?queryId=m')).toMatchObject({ documentIds: ['d1', null] });
     expect(readGetRequest('/graphql?documentId=a;documentId=b')).toMatchObject({ documentIds: [null] });
     expect(readGetRequest('/graphql?documentId=a&x=1;documentId=b')).toMatchObject({ documentIds: ['a', null] });
