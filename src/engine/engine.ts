@@ -214,19 +214,17 @@ export class DecisionEngine {
     return this.guarded(exchange, 'the request body', async () => {
       const { config } = this.deps.state();
       const head = requestHeadOf(exchange);
-      // Hot Chocolate runs every operation of the document this URL parameter names, however the
-      // body reads and whatever operationName says.
-      if (head.method === 'POST' && hasUrlParameter(queryStringOf(head.path), 'batchoperations')) {
-        return this.passUnseen(exchange, config, { kind: 'pass', reason: 'batch' });
-      }
+      const operationBatch = head.method === 'POST' && runsOperationBatch(head.path);
       if (endpointOf(head.path, config.endpoints) === undefined) {
         // A variant of an endpoint path (passOtherPath), read only within an endpoint's limit.
-        if (body.length > config.limits.maxRequestBodyBytes) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'not-an-endpoint' });
+        if (body.length > config.limits.maxRequestBodyBytes || operationBatch) return this.passUnseen(exchange, config, { kind: 'pass', reason: operationBatch ? 'batch' : 'not-an-endpoint' });
         return this.passUnread(exchange, 'not-an-endpoint', 'a variant of an endpoint path', body);
       }
       if (head.method === 'GET' && body.length > 0) return this.passOn(exchange, 'get-with-body');
       if (body.length > config.limits.maxRequestBodyBytes) return this.conclude(exchange, payloadTooLarge(config.limits));
-      return this.decideGraphQL(exchange, readParameters(head, body), body);
+      const parameters = readParameters(head, body);
+      if (operationBatch) return mayRunMutation(parameters) ? this.passUnseen(exchange, config, { kind: 'pass', reason: 'batch' }) : this.passOn(exchange, 'batch');
+      return this.decideGraphQL(exchange, parameters, body);
     });
   }
 
@@ -1111,15 +1109,29 @@ const UNSEEN_REASONS: ReadonlySet<PassReason> = new Set(['no-query', 'unknown-do
  */
 function runsUnseen(reason: PassReason, query: string | undefined): boolean {
   if (UNSEEN_REASONS.has(reason)) return true;
-  if (reason !== 'unknown-operation' || query === undefined) return false;
-  const parsed = parseDocument(query);
-  return !('kind' in parsed) && parsed.operations.some((operation) => operation.operation === OperationTypeNode.MUTATION);
+  return reason === 'unknown-operation' && query !== undefined && mayMutate(query);
 }
 
-/** The query string of a request path, '' when it has none. */
-function queryStringOf(path: string): string {
+/** Whether a text may run a mutation: it holds one, or does not parse (an origin may read it otherwise). */
+function mayMutate(query: string): boolean {
+  const parsed = parseDocument(query);
+  return 'kind' in parsed || parsed.operations.some((operation) => operation.operation === OperationTypeNode.MUTATION);
+}
+
+/**
+ * Whether a POST names Hot Chocolate's `batchOperations` in its URL (in any case, as ASP.NET Core
+ * reads names): it then runs every operation of its document that the parameter names, however the
+ * body reads and whatever `operationName` says (README, Operations svc-cache cannot see).
+ */
+function runsOperationBatch(path: string): boolean {
   const start = path.indexOf('?');
-  return start < 0 ? '' : path.slice(start + 1);
+  return start >= 0 && hasUrlParameter(path.slice(start + 1), 'batchoperations');
+}
+
+/** Whether what a request sends may run a mutation: a text holding one, or anything svc-cache does not read as texts. */
+function mayRunMutation(parameters: RequestParameters): boolean {
+  const operations = parameters.kind === 'graphql' ? [parameters] : parameters.kind === 'batch' ? parameters.operations : undefined;
+  return operations === undefined || operations.some(({ params }) => params.query === undefined || mayMutate(params.query));
 }
 /** Stored as the origin sent it. */
 const NO_COMPRESSION: CompressionSettings = { encoding: 'identity', minBytes: 0 };

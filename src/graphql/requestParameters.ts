@@ -26,12 +26,12 @@ export interface GraphQLOperation {
    */
   canonicalExtensions: string;
   /**
-   * The values of the `documentId`, `doc_id` and `id` parameters (body members, and URL parameters
-   * beside them, `id` in any case: Hot Chocolate's): how a stored document is named by its id
-   * (src/persistedDocuments/storedDocument.ts). A null stands for a naming svc-cache does not read,
-   * so that no id is taken from the request: a value that is not a string or holds a `;`, and any
-   * other member or URL parameter, which an origin may take its id from (`queryId`). A null or
-   * empty id names nothing and is left out.
+   * The values of the `documentId` and `doc_id` parameters (body members, and URL parameters beside
+   * them): how a stored document is named by its id (src/persistedDocuments/storedDocument.ts). A
+   * null stands for a naming svc-cache does not read, so that no id is taken from the request: a
+   * value that is not a string or holds a `;`, and any other member or URL parameter, which an
+   * origin may take its id from (Hot Chocolate reads `id`, others `queryId`). A null or empty id
+   * names nothing and is left out.
    */
   documentIds: readonly (string | null)[];
   /**
@@ -289,10 +289,9 @@ function operationOf(members: ReadonlyMap<string, JsonValue>, otherUrlParameters
 }
 
 /**
- * The names of a stored document's id that stand for it even beside a query text: GraphQL over
- * HTTP's and Relay's. Hot Chocolate's `id` names one too, but only without a text: beside one,
- * react-relay-network-modern sends the operation's name as `id` with every request, and svc-cache
- * leaves it out (README, Stored documents sent by id).
+ * The names a stored document's id is read under: GraphQL over HTTP's and Relay's. Not Hot
+ * Chocolate's `id`: it also names whatever the origin kept under it from a text sent beside it,
+ * which svc-cache cannot know (README, Stored documents sent by id).
  */
 const DOCUMENT_ID_NAMES: ReadonlySet<string> = new Set(['documentId', 'doc_id']);
 
@@ -309,7 +308,7 @@ function documentNaming(
   let namesDocumentId = false;
   for (const [name, member] of members) {
     // A null or empty id names nothing, as origins read it (`documentId || …`).
-    if (DOCUMENT_ID_NAMES.has(name) || name === ID_MEMBER) {
+    if (DOCUMENT_ID_NAMES.has(name)) {
       if (givesValue(member)) documentIds.push(member.kind === 'string' ? member.string! : null);
     } else if (!GRAPHQL_PARAMETERS.has(name)) {
       documentIds.push(null);
@@ -322,7 +321,7 @@ function documentNaming(
     const separator = pair.indexOf('=');
     const name = formDecode(separator < 0 ? pair : pair.slice(0, separator));
     const value = formDecode(separator < 0 ? '' : pair.slice(separator + 1));
-    const documentId = name !== undefined && (DOCUMENT_ID_NAMES.has(name) || isIdParameterName(name));
+    const documentId = name !== undefined && DOCUMENT_ID_NAMES.has(name);
     if (!(documentId && value === '')) documentIds.push(documentId && !pair.includes(';') ? (value ?? null) : null);
     namesDocumentId ||= namesIdParameter(pair);
     if (isIdParameterName(name)) idsSent.push(value ?? null);
@@ -471,24 +470,27 @@ export function possibleOperations(
   const bodyReadings: Reading[] = [];
   const texts = bodyTexts(headers, body, maxBodyBytes);
   if (texts === 'too-large') return texts;
-  let readable = false;
+  let textsRead = true;
   for (const text of texts) {
     const found = textReadings(text, mediaTypes);
     if (found === 'ambiguous') return found;
-    readable ||= found.readable;
+    textsRead &&= found.readable || noOriginReadsAsJson(text);
     bodyReadings.push(...found.readings);
   }
   // The GraphQL multipart request: the operations are the JSON of its `operations` field.
   const operationsFields = mediaTypes.includes('multipart/form-data') ? multipartFields(headers, body, 'operations', maxBodyBytes) : [];
+  let fieldsRead = operationsFields.length > 0;
   for (const operations of operationsFields) {
     const found = textReadings(operations, []);
     if (found === 'ambiguous') return found;
-    readable ||= found.readable;
+    fieldsRead &&= found.readable;
     bodyReadings.push(...found.readings);
   }
-  // A body svc-cache reads nothing from may still run where it cannot see: Hot Chocolate reads JSON
-  // with trailing commas and comments.
-  if (!readable && body.byteLength > 0 && !bodyReadings.some((reading) => reading.unseen)) bodyReadings.push(UNSEEN_OPERATION);
+  // A reading svc-cache cannot make may still run where it cannot see: Hot Chocolate reads the body
+  // as UTF-8 JSON with trailing commas and comments, whatever charset or second content type other
+  // readings follow. A multipart body is read by its operations fields.
+  const read = operationsFields.length > 0 ? fieldsRead : textsRead;
+  if (!read && body.byteLength > 0 && !bodyReadings.some((reading) => reading.unseen)) bodyReadings.push(UNSEEN_OPERATION);
   const urlReadings = queryStringReadings(path);
   if (urlReadings === 'ambiguous') return urlReadings;
   // express-graphql takes each parameter from the URL when it is there, else from the body: a query
@@ -513,10 +515,22 @@ interface Reading {
 }
 
 const UNSEEN_OPERATION: Reading = { query: undefined, operationName: undefined, unseen: true };
+const FORM = 'application/x-www-form-urlencoded';
+const BARE_QUERY = 'application/graphql';
 
 /**
- * A text's readings, and whether it was read: JSON, a bare query, or a form that gives `query` or
- * `operationName` (a form reads anything, so its content type alone does not make a text read).
+ * Whether no JSON parser, however lenient, reads a text: it holds bytes that were not UTF-8
+ * (replaced by U+FFFD: a compressed body's raw bytes) or a NUL outside any string (another UTF's
+ * bytes read as UTF-8). Other readings of its body are then what an origin reads.
+ */
+function noOriginReadsAsJson(text: string): boolean {
+  return text.includes('\uFFFD') || text.includes('\u0000');
+}
+
+/**
+ * A text's readings, and whether it was read: JSON, or, when the content type is nothing else, a
+ * bare query or a form that gives `query` or `operationName` (a form reads anything, so its content
+ * type alone does not make a text read).
  */
 function textReadings(text: string, mediaTypes: readonly string[]): { readings: Reading[]; readable: boolean } | 'ambiguous' {
   const readings: Reading[] = [];
@@ -535,15 +549,15 @@ function textReadings(text: string, mediaTypes: readonly string[]): { readings: 
     if (query !== undefined && [...DOCUMENT_ID_NAMES, ID_MEMBER].some((name) => givesValue(object.members?.get(name)))) readings.push(UNSEEN_OPERATION);
   }
   let formRead = false;
-  if (mediaTypes.includes('application/x-www-form-urlencoded')) {
+  if (mediaTypes.includes(FORM)) {
     const form = formReadings(text);
     if (form === 'ambiguous') return form;
-    formRead = form.some((reading) => !reading.unseen);
+    formRead = mediaTypes.every((type) => type === FORM) && form.some((reading) => !reading.unseen);
     readings.push(...form);
   }
-  const graphql = mediaTypes.includes('application/graphql');
-  if (graphql) readings.push({ query: text, operationName: undefined });
-  return { readings, readable: typeof json !== 'string' || formRead || graphql };
+  if (mediaTypes.includes(BARE_QUERY)) readings.push({ query: text, operationName: undefined });
+  const bareQuery = mediaTypes.length > 0 && mediaTypes.every((type) => type === BARE_QUERY);
+  return { readings, readable: typeof json !== 'string' || formRead || bareQuery };
 }
 
 /**

@@ -176,6 +176,14 @@ describe('DecisionEngine', () => {
       const decision = await decide(request.head, request.body);
       expect(decision, `${path} ${contentType}`).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'batch', unseen: { maxResponseBodyBytes: 10_000_000 } } });
     }
+    // A document of queries alone changes nothing, and a body over the limit is refused first.
+    const queries = post({ query: 'query A { todos { id } } query B { users { id } }', operationName: 'A' });
+    queries.head.path = '/graphql?batchOperations=[A,B]';
+    expect(await decide(queries.head, queries.body)).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'batch' } });
+    build({ limits: { maxRequestBodyBytes: 64 } });
+    const large = post({ ...operation, padding: 'x'.repeat(100) });
+    large.head.path = '/graphql?batchOperations=[A,B]';
+    expect(await decide(large.head, large.body)).toMatchObject({ kind: 'respond', response: { status: 413 } });
   });
 
   it.each([
@@ -869,15 +877,13 @@ describe('DecisionEngine', () => {
       }
     });
 
-    it("reads Hot Chocolate's id as a stored document's when no text comes with it, and forwards it as sent", async () => {
+    it("passes Hot Chocolate's id sent alone as a naming it does not read: the origin may have kept another text under it", async () => {
       withManifest();
-      const byId = post({ id: 'todo', variables: { id: '1' } });
-      const miss = await roundTrip(byId, { body: Buffer.from('{"data":{"todo":{"id":"1","title":"a"}}}') });
-      expect([miss.status, miss.decision.kind === 'forward' && miss.decision.requestBody]).toEqual(['MISS', undefined]);
-      expect(outcome(await decide(byId.head, byId.body))).toBe('HIT');
-      const viaUrl = post({ variables: { id: '1' } });
-      viaUrl.head.path = '/graphql?ID=todo';
-      expect(await decide(viaUrl.head, viaUrl.body)).toMatchObject({ kind: 'forward', plan: { kind: 'store' } });
+      for (const path of ['/graphql', '/graphql?ID=todo']) {
+        const byId = post(path === '/graphql' ? { id: 'todo', variables: { id: '1' } } : { variables: { id: '1' } });
+        byId.head.path = path;
+        expect(await decide(byId.head, byId.body), path).toMatchObject({ kind: 'forward', plan: { kind: 'pass', reason: 'unread-document-id', unseen: {} } });
+      }
     });
 
     it("invalidates after a mutation named by id as after its text, without emptying the store", async () => {
@@ -965,6 +971,7 @@ describe('DecisionEngine', () => {
         const mixed = post([{ query: '{ todos { id } }', documentId: 'D', id: 'A' }, { query: '{ users { id } }', id: 'B' }]);
         const unseen = await decide(mixed.head, mixed.body);
         expect(unseen.kind === 'forward' && unseen.requestBody?.toString()).toBe('[{"query":"{ todos { id } }","documentId":"D","id":"A"},{"query":"{ users { id } }"}]');
+        expect(unseen.kind === 'forward' && unseen.plan).toMatchObject({ kind: 'batch', unseen: [0], mutations: [undefined, undefined] });
         const queries = post([{ query: '{ todos { id } }', id: 'A' }, { query: '{ users { id } }' }]);
         const passed = await decide(queries.head, queries.body);
         expect(passed.kind === 'forward' && [passed.plan, passed.requestBody?.toString()]).toEqual([{ kind: 'pass', reason: 'batch' }, '[{"query":"{ todos { id } }"},{"query":"{ users { id } }"}]']);
