@@ -44,8 +44,7 @@ export function isIdParameterName(name: string | undefined): boolean {
  */
 export function rewrittenForOrigin(method: 'GET' | 'POST', path: string, body: Buffer, changes: OriginChanges): { path?: string; body?: Buffer } {
   if (method === 'GET') return { path: rewrittenPath(path, changes) };
-  const urlChanges: OriginChanges = { query: undefined, extensions: undefined, withoutId: true };
-  return { body: rewrittenBody(body, changes), ...(changes.withoutId && hasIdParameter(path) ? { path: rewrittenPath(path, urlChanges) } : {}) };
+  return { body: rewrittenBody(body, changes), ...(changes.withoutId && hasIdParameter(path) ? { path: rewrittenPath(path, ID_ONLY) } : {}) };
 }
 
 /**
@@ -56,12 +55,20 @@ export function batchWithoutIds(path: string, body: Buffer, withoutId: readonly 
   const json = readJsonBytes(body);
   // Only arrays of objects are read as batches; anything else is sent as it came.
   if (typeof json === 'string' || json.kind !== 'array') return { body };
-  const urlChanges: OriginChanges = { query: undefined, extensions: undefined, withoutId: true };
-  const elements = (json.elements ?? []).map((element, index) =>
-    withoutId[index] === true && element.kind === 'object' ? objectText(element.members ?? new Map(), { query: undefined, extensions: undefined, withoutId: true }) : element.raw,
-  );
-  return { body: Buffer.from(`[${elements.join(',')}]`), ...(hasIdParameter(path) ? { path: rewrittenPath(path, urlChanges) } : {}) };
+  const elements = (json.elements ?? []).map((element, index) => (withoutId[index] === true && element.kind === 'object' ? objectText(element.members ?? new Map(), ID_ONLY) : element.raw));
+  return { body: Buffer.from(`[${elements.join(',')}]`), ...(hasIdParameter(path) ? { path: rewrittenPath(path, ID_ONLY) } : {}) };
 }
+
+/**
+ * Whether the `&`-separated `pairs` of a query string have a parameter of this lower-case name,
+ * decoded and in any case, as ASP.NET Core reads names.
+ */
+export function hasUrlParameter(pairs: string, name: string): boolean {
+  return pairs.split('&').some((pair) => parameterName(pair)?.toLowerCase() === name);
+}
+
+/** Only the `id` left out. */
+const ID_ONLY: OriginChanges = { query: undefined, extensions: undefined, withoutId: true };
 
 function rewrittenBody(body: Buffer, changes: OriginChanges): Buffer {
   const json = readJsonBytes(body);
@@ -111,14 +118,6 @@ function rewrittenPath(path: string, changes: OriginChanges): string {
 function hasIdParameter(path: string): boolean {
   const queryStart = path.indexOf('?');
   return queryStart >= 0 && hasUrlParameter(path.slice(queryStart + 1), ID_MEMBER);
-}
-
-/**
- * Whether the `&`-separated `pairs` of a query string have a parameter of this lower-case name,
- * decoded and in any case, as ASP.NET Core reads names.
- */
-export function hasUrlParameter(pairs: string, name: string): boolean {
-  return pairs.split('&').some((pair) => parameterName(pair)?.toLowerCase() === name);
 }
 
 /** The decoded name of a URL pair, undefined when it does not decode (then it is no GraphQL parameter). */
