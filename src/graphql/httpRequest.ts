@@ -44,7 +44,8 @@ export function isIdParameterName(name: string | undefined): boolean {
  */
 export function rewrittenForOrigin(method: 'GET' | 'POST', path: string, body: Buffer, changes: OriginChanges): { path?: string; body?: Buffer } {
   if (method === 'GET') return { path: rewrittenPath(path, changes) };
-  return { body: rewrittenBody(body, changes), ...(changes.withoutId && hasIdParameter(path) ? { path: rewrittenPath(path, ID_ONLY) } : {}) };
+  const rewritten = rewrittenBody(body, changes);
+  return { ...(rewritten === undefined ? {} : { body: rewritten }), ...(changes.withoutId && hasIdParameter(path) ? { path: rewrittenPath(path, ID_ONLY) } : {}) };
 }
 
 /**
@@ -67,14 +68,32 @@ export function hasUrlParameter(pairs: string, name: string): boolean {
   return pairs.split('&').some((pair) => parameterName(pair)?.toLowerCase() === name);
 }
 
+/**
+ * `+` is a space; `%XX` escapes must form UTF-8. Undefined when they do not: decodeURIComponent
+ * refuses a malformed escape and any byte sequence that is not UTF-8 (overlong forms, surrogates,
+ * code points past U+10FFFF, truncated sequences) with a URIError, in one pass over the text.
+ */
+export function formDecode(text: string): string | undefined {
+  const plain = text.replaceAll('+', ' ');
+  if (!plain.includes('%')) return plain;
+  try {
+    return decodeURIComponent(plain);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Only the `id` left out. */
 const ID_ONLY: OriginChanges = { query: undefined, extensions: undefined, withoutId: true };
 
-function rewrittenBody(body: Buffer, changes: OriginChanges): Buffer {
+/** Undefined where the body stays as it came: it is not one JSON object, or only an `id` it lacks is left out. */
+function rewrittenBody(body: Buffer, changes: OriginChanges): Buffer | undefined {
   const json = readJsonBytes(body);
   // Only bodies read as one JSON object are ever rewritten; anything else is sent as it came.
-  if (typeof json === 'string' || json.kind !== 'object') return body;
-  return Buffer.from(objectText(json.members ?? new Map(), changes));
+  if (typeof json === 'string' || json.kind !== 'object') return undefined;
+  const members = json.members ?? new Map<string, JsonValue>();
+  const changesMembers = changes.query !== undefined || changes.extensions !== undefined || (changes.withoutId && members.has(ID_MEMBER));
+  return changesMembers ? Buffer.from(objectText(members, changes)) : undefined;
 }
 
 function objectText(members: ReadonlyMap<string, JsonValue>, changes: OriginChanges): string {
@@ -123,9 +142,5 @@ function hasIdParameter(path: string): boolean {
 /** The decoded name of a URL pair, undefined when it does not decode (then it is no GraphQL parameter). */
 function parameterName(pair: string): string | undefined {
   const separator = pair.indexOf('=');
-  try {
-    return decodeURIComponent((separator < 0 ? pair : pair.slice(0, separator)).replaceAll('+', ' '));
-  } catch {
-    return undefined;
-  }
+  return formDecode(separator < 0 ? pair : pair.slice(0, separator));
 }

@@ -6,7 +6,7 @@ import { graphQLErrorResponse, type HttpResponse } from '../http/index.js';
 import { readJson, readJsonBytes, type JsonValue } from './canonicalVariables.js';
 import { bodyTexts } from './bodyTexts.js';
 import { multipartFields } from './multipartFields.js';
-import { ID_MEMBER, isIdParameterName, type GraphQLParams } from './httpRequest.js';
+import { formDecode, ID_MEMBER, isIdParameterName, type GraphQLParams } from './httpRequest.js';
 
 /**
  * GraphQL over HTTP request parameters read so that svc-cache keys the request the origin runs
@@ -608,17 +608,3 @@ function isParameterName(name: string | undefined): name is ParameterName {
   return (PARAMETER_NAMES as readonly (string | undefined)[]).includes(name);
 }
 
-/**
- * `+` is a space; `%XX` escapes must form UTF-8. Undefined when they do not: decodeURIComponent
- * refuses a malformed escape and any byte sequence that is not UTF-8 (overlong forms, surrogates,
- * code points past U+10FFFF, truncated sequences) with a URIError, in one pass over the text.
- */
-function formDecode(text: string): string | undefined {
-  const plain = text.replaceAll('+', ' ');
-  if (!plain.includes('%')) return plain;
-  try {
-    return decodeURIComponent(plain);
-  } catch {
-    return undefined;
-  }
-}

@@ -21,14 +21,19 @@ describe('rewrittenForOrigin', () => {
     }
   });
 
-  it("leaves out a POST's id URL parameter, in any case, and keeps its other pairs as sent", () => {
-    const sent = body('{"query":"{ a }"}');
+  it("leaves out a POST's id URL parameter, in any case, and keeps its other pairs and a body without an id as sent", () => {
+    const sent = body('{"variables":{"n":1.0},"query":"{ a }"}');
     expect(rewrittenForOrigin('POST', '/graphql?ID=A&tenant=a%20b&x=1;id=2', sent, { ...unchangedText, withoutId: true })).toEqual({
-      body: sent,
       path: '/graphql?tenant=a%20b&x=1;id=2',
     });
-    expect(rewrittenForOrigin('POST', '/graphql?%69d=A', sent, { ...unchangedText, withoutId: true })).toEqual({ body: sent, path: '/graphql' });
-    expect(rewrittenForOrigin('POST', '/graphql?tenant=a', sent, { ...unchangedText, withoutId: true })).toEqual({ body: sent });
+    expect(rewrittenForOrigin('POST', '/graphql?%69d=A', sent, { ...unchangedText, withoutId: true })).toEqual({ path: '/graphql' });
+    expect(rewrittenForOrigin('POST', '/graphql?tenant=a', sent, { ...unchangedText, withoutId: true })).toEqual({});
+  });
+
+  it('leaves a POST body that is not one JSON object as it came', () => {
+    for (const sent of [body('query=%7B%20a%20%7D'), body('[{"query":"{ a }","id":"A"}]')]) {
+      expect(rewrittenForOrigin('POST', '/graphql', sent, { query: '{ a __typename }', extensions: undefined, withoutId: true })).toEqual({});
+    }
   });
 
   it("leaves out a GET's id parameter, the query text as sent, and drops the `?` with the last pair", () => {
