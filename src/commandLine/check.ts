@@ -1,8 +1,6 @@
-import { readFile } from 'node:fs/promises';
-import type { GraphQLSchema } from 'graphql';
 import { configWarnings, loadConfig, type CacheRule, type Config } from '../config/index.js';
 import { storedDocumentWarnings } from '../engine/index.js';
-import { buildSchemaFromSdl, configSchemaMismatches } from '../schema/index.js';
+import { configSchemaMismatches, loadSchemaFile } from '../schema/index.js';
 
 /**
  * `svc-cache check`: a configuration file judged offline, as `serve` would judge it, plus the rules
@@ -29,7 +27,7 @@ export interface CheckReport {
 export async function checkConfigFile(configFile: string, schemaFile: string | undefined, env?: NodeJS.ProcessEnv): Promise<CheckReport> {
   const config = await loadConfig(configFile, env);
   const sdlFile = schemaFile ?? config.schema?.file;
-  const schema = sdlFile === undefined ? undefined : await readSchema(sdlFile);
+  const schema = sdlFile === undefined ? undefined : await loadSchemaFile(sdlFile);
   return {
     mismatches: schema ? configSchemaMismatches(config, schema) : [],
     schemaFile: sdlFile,
@@ -37,10 +35,6 @@ export async function checkConfigFile(configFile: string, schemaFile: string | u
     warnings: [...configWarnings(config), ...storedDocumentWarnings(config, schema)],
     storedDocuments: config.persistedDocuments && { manifest: config.persistedDocuments.manifest, count: config.persistedDocuments.documents?.size ?? 0 },
   };
-}
-
-async function readSchema(file: string): Promise<GraphQLSchema> {
-  return buildSchemaFromSdl(await readFile(file, 'utf8'), file);
 }
 
 /**

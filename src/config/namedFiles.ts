@@ -2,6 +2,7 @@ import { createHash, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
+import { schemaFromSdl } from '../graphql/index.js';
 import { readManifest, type ManifestReading, type PersistedDocuments } from '../persistedDocuments/index.js';
 import { errorMessage } from '../util/index.js';
 import type { KeyPath } from './keyPath.js';
@@ -36,7 +37,7 @@ const NAMED_FILE_KEYS: readonly NamedFileKey[] = [
 ];
 
 /** Why a named file cannot be used. */
-type FileProblem = 'unreadable' | 'not-a-manifest' | 'not-a-certificate' | 'not-a-private-key' | 'no-ca-certificate' | 'key-not-of-certificate';
+type FileProblem = 'unreadable' | 'not-a-schema' | 'not-a-manifest' | 'not-a-certificate' | 'not-a-private-key' | 'no-ca-certificate' | 'key-not-of-certificate';
 
 export interface NamedFile {
   key: KeyPath;
@@ -86,7 +87,7 @@ export async function readNamedFiles(path: (key: KeyPath) => string | undefined,
 
 interface Found {
   code: FileProblem;
-  /** Why the file could not be read. */
+  /** Why the file could not be read, or what is wrong in it. */
   reason?: string;
 }
 
@@ -116,12 +117,28 @@ function manifestOf(bytes: Buffer): ManifestReading {
 
 let lastManifest: { fingerprint: string; reading: ManifestReading } | undefined;
 
+/**
+ * Why the bytes are no schema `serve` could load, so that `check`, `serve` and a reload refuse such a
+ * `schema.file` alike (README, Every key); built again only when they changed, for the same reason
+ * as a manifest (building a large schema takes a good part of a second). The schema source builds
+ * it once more to use it.
+ */
+function sdlProblemOf(bytes: Buffer): Found | undefined {
+  const fingerprint = sha256(bytes);
+  if (lastSdl?.fingerprint !== fingerprint) {
+    const built = schemaFromSdl(bytes.toString('utf8'));
+    lastSdl = { fingerprint, problem: 'problems' in built ? { code: 'not-a-schema', reason: built.problems.join('; ') } : undefined };
+  }
+  return lastSdl.problem;
+}
+
+let lastSdl: { fingerprint: string; problem: Found | undefined } | undefined;
+
 /** Whether the bytes are what the sidecar's TLS setup takes (Node's TLS, which grpc-js uses). */
 function contentProblem(bytes: Buffer, content: Exclude<Content, 'manifest'>): Found | undefined {
   switch (content) {
     case 'sdl':
-      // Parsed by the schema source, which reports a bad schema on /readyz (README, Every key).
-      return undefined;
+      return sdlProblemOf(bytes);
     case 'certificate':
       return accepted({ cert: bytes }) ? undefined : { code: 'not-a-certificate' };
     case 'private-key':
@@ -160,6 +177,8 @@ function describe(problem: Found, path: string): string {
   switch (problem.code) {
     case 'unreadable':
       return `cannot read ${file}: ${problem.reason}`;
+    case 'not-a-schema':
+      return `${file} is not a valid GraphQL schema (SDL): ${problem.reason}`;
     case 'not-a-manifest':
       return `${file} is not a manifest of stored documents: ${problem.reason}`;
     case 'not-a-certificate':

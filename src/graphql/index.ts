@@ -14,5 +14,6 @@ export {
   type PossibleOperation,
   type RequestParameters,
 } from './requestParameters.js';
+export { schemaFromSdl } from './sdl.js';
 export { selectionOf, type Selection } from './selection.js';
 export { validationErrors } from './validation.js';

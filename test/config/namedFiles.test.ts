@@ -60,6 +60,38 @@ describe('files named by the configuration', () => {
     ]);
   });
 
+  describe('schema.file', () => {
+    const SCHEMA = `${ORIGIN}schema:\n  file: schema.graphql\n`;
+
+    it('refuses a file that is not a valid schema, under its key and line, with every mistake and where it is', async () => {
+      await writeFile(file('schema.graphql'), 'type Query { broken\n');
+      expect(await problems(SCHEMA)).toEqual([
+        `schema.file: "${file('schema.graphql')}" is not a valid GraphQL schema (SDL): line 2, column 1: Syntax Error: Expected ":", found <EOF>. (line 4)`,
+      ]);
+      await writeFile(file('schema.graphql'), 'type Query { a: Missing }\ntype Query { b: Int }\n');
+      expect(await problems(SCHEMA)).toEqual([
+        `schema.file: "${file('schema.graphql')}" is not a valid GraphQL schema (SDL): line 1, column 17: Unknown type "Missing".; line 1, column 6 and line 2, column 6: There can be only one type named "Query". (line 4)`,
+      ]);
+      await writeFile(file('schema.graphql'), 'type Query { a: Int }\n');
+      expect((await loadConfig(file('config.yaml'), {})).schema?.file).toBe(file('schema.graphql'));
+    });
+
+    it('refuses a reload to a schema file that is not valid, and takes the next valid one', async () => {
+      await writeFile(file('schema.graphql'), 'type Query { a: Int }\n');
+      await writeFile(file('config.yaml'), SCHEMA);
+      const changes: unknown[] = [];
+      const errors: string[] = [];
+      watcher = watchConfig(file('config.yaml'), { onChange: (config) => changes.push(config), onError: (error) => errors.push(error.message) }, { env: {}, debounceMs: 20, pollIntervalMs: 50 });
+      await watcher.ready;
+      await writeFile(file('schema.graphql'), 'type Query { a: Int\n');
+      await eventually(() => expect(errors).toHaveLength(1));
+      expect(errors[0]).toMatch(/schema\.file: ".*" is not a valid GraphQL schema \(SDL\): line 2, column 1: Syntax Error: /);
+      expect(changes).toEqual([]);
+      await writeFile(file('schema.graphql'), 'type Query { a: Int b: Int }\n');
+      await eventually(() => expect(changes).toHaveLength(1));
+    });
+  });
+
   describe('persistedDocuments.manifest', () => {
     const MANIFEST = `${ORIGIN}persistedDocuments:\n  manifest: documents.json\n`;
 

@@ -173,6 +173,25 @@ describe('svc-cache check', () => {
     expect([broken.status, broken.stderr]).toEqual([1, expect.stringContaining(`persistedDocuments.manifest: cannot read "${join(scratch, 'missing.json')}": no such file (line 16)`)]);
   });
 
+  it('refuses, as serve does, a schema file that is not a valid schema; a --schema file that is not there is named', () => {
+    const broken = file('broken.yaml', `${VALID}schema:\n  file: broken.graphql\n`);
+    file('broken.graphql', 'type Query { broken\n');
+    const checked = cli(['check', '--config', broken]);
+    const served = cli(['serve', '--config', broken, '--grpc-port', '0', '--admin-port', '0']);
+    expect(checked.status).toBe(1);
+    expect(checked.stderr).toBe(
+      [
+        'svc-cache: invalid configuration',
+        `${broken}: schema.file: "${join(scratch, 'broken.graphql')}" is not a valid GraphQL schema (SDL): line 2, column 1: Syntax Error: Expected ":", found <EOF>. (line 16)`,
+        '',
+      ].join('\n'),
+    );
+    expect(served.status).toBe(1);
+    expect(served.stderr).toBe(checked.stderr);
+    const missing = cli(['check', '--config', file('valid3.yaml', VALID), '--schema', join(scratch, 'nope.graphql')]);
+    expect([missing.status, missing.stderr]).toEqual([1, `svc-cache: schema file ${join(scratch, 'nope.graphql')}: cannot read it: no such file\n`]);
+  });
+
   it('exits 1 naming each type or field the schema does not have', () => {
     const sdl = file('other.graphql', 'type Query { todos: [String] }\n');
     const result = cli(['check', '--config', file('valid2.yaml', VALID), '--schema', sdl]);
