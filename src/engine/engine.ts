@@ -2,14 +2,14 @@ import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphq
 import { persistedQueryNotFound, registerPersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/index.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import type { Config, MutationPolicy } from '../config/index.js';
-import { batchWithoutIds, hasUrlParameter, parseDocument, rewrittenForOrigin } from '../graphql/index.js';
+import { batchWithoutIds, fragmentsOf, hasUrlParameter, parseDocument, rewrittenForOrigin } from '../graphql/index.js';
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { hitNegotiation, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, varyNames, type HeaderList } from '../http/index.js';
 import { endpointOf, forbidsTransform, forwardingKey, hostKey, isEndpointVariant } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { mutationInvalidationTags } from '../invalidation/index.js';
-import { rootFieldTypeTags } from '../invalidation/index.js';
+import { operationsRootFieldTypeTags, rootFieldTypeTags } from '../invalidation/index.js';
 import type { InvalidationSource, Logger } from '../observability/index.js';
 import {
   carriesPurgeToken,
@@ -647,19 +647,20 @@ export class DecisionEngine {
     const head = requestHeadOf(exchange);
     if (head.method === 'GET') return this.passUnreadGet(exchange, reason, detail);
     if (head.method !== 'POST' || !schema || config.mutationPolicy === 'None') return this.passOn(exchange, reason, detail);
-    const possible = possibleMutations(head, body, config.limits, (document) => this.analysisOf(document, config, schema));
+    const possible = possibleMutations(head, body, config.limits);
     if (isVerdict(possible)) return this.conclude(exchange, possible);
     const { mutations, unseen } = possible;
     if (mutations.length === 0 && !unseen) return this.passOn(exchange, reason, detail);
-    this.deps.logger.debug({ passReason: reason, detail, mutations: mutations.length, unseen }, 'request passed; it may run mutations');
-    const unread = mutations.map((document) => mutationPlan(document, config, schema));
+    this.deps.logger.debug({ passReason: reason, detail, mutations: mutations.reduce((count, each) => count + each.operations.length, 0), unseen }, 'request passed; it may run mutations');
+    const tags = new Set(mutations.flatMap(({ document, operations }) => operationsRootFieldTypeTags(schema, operations, fragmentsOf(document))));
+    const unread = mutations.length === 0 ? undefined : { policy: config.mutationPolicy, tags: [...tags] };
     return forwardUntouched(exchange, { kind: 'pass', reason, unread, ...(unseen ? { unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } } : {}) });
   }
 
   /** A GET whose URL some origin reads as a mutation is refused as a readable one would be (405). */
   private passUnreadGet(exchange: Exchange, reason: PassReason, detail: string): RequestDecision {
-    const { config, schema } = this.deps.state();
-    const possible = possibleMutations(requestHeadOf(exchange), NO_BODY, config.limits, (document) => this.analysisOf(document, config, schema));
+    const { config } = this.deps.state();
+    const possible = possibleMutations(requestHeadOf(exchange), NO_BODY, config.limits);
     if (isVerdict(possible)) return this.conclude(exchange, possible);
     if (possible.mutations.length > 0) return this.conclude(exchange, mutationOverGet());
     return this.passOn(exchange, reason, detail);
@@ -713,7 +714,7 @@ export class DecisionEngine {
     }
     // A mutation whose answer will not be read (streamed, not GraphQL JSON, encoded, bodiless).
     if (forwarded.kind === 'mutation' && plan.kind !== 'mutation') await this.invalidateByRootFieldTypes(forwarded);
-    if (forwarded.kind === 'pass' && forwarded.unread) await this.invalidateByRootFieldTypes(...forwarded.unread);
+    if (forwarded.kind === 'pass' && forwarded.unread && forwarded.unread.policy !== 'None') await this.invalidate(forwarded.unread.policy, forwarded.unread.tags, 'root-field-types');
     // An answer svc-cache will not read cannot show that nothing ran (nor can one it means to read
     // that never comes: whenBodyLost).
     if (forwarded.kind === 'pass' && forwarded.unseen && plan.kind === 'pass' && !plan.readUnseen && isSuccess(status)) await this.invalidateEverything('unseen-operation');

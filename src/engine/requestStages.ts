@@ -1,9 +1,9 @@
-import { BREAK, Kind, OperationTypeNode, visit, type ASTNode, type DirectiveNode, type DocumentNode, type GraphQLSchema, type SelectionSetNode } from 'graphql';
+import { BREAK, Kind, OperationTypeNode, visit, type ASTNode, type DirectiveNode, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
 import { resolvePersistedQuery, type PersistedQueryRefusal, type PersistedQueryRegistration } from '../apq/index.js';
 import type { Config } from '../config/index.js';
 import { parseDocument, selectOperation, type ParsedDocument } from '../graphql/index.js';
 import type { GraphQLParams } from '../graphql/index.js';
-import { operationViolation, queryTextViolation, selectionOf, type LimitViolation } from '../graphql/index.js';
+import { operationsViolation, operationViolation, queryTextViolation, selectionOf, type LimitViolation } from '../graphql/index.js';
 import { ambiguousRequestResponse, possibleOperations, readGetRequest, readPostRequest, type RequestParameters } from '../graphql/index.js';
 import { acceptsNoJson, ownAnswerMediaType } from '../http/index.js';
 import { headerValue, type HeaderList } from '../http/index.js';
@@ -299,19 +299,15 @@ function overLimits(resolved: ResolvedQuery, violation: LimitViolation): Verdict
  * operation a reading of its body or URL names that is a mutation the origin could pick. Each reading is
  * held to the limits a readable request is held to, and refused as one would be. `unseen` when a
  * reading names no query but other members, or the only query text read does not parse, as a
- * stored document sent by its id does.
+ * stored document sent by its id does. Each reading's document is walked once for all its
+ * mutations, however many spread the same fragments: the work stays linear in the request.
  */
-export function possibleMutations(
-  head: RequestHead,
-  body: Buffer,
-  limits: Config['limits'],
-  analyse: (document: DocumentNode) => DocumentAnalysis,
-): Verdict | { mutations: DocumentNode[]; unseen: boolean } {
+export function possibleMutations(head: RequestHead, body: Buffer, limits: Config['limits']): Verdict | { mutations: PossibleMutations[]; unseen: boolean } {
   const readings = possibleOperations(head.path, head.headers, body, limits.maxRequestBodyBytes);
   if (readings === 'ambiguous') return ambiguousRequest(head);
   // A coded body larger decoded than a readable one may be: refused as that body would be.
   if (readings === 'too-large') return payloadTooLarge(limits);
-  const mutations: DocumentNode[] = [];
+  const mutations: PossibleMutations[] = [];
   let [unseen, unparsed, parsedAny] = [false, false, false];
   for (const { query, operationName } of readings) {
     if (query === undefined) {
@@ -326,20 +322,32 @@ export function possibleMutations(
       continue;
     }
     parsedAny = true;
-    for (const operation of parsed.operations) {
-      const name = operation.name?.value;
-      // An empty name is no name to some origins: every mutation counts then, as with none.
-      if (operation.operation !== OperationTypeNode.MUTATION || (operationName !== undefined && operationName !== '' && name !== operationName)) continue;
-      const selected = selectOperation(parsed, parsed.operations.length === 1 ? undefined : name);
-      if (selected.kind === 'invalid') continue;
-      const { violation } = analyse(selected.document);
-      if (violation) return limitExceeded(violation);
-      mutations.push(selected.document);
-    }
+    const operations = parsed.operations.filter((operation) => mayRun(operation, parsed.operations.length, operationName));
+    if (operations.length === 0) continue;
+    const violation = operationsViolation(parsed.document, operations, limits);
+    if (violation) return limitExceeded(violation);
+    mutations.push({ document: parsed.document, operations });
   }
   // A text that does not parse may be a stored document's id (envelop), unless another reading
   // gives the document the origin runs (a body in its declared charset).
   return { mutations, unseen: unseen || (unparsed && !parsedAny) };
+}
+
+/** The mutations of one reading's document that an origin may run (possibleMutations). */
+export interface PossibleMutations {
+  document: DocumentNode;
+  operations: OperationDefinitionNode[];
+}
+
+/**
+ * Whether an origin may run `operation`, one of `count` in its document, as the mutation a reading
+ * names: one it could pick (a document of several runs only a named one). An empty name is no name
+ * to some origins: every mutation counts then, as with none.
+ */
+function mayRun(operation: OperationDefinitionNode, count: number, operationName: string | undefined): boolean {
+  if (operation.operation !== OperationTypeNode.MUTATION) return false;
+  if (count > 1 && operation.name === undefined) return false;
+  return operationName === undefined || operationName === '' || operation.name?.value === operationName;
 }
 
 /**

@@ -4,7 +4,7 @@ export { readJson } from './canonicalVariables.js';
 export { parseDocument, selectOperation, type ParsedDocument } from './document.js';
 export { FragmentMemo, collectFields, fragmentsOf } from './fragments.js';
 export { batchWithoutIds, hasUrlParameter, rewrittenForOrigin, type GraphQLParams } from './httpRequest.js';
-export { operationViolation, queryTextViolation, type LimitViolation } from './limits.js';
+export { operationsViolation, operationViolation, queryTextViolation, type LimitViolation } from './limits.js';
 export {
   ambiguousRequestResponse,
   possibleOperations,

@@ -1,4 +1,4 @@
-import { Kind, type DocumentNode, type SelectionNode, type SelectionSetNode } from 'graphql';
+import { Kind, type DocumentNode, type OperationDefinitionNode, type SelectionNode, type SelectionSetNode } from 'graphql';
 import { FragmentMemo, fragmentsOf } from './fragments.js';
 
 /**
@@ -25,12 +25,25 @@ export function queryTextViolation(query: string, limits: OperationLimits): Limi
 
 /** `document` holds one operation and the fragments it uses (`selectOperation(...).document`). */
 export function operationViolation(document: DocumentNode, limits: OperationLimits): LimitViolation | undefined {
-  const measure = measureOperation(document, limits.maxAliases + 1);
-  if (measure.depth > limits.maxDepth) {
-    return { message: `Query is deeper than ${limits.maxDepth} levels`, code: 'QUERY_TOO_DEEP' };
-  }
-  if (measure.aliases > limits.maxAliases) {
-    return { message: `Query has more than ${limits.maxAliases} aliases`, code: 'TOO_MANY_ALIASES' };
+  const operation = document.definitions.find((definition) => definition.kind === Kind.OPERATION_DEFINITION);
+  return operationsViolation(document, operation ? [operation] : [], limits);
+}
+
+/**
+ * The first of `operations` (all of `document`) over the limits, each measured as the origin
+ * executes it alone. A fragment is measured once for all of them, so the cost is the document's size
+ * however many operations spread it (README, Bad input).
+ */
+export function operationsViolation(document: DocumentNode, operations: readonly OperationDefinitionNode[], limits: OperationLimits): LimitViolation | undefined {
+  const measurer = operationMeasurer(document, limits.maxAliases + 1);
+  for (const operation of operations) {
+    const figures = measurer.measure(operation);
+    if (figures.depth > limits.maxDepth) {
+      return { message: `Query is deeper than ${limits.maxDepth} levels`, code: 'QUERY_TOO_DEEP' };
+    }
+    if (figures.aliases > limits.maxAliases) {
+      return { message: `Query has more than ${limits.maxAliases} aliases`, code: 'TOO_MANY_ALIASES' };
+    }
   }
   return undefined;
 }
@@ -44,15 +57,23 @@ export interface OperationMeasure {
   visitedSelections: number;
 }
 
-/**
- * Depth and aliases as the origin executes the operation, each fragment spread counting in full,
- * yet each fragment measured once: a spread adds the fragment's remembered figures. A fragment
- * spread within itself (a cycle, which the origin reports) adds nothing. This walk is what bounds
- * the depth of every later one, so it keeps its own stack: neither nesting nor a chain of spreads
- * costs it call stack (README, Bad input).
- */
+/** The figures of the document's first operation (operationMeasurer). */
 export function measureOperation(document: DocumentNode, aliasCap: number = Number.MAX_SAFE_INTEGER): OperationMeasure {
   const operation = document.definitions.find((definition) => definition.kind === Kind.OPERATION_DEFINITION);
+  const measurer = operationMeasurer(document, aliasCap);
+  const figures = operation ? measurer.measure(operation) : NOTHING;
+  return { ...figures, visitedSelections: measurer.visitedSelections() };
+}
+
+/**
+ * Depth and aliases as the origin executes an operation of `document`, each fragment spread counting
+ * in full, yet each fragment measured once, whichever operation spreads it: a spread adds the
+ * fragment's remembered figures. A fragment spread within itself (a cycle, which the origin reports)
+ * adds nothing. This walk is what bounds the depth of every later one, so it keeps its own stack:
+ * neither nesting nor a chain of spreads costs it call stack (README, Bad input). Aliases saturate
+ * at `aliasCap`.
+ */
+function operationMeasurer(document: DocumentNode, aliasCap: number): { measure(operation: OperationDefinitionNode): Figures; visitedSelections(): number } {
   let visitedSelections = 0;
   const measureSet = (selectionSet: SelectionSetNode, memo: FragmentMemo<Figures>): Figures => {
     const open: OpenSet[] = [openSet(selectionSet, 0)];
@@ -77,10 +98,8 @@ export function measureOperation(document: DocumentNode, aliasCap: number = Numb
       }
     }
   };
-  if (!operation || operation.kind !== Kind.OPERATION_DEFINITION) return { depth: 0, aliases: 0, visitedSelections };
   const memo = new FragmentMemo<Figures>(fragmentsOf(document), (fragment, self) => measureSet(fragment.selectionSet, self), NOTHING);
-  const figures = measureSet(operation.selectionSet, memo);
-  return { ...figures, visitedSelections };
+  return { measure: (operation) => measureSet(operation.selectionSet, memo), visitedSelections: () => visitedSelections };
 }
 
 interface Figures {

@@ -120,17 +120,30 @@ function prepare(schema: GraphQLSchema, document: DocumentNode, keyFields: KeyFi
   return { document: rewritten, query: print(rewritten), rewritten: true, addedKeyPrefix, keyFields, lists };
 }
 
+/**
+ * The first of `_svc_`, `_svc1_`, `_svc2_`, … that no response key of the document starts with. A
+ * key can start with one of them at most (the digits after `_svc` up to the next `_`), so each key
+ * rules out one and the first left is found in one pass over the keys (README, Bad input: a query
+ * of `_svc_ _svc1_ _svc2_ …` cost quadratic time when every key was tried against every prefix).
+ */
 function reservedPrefix(document: DocumentNode): string {
-  const responseKeys: string[] = [];
+  const taken = new Set<number>();
   visit(document, {
     Field(field) {
-      responseKeys.push((field.alias ?? field.name).value);
+      const attempt = prefixAttempt((field.alias ?? field.name).value);
+      if (attempt !== undefined) taken.add(attempt);
     },
   });
-  for (let attempt = 0; ; attempt++) {
-    const prefix = attempt === 0 ? '_svc_' : `_svc${attempt}_`;
-    if (!responseKeys.some((key) => key.startsWith(prefix))) return prefix;
-  }
+  let attempt = 0;
+  while (taken.has(attempt)) attempt += 1;
+  return attempt === 0 ? '_svc_' : `_svc${attempt}_`;
+}
+
+/** Which of reservedPrefix's prefixes `key` starts with: 0 for `_svc_`, n for `_svc<n>_` (n written without leading zeros). */
+function prefixAttempt(key: string): number | undefined {
+  if (key.startsWith('_svc_')) return 0;
+  const digits = /^_svc([1-9][0-9]*)_/.exec(key)?.[1];
+  return digits === undefined ? undefined : Number(digits);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { getNamedType, isAbstractType, isObjectType, Kind, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { getNamedType, isAbstractType, isObjectType, Kind, type FragmentDefinitionNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { collectFields, fragmentsOf } from '../graphql/index.js';
 import type { PreparedOperation } from './entityFields.js';
 import { queriedTypes } from './queriedTypes.js';
@@ -16,11 +16,24 @@ export function rootFieldTypeTags(schema: GraphQLSchema, prepared: PreparedOpera
   const operation = prepared.document.definitions.find(
     (definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION,
   );
-  const root = operation && schema.getRootType(operation.operation);
-  if (!operation || !root) return [];
+  return operation ? operationsRootFieldTypeTags(schema, [operation], fragmentsOf(prepared.document)) : [];
+}
+
+/**
+ * The same for several operations of one document and one kind (the mutations a request svc-cache
+ * could not read may run), their root selections collected together: each fragment is entered
+ * once however many of them spread it, so the cost stays the document's size (README, Bad input).
+ */
+export function operationsRootFieldTypeTags(
+  schema: GraphQLSchema,
+  operations: readonly OperationDefinitionNode[],
+  fragments: ReadonlyMap<string, FragmentDefinitionNode>,
+): string[] {
+  const root = operations[0] && schema.getRootType(operations[0].operation);
+  if (!root) return [];
   const rootFields = root.getFields();
   const tags = new Set<string>();
-  for (const field of collectFields([operation.selectionSet], fragmentsOf(prepared.document))) {
+  for (const field of collectFields(operations.map((operation) => operation.selectionSet), fragments)) {
     const definition = rootFields[field.name.value];
     // A root field the schema lacks (the origin's is newer) may return any type queries hold.
     if (!definition && !field.name.value.startsWith('__')) return [...queriedTypes(schema)].map(invalidationTag.type);

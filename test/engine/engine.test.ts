@@ -315,7 +315,7 @@ describe('DecisionEngine', () => {
     // Not JSON to svc-cache, but Hot Chocolate reads trailing commas and comments: it may run.
     for (const raw of ['{oops', '{"query":"{ todos { id } }",}']) {
       const decision = await decide(head, Buffer.from(raw));
-      expect(decision.kind === 'forward' && decision.plan, raw).toEqual({ kind: 'pass', reason: 'uninterpretable-body', unread: [], unseen: { maxResponseBodyBytes: 10_000_000 } });
+      expect(decision.kind === 'forward' && decision.plan, raw).toEqual({ kind: 'pass', reason: 'uninterpretable-body', unseen: { maxResponseBodyBytes: 10_000_000 } });
     }
     const textPlain = await decide(
       { ...head, headers: [['content-type', 'text/plain']] },
@@ -324,6 +324,23 @@ describe('DecisionEngine', () => {
     expect(textPlain.kind === 'forward' && textPlain.plan).toEqual({ kind: 'pass', reason: 'uninterpretable-body' });
     const notUtf8 = await decide(head, Buffer.concat([Buffer.from('{"query":"{ todos { id } }","variables":{"a":"'), Buffer.from([0xff]), Buffer.from('"}}')]));
     expect(notUtf8.kind === 'forward' && notUtf8.plan).toEqual({ kind: 'pass', reason: 'invalid-utf8' });
+  });
+
+  it('invalidates the root fields\' types of every mutation a body it cannot interpret may run, each shared fragment read once', async () => {
+    const head = { ...post({}).head, headers: [['content-type', 'text/plain']] as Array<[string, string]> };
+    // 2,000 mutations spreading one fragment of 2,000 fields (84 KB): walked once per mutation, as
+    // before, this was hours of work; read once, it is the text's size.
+    const count = 2_000;
+    const operations = Array.from({ length: count }, (_, index) => `mutation m${index}{...F}`).join(' ');
+    const query = `${operations} mutation u { updateUser(id: "1", name: "x") { id } } fragment F on Mutation { ${'updateTodo(id:1){title} '.repeat(count)} }`;
+    const decision = await decide(head, Buffer.from(JSON.stringify({ query })));
+    expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'uninterpretable-body', unread: { policy: 'Entity', tags: ['t:Todo', 't:User'] } });
+    // The operation named is the only one that may run; one over the limits is refused as a readable one is.
+    const named = await decide(head, Buffer.from(JSON.stringify({ query, operationName: 'u' })));
+    expect(named.kind === 'forward' && named.plan).toEqual({ kind: 'pass', reason: 'uninterpretable-body', unread: { policy: 'Entity', tags: ['t:User'] } });
+    const deep = `mutation a { ...F } mutation b { ...G } fragment F on Mutation { updateTodo(id: 1) { title } } fragment G on Mutation { updateUser(id: "1", name: "x") ${'{ todos { author '.repeat(15)}{ id }${' } }'.repeat(15)} }`;
+    const refused = await decide(head, Buffer.from(JSON.stringify({ query: deep })));
+    expect(refused.kind === 'respond' && [refused.response.status, JSON.parse(refused.response.body.toString()).errors[0].extensions.code]).toEqual([400, 'QUERY_TOO_DEEP']);
   });
 
   it('answers AMBIGUOUS_REQUEST itself, in the negotiated media type, and never forwards', async () => {
@@ -985,7 +1002,7 @@ describe('DecisionEngine', () => {
         expect(await decide(variant.head, variant.body)).toEqual({
           kind: 'forward',
           requestHeaders: { set: [], remove: [] },
-          plan: { kind: 'pass', reason: 'not-an-endpoint', unread: [], unseen: { maxResponseBodyBytes: 10_000_000 } },
+          plan: { kind: 'pass', reason: 'not-an-endpoint', unseen: { maxResponseBodyBytes: 10_000_000 } },
         });
       });
 

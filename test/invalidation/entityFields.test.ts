@@ -80,6 +80,15 @@ describe('prepareOperation', () => {
 }`);
   });
 
+  it('takes the first prefix no key starts with, each key ruling out the one it starts with only', () => {
+    // `_svc01_` and `_svc1x` start with no prefix (attempts are written without leading zeros, and
+    // end in `_`); `_svc12_a` starts with `_svc12_`, not `_svc1_`.
+    expect(prepare('{ todos { _svc_a: title _svc01_: title _svc1x: title _svc12_a: title } }').addedKeyPrefix).toBe('_svc1_');
+    // Keys that rule out the first 3,000 prefixes, in any order: each is looked at once.
+    const keys = Array.from({ length: 3_000 }, (_, index) => (index === 0 ? '_svc_' : `_svc${3_000 - index}_`));
+    expect(prepare(`{ todos { ${keys.map((key) => `${key}: title`).join(' ')} } }`).addedKeyPrefix).toBe('_svc3000_');
+  });
+
   it.each([
     ['the key field of object types', '{ todos { id title author { id } } }'],
     ['the key field under an alias of the client\'s', '{ todos { todoId: id } }'],
