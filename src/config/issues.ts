@@ -129,6 +129,8 @@ export function secrecyAt(root: z.core.$ZodType, path: KeyPath): Secrecy | undef
  * "@" is replaced, since a password may hold an unencoded "/" or "@". Anything else is not quoted.
  */
 function describeUrlWithoutCredentials(value: unknown): string {
+  // `host:port` is the usual slip, but the value may as well be a password pasted alone.
+  if (typeof value === 'string' && !value.includes('://')) return `a value of ${value.length} characters without "://" (not shown: it may be a password)`;
   const parts = typeof value === 'string' && URL.canParse(value) ? /^([a-z][a-z0-9+.-]*:\/\/)([^\s?#]*)$/i.exec(value) : null;
   if (!parts) return describeSecret(value);
   const [, scheme = '', rest = ''] = parts;

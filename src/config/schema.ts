@@ -163,7 +163,7 @@ function firstFailedTest(tests: ReadonlyArray<readonly [RegExp, string]>) {
  * URL may hold a password, so messages quote it without one (src/config/issues.ts), or not at all.
  */
 const REDIS_URL_EXPECTATIONS: Record<RedisUrlProblem, string> = {
-  'not-a-redis-url': 'expected a redis:// or rediss:// URL',
+  'not-a-redis-url': 'expected a redis:// or rediss:// URL such as redis://host:6379',
   'malformed-url': 'expected a URL of the form redis[s]://[[user]:password@]host[:port][/db], with the password URL-encoded',
   'bad-port': 'expected a redis:// or rediss:// URL with a port from 1 to 65535',
   'database-not-a-number': 'expected a redis:// or rediss:// URL whose path is a database number (redis://host:6379/0)',

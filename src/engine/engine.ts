@@ -10,7 +10,7 @@ import { endpointOf, forbidsTransform, forwardingKey, hostKey, isEndpointVariant
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { mutationInvalidationTags } from '../invalidation/index.js';
 import { operationsRootFieldTypeTags, rootFieldTypeTags } from '../invalidation/index.js';
-import type { InvalidationSource, Logger } from '../observability/index.js';
+import { RepeatedWarning, type InvalidationSource, type Logger } from '../observability/index.js';
 import {
   carriesPurgeToken,
   handlePurgeRequest,
@@ -185,10 +185,18 @@ export class DecisionEngine {
   /** The flush of the whole store running, and the one waiting behind it (`invalidateEverything`). */
   private runningFlush: Promise<void> | undefined;
   private queuedFlush: Promise<void> | undefined;
+  /** While the store fails, every request would log these: a line, then one per 10 s (RepeatedWarning). */
+  private readonly storeWarnings: Record<'lookup' | 'stale' | 'store', RepeatedWarning>;
 
   constructor(private readonly deps: EngineDependencies) {
     this.now = deps.now ?? Date.now;
     this.jwtScopes = new JwtScopes({ secret: deps.scopeKeySecret, now: this.now });
+    const warning = (message: string): RepeatedWarning => new RepeatedWarning(deps.logger, message, STORE_WARNING_INTERVAL_MS, this.now);
+    this.storeWarnings = {
+      lookup: warning('cache store unavailable; passing to origin'),
+      stale: warning('cache store unavailable; relaying the origin failure'),
+      store: warning('cache store unavailable; response not stored'),
+    };
   }
 
   /** Invalidations after mutations that failed and wait for their retry (README, Invalidation after mutations). */
@@ -503,7 +511,7 @@ export class DecisionEngine {
       meanwhile: prepareMeanwhile,
     });
     if (found.kind === 'unavailable') {
-      this.deps.logger.warn({ err: found.error }, 'cache store unavailable; passing to origin');
+      this.storeWarnings.lookup.warn({ err: found.error });
       return this.passOn(exchange, 'store-unavailable', undefined, context);
     }
     if (exchange.explanation) exchange.explanation = scopeExplanation(policy, scoped.bucket, config);
@@ -581,7 +589,7 @@ export class DecisionEngine {
     try {
       entry = (await this.deps.store.lookup(hold.key)).entry;
     } catch (error) {
-      this.deps.logger.warn({ err: errorMessage(error) }, 'cache store unavailable; relaying the origin failure');
+      this.storeWarnings.stale.warn({ err: errorMessage(error) });
       return undefined;
     }
     if (entry === undefined || !withinStaleIfError(entry, hold.staleIfError, this.now())) return undefined;
@@ -820,7 +828,7 @@ export class DecisionEngine {
       const stored = await this.deps.store.store(plan.key, entry, { tags: storable.tags, ttlSeconds: storable.ttlSeconds, mark: plan.mark });
       if (!stored) return notStored('invalidated-meanwhile');
     } catch (error) {
-      this.deps.logger.warn({ err: errorMessage(error) }, 'cache store unavailable; response not stored');
+      this.storeWarnings.store.warn({ err: errorMessage(error) });
       return notStored('store-unavailable');
     }
     exchange.settle('MISS');
@@ -1095,6 +1103,7 @@ function explanationRequested(head: RequestHead, config: Config): boolean {
 }
 
 const DEBUG_HEADER = 'svc-debug';
+const STORE_WARNING_INTERVAL_MS = 10_000;
 /** Characters of a PASS's detail logged: enough for a message and a name as the dashboard shows it. */
 const LOGGED_DETAIL_CHARACTERS = 200;
 /** A request without a body; shared, as a buffer of no bytes cannot be changed (one allocated per GET was 0.5% of its CPU). */

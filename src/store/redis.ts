@@ -53,6 +53,8 @@ export class RedisStore implements CacheStore {
   private readonly timeoutMs: number;
   private readonly localCache: RedisLocalCache | undefined;
   private readonly logger: Logger;
+  /** Why the connection last failed, until it is ready again: /readyz says it (ping). */
+  private connectionError: string | undefined;
 
   constructor(config: RedisConfig, options: RedisStoreOptions = {}) {
     this.layout = new RedisKeyLayout(config.keyPrefix);
@@ -76,6 +78,10 @@ export class RedisStore implements CacheStore {
     // so stores are refused only in the moment before it, not until the first invalidation.
     this.client.on('ready', () => {
       this.epochs = this.startEpochs();
+      this.connectionError = undefined;
+    });
+    this.client.on('error', (error: Error) => {
+      this.connectionError = errorMessage(error);
     });
   }
 
@@ -225,7 +231,7 @@ export class RedisStore implements CacheStore {
   async ping(): Promise<void> {
     if (this.client.status !== 'ready') {
       await once(this.client, 'ready', { signal: AbortSignal.timeout(this.timeoutMs) }).catch((error: unknown) => {
-        throw new Error('redis is not connected', { cause: error });
+        throw new Error(this.connectionError === undefined ? 'redis is not connected' : `redis is not connected: ${this.connectionError}`, { cause: error });
       });
     }
     await this.withinTimeout(this.client.ping(), 'ping');

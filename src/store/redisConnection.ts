@@ -2,6 +2,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { LOCAL_CACHE_DEFAULT_MAX_BYTES, parseRedisNode, parseRedisUrl, type Config, type RedisEndpoint, type RedisNodeAddress } from '../config/index.js';
 import type { Logger } from '../observability/index.js';
 import type { RedisClient } from './redisScripts.js';
+import { errorMessage } from '../util/index.js';
 
 export type RedisConfig = NonNullable<Config['redis']>;
 
@@ -165,7 +166,7 @@ function reportConnectionChanges(client: RedisClient, logger: Logger, connection
   client.on('error', (error: Error) => {
     if (failing) return;
     failing = true;
-    logger.warn({ err: error, connection }, 'redis unavailable; requests pass to the origin until it is back');
+    logger.warn({ err: errorMessage(error), connection }, 'redis unavailable; requests pass to the origin until it is back');
   });
 }
 

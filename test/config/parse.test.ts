@@ -346,7 +346,7 @@ logging: verbose
     expect(problems(`${ORIGIN}cache:\n  scopeKeySecret: short-secret\npurge:\n  tokens: [""]\nredis:\n  url: http://:password@redis\n`)).toEqual([
       'config.yaml: cache.scopeKeySecret: expected a string of at least 16 characters, got a secret of 12 characters (not shown) (line 4)',
       'config.yaml: purge.tokens[0]: expected a non-empty string, got a secret of 0 characters (not shown) (line 6)',
-      'config.yaml: redis.url: expected a redis:// or rediss:// URL, got "http://[redacted]@redis" (line 8)',
+      'config.yaml: redis.url: expected a redis:// or rediss:// URL such as redis://host:6379, got "http://[redacted]@redis" (line 8)',
     ]);
   });
 

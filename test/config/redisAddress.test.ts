@@ -31,10 +31,11 @@ describe('redis.url', () => {
       'expected a redis:// or rediss:// URL without "?" or "#": svc-cache reads no options from it (in a password, write them %3F and %23), got a secret of 30 characters (not shown)',
     ],
     ['"redis://redis:6379?db=1"', 'expected a redis:// or rediss:// URL without "?" or "#": svc-cache reads no options from it (in a password, write them %3F and %23), got a secret of 23 characters (not shown)'],
-    ['http://localhost:6379', 'expected a redis:// or rediss:// URL, got "http://localhost:6379"'],
-    ['http://:password@redis', 'expected a redis:// or rediss:// URL, got "http://[redacted]@redis"'],
+    ['http://localhost:6379', 'expected a redis:// or rediss:// URL such as redis://host:6379, got "http://localhost:6379"'],
+    ['http://:password@redis', 'expected a redis:// or rediss:// URL such as redis://host:6379, got "http://[redacted]@redis"'],
     ['"redis://u:12/p@ss@redis/x"', 'expected a redis:// or rediss:// URL whose path is a database number (redis://host:6379/0), got "redis://[redacted]@redis/x"'],
-    ['hunter2', 'expected a redis:// or rediss:// URL, got a secret of 7 characters (not shown)'],
+    ['hunter2', 'expected a redis:// or rediss:// URL such as redis://host:6379, got a value of 7 characters without "://" (not shown: it may be a password)'],
+    ['127.0.0.1:6379', 'expected a redis:// or rediss:// URL such as redis://host:6379, got a value of 14 characters without "://" (not shown: it may be a password)'],
     ['"redis://:p%zz@redis:6379"', 'expected a URL of the form redis[s]://[[user]:password@]host[:port][/db], with the password URL-encoded, got "redis://[redacted]@redis:6379"'],
   ])('refuses %s, naming the key and line, quoting no password', (url, message) => {
     expect(problems(`  url: ${url}\n`)).toEqual([`config.yaml: redis.url: ${message} (line 4)`]);
@@ -42,7 +43,7 @@ describe('redis.url', () => {
 
   it('quotes no URL that comes from the environment', () => {
     expect(() => parseConfig(`${ORIGIN}redis:\n  url: \${REDIS_URL}\n`, { source: 'config.yaml', env: { REDIS_URL: 'http://redis:6379' } })).toThrow(
-      'config.yaml: redis.url: expected a redis:// or rediss:// URL, got the value of ${REDIS_URL} (line 4)',
+      'config.yaml: redis.url: expected a redis:// or rediss:// URL such as redis://host:6379, got the value of ${REDIS_URL} (line 4)',
     );
   });
 

@@ -438,6 +438,10 @@ describe('Redis connection settings', () => {
       const anonymous = createStore({ url: anonymousUrl, keyPrefix: 'auth:', commandTimeoutMs: 250 }, { memoryMaxBytes: 0 });
       await expect(anonymous.lookup('query')).rejects.toThrow();
       await anonymous.close();
+      // /readyz says why the connection is not up (README, Faults).
+      const wrongPassword = createStore({ url: `redis://:wrong@127.0.0.1:${guarded.port}`, keyPrefix: 'auth:', commandTimeoutMs: 500 }, { memoryMaxBytes: 0 });
+      await expect(wrongPassword.ping()).rejects.toThrow(/^redis is not connected: WRONGPASS invalid username-password pair/);
+      await wrongPassword.close();
     } finally {
       await Promise.all(openStores.splice(0).map((store) => store.close()));
       await guarded.stop();
