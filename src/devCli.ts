@@ -47,7 +47,6 @@ const gatewayCommand: Command = {
       logger,
     });
     signals.closeWith(() => front.close());
-    logger.info({ url: front.url, processor: values.processor, origin: values.origin }, 'gateway listening');
   },
 };
 

@@ -16,7 +16,16 @@ export function configWarnings(config: Config): string[] {
         `scopes.${name} reads the cookie ${cookie}, which Python's SimpleCookie reads as an attribute of the cookie before it, not as a cookie: every request that sends it passes uncached (README, Scopes); name the cookie otherwise`,
       );
     }
-    if (typeof scope === 'string' || scope.jwt.audience !== undefined) continue;
+    if (typeof scope === 'string') continue;
+    const shortFor = scope.jwt.secret === undefined ? undefined : hmacKeyTooShortFor(scope.jwt.secret, scope.jwt.algorithms);
+    if (shortFor !== undefined) {
+      // RFC 7518, section 3.2: a shorter key can be found from any one token by guessing offline,
+      // and with it every token of every bucket forged.
+      warnings.push(
+        `scopes.${name}.jwt.secret is ${Buffer.byteLength(scope.jwt.secret!)} bytes, shorter than the ${shortFor.bytes} ${shortFor.algorithm} needs (RFC 7518, section 3.2): a key that short can be guessed from any token, and tokens for any bucket forged with it`,
+      );
+    }
+    if (scope.jwt.audience !== undefined) continue;
     // A token is checked for its issuer's signature, not for whom it was issued: a token the same
     // key signed for another API names a bucket here and is served what that user's bucket holds,
     // without the origin, which would refuse it, ever seeing it (README, JWT-claim scopes).
@@ -28,4 +37,15 @@ export function configWarnings(config: Config): string[] {
     warnings.push('schema.refreshSeconds has no effect with schema.file: svc-cache introspects nothing, and reads the file again whenever it changes');
   }
   return warnings;
+}
+
+/** The bytes each HMAC algorithm's key needs at least: its hash's output (RFC 7518, section 3.2). */
+const HMAC_KEY_BYTES: Readonly<Record<string, number>> = { HS256: 32, HS384: 48, HS512: 64 };
+
+/** The most demanding listed HMAC algorithm `secret` is too short for, if any. */
+function hmacKeyTooShortFor(secret: string, algorithms: readonly string[]): { algorithm: string; bytes: number } | undefined {
+  const length = Buffer.byteLength(secret);
+  const needs = algorithms.flatMap((algorithm) => (HMAC_KEY_BYTES[algorithm] === undefined ? [] : [{ algorithm, bytes: HMAC_KEY_BYTES[algorithm]! }]));
+  const most = needs.sort((a, b) => b.bytes - a.bytes)[0];
+  return most !== undefined && length < most.bytes ? most : undefined;
 }

@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config/index.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const EXAMPLE = join(ROOT, 'examples/config.yaml');
-const ENV = { SVC_PURGE_TOKEN: 'example-purge-token', REDIS_PASSWORD: 'example-password', SVC_SCOPE_KEY_SECRET: 'example-scope-key-secret', JWT_SECRET: 'example-jwt-secret' };
+const ENV = { SVC_PURGE_TOKEN: 'example-purge-token', REDIS_PASSWORD: 'example-password', SVC_SCOPE_KEY_SECRET: 'example-scope-key-secret', JWT_SECRET: 'example-jwt-secret-of-at-least-32-bytes' };
 
 describe('examples/config.yaml', () => {
   it('loads, with scopes, rules, keyFields, purge and APQ set', async () => {

@@ -8,7 +8,7 @@ const jwt = (name: string, extra = '') => `  ${name}:
     jwt:
       claim: org.id
       algorithms: [HS256]
-      secret: warnings-test-secret
+      secret: warnings-test-secret-of-32-bytes
 ${extra}`;
 
 describe('configWarnings', () => {
@@ -17,6 +17,16 @@ describe('configWarnings', () => {
     expect(configWarnings(config)).toEqual([
       'scopes.USER.jwt.audience is not set: a token the same key signed for another audience (another API or client of the issuer) is accepted, and the bucket its org.id names is served to it without the origin seeing the request; set audience to the aud this API\'s tokens carry',
       'scopes.ADMIN.jwt.audience is not set: a token the same key signed for another audience (another API or client of the issuer) is accepted, and the bucket its org.id names is served to it without the origin seeing the request; set audience to the aud this API\'s tokens carry',
+    ]);
+  });
+
+  it('names each JWT secret shorter than the key its HMAC algorithms need', () => {
+    const scope = (name: string, algorithms: string, secret: string) =>
+      `  ${name}:\n    definition: header:authorization\n    jwt:\n      claim: sub\n      algorithms: [${algorithms}]\n      secret: ${secret}\n      audience: api\n`;
+    const config = parse(`${scope('A', 'HS256', 'x')}${scope('B', 'HS256, HS512', 'k'.repeat(32))}${scope('C', 'HS384', 'k'.repeat(48))}`);
+    expect(configWarnings(config)).toEqual([
+      'scopes.A.jwt.secret is 1 bytes, shorter than the 32 HS256 needs (RFC 7518, section 3.2): a key that short can be guessed from any token, and tokens for any bucket forged with it',
+      'scopes.B.jwt.secret is 32 bytes, shorter than the 64 HS512 needs (RFC 7518, section 3.2): a key that short can be guessed from any token, and tokens for any bucket forged with it',
     ]);
   });
 

@@ -45,7 +45,7 @@ function jwtScope(audience: string): string {
     jwt:
       claim: sub
       algorithms: [HS256]
-      secret: configReload-test-secret
+      secret: configReload-test-secret-of-32-bytes
 ${audience}`;
 }
 

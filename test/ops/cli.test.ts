@@ -151,7 +151,7 @@ describe('svc-cache check', () => {
   it('prints a warning on stderr and exits 0 for a JWT scope without an audience', () => {
     const jwtScope = VALID.replace(
       '  AUTHENTICATED: header:authorization\n',
-      '  AUTHENTICATED:\n    definition: header:authorization\n    jwt:\n      claim: sub\n      algorithms: [HS256]\n      secret: cli-test-secret\n',
+      '  AUTHENTICATED:\n    definition: header:authorization\n    jwt:\n      claim: sub\n      algorithms: [HS256]\n      secret: cli-test-secret-of-at-least-32-bytes\n',
     );
     const result = cli(['check', '--config', file('jwt.yaml', jwtScope), '--schema', file('schema.graphql', SDL)]);
     expect(result.status).toBe(0);
