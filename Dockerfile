@@ -52,6 +52,6 @@ USER 1000:1000
 # 50051 ext_proc gRPC (and gRPC health), 9901 admin (/healthz, /readyz, /metrics).
 EXPOSE 50051 9901
 # A young generation of 16 MiB per semi-space, whatever the memory limit and through quiet spells;
-# Node accepts the minimum on its command line only (README, Performance, Garbage collection).
+# Node accepts the minimum on its command line only (docs/performance.md, Garbage collection).
 ENTRYPOINT ["node", "--max-semi-space-size=16", "--min-semi-space-size=16", "dist/cli.js"]
 CMD ["serve", "--config", "/etc/svc-cache/config.yaml"]

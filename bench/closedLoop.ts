@@ -102,7 +102,7 @@ export async function runClosedLoop(plan: LoadPlan): Promise<LoadFigures> {
  * same amount of earlier load, interleaved so a change in the machine's load touches them all.
  * Each server also has a full garbage collection under load in the unmeasured round: after one, every
  * stream the loaded connection finishes survives young collections until the next full one, and a
- * request costs more (README, Performance, Garbage collection). A connection Envoy keeps open is in
+ * request costs more (docs/performance.md, Garbage collection). A connection Envoy keeps open is in
  * that state after its first, and each scenario's load uses one connection through every round.
  */
 export async function runInterleaved<Name extends string>(

@@ -29,7 +29,7 @@ const HIT_ANSWER: ProcessingResponse = {
   },
 };
 
-// The sidecar's runtime, V8 settings included (README, Performance, Garbage collection).
+// The sidecar's runtime, V8 settings included (docs/performance.md, Garbage collection).
 stopPretenuring();
 
 const mode = process.argv[2];
@@ -51,7 +51,7 @@ const port = await new Promise<number>((resolve, reject) =>
   server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
 );
 // The sidecar's HTTP/2 stream table too: a floor that kept Node's own map would pay a garbage
-// collection cost the sidecar does not (README, Performance, Garbage collection).
+// collection cost the sidecar does not (docs/performance.md, Garbage collection).
 adoptStreamTables(server, (reason) => {
   console.error(`floor: HTTP/2 stream table not adopted (${reason})`);
   process.exit(1);

@@ -18,7 +18,7 @@ if (redisUrl === undefined || originUrl === undefined || (dashboard !== 'on' && 
 }
 const SCOPE_NAMES: Record<string, string> = { public: 'PUBLIC', header: 'TEAM', jwt: 'USER' };
 
-// As `svc-cache serve` does before it starts the sidecar (README, Performance, Garbage collection).
+// As `svc-cache serve` does before it starts the sidecar (docs/performance.md, Garbage collection).
 stopPretenuring();
 const sidecar = await startSidecar({
   config: configSchema.parse({

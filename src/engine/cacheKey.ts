@@ -32,7 +32,7 @@ export function cacheKey(
   // The parts joined by NUL hash the same UTF-8 bytes as the update per part of earlier versions,
   // so their keys stay: a NUL stands between any two parts, so no surrogate pair is split or joined
   // by the joining. One-shot `hash` (Node 20.12) spares the Hash object: createHash, update and
-  // digest were 3% of a GET HIT's CPU in a `--cpu-prof` profile (README, Performance).
+  // digest were 3% of a GET HIT's CPU in a `--cpu-prof` profile (docs/performance.md).
   // A request without the later parts keeps the key it had before they were keyed.
   const keyedParameters = target.parameters === '' && canonicalExtensions === '' ? '' : `\u0000${target.parameters}\u0000${canonicalExtensions}`;
   // The forwarding part is a NUL, a CR and its entries, each a NUL and a header name

@@ -193,7 +193,7 @@ export function analyseDocument(document: DocumentNode, config: Config, schema: 
 /**
  * Whether a document asks for an incremental (streamed) answer anywhere in it: `@defer` or
  * `@stream` on any node. Operations and fragments are read directly, which took a new document's
- * check from 3.4 to 0.3 µs against graphql's `visit` (README, Performance: What a MISS adds); any
+ * check from 3.4 to 0.3 µs against graphql's `visit` (docs/performance.md, What a MISS adds); any
  * other definition (type-system ones, which no origin runs) is visited.
  */
 export function usesIncrementalDelivery(document: DocumentNode): boolean {

@@ -105,7 +105,7 @@ function asksForMoreTime(message: ProcessingRequest): boolean {
  * half-close followed at once by a cancel (docs/ext-proc.md, Stream close): both are normal. The
  * request's outcome is counted once, whichever way the stream ends, and the stream's listeners are
  * then taken off the call: a finished HTTP/2 stream, and the call it holds, can stay in the heap
- * until the next full collection (README, Performance, Garbage collection), and without them the
+ * until the next full collection (docs/performance.md, Garbage collection), and without them the
  * call holds none of the exchange.
  */
 export function serveStream(

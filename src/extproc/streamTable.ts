@@ -38,7 +38,7 @@ export function adoptStreamTables(server: grpc.Server, onRefused: (reason: Strea
  * closes; V8 replaces a `Map`'s hash table as deletions fill it and links the obsolete table to its
  * successor, so once a full collection has moved the current table to the old generation, every
  * later table, and every stream any of them held, survives the young collections until the next
- * full one (README, Performance, Garbage collection). This table keeps its slots in arrays that are
+ * full one (docs/performance.md, Garbage collection). This table keeps its slots in arrays that are
  * written in place, so a finished stream is unreachable as soon as it is deleted.
  *
  * Returns false, leaving the session as it is, when its internals are not the ones this was written

@@ -34,7 +34,7 @@ export interface Selection {
  * Every operation and fragment definition of the document is read once, fragment spreads not
  * followed, with the types graphql-js's TypeInfo would give each field (the test holds the two
  * alike). A walk of its own: graphql's `visit` with TypeInfo took about a third of the CPU that
- * checking a new document's limits and rules did (README, Performance, What a MISS adds).
+ * checking a new document's limits and rules did (docs/performance.md, What a MISS adds).
  */
 export function selectionOf(schema: GraphQLSchema, document: DocumentNode): Selection {
   const walk = new SelectionWalk(schema);

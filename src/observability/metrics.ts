@@ -338,7 +338,7 @@ export class Metrics {
 /**
  * Counts by label value, kept as plain numbers where they happen on every request and handed to a
  * prom-client counter when it is scraped: Counter.inc validates and hashes its labels on each call
- * (0.3 µs of a HIT, README, Performance). Values given up front are reported from the first
+ * (0.3 µs of a HIT, docs/performance.md). Values given up front are reported from the first
  * scrape, at zero until counted; others from their first count.
  */
 class UnreportedCounts<Value extends string> {

@@ -3,7 +3,7 @@ import type { Histogram, Registry } from 'prom-client';
 /**
  * A Prometheus histogram with one label whose values are all known up front, for a time observed
  * on every ext_proc message. prom-client's Histogram checks, hashes and looks up the label set on
- * each observation: 1.2 µs, 2% of a GET HIT's CPU in a `--cpu-prof` profile (README, Performance).
+ * each observation: 1.2 µs, 2% of a GET HIT's CPU in a `--cpu-prof` profile (docs/performance.md).
  * Here an observation is an array index and a bucket search. The registry formats it as it formats
  * prom-client's own histograms (the same `get` shape: cumulative `_bucket`s by `le`, `+Inf`, `_sum`,
  * `_count`), and a label value appears once observed, in the order first observed, as there.

@@ -2,7 +2,7 @@ import { setFlagsFromString } from 'node:v8';
 
 /**
  * Turns off V8's allocation-site pretenuring for the whole process; `svc-cache serve` does so before
- * it starts the sidecar (README, Performance, Garbage collection).
+ * it starts the sidecar (docs/performance.md, Garbage collection).
  *
  * V8 watches, per allocation site, how many of its young objects survive collections; once most
  * do, it allocates everything from that site straight in the old generation. A MISS's stream lives
@@ -37,7 +37,7 @@ export function stopPretenuring(): void {
  * runs with a 16 MiB minimum, against 102.9-129.6 without, and no scenario cost more; those runs
  * measured it before its first full collection under load, and the flags' effect after one was not
  * measured apart. The price is memory, 48 MiB of young generation (two semi-spaces and as much for
- * large young objects), which deploy/sidecar/pod.yaml budgets for (README, Performance, Garbage
+ * large young objects), which deploy/sidecar/pod.yaml budgets for (docs/performance.md, Garbage
  * collection).
  */
 export const SIDECAR_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=16', '--min-semi-space-size=16'];

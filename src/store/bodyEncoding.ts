@@ -22,7 +22,7 @@ export interface CompressionSettings {
 /**
  * The body to store and its encoding. A body of up to ON_EVENT_LOOP_MAX_BYTES is compressed on the
  * event loop at a cheap setting: that takes less than handing it to zlib's thread pool and back
- * (README, Performance: What a MISS adds). Larger bodies, and brotli past quality 6, go to the
+ * (docs/performance.md, What a MISS adds). Larger bodies, and brotli past quality 6, go to the
  * thread pool, so that they do not hold up HITs.
  */
 export async function compressBody(body: Buffer, settings: CompressionSettings): Promise<{ body: Buffer; encoding: BodyEncoding }> {

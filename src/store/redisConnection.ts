@@ -101,7 +101,7 @@ function commandOptions(config: RedisConfig, endpoint: RedisEndpoint | undefined
     enableAutoPipelining: true,
     // Written at once rather than auto-pipelined: scripts (a MISS's store, invalidations, APQ
     // registrations) because an auto-pipelined command waits for the next turn of the event loop,
-    // which cost a MISS's store about 35 µs alone (README, Performance: What a MISS adds); PUBLISH
+    // which cost a MISS's store about 35 µs alone (docs/performance.md, What a MISS adds); PUBLISH
     // because an auto-pipelined batch leaves only once the previous one's replies are all in, and a
     // purge's barrier and the other replicas' acknowledgements (src/store/redisLocalCache.ts) must
     // not queue behind lookups.

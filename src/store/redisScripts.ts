@@ -138,7 +138,7 @@ end
  * An index's lifetime is extended only when its longest-lived entry would outlive it, and then by
  * an eighth more, so most stores leave it as it is; it expires at most that eighth after its last
  * entry. The indexes the entry joined are trimmed afterwards, by TRIM_INDEXES: a MISS's answer
- * waits for this script, and trimming was half of its time (README, Performance: What a MISS adds).
+ * waits for this script, and trimming was half of its time (docs/performance.md, What a MISS adds).
  */
 export const STORE_ENTRY = new LuaScript(`${ENSURE_EPOCH}
 local tagCount = (#KEYS - 4) / 2

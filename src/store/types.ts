@@ -82,7 +82,7 @@ export interface CacheStore {
   /**
    * Reads an entry and the current invalidation mark in one round trip. An answer the replica-local
    * cache holds comes back at once, not as a promise: awaiting it would cost a HIT turns of the
-   * microtask queue for nothing (README, Performance). A failure may throw as well as reject.
+   * microtask queue for nothing (docs/performance.md, A GET HIT's own CPU). A failure may throw as well as reject.
    */
   lookup(key: string): Lookup | Promise<Lookup>;
   /**

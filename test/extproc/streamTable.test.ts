@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { StreamTable, adoptStreamTable, adoptStreamTables, type StreamTableRefusal } from '../../src/extproc/streamTable.js';
 
-// Why the table exists: src/extproc/streamTable.ts and README, Performance, Garbage collection.
+// Why the table exists: src/extproc/streamTable.ts and docs/performance.md, Garbage collection.
 
 /** How long to wait for what the servers' events make true a few turns of the event loop later. */
 const WAIT_FOR_EVENTS = { timeout: 2_000, interval: 10 };

@@ -15,7 +15,7 @@ const scratch = mkdtempSync(join(tmpdir(), 'svc-cache-gc-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe('svc-cache serve', () => {
-  it('turns V8 allocation-site pretenuring off before it starts the sidecar (README, Performance, Garbage collection)', async () => {
+  it('turns V8 allocation-site pretenuring off before it starts the sidecar (docs/performance.md, Garbage collection)', async () => {
     const config = join(scratch, 'config.yaml');
     writeFileSync(config, 'origin:\n  url: http://127.0.0.1:9/graphql\n');
     await serveCommand.run({ config, 'grpc-host': '127.0.0.1', 'grpc-port': '0', 'admin-port': '0' });
