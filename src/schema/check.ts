@@ -1,4 +1,5 @@
 import { getNamedType, getNullableType, isAbstractType, isInterfaceType, isListType, isObjectType, type GraphQLSchema } from 'graphql';
+import { suggestionList } from 'graphql/jsutils/suggestionList.js';
 import type { Config } from '../config/index.js';
 import { narrowingArgument } from '../invalidation/index.js';
 
@@ -12,7 +13,7 @@ export function configSchemaMismatches(config: Config, schema: GraphQLSchema): s
   const checkType = (where: string, typeName: string, fields: readonly string[]): void => {
     const type = schema.getType(typeName);
     if (!type) {
-      mismatches.push(`${where}: the origin schema has no type ${typeName}`);
+      mismatches.push(`${where}: the origin schema has no type ${typeName}${suggestion(typeName, Object.keys(schema.getTypeMap()).filter((name) => !name.startsWith('__')))}`);
       return;
     }
     if (fields.length === 0) return;
@@ -25,7 +26,7 @@ export function configSchemaMismatches(config: Config, schema: GraphQLSchema): s
     for (const field of fields) {
       // A rule may name introspection to cache it (README, HIT, MISS, PASS); it is no field of Query's own.
       if (isQueryRoot && INTROSPECTION_FIELDS.has(field)) continue;
-      if (!Object.hasOwn(known, field)) mismatches.push(`${where}: type ${typeName} has no field ${field}`);
+      if (!Object.hasOwn(known, field)) mismatches.push(`${where}: type ${typeName} has no field ${field}${suggestion(field, Object.keys(known))}`);
     }
   };
   config.rules.forEach((rule, index) => {
@@ -73,3 +74,9 @@ function listArgumentMismatch(schema: GraphQLSchema, argumentPath: string, field
 }
 
 const INTROSPECTION_FIELDS = new Set(['__schema', '__type']);
+
+/** graphql-js's own "Did you mean" pick: the closest of `candidates` by edit distance, if any is close. */
+function suggestion(name: string, candidates: readonly string[]): string {
+  const [closest] = suggestionList(name, candidates);
+  return closest === undefined ? '' : `; did you mean ${closest}?`;
+}

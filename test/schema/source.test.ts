@@ -328,8 +328,8 @@ describe('configuration checked against the schema', () => {
     );
     await source.ready;
     expect(lines.filter((line) => line.level === WARN).map((line) => line.msg)).toEqual([
-      'configuration does not match the origin schema: rules[0].types: the origin schema has no type Todos',
-      'configuration does not match the origin schema: rules[1].types.User: type User has no field emial',
+      'configuration does not match the origin schema: rules[0].types: the origin schema has no type Todos; did you mean Todo?',
+      'configuration does not match the origin schema: rules[1].types.User: type User has no field emial; did you mean email?',
       'configuration does not match the origin schema: rules[1].types.Result: Result has no fields (it is not an object or interface type)',
       'configuration does not match the origin schema: rules[2].types.Todo: type Todo has no field __schema',
       'configuration does not match the origin schema: keyFields.types.Todo: type Todo has no field sku',
