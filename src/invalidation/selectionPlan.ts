@@ -20,7 +20,10 @@ import type { PreparedOperation } from './preparedOperation.js';
  * included, so readers go by the keys present.
  *
  * Work is remembered per plan node, so reading a list of a thousand objects collects the fields of
- * their selection once.
+ * their selection once. A node is what it merges, the same selection sets wherever in the answer it
+ * is reached: places that merge the same ones share one node (PlanNodes), so a fragment spread
+ * under many aliases, or at every level of a deep answer, is collected once, not once per path
+ * (README, Bad input).
  */
 export class SelectionPlan {
   private readonly fieldsByFilter = new Map<string, ReadonlyMap<string, readonly FieldNode[]>>();
@@ -29,6 +32,7 @@ export class SelectionPlan {
   constructor(
     private readonly selectionSets: readonly SelectionSetNode[],
     private readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>,
+    private readonly nodes: PlanNodes = new PlanNodes(),
   ) {}
 
   /** The fields under each response key, in response order, counting the fragments `filter` admits. */
@@ -49,10 +53,36 @@ export class SelectionPlan {
       const selectionSets = (this.fields(filter).get(responseKey) ?? []).flatMap((field) =>
         field.selectionSet ? [field.selectionSet] : [],
       );
-      child = new SelectionPlan(selectionSets, this.fragments);
+      child = this.nodes.of(selectionSets, (merged) => new SelectionPlan(merged, this.fragments, this.nodes));
       this.children.set(memoKey, child);
     }
     return child;
+  }
+}
+
+/** The nodes of one operation's plan by the selection sets each merges (SelectionPlan). */
+class PlanNodes {
+  private readonly ids = new WeakMap<SelectionSetNode, number>();
+  private nextId = 0;
+  private readonly byMerged = new Map<string, SelectionPlan>();
+
+  of(selectionSets: readonly SelectionSetNode[], create: (selectionSets: readonly SelectionSetNode[]) => SelectionPlan): SelectionPlan {
+    const key = selectionSets.map((selectionSet) => this.idOf(selectionSet)).join(',');
+    let node = this.byMerged.get(key);
+    if (!node) {
+      node = create(selectionSets);
+      this.byMerged.set(key, node);
+    }
+    return node;
+  }
+
+  private idOf(selectionSet: SelectionSetNode): number {
+    let id = this.ids.get(selectionSet);
+    if (id === undefined) {
+      id = this.nextId++;
+      this.ids.set(selectionSet, id);
+    }
+    return id;
   }
 }
 

@@ -27,6 +27,19 @@ describe('remembered documents', () => {
     const keptBytes = process.memoryUsage().heapUsed - before;
     expect(keptBytes).toBeLessThan(100 * 1024 * 1024);
   });
+
+  it('is charged for every operation named in a document, so that one named operation by operation leaves it', () => {
+    // 200 operations over a 20 KB fragment (about 10,000 tokens, charged 3.8 MB each time): each
+    // name keeps a document, an analysis and a prepared copy of its own.
+    const operations = Array.from({ length: 200 }, (_, index) => `query O${index} { todos { ...F } }`).join(' ');
+    const text = `${operations} fragment F on Todo { ${'title '.repeat(3_500)} }`;
+    const parsed = parseDocument(text);
+    if ('kind' in parsed) throw new Error(parsed.message);
+    for (let index = 0; index < 10; index += 1) selectOperation(parsed, `O${index}`);
+    expect(parseDocument(text)).toBe(parsed);
+    for (let index = 10; index < 200; index += 1) selectOperation(parsed, `O${index}`);
+    expect(parseDocument(text)).not.toBe(parsed);
+  });
 });
 
 describe('selectOperation', () => {

@@ -78,6 +78,18 @@ describe('fragment-doubling documents cost work linear in their size', () => {
     expect(plan.fields().get('todos')).toHaveLength(41);
     expect(plan.child('todos').fields().get('author')).toHaveLength(41);
   });
+
+  it('plans a place that merges the same selection sets as another once, whatever the path to it (README, Bad input)', () => {
+    // Under every alias, and at every level of the chain, the answer reaches selections it has
+    // reached before: walked once per path, a fragment of W fields spread at P places cost P x W.
+    const aliases = Array.from({ length: 3 }, (_, index) => `a${index}: todo(id: "1") { ...C0 }`).join(' ');
+    const query = `{ ${aliases} } fragment C0 on Todo { ...I author { ...C1 } } fragment C1 on User { ...J todos { ...C0 } } fragment I on Todo { id title } fragment J on User { id name }`;
+    const plan = operationPlan(prepare(query))!.plan;
+    const author = plan.child('a0').child('author');
+    expect(plan.child('a1').child('author')).toBe(author);
+    expect(plan.child('a2').child('author').child('todos').child('author')).toBe(author);
+    expect([...author.fields().keys()]).toEqual(['id', 'name', 'todos']);
+  });
 });
 
 /** `{ todos { ...F0 } }` and `fragment Fi on Todo { ...Fi+1 }` for i < length, the last selecting `leaf`. */
