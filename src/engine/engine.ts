@@ -661,7 +661,8 @@ export class DecisionEngine {
     if (mutations.length === 0 && !unseen) return this.passOn(exchange, reason, detail);
     this.deps.logger.debug({ passReason: reason, detail, mutations: mutations.reduce((count, each) => count + each.operations.length, 0), unseen }, 'request passed; it may run mutations');
     const tags = new Set(mutations.flatMap(({ document, operations }) => operationsRootFieldTypeTags(schema, operations, fragmentsOf(document))));
-    const unread = mutations.length === 0 ? undefined : { policy: config.mutationPolicy, tags: [...tags] };
+    const { mutationPolicy: policy } = config;
+    const unread = mutations.length === 0 ? undefined : { policy, tags: [...tags] };
     return forwardUntouched(exchange, { kind: 'pass', reason, unread, ...(unseen ? { unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } } : {}) });
   }
 
@@ -722,7 +723,7 @@ export class DecisionEngine {
     }
     // A mutation whose answer will not be read (streamed, not GraphQL JSON, encoded, bodiless).
     if (forwarded.kind === 'mutation' && plan.kind !== 'mutation') await this.invalidateByRootFieldTypes(forwarded);
-    if (forwarded.kind === 'pass' && forwarded.unread && forwarded.unread.policy !== 'None') await this.invalidate(forwarded.unread.policy, forwarded.unread.tags, 'root-field-types');
+    if (forwarded.kind === 'pass' && forwarded.unread) await this.invalidate(forwarded.unread.policy, forwarded.unread.tags, 'root-field-types');
     // An answer svc-cache will not read cannot show that nothing ran (nor can one it means to read
     // that never comes: whenBodyLost).
     if (forwarded.kind === 'pass' && forwarded.unseen && plan.kind === 'pass' && !plan.readUnseen && isSuccess(status)) await this.invalidateEverything('unseen-operation');
@@ -848,11 +849,9 @@ export class DecisionEngine {
   }
 
   /** An answer svc-cache cannot read still names no less than its root fields' types (`Type`). */
-  private async invalidateByRootFieldTypes(...plans: MutationPlan[]): Promise<void> {
-    const policy = plans[0]?.policy;
-    if (policy === undefined || policy === 'None') return;
-    const tags = new Set(plans.flatMap((plan) => rootFieldTypeTags(plan.schema, plan.prepared)));
-    await this.invalidate(policy, [...tags], 'root-field-types');
+  private async invalidateByRootFieldTypes(plan: MutationPlan): Promise<void> {
+    if (plan.policy === 'None') return;
+    await this.invalidate(plan.policy, rootFieldTypeTags(plan.schema, plan.prepared), 'root-field-types');
   }
 
   /**

@@ -203,7 +203,7 @@ export interface PassPlan {
    * Mutations an origin might run from a request svc-cache could not read: the `type` tags of their
    * root fields' types, invalidated under `policy` once it answered.
    */
-  unread?: { policy: MutationPolicy; tags: string[] };
+  unread?: { policy: Exclude<MutationPolicy, 'None'>; tags: string[] };
   /**
    * The origin may run an operation svc-cache cannot see (a stored document's id): an answer showing
    * a mutation may have run, read up to the response body limit, empties the store.

@@ -25,25 +25,31 @@ export function queryTextViolation(query: string, limits: OperationLimits): Limi
 
 /** `document` holds one operation and the fragments it uses (`selectOperation(...).document`). */
 export function operationViolation(document: DocumentNode, limits: OperationLimits): LimitViolation | undefined {
-  const operation = document.definitions.find((definition) => definition.kind === Kind.OPERATION_DEFINITION);
-  return operationsViolation(document, operation ? [operation] : [], limits);
+  return violationOf(measureOperation(document, limits.maxAliases + 1), limits);
 }
 
 /**
  * The first of `operations` (all of `document`) over the limits, each measured as the origin
  * executes it alone. A fragment is measured once for all of them, so the cost is the document's size
- * however many operations spread it (README, Bad input).
+ * however many operations spread it (README, Bad input). The one difference: a fragment in a cycle
+ * keeps the figure the first operation to reach it left, which may be less than another operation
+ * alone would find; an origin refuses a document with a cycle whole, before running any of it.
  */
 export function operationsViolation(document: DocumentNode, operations: readonly OperationDefinitionNode[], limits: OperationLimits): LimitViolation | undefined {
   const measurer = operationMeasurer(document, limits.maxAliases + 1);
   for (const operation of operations) {
-    const figures = measurer.measure(operation);
-    if (figures.depth > limits.maxDepth) {
-      return { message: `Query is deeper than ${limits.maxDepth} levels`, code: 'QUERY_TOO_DEEP' };
-    }
-    if (figures.aliases > limits.maxAliases) {
-      return { message: `Query has more than ${limits.maxAliases} aliases`, code: 'TOO_MANY_ALIASES' };
-    }
+    const violation = violationOf(measurer.measure(operation), limits);
+    if (violation) return violation;
+  }
+  return undefined;
+}
+
+function violationOf(figures: Figures, limits: OperationLimits): LimitViolation | undefined {
+  if (figures.depth > limits.maxDepth) {
+    return { message: `Query is deeper than ${limits.maxDepth} levels`, code: 'QUERY_TOO_DEEP' };
+  }
+  if (figures.aliases > limits.maxAliases) {
+    return { message: `Query has more than ${limits.maxAliases} aliases`, code: 'TOO_MANY_ALIASES' };
   }
   return undefined;
 }

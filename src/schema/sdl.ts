@@ -15,7 +15,7 @@ export async function loadSchemaFile(file: string): Promise<GraphQLSchema> {
   return buildSchemaFromSdl(sdl, file);
 }
 
-export function buildSchemaFromSdl(sdl: string, file: string): GraphQLSchema {
+function buildSchemaFromSdl(sdl: string, file: string): GraphQLSchema {
   const built = schemaFromSdl(sdl);
   if ('problems' in built) throw new SchemaLoadError(built.problems.map((problem) => `schema file ${file}: ${problem}`).join('; '));
   return built.schema;

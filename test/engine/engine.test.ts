@@ -339,6 +339,9 @@ describe('DecisionEngine', () => {
     const named = await decide(head, Buffer.from(JSON.stringify({ query, operationName: 'u' })));
     expect(named.kind === 'forward' && named.plan).toEqual({ kind: 'pass', reason: 'uninterpretable-body', unread: { policy: 'Entity', tags: ['t:User'] } });
     const deep = `mutation a { ...F } mutation b { ...G } fragment F on Mutation { updateTodo(id: 1) { title } } fragment G on Mutation { updateUser(id: "1", name: "x") ${'{ todos { author '.repeat(15)}{ id }${' } }'.repeat(15)} }`;
+    // An anonymous mutation beside other operations is none an origin could pick.
+    const anonymous = await decide(head, Buffer.from(JSON.stringify({ query: 'query q { todos { id } } mutation { updateUser(id: "1", name: "x") { id } }' })));
+    expect(anonymous.kind === 'forward' && anonymous.plan).toEqual({ kind: 'pass', reason: 'uninterpretable-body' });
     const refused = await decide(head, Buffer.from(JSON.stringify({ query: deep })));
     expect(refused.kind === 'respond' && [refused.response.status, JSON.parse(refused.response.body.toString()).errors[0].extensions.code]).toEqual([400, 'QUERY_TOO_DEEP']);
   });
@@ -811,17 +814,33 @@ describe('DecisionEngine', () => {
         throw new Error('redis down');
       }
     }
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+        done();
+      },
+    });
     const failing = new DecisionEngine({
       state: () => ({ config: current, schema }),
       store: new UnreachableStore({ maxBytes: 1024 }),
       persistedQueries: new MemoryPersistedQueryRegistry({ maxBytes: () => 1024 * 1024 }),
       maxRewrittenPathBytes: MAX_REWRITTEN_PATH_BYTES,
       scopeKeySecret: Buffer.from('k'),
-      logger: silentLogger(),
+      logger: pino({ level: 'info' }, sink),
+      now: () => now,
     });
     const request = post({ query: '{ todos { id } }' });
-    const decision = await decide(request.head, request.body, failing);
-    expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'store-unavailable' });
+    for (const after of [0, 1_000, 9_000, 1_000]) {
+      now += after;
+      const decision = await decide(request.head, request.body, failing);
+      expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'store-unavailable' });
+    }
+    // Logged once, then once 10 s later with how many it stood for (README, Faults).
+    expect(lines.map(({ msg, err, repeatedSinceLastLine }) => ({ msg, err, repeatedSinceLastLine }))).toEqual([
+      { msg: 'cache store unavailable; passing to origin', err: 'redis down', repeatedSinceLastLine: undefined },
+      { msg: 'cache store unavailable; passing to origin', err: 'redis down', repeatedSinceLastLine: 1 },
+    ]);
   });
 
   describe('stored documents sent by id, with the origin\'s manifest (persistedDocuments)', () => {
