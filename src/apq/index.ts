@@ -8,5 +8,5 @@ export {
   type PersistedQueryRefusal,
   type PersistedQueryResolution,
 } from './persistedQuery.js';
-export { QueryTexts } from './queryTexts.js';
+export { QueryTexts, REGISTRATION_OVERHEAD_BYTES } from './queryTexts.js';
 export { MemoryPersistedQueryRegistry, type PersistedQueryRegistry } from './registry.js';

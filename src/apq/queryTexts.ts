@@ -2,7 +2,7 @@ import { LRUCache } from 'lru-cache';
 
 /**
  * Query texts by hash in process memory, each until its own expiry, bounded in bytes (hash and
- * text, UTF-16 code units counted as one) with the least recently used going first. The bound is
+ * text, UTF-16 code units counted as one, and REGISTRATION_OVERHEAD_BYTES each) with the least recently used going first. The bound is
  * `apq.maxBytes`, which a reload may change (README, Hot reload): `limitTo` moves the texts to a
  * cache of the new bound, oldest first, so a smaller one drops the oldest down to it.
  */
@@ -43,5 +43,13 @@ export class QueryTexts {
 }
 
 function boundedTexts(maxBytes: number): LRUCache<string, string> {
-  return new LRUCache<string, string>({ maxSize: maxBytes, sizeCalculation: (query, hash) => hash.length + query.length });
+  return new LRUCache<string, string>({ maxSize: maxBytes, sizeCalculation: (query, hash) => REGISTRATION_OVERHEAD_BYTES + hash.length + query.length });
 }
+
+/**
+ * What a registration costs beyond its hash and text, counted against `apq.maxBytes` by every
+ * registry alike so that the bound means the same in each: in Redis a key, a sorted-set member and
+ * a hash field, about 400 bytes (counting the characters alone, the registry took 6.8 times the
+ * bound of the smallest queries); in a process about 170 (two strings, the cache's slots and expiry).
+ */
+export const REGISTRATION_OVERHEAD_BYTES = 416;

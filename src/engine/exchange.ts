@@ -70,8 +70,17 @@ export class Exchange {
     this.documentHash = documentHash;
   }
 
-  /** This request leads the fetch that identical requests wait for, until `releaseLeadership`. */
+  /**
+   * This request leads the fetch that identical requests wait for, until `releaseLeadership`. A
+   * stream cancelled while its lookup was in flight has been disposed before the lookup made it the
+   * leader: it lets go at once, or identical requests would wait for a fetch that never comes until
+   * the leader's timeout (30 s).
+   */
   lead(leadership: Leadership | undefined): void {
+    if (this.disposed) {
+      leadership?.release();
+      return;
+    }
     this.leadership = leadership;
   }
 

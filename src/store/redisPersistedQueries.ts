@@ -1,4 +1,4 @@
-import { QueryTexts, type PersistedQueryRegistry } from '../apq/index.js';
+import { QueryTexts, REGISTRATION_OVERHEAD_BYTES, type PersistedQueryRegistry } from '../apq/index.js';
 import { withinTimeout } from './redisConnection.js';
 import type { RedisKeyLayout } from './redisLayout.js';
 import { REGISTER_PERSISTED_QUERY, type RedisClient } from './redisScripts.js';
@@ -48,7 +48,7 @@ export class RedisPersistedQueryRegistry implements PersistedQueryRegistry {
     this.remembered.limitTo(rememberedBound(maxBytes));
     const { index, sizes, bytes, sequence } = this.layout.persistedQueryIndexKeys();
     const keys = [index, sizes, bytes, this.layout.persistedQueryKey(hash), sequence];
-    const args = [hash, query, Math.ceil(ttlSeconds * 1000), maxBytes, this.layout.persistedQueryKeyPrefix()];
+    const args = [hash, query, Math.ceil(ttlSeconds * 1000), maxBytes, this.layout.persistedQueryKeyPrefix(), REGISTRATION_OVERHEAD_BYTES];
     await withinTimeout(REGISTER_PERSISTED_QUERY.run(this.client, keys, args), 'persisted query registration', this.timeoutMs);
   }
 }

@@ -313,7 +313,7 @@ return { aged, position, cursor }
  */
 export const REGISTER_PERSISTED_QUERY = new LuaScript(`
 local index, sizes, bytes, queryKey, sequence = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local hash, query, ttlMs, maxBytes, queryKeyPrefix = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+local hash, query, ttlMs, maxBytes, queryKeyPrefix, overhead = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
 local function forget(member)
   local size = tonumber(redis.call('HGET', sizes, member) or '0')
   redis.call('HDEL', sizes, member)
@@ -332,7 +332,8 @@ for _, member in ipairs(redis.call('ZRANGE', index, 0, 99)) do
 end
 -- Registered again: counted once, and now the newest.
 forget(hash)
-local size = #hash + #query
+-- A registration's own cost in Redis (a key, a sorted-set member, a hash field) counts too.
+local size = overhead + #hash + #query
 if size > maxBytes then
   return 0
 end

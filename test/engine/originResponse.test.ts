@@ -150,6 +150,14 @@ describe('Exchange', () => {
     exchange.dispose();
     expect(released).toBe(1);
   });
+
+  it('lets a leadership go at once when its stream ended while the lookup that brought it was in flight', () => {
+    let released = 0;
+    const exchange = new Exchange(undefined);
+    exchange.dispose();
+    exchange.lead({ release: () => (released += 1) });
+    expect(released).toBe(1);
+  });
 });
 
 describe('explanationHeaders', () => {

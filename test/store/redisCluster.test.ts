@@ -1,3 +1,4 @@
+import { REGISTRATION_OVERHEAD_BYTES } from '../../src/apq/index.js';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
@@ -59,7 +60,8 @@ describe('Redis Cluster', () => {
       { memoryMaxBytes: 0, persistedQueryMaxBytes: () => 5000 },
     );
     openStores.push(await untilReady(cache));
-    const queries = Array.from({ length: 30 }, (_, index) => `query Q${index} { a } #${'x'.repeat(900)}`);
+    // Each counted as about 1,000 bytes with its hash and REGISTRATION_OVERHEAD_BYTES: five fit.
+    const queries = Array.from({ length: 30 }, (_, index) => `query Q${index} { a } #${'x'.repeat(900 - REGISTRATION_OVERHEAD_BYTES)}`);
     const hash = (query: string): string => createHash('sha256').update(query).digest('hex');
     for (const query of queries) await persistedQueries.register(hash(query), query, 60);
     const held = await Promise.all(queries.map(async (query) => (await persistedQueries.get(hash(query))) !== undefined));

@@ -323,14 +323,14 @@ describe('replica-local cache', () => {
     prefixNumber += 1;
     const keyPrefix = `bound-${prefixNumber}:`;
     const a = await openReplica(keyPrefix);
-    const b = await openReplica(keyPrefix, { localCache: { maxBytes: 3000 } });
+    const b = await openReplica(keyPrefix, { localCache: { maxBytes: 5000 } });
     const large = (text: string): CachedResponse => ({ ...entry(text), body: Buffer.alloc(1000, text), identityLength: 1000 });
     for (const key of ['a', 'b', 'c']) {
       const { mark } = await a.store.lookup(key);
       await a.store.store(key, large(key), { tags: ['T'], ttlSeconds: 90, mark });
       await b.store.lookup(key);
     }
-    // Each record is its 1,000-byte body and about 300 bytes more: two fit in 3,000.
+    // Each record is its 1,000-byte body and about 1,100 bytes more: two fit in 5,000.
     expect((await b.store.lookup('a')).localCache).toBe('miss');
     expect((await b.store.lookup('c')).localCache).toBe('hit');
   });
