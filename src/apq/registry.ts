@@ -14,7 +14,8 @@ export interface PersistedQueryRegistry {
 
 export interface MemoryPersistedQueryRegistryOptions {
   /**
-   * Bound on the hashes and query texts held, in bytes (UTF-16 code units counted as one): the
+   * Bound on the hashes and query texts held, in bytes (UTF-16 code units counted as one, and
+   * REGISTRATION_OVERHEAD_BYTES a registration): the
    * current configuration's `apq.maxBytes`, read at each registration, so that a reload applies
    * from the next one (README, Automatic persisted queries).
    */

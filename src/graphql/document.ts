@@ -6,6 +6,7 @@ import {
   print,
   type DocumentNode,
   type OperationDefinitionNode,
+  type SelectionSetNode,
 } from 'graphql';
 import { fragmentsOf, fragmentsUsedBy } from './fragments.js';
 
@@ -74,7 +75,7 @@ export function selectOperation(parsed: ParsedDocument, operationName: string | 
   if (!document) {
     document = operations.length === 1 ? parsed.document : separatedOperation(parsed.document, operation!);
     byName.set(name, document);
-    if (byName.size > 1) chargeForOperations(parsed, byName.size);
+    if (byName.size > 1) chargeForOperation(parsed, document);
   }
   // The whole document, not the operation alone: an origin validates every operation and fragment
   // in it, and answers errors for a document whose other operation is invalid (README, Cache key).
@@ -106,19 +107,45 @@ const DERIVED_COPIES = 2;
 
 /** The text each remembered document was parsed from, to charge it again in parsedByText. */
 const textOfDocument = new WeakMap<ParsedDocument, string>();
+/** What each remembered document is charged beyond its own parse, and the selections it holds in all. */
+const chargedByDocument = new WeakMap<ParsedDocument, { extraBytes: number; selections: number }>();
 
 /**
  * What is derived from an operation selected by name (its document, its analysis, its copy prepared
  * for tagging, the plan its answers are read with) is kept as long as its parsed document is. A
  * document of many operations, each named in a request of its own, would keep all of them while
- * charged once (500 operations over a chain of 500 fragments kept 171 MiB charged as 3): the memo
- * is charged for each operation named as for the whole document again, an upper bound, so that
- * such a document leaves the memo, and its derived state the heap, once it outweighs the bound.
+ * charged once (500 operations over a chain of 500 fragments kept 171 MiB charged as 3): each
+ * operation named after the first charges the memo its share of the document (the selections of
+ * the operation and its fragments against the document's), so that such a document leaves the memo,
+ * and its derived state the heap, once it outweighs the bound.
  */
-function chargeForOperations(parsed: ParsedDocument, named: number): void {
+function chargeForOperation(parsed: ParsedDocument, separated: DocumentNode): void {
   const text = textOfDocument.get(parsed);
   if (text === undefined || parsedByText.peek(text) !== parsed) return;
-  parsedByText.set(text, parsed, { size: named * retainedBytesOf(parsed.document, text) });
+  let charged = chargedByDocument.get(parsed);
+  if (!charged) {
+    charged = { extraBytes: 0, selections: Math.max(1, selectionCount(parsed.document)) };
+    chargedByDocument.set(parsed, charged);
+  }
+  const base = retainedBytesOf(parsed.document, text);
+  charged.extraBytes += Math.ceil((base * selectionCount(separated)) / charged.selections);
+  parsedByText.set(text, parsed, { size: base + charged.extraBytes });
+}
+
+/** Fields, spreads and inline fragments in the document's definitions, walked with a stack of its own. */
+function selectionCount(document: DocumentNode): number {
+  let count = 0;
+  const pending: SelectionSetNode[] = [];
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.OPERATION_DEFINITION || definition.kind === Kind.FRAGMENT_DEFINITION) pending.push(definition.selectionSet);
+  }
+  for (let selectionSet = pending.pop(); selectionSet !== undefined; selectionSet = pending.pop()) {
+    count += selectionSet.selections.length;
+    for (const selection of selectionSet.selections) {
+      if (selection.kind !== Kind.FRAGMENT_SPREAD && selection.selectionSet) pending.push(selection.selectionSet);
+    }
+  }
+  return count;
 }
 
 const separatedByDocument = new WeakMap<ParsedDocument, Map<string, DocumentNode>>();

@@ -79,7 +79,7 @@ export function stripAddedFields(prepared: PreparedOperation, resultBody: Buffer
   if (!added) {
     const operation = operationPlan(prepared);
     if (!operation) return resultBody;
-    const data = new AddedMembers(operation.plan, prepared.addedKeyPrefix);
+    const data = new AddedMembers(operation.plan, prepared.addedKeyPrefix, new Map());
     added = { removes: () => false, within: (key) => (key === 'data' ? data : undefined) };
     addedMembersByOperation.set(prepared, added);
   }
@@ -319,7 +319,12 @@ class EntityFieldAdder {
   }
 }
 
-/** Strips, from one object of `data` and the objects below it, the members the rewrite added. */
+/**
+ * Strips, from one object of `data` and the objects below it, the members the rewrite added. One
+ * per plan node of the operation (`shared`): places of the answer that share a node share what to
+ * strip there, so the work and what is kept follow the plan's nodes, not the answer's paths
+ * (SelectionPlan; README, Bad input).
+ */
 class AddedMembers implements MemberPlan {
   private readonly added = new Set<string>();
   /** Response keys whose fields have selections, with the plan below once it was needed. */
@@ -328,7 +333,9 @@ class AddedMembers implements MemberPlan {
   constructor(
     private readonly plan: SelectionPlan,
     private readonly prefix: string,
+    private readonly shared: Map<SelectionPlan, AddedMembers>,
   ) {
+    shared.set(plan, this);
     for (const [responseKey, fields] of plan.fields()) {
       if (responseKey.startsWith(prefix)) this.added.add(responseKey);
       else if (fields.some((field) => field.selectionSet)) this.below.set(responseKey, undefined);
@@ -343,7 +350,8 @@ class AddedMembers implements MemberPlan {
     if (!this.below.has(key)) return undefined;
     let child = this.below.get(key);
     if (!child) {
-      child = new AddedMembers(this.plan.child(key), this.prefix);
+      const plan = this.plan.child(key);
+      child = this.shared.get(plan) ?? new AddedMembers(plan, this.prefix, this.shared);
       this.below.set(key, child);
     }
     return child;

@@ -306,7 +306,8 @@ return { aged, position, cursor }
 /**
  * Registers a persisted query and keeps the registry under its bound. KEYS: index (sorted set of
  * hashes scored by registration order), sizes (hash to bytes), byte count, the query's key, the
- * registration counter. ARGV: hash, query, ttl ms, max bytes, query key prefix. Members whose query
+ * registration counter. ARGV: hash, query, ttl ms, max bytes, query key prefix, the bytes counted
+ * per registration beyond hash and query (REGISTRATION_OVERHEAD_BYTES, src/apq). Members whose query
  * expired are trimmed (a bounded number per call), then the oldest go until the count is within the
  * bound.
  * Returns 1 when registered, 0 when the query alone is over the bound.

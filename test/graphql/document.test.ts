@@ -40,6 +40,14 @@ describe('remembered documents', () => {
     for (let index = 10; index < 200; index += 1) selectOperation(parsed, `O${index}`);
     expect(parseDocument(text)).not.toBe(parsed);
   });
+
+  it('charges each operation named its own share of a document, so that one of many small operations stays', () => {
+    const text = Array.from({ length: 400 }, (_, index) => `query O${index} { todos { id title done } }`).join(' ');
+    const parsed = parseDocument(text);
+    if ('kind' in parsed) throw new Error(parsed.message);
+    for (let index = 0; index < 400; index += 1) selectOperation(parsed, `O${index}`);
+    expect(parseDocument(text)).toBe(parsed);
+  });
 });
 
 describe('selectOperation', () => {

@@ -323,14 +323,16 @@ describe('replica-local cache', () => {
     prefixNumber += 1;
     const keyPrefix = `bound-${prefixNumber}:`;
     const a = await openReplica(keyPrefix);
-    const b = await openReplica(keyPrefix, { localCache: { maxBytes: 5000 } });
-    const large = (text: string): CachedResponse => ({ ...entry(text), body: Buffer.alloc(1000, text), identityLength: 1000 });
+    const b = await openReplica(keyPrefix, { localCache: { maxBytes: 10_000 } });
+    const headers = Array.from({ length: 20 }, (_, index): [string, string] => [`x-h${index}`, 'v']);
+    const large = (text: string): CachedResponse => ({ ...entry(text), body: Buffer.alloc(1000, text), identityLength: 1000, headers });
     for (const key of ['a', 'b', 'c']) {
       const { mark } = await a.store.lookup(key);
       await a.store.store(key, large(key), { tags: ['T'], ttlSeconds: 90, mark });
       await b.store.lookup(key);
     }
-    // Each record is its 1,000-byte body and about 1,100 bytes more: two fit in 5,000.
+    // Each record is its 1,000-byte body, about 1,100 bytes more and 20 headers of about 120
+    // bytes each as they are kept: two fit in 10,000 (counted without the headers' cost, four would).
     expect((await b.store.lookup('a')).localCache).toBe('miss');
     expect((await b.store.lookup('c')).localCache).toBe('hit');
   });
