@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { REGISTRATION_OVERHEAD_BYTES } from '../../src/apq/index.js';
 import { startFileConfiguredStack, RELOADED, REFUSED, type FileConfiguredStack } from '../support/fileConfiguredStack.js';
 import { persistedQueryExtensions, postGraphQL, type GraphQLHttpResult } from '../support/origin.js';
 
@@ -172,8 +173,8 @@ describe('configuration file hot reload through the gateway', () => {
   });
 
   it('bounds the persisted-query registry by the apq.maxBytes in force, from the next registration', async () => {
-    // A hash and a query of 1000 bytes together: two fit in 2000.
-    const query = (index: number) => `{ todos { id } } #${String(index).padStart(918, 'x')}`;
+    // A registration counted as 1000 bytes (its hash, its query, REGISTRATION_OVERHEAD_BYTES): two fit in 2000.
+    const query = (index: number) => `{ todos { id } } #${String(index).padStart(918 - REGISTRATION_OVERHEAD_BYTES, 'x')}`;
     const register = async (indexes: readonly number[]) => {
       for (const index of indexes) {
         const result = await postGraphQL(stack!.url, { query: query(index), extensions: persistedQueryExtensions(query(index)) });
