@@ -119,20 +119,13 @@ let lastManifest: { fingerprint: string; reading: ManifestReading } | undefined;
 
 /**
  * Why the bytes are no schema `serve` could load, so that `check`, `serve` and a reload refuse such a
- * `schema.file` alike (README, Every key); built again only when they changed, for the same reason
- * as a manifest (building a large schema takes a good part of a second). The schema source builds
- * it once more to use it.
+ * `schema.file` alike (README, Every key). schemaFromSdl remembers the last text it built, which the
+ * schema source then builds again to use it.
  */
 function sdlProblemOf(bytes: Buffer): Found | undefined {
-  const fingerprint = sha256(bytes);
-  if (lastSdl?.fingerprint !== fingerprint) {
-    const built = schemaFromSdl(bytes.toString('utf8'));
-    lastSdl = { fingerprint, problem: 'problems' in built ? { code: 'not-a-schema', reason: built.problems.join('; ') } : undefined };
-  }
-  return lastSdl.problem;
+  const built = schemaFromSdl(bytes.toString('utf8'));
+  return 'problems' in built ? { code: 'not-a-schema', reason: built.problems.join('; ') } : undefined;
 }
-
-let lastSdl: { fingerprint: string; problem: Found | undefined } | undefined;
 
 /** Whether the bytes are what the sidecar's TLS setup takes (Node's TLS, which grpc-js uses). */
 function contentProblem(bytes: Buffer, content: Exclude<Content, 'manifest'>): Found | undefined {
