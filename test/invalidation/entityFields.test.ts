@@ -1,6 +1,7 @@
 import { buildSchema, parse, print, validate } from 'graphql';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { prepareOperation, stripAddedFields } from '../../src/invalidation/entityFields.js';
+import { SelectionPlan } from '../../src/invalidation/selectionPlan.js';
 import { keyFields, prepare, schema, spreadChain } from './fixtures.js';
 
 const strip = (query: string, body: string): string => stripAddedFields(prepare(query), Buffer.from(body)).toString();
@@ -375,6 +376,32 @@ fragment Parts on Todo { author { name } }`;
   },
   "extensions": {"cost": 1.50}
 }`);
+  });
+
+  it('works out what to strip once per plan node, not once per path of the answer (README, Bad input)', () => {
+    // Two aliases of `author` at each of 12 levels merge the same selections: the plan has a node
+    // per level, the answer 2^12 paths. Worked out per path, what to strip was kept per path too.
+    const levels = 12;
+    const fragments = Array.from(
+      { length: levels },
+      (_, level) => `fragment T${level} on Todo { x: author { ...U${level} } y: author { ...U${level} } } fragment U${level} on User { name todos { ...T${level + 1} } }`,
+    );
+    const query = `{ todo(id: "1") { ...T0 } } ${fragments.join(' ')} fragment T${levels} on Todo { title }`;
+    const answer = (level: number, added: boolean): unknown => {
+      const key = added ? { _svc_id: `t${level}` } : {};
+      if (level === levels) return { title: 'leaf', ...key };
+      const user = { name: 'Alice', todos: [answer(level + 1, added)], ...(added ? { _svc_id: 'u1' } : {}) };
+      return { x: user, y: user, ...key };
+    };
+    const prepared = prepare(query);
+    const planned = vi.spyOn(SelectionPlan.prototype, 'child');
+    try {
+      const body = JSON.stringify({ data: { todo: answer(0, true) } });
+      expect(stripAddedFields(prepared, Buffer.from(body)).toString()).toBe(JSON.stringify({ data: { todo: answer(0, false) } }));
+      expect(planned.mock.calls.length).toBeLessThanOrEqual(4 * levels + 2);
+    } finally {
+      planned.mockRestore();
+    }
   });
 
   it('returns the same Buffer when there is nothing to cut: no data, or a body that is not JSON', () => {
