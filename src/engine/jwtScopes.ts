@@ -122,7 +122,7 @@ class RememberingVerifier {
 function tokenOf(sources: readonly ScopeSource[], headers: HeaderList): string | undefined {
   const [source] = sources;
   if (source === undefined) return undefined;
-  // A cookie's occurrences all agree here: requestStages.ts passed the others (ambiguousScopeCookie).
+  // A cookie's occurrences all agree here: requestStages.ts passed the others (ambiguousScopeSource).
   if (source.kind === 'cookie') return cookieValues(headers, source.name)[0];
   const values = headerValues(headers, source.name);
   if (values.length === 0) return undefined;

@@ -19,7 +19,7 @@ import type { Leadership, MissCoalescer } from './coalescing.js';
 import type { Explanation, RequestHead } from './exchange.js';
 import type { PassReason } from './passReason.js';
 import { cachePolicyFor, selectsUnnamedIntrospection, type CachePolicy } from './rules.js';
-import { ambiguousScopeCookie, scopeBucketKey, scopeVaryHeaders, sharedBucketDespite } from './scopes.js';
+import { ambiguousScopeSource, scopeBucketKey, scopeVaryHeaders, sharedBucketDespite } from './scopes.js';
 
 /**
  * The stages a GraphQL request goes through, in order: read parameters -> resolve a stored document or APQ -> check
@@ -435,7 +435,7 @@ function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: C
   const { policy } = checked.analysis;
   if (!policy) return passVerdict('no-rule');
   if (policy.maxAge <= 0) return passVerdict('max-age-zero');
-  const ambiguous = ambiguousScopeCookie(policy.scopes, config.scopes, headers);
+  const ambiguous = ambiguousScopeSource(policy.scopes, config.scopes, headers);
   if (ambiguous !== undefined) return passVerdict('ambiguous-scope-value', ambiguous);
   if (!config.cache.publicForCredentialedRequests) {
     const credentials = CREDENTIAL_HEADERS.filter((name) => headerValue(headers, name) !== undefined);

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { definitionOf, scopeSources, type ScopeConfig, type ScopeSource } from '../config/index.js';
-import { cookieReadOtherwise, cookieValues, headerValues, type HeaderList } from '../http/index.js';
+import { cookieReadOtherwise, cookieValues, headerSpeltOtherwise, headerValues, type HeaderList } from '../http/index.js';
 
 /**
  * Scope buckets (docs/graphql-caching.md, Scopes). Each distinct key value is its own bucket. The bucket
@@ -90,18 +90,24 @@ export function sharedBucketDespite(
 }
 
 /**
- * The first cookie one of the scopes reads (JWT scopes included) that the request sends more than
- * once with values that differ, or that some origin may read otherwise (`Locale=`, `a=1,locale=`,
- * `l%6Fcale=`: cookieReadOtherwise), or undefined. Which one the origin reads is then its parser's
- * choice (of repeats, the first in Node's `cookie`, the last in Python's SimpleCookie, Django,
- * Tornado), so no bucket can be said to hold its answer: the request passes (README, Scopes).
- * Identical repeats are one value.
- * A header sent on several lines needs no such check: it is keyed with all its values.
+ * The first source of the scopes (JWT scopes included) whose value some origin may read otherwise
+ * than svc-cache keys it, or undefined. Such a request passes (README, Scopes):
+ * - a cookie sent more than once with values that differ, or that some origin may read otherwise
+ *   (`Locale=`, `a=1,locale=`, `l%6Fcale=`: cookieReadOtherwise). Which one the origin reads is then
+ *   its parser's choice (of repeats, the first in Node's `cookie`, the last in Python's
+ *   SimpleCookie, Django, Tornado), so no bucket can be said to hold its answer. Identical repeats
+ *   are one value;
+ * - a header sent under a name that CGI-style origins read as the source's (`x_team` beside or
+ *   instead of `x-team`: headerSpeltOtherwise), which svc-cache would key as absent or as another
+ *   value. A header sent on several lines is keyed with all its values.
  */
-export function ambiguousScopeCookie(scopes: readonly string[], definitions: ScopeDefinitions, headers: HeaderList): string | undefined {
+export function ambiguousScopeSource(scopes: readonly string[], definitions: ScopeDefinitions, headers: HeaderList): string | undefined {
   for (const scope of scopes) {
     for (const source of sourcesOf(definitions, scope)) {
-      if (source.kind !== 'cookie') continue;
+      if (source.kind === 'header') {
+        if (headerSpeltOtherwise(headers, source.name)) return `${scope}: header ${source.name}`;
+        continue;
+      }
       const values = cookieValues(headers, source.name);
       if (values.some((value) => value !== values[0]) || cookieReadOtherwise(headers, source.name)) return `${scope}: cookie ${source.name}`;
     }
@@ -133,7 +139,7 @@ export function scopeKeyedHeaders(scopes: readonly string[], definitions: ScopeD
   return [...names];
 }
 
-/** A source's value; a cookie's occurrences all agree here (ambiguousScopeCookie passed the others). */
+/** A source's value; a cookie's occurrences all agree here (ambiguousScopeSource passed the others). */
 function sourceValue(source: ScopeSource, headers: HeaderList): string | undefined {
   if (source.kind === 'cookie') return cookieValues(headers, source.name)[0];
   const values = headerValues(headers, source.name);

@@ -13,6 +13,23 @@ export function headerValues(headers: HeaderList, name: string): string[] {
   return values;
 }
 
+/**
+ * Whether the request sends a header other than `name` that an origin may read as `name`: CGI and
+ * the servers modelled on it (WSGI, Rack, PHP, many Perl and Python stacks) turn `-` and `_` alike
+ * into `_` (`X-Team` and `X_Team` are both `HTTP_X_TEAM`), and Envoy passes names with underscores
+ * on by default (`headers_with_underscores_action: ALLOW`). Names are lower-case here.
+ */
+export function headerSpeltOtherwise(headers: HeaderList, name: string): boolean {
+  const cgiName = name.replaceAll('-', '_');
+  const nameHasUnderscore = name.includes('_');
+  for (const [sent] of headers) {
+    // Only a name with an underscore on one side can differ from `name` and read as it.
+    if (sent.length !== name.length || sent === name || !(nameHasUnderscore || sent.includes('_'))) continue;
+    if (sent.replaceAll('-', '_') === cgiName) return true;
+  }
+  return false;
+}
+
 /** The names a `Vary` field lists across its lines, trimmed and lower-cased, `*` included (RFC 9110 section 12.5.5). */
 export function varyNames(headers: HeaderList): string[] {
   return headerValues(headers, 'vary').flatMap((line) =>

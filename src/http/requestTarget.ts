@@ -73,7 +73,7 @@ export function forwardingKey(headers: HeaderList): string {
   let key = '';
   let previous = '';
   for (const [name, value] of headers) {
-    if (!FORWARDING_HEADERS.has(name)) continue;
+    if (!isForwardingHeader(name)) continue;
     // Envoy appends x-forwarded-proto: most requests have one such header, or several in order.
     if (name < previous) return forwardingKeyByName(headers);
     previous = name;
@@ -83,7 +83,7 @@ export function forwardingKey(headers: HeaderList): string {
 }
 
 function forwardingKeyByName(headers: HeaderList): string {
-  const sent = headers.filter(([name]) => FORWARDING_HEADERS.has(name));
+  const sent = headers.filter(([name]) => isForwardingHeader(name));
   // Array.prototype.sort is stable: a repeated header keeps its order.
   sent.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return sent.map(([name, value]) => forwardingPart(name, value)).join('');
@@ -94,8 +94,18 @@ function forwardingPart(name: string, value: string): string {
 }
 
 /**
+ * A forwarding header, also under a name with `_` for `-` (`x_forwarded_host`), which CGI-style
+ * origins (WSGI, Rack, PHP) read as the same header (headerSpeltOtherwise): keyed as sent, it keeps
+ * such a request's answer apart from others'.
+ */
+function isForwardingHeader(name: string): boolean {
+  return FORWARDING_HEADERS.has(name) || (name.includes('_') && FORWARDING_HEADERS.has(name.replaceAll('_', '-')));
+}
+
+/**
  * Spring and Rack read `x-forwarded-ssl` and `-prefix`; Rack `x-forwarded-scheme`; IIS's URL Rewrite
- * and Symfony route by `x-original-url` and `x-rewrite-url`.
+ * and Symfony route by `x-original-url` and `x-rewrite-url`; IIS's Application Request Routing
+ * sends the client's host as `x-original-host`, and Traefik its path as `x-forwarded-uri`.
  */
 const FORWARDING_HEADERS: ReadonlySet<string> = new Set([
   'forwarded',
@@ -107,6 +117,8 @@ const FORWARDING_HEADERS: ReadonlySet<string> = new Set([
   'x-forwarded-scheme',
   'x-original-url',
   'x-rewrite-url',
+  'x-original-host',
+  'x-forwarded-uri',
 ]);
 
 /**

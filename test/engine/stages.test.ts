@@ -332,7 +332,7 @@ describe('classify', () => {
     });
   });
 
-  describe('a scope cookie sent more than once', () => {
+  describe('a scope value some origin may read otherwise', () => {
     const scoped = {
       scopes: {
         LOCALE: 'cookie:locale',
@@ -357,6 +357,8 @@ describe('classify', () => {
       ["under a name PHP reads as a JWT scope's cookie", '{ me { id } }', [['cookie', 'token[]=a.b.c']], 'USER: cookie token'],
       ['in another case, which ASP.NET reads as it', '{ todos { id } }', [['cookie', 'Locale=de']], 'LOCALE: cookie locale'],
       ['after a comma, where older Rack and ASP.NET Core split', '{ todos { id } }', [['cookie', 'a=1,locale=de']], 'LOCALE: cookie locale'],
+      ["a scope's header with underscores alone, which CGI-style origins read as it", '{ users { id } }', [['x_team', 'red']], 'TEAM: header x-team'],
+      ["a scope's header with underscores beside it", '{ users { id } }', [['x-team', 'red'], ['x_team', 'blue']], 'TEAM: header x-team'],
     ] as Array<[string, string, Array<[string, string]>, string]>)('passes %s, whichever one the origin reads', (_name, query, headers, detail) => {
       const current = config(scoped);
       expect(classify(checked(query, current), { method: 'POST', headers }, current, schema)).toEqual({ kind: 'pass', reason: 'ambiguous-scope-value', detail });
@@ -367,9 +369,11 @@ describe('classify', () => {
       ['an identical repeat across lines', [['cookie', 'locale=fr'], ['cookie', 'locale=fr']]],
       ['other cookies repeated', [['cookie', 'a=1; locale=fr; a=2']]],
       ['a name that decodes to another cookie', [['cookie', 'loc%61l=1; locale=fr']]],
+      ['other headers with underscores', [['x_other', '1'], ['x_tea', '2'], ['x_teams', '3']]],
     ] as Array<[string, Array<[string, string]>]>)('caches %s', (_name, headers) => {
       const current = config(scoped);
       expect(classify(checked('{ todos { id } }', current), { method: 'POST', headers }, current, schema)).toMatchObject({ kind: 'query' });
+      expect(classify(checked('{ users { id } }', current), { method: 'POST', headers: [['x-team', 'red'], ...headers] }, current, schema)).toMatchObject({ kind: 'query' });
     });
   });
 

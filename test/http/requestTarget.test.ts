@@ -87,8 +87,23 @@ describe('forwardingKey', () => {
       [['x-original-url', '/admin/graphql']],
       [['x-rewrite-url', '/admin/graphql']],
       [['forwarded', 'proto=https']],
+      [['x-original-host', 'evil.example']],
+      [['x-forwarded-uri', '/evil/graphql']],
     ].map((headers) => forwardingKey(headers as Array<[string, string]>));
     expect(new Set([...keys, '']).size).toBe(keys.length + 1);
+  });
+
+  it('keys a forwarding header sent with underscores, which CGI-style origins read as the header itself', () => {
+    // WSGI, Rack and PHP read X_Forwarded_Host as HTTP_X_FORWARDED_HOST: unkeyed, it would poison a shared entry.
+    const plain = forwardingKey([['x-forwarded-proto', 'https']]);
+    const keys = [
+      forwardingKey([['x-forwarded-proto', 'https'], ['x_forwarded_host', 'evil.example']]),
+      forwardingKey([['x-forwarded-proto', 'https'], ['x_forwarded_host', 'good.example']]),
+      forwardingKey([['x_forwarded-proto', 'http'], ['x-forwarded-proto', 'https']]),
+      forwardingKey([['x-forwarded-proto', 'https'], ['x-forwarded-host', 'evil.example']]),
+    ];
+    expect(new Set([plain, ...keys]).size).toBe(5);
+    expect(forwardingKey([['x_forwarded_for', '192.0.2.60'], ['x_real_ip', '192.0.2.60']])).toBe('');
   });
 
   it('keys the headers by name, whatever order they came in, and a repeated one in its order', () => {
