@@ -487,7 +487,7 @@ export class DecisionEngine {
     const identified = pending instanceof Promise ? await pending : pending;
     if (identified.kind === 'refused') return this.passOn(exchange, identified.failure, identified.detail, context);
     const { target } = request;
-    const scoped = scopeAndKey(policy, checked.selected, request, target, head.headers, config, this.deps.scopeKeySecret, identified.identities);
+    const scoped = scopeAndKey(policy, checked.selected, request, schema, target, head.headers, config, this.deps.scopeKeySecret, identified.identities);
     // What a MISS forwards is worked out while Redis answers the lookup, when it is not answered at
     // once: for a document not seen before that is about 40 µs off the MISS's path (README,
     // Performance: What a MISS adds). A HIT from Redis pays it once per document this process has

@@ -1,7 +1,7 @@
 import { BREAK, Kind, OperationTypeNode, visit, type ASTNode, type DirectiveNode, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
 import { resolvePersistedQuery, type PersistedQueryRefusal, type PersistedQueryRegistration } from '../apq/index.js';
 import type { Config } from '../config/index.js';
-import { parseDocument, selectOperation, type ParsedDocument } from '../graphql/index.js';
+import { parseDocument, selectOperation, variablesKeyText, type ParsedDocument } from '../graphql/index.js';
 import type { GraphQLParams } from '../graphql/index.js';
 import { operationsViolation, operationViolation, queryTextViolation, selectionOf, type LimitViolation } from '../graphql/index.js';
 import { ambiguousRequestResponse, possibleOperations, readGetRequest, readPostRequest, type RequestParameters } from '../graphql/index.js';
@@ -462,7 +462,8 @@ export interface ScopedKey {
 export function scopeAndKey(
   policy: CachePolicy,
   selected: SelectedOperation,
-  parameters: { canonicalVariables: string; canonicalExtensions: string; otherMembers: string },
+  parameters: { canonicalVariables: string; orderedVariables: string; canonicalExtensions: string; otherMembers: string },
+  schema: GraphQLSchema,
   target: KeyedTarget,
   headers: HeaderList,
   config: Config,
@@ -470,7 +471,8 @@ export function scopeAndKey(
   jwtIdentities: ReadonlyMap<string, string | undefined>,
 ): ScopedKey {
   const bucket = scopeBucketKey(policy.scopes, config.scopes, headers, scopeKeySecret, jwtIdentities);
-  const key = cacheKey(bucket, target, selected.name, selected.normalised, parameters.canonicalVariables, parameters.canonicalExtensions, parameters.otherMembers);
+  const variables = variablesKeyText(parameters, selected.operation, schema);
+  const key = cacheKey(bucket, target, selected.name, selected.normalised, variables, parameters.canonicalExtensions, parameters.otherMembers);
   const varyNames = scopeVaryHeaders(policy.scopes, config.scopes);
   const scopeHeaders: Array<[string, string]> =
     policy.scopes.length === 0 ? [] : [['cache-control', 'private, no-cache'], ['vary', varyNames.join(', ')]];

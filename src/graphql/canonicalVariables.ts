@@ -1,9 +1,12 @@
 /**
  * JSON read without lossy parsing, for keys that tell apart what the origin tells apart (issue 12
  * item 10): numbers keep their literal text (`1` and `1.0` differ, `9007199254740993` stays),
- * strings get one escape form (`"\u0061"` is `"a"`), object keys are sorted, insignificant
- * whitespace goes. One pass over the text with an explicit stack: linear in its size (but for
- * sorting each object's keys), and no nesting depth can exhaust the call stack.
+ * strings get one escape form (`"\u0061"` is `"a"`), insignificant whitespace goes, and an object's
+ * members keep the order they were sent in (a custom scalar's value reaches the origin's code as
+ * sent: `{"b":2,"a":1}` may sort otherwise than `{"a":1,"b":2}`: canonicalInOrder), or are sorted
+ * by key where no origin sees their order (canonical: input objects). One pass over the text with an explicit
+ * stack: linear in its size (but for sorting each object's keys), and no nesting depth can exhaust
+ * the call stack.
  */
 
 export type JsonReadError =
@@ -23,8 +26,10 @@ export interface JsonValue {
   /** An object's members by decoded key (a key repeated with an identical value is one member). */
   readonly members?: ReadonlyMap<string, JsonValue>;
   readonly elements?: readonly JsonValue[];
-  /** The canonical text. */
+  /** The canonical text, each object's members sorted by key: for values whose member order no origin sees. */
   canonical(): string;
+  /** The canonical text with each object's members in the order sent (a key given twice: once, where first given). */
+  canonicalInOrder(): string;
 }
 
 /** The canonical text of JSON text, or why there is none. */
@@ -90,7 +95,8 @@ export function readJson(text: string): JsonValue | JsonReadError {
       tape.close(container, index + 1);
       const members = isObject ? memberOrder(tape, container) : 'ascending';
       if (members === 'ambiguous') return members;
-      if (members === 'unsorted') tape.verbatim[container] = 0;
+      if (members !== 'ascending') tape.unsortedObjects = true;
+      if (members === 'repeated') tape.verbatim[container] = 0;
       placed(container);
       index = skip(index + 1);
       continue;
@@ -172,8 +178,10 @@ class Tape {
   starts: Int32Array;
   ends: Int32Array;
   after: Int32Array;
-  /** 1 when the record's canonical text is its text as sent: no whitespace, escape or unsorted key in it. */
+  /** 1 when the record's canonical text is its text as sent: no whitespace, escape or repeated key in it. */
   verbatim: Uint8Array;
+  /** Whether some object's keys are not in ascending order: then its sorted text is not its text as sent. */
+  unsortedObjects = false;
   count = 0;
 
   constructor(readonly text: string) {
@@ -237,12 +245,19 @@ class Tape {
     return kind === PLAIN_STRING || kind === PLAIN_KEY ? this.text.slice(start + 1, end - 1) : decodeEscapedString(this.text, start, end);
   }
 
-  /** An object's members by decoded key, in sorted key order; of a key given twice (with one value, as reading checked), the first. */
-  membersOf(object: number): Member[] {
+  /**
+   * An object's members by decoded key, in the order sent or sorted by key; of a key given twice
+   * (with one value, as reading checked), the first.
+   */
+  membersOf(object: number, sorted: boolean): Member[] {
     const children = this.children(object);
     const members: Member[] = [];
     for (let index = 0; index < children.length; index += 2) {
       members.push({ key: this.stringOf(children[index]!), keyRecord: children[index]!, value: children[index + 1]! });
+    }
+    if (!sorted) {
+      const seen = new Set<string>();
+      return members.filter((member) => !seen.has(member.key) && seen.add(member.key));
     }
     // Sorted by decoded key (UTF-16 code units, as JavaScript compares), so spellings of a key agree; stable.
     members.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
@@ -288,12 +303,12 @@ function readScalar(tape: Tape, start: number): number {
 }
 
 /**
- * How a just closed object's keys are ordered: `ambiguous` when it names one key twice with
- * different values (origins differ on which one wins). Two values are compared by their canonical
- * text, the longer one built only as far as the shorter one's length, so that comparing never costs
- * more than the smaller value.
+ * How a just closed object's keys are ordered: `repeated` when it names one key twice with the same
+ * value, `ambiguous` when with different values (origins differ on which one wins). Two values are
+ * compared by their canonical text in the order sent, the longer one built only as far as the
+ * shorter one's length, so that comparing never costs more than the smaller value.
  */
-function memberOrder(tape: Tape, object: number): 'ascending' | 'unsorted' | 'ambiguous' {
+function memberOrder(tape: Tape, object: number): 'ascending' | 'unsorted' | 'repeated' | 'ambiguous' {
   const children = tape.children(object);
   const keys: string[] = [];
   let ascending = true;
@@ -303,27 +318,31 @@ function memberOrder(tape: Tape, object: number): 'ascending' | 'unsorted' | 'am
   }
   if (ascending) return 'ascending';
   const firstValueByKey = new Map<string, number>();
+  let repeated = false;
   for (const [index, key] of keys.entries()) {
     const value = children[2 * index + 1]!;
     const first = firstValueByKey.get(key);
     if (first === undefined) firstValueByKey.set(key, value);
     else if (!sameCanonicalText(tape, first, value)) return 'ambiguous';
+    else repeated = true;
   }
-  return 'unsorted';
+  return repeated ? 'repeated' : 'unsorted';
 }
 
 function sameCanonicalText(tape: Tape, a: number, b: number): boolean {
   const shorter = tape.ends[a]! - tape.starts[a]! <= tape.ends[b]! - tape.starts[b]! ? a : b;
-  const shorterText = canonicalTextOf(tape, shorter, Infinity)!;
-  return canonicalTextOf(tape, shorter === a ? b : a, shorterText.length) === shorterText;
+  const shorterText = canonicalTextOf(tape, shorter, Infinity, false)!;
+  return canonicalTextOf(tape, shorter === a ? b : a, shorterText.length, false) === shorterText;
 }
 
 /**
  * The canonical text of a record's value, walked with an explicit stack: numbers as written, strings
- * as JSON.stringify spells them, members sorted by key, no whitespace. Undefined when it would be
- * longer than `limit` characters.
+ * as JSON.stringify spells them, members in the order sent or sorted by key, no whitespace.
+ * Undefined when it would be longer than `limit` characters.
  */
-function canonicalTextOf(tape: Tape, root: number, limit: number): string | undefined {
+function canonicalTextOf(tape: Tape, root: number, limit: number, sorted: boolean): string | undefined {
+  // A container's text as sent is its sorted text only when no object in the whole text is unsorted.
+  const containersVerbatim = !sorted || !tape.unsortedObjects;
   let text = '';
   // The open containers: the next element's record of an array, the next member's index of an object.
   const containers: number[] = [];
@@ -333,13 +352,13 @@ function canonicalTextOf(tape: Tape, root: number, limit: number): string | unde
   for (;;) {
     if (record >= 0) {
       const kind = tape.kinds[record];
-      if (tape.verbatim[record] === 1) {
+      if (tape.verbatim[record] === 1 && (containersVerbatim || (kind !== ARRAY && kind !== OBJECT))) {
         text += tape.text.slice(tape.starts[record], tape.ends[record]);
       } else if (kind === ARRAY || kind === OBJECT) {
         text += kind === ARRAY ? '[' : '{';
         containers.push(record);
         nexts.push(kind === ARRAY ? record + 1 : 0);
-        memberLists.push(kind === ARRAY ? undefined : tape.membersOf(record));
+        memberLists.push(kind === ARRAY ? undefined : tape.membersOf(record, sorted));
       } else {
         text += scalarText(tape, record);
       }
@@ -388,7 +407,8 @@ class ReadValue implements JsonValue {
   private stringRead: string | undefined;
   private membersRead: ReadonlyMap<string, JsonValue> | undefined;
   private elementsRead: readonly JsonValue[] | undefined;
-  private canonicalText: string | undefined;
+  private sortedText: string | undefined;
+  private inOrderText: string | undefined;
 
   constructor(
     private readonly tape: Tape,
@@ -408,7 +428,7 @@ class ReadValue implements JsonValue {
 
   get members(): ReadonlyMap<string, JsonValue> | undefined {
     if (this.kind !== 'object') return undefined;
-    return (this.membersRead ??= new Map(this.tape.membersOf(this.record).map(({ key, value }) => [key, new ReadValue(this.tape, value)])));
+    return (this.membersRead ??= new Map(this.tape.membersOf(this.record, true).map(({ key, value }) => [key, new ReadValue(this.tape, value)])));
   }
 
   get elements(): readonly JsonValue[] | undefined {
@@ -417,7 +437,12 @@ class ReadValue implements JsonValue {
   }
 
   canonical(): string {
-    return (this.canonicalText ??= canonicalTextOf(this.tape, this.record, Infinity)!);
+    return (this.sortedText ??= canonicalTextOf(this.tape, this.record, Infinity, true)!);
+  }
+
+  canonicalInOrder(): string {
+    if (!this.tape.unsortedObjects) return this.canonical();
+    return (this.inOrderText ??= canonicalTextOf(this.tape, this.record, Infinity, false)!);
   }
 }
 

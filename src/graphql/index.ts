@@ -17,3 +17,4 @@ export {
 export { schemaFromSdl } from './sdl.js';
 export { selectionOf, type Selection } from './selection.js';
 export { validationErrors } from './validation.js';
+export { variablesKeyText } from './variableOrder.js';

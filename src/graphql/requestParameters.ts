@@ -18,8 +18,14 @@ import { formDecode, ID_MEMBER, isIdParameterName, type GraphQLParams } from './
 export interface GraphQLOperation {
   /** For running and analysing the operation; numbers in `variables` are JavaScript numbers. */
   params: GraphQLParams;
-  /** The key's form of the variables (see canonicalVariables.ts): `{}` when absent or `null`. */
+  /**
+   * The variables' canonical text, every object's members sorted by key (see canonicalVariables.ts):
+   * `{}` when absent or `null`; the key's form where the operation's variable types let no origin
+   * see their order (variablesKeyText).
+   */
   canonicalVariables: string;
+  /** The same with the members in the order sent; the same string when the variables hold no object out of order. */
+  orderedVariables: string;
   /**
    * The key's form of `extensions` but for those that change no answer (UNKEYED_EXTENSIONS): an
    * origin may read the rest (a tenant, a flag), so they are keyed; '' when there is none.
@@ -247,8 +253,8 @@ function batchOf(elements: readonly JsonValue[], otherUrlParameters: string): Re
     if (element.kind !== 'object') return { kind: 'uninterpretable', reason: 'body-not-object' };
     const operation = operationOf(element.members ?? new Map(), otherUrlParameters);
     if (operation.kind !== 'graphql') return operation;
-    const { params, canonicalVariables, canonicalExtensions, documentIds, namesDocumentId, idsSent, canonicalExtensionsById } = operation;
-    operations.push({ params, canonicalVariables, canonicalExtensions, documentIds, namesDocumentId, idsSent, canonicalExtensionsById });
+    const { params, canonicalVariables, orderedVariables, canonicalExtensions, documentIds, namesDocumentId, idsSent, canonicalExtensionsById } = operation;
+    operations.push({ params, canonicalVariables, orderedVariables, canonicalExtensions, documentIds, namesDocumentId, idsSent, canonicalExtensionsById });
   }
   return { kind: 'batch', operations };
 }
@@ -270,6 +276,7 @@ function operationOf(members: ReadonlyMap<string, JsonValue>, otherUrlParameters
     return { kind: 'uninterpretable', reason: 'extensions-not-object' };
   }
   const canonicalVariables = variables?.kind === 'object' ? variables.canonical() : '{}';
+  const orderedVariables = variables?.kind === 'object' ? variables.canonicalInOrder() : '{}';
   return {
     kind: 'graphql',
     params: {
@@ -280,6 +287,7 @@ function operationOf(members: ReadonlyMap<string, JsonValue>, otherUrlParameters
       extensions: extensions?.kind === 'object' ? (JSON.parse(extensions.canonical()) as Record<string, unknown>) : {},
     },
     canonicalVariables,
+    orderedVariables,
     canonicalExtensions: extensions?.kind === 'object' ? canonicalWithout(extensions.members ?? new Map(), UNKEYED_EXTENSIONS) : '',
     ...documentNaming(members, otherUrlParameters),
     canonicalExtensionsById: extensions?.kind === 'object' ? canonicalWithout(extensions.members ?? new Map(), CLIENT_NAME_EXTENSIONS) : '',
@@ -352,23 +360,41 @@ const UNKEYED_EXTENSIONS: ReadonlySet<string> = new Set(['persistedQuery', 'clie
 /** What a stored document's key leaves out of `extensions`: only the client's name (canonicalExtensionsById). */
 const CLIENT_NAME_EXTENSIONS: ReadonlySet<string> = new Set(['clientLibrary']);
 
-/** The canonical text of an object's members but some; '' when nothing else is left. */
+/**
+ * The canonical text of an object's members but some, by name (an origin reads them by name), each
+ * value's members in the order sent (an origin's own code may read them); '' when nothing else is left.
+ */
 function canonicalWithout(members: ReadonlyMap<string, JsonValue>, omitted: ReadonlySet<string>): string {
-  const kept = [...members].filter(([name]) => !omitted.has(name));
-  return kept.length === 0 ? '' : `{${kept.map(([name, value]) => `${JSON.stringify(name)}:${value.canonical()}`).join(',')}}`;
+  const kept = [...members].filter(([name]) => !omitted.has(name)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return kept.length === 0 ? '' : `{${kept.map(([name, value]) => `${JSON.stringify(name)}:${value.canonicalInOrder()}`).join(',')}}`;
 }
 
 /** Whether a URL parameter's value gives what the body member gives. */
 function sameParameter(name: ParameterName, urlValue: string, member: JsonValue): boolean {
   if (name === 'query' || name === 'operationName') return member.kind === 'string' && member.string === urlValue;
   const json = readJson(urlValue);
-  return typeof json !== 'string' && json.canonical() === member.canonical();
+  return typeof json !== 'string' && sameJson(json, member);
+}
+
+/**
+ * Whether two `variables` or `extensions` values run alike at every origin: the same members by
+ * name (an origin reads them by name), each value with its members in the same order (a custom
+ * scalar's value reaches the origin's code as sent).
+ */
+function sameJson(a: JsonValue, b: JsonValue): boolean {
+  if (a.members === undefined || b.members === undefined) return a.canonicalInOrder() === b.canonicalInOrder();
+  if (a.members.size !== b.members.size) return false;
+  for (const [name, value] of a.members) {
+    const other = b.members.get(name);
+    if (other === undefined || other.canonicalInOrder() !== value.canonicalInOrder()) return false;
+  }
+  return true;
 }
 
 /** A string parameter as a JsonValue, so GET and POST parameters are read by one function. */
 function stringValue(value: string): JsonValue {
   const raw = JSON.stringify(value);
-  return { kind: 'string', raw, string: value, canonical: () => raw };
+  return { kind: 'string', raw, string: value, canonical: () => raw, canonicalInOrder: () => raw };
 }
 
 type UrlParameters =
@@ -601,7 +627,7 @@ function sameRepeat(name: ParameterName, first: string, second: string): boolean
   if (first === second) return true;
   if (name !== 'variables' && name !== 'extensions') return false;
   const [a, b] = [readJson(first), readJson(second)];
-  return typeof a !== 'string' && typeof b !== 'string' && a.canonical() === b.canonical();
+  return typeof a !== 'string' && typeof b !== 'string' && sameJson(a, b);
 }
 
 function isParameterName(name: string | undefined): name is ParameterName {

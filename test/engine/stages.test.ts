@@ -66,6 +66,7 @@ describe('readParameters', () => {
       kind: 'graphql',
       params: { query: '{a}', operationName: 'A', variables: {}, extensions: {} },
       canonicalVariables: '{}',
+      orderedVariables: '{}',
       canonicalExtensions: '',
       documentIds: [],
       namesDocumentId: false,
@@ -78,6 +79,7 @@ describe('readParameters', () => {
       kind: 'graphql',
       params: { query: '{a}', operationName: undefined, variables: { x: 1, y: 1 }, extensions: {} },
       canonicalVariables: '{"x":1,"y":1.0}',
+      orderedVariables: '{"y":1.0,"x":1}',
     });
     expect(readParameters(head('POST'), Buffer.from('[1]'))).toEqual({ kind: 'uninterpretable', reason: 'body-not-object' });
   });
@@ -406,8 +408,8 @@ describe('scopeAndKey', () => {
   const target = { host: 'a.test', endpoint: '/graphql', parameters: '', forwarding: '' };
 
   it('keys per scope value and names the bucket without the raw value', () => {
-    const alice = scopeAndKey(policy, selected, { canonicalVariables: '{}', canonicalExtensions: '', otherMembers: '' }, target, [['authorization', 'Bearer alice']], scoped, secret, new Map());
-    const bob = scopeAndKey(policy, selected, { canonicalVariables: '{}', canonicalExtensions: '', otherMembers: '' }, target, [['authorization', 'Bearer bob']], scoped, secret, new Map());
+    const alice = scopeAndKey(policy, selected, { canonicalVariables: '{}', orderedVariables: '{}', canonicalExtensions: '', otherMembers: '' }, schema, target, [['authorization', 'Bearer alice']], scoped, secret, new Map());
+    const bob = scopeAndKey(policy, selected, { canonicalVariables: '{}', orderedVariables: '{}', canonicalExtensions: '', otherMembers: '' }, schema, target, [['authorization', 'Bearer bob']], scoped, secret, new Map());
     expect(alice.key).not.toBe(bob.key);
     expect(alice.bucket).toMatch(/^AUTHENTICATED:[A-Za-z0-9_-]{43}$/);
     expect(alice.key.startsWith(`${alice.bucket}/`)).toBe(true);
@@ -430,7 +432,7 @@ describe('scopeAndKey', () => {
 
   it('keys the canonical variables text, host and endpoint, but not Accept', () => {
     const key = (variables: string, at = target, headers: Array<[string, string]> = [['authorization', 'a']], extensions = '') =>
-      scopeAndKey(policy, selected, { canonicalVariables: variables, canonicalExtensions: extensions, otherMembers: '' }, at, headers, scoped, secret, new Map()).key;
+      scopeAndKey(policy, selected, { canonicalVariables: variables, orderedVariables: variables, canonicalExtensions: extensions, otherMembers: '' }, schema, at, headers, scoped, secret, new Map()).key;
     expect(key('{"a":1}')).not.toBe(key('{"a":1.0}'));
     expect(key('{"a":1}')).not.toBe(key('{"a":2}'));
     expect(key('{}', { host: 'b.test', endpoint: '/graphql', parameters: '', forwarding: '' })).not.toBe(key('{}'));

@@ -21,6 +21,7 @@ describe('readGetRequest', () => {
       kind: 'graphql',
       params: { query: '{ me }', operationName: 'Me', variables: { a: 2 ** 53, b: 1 }, extensions: {} },
       canonicalVariables: '{"a":9007199254740993,"b":1.0}',
+      orderedVariables: '{"b":1.0,"a":9007199254740993}',
       canonicalExtensions: '',
       documentIds: [null],
       namesDocumentId: false,
@@ -47,6 +48,7 @@ describe('readGetRequest', () => {
     expect(readGetRequest('/graphql?query=a&variables=%7B%22x%22:1%7D&variables=%7B+%22x%22+:+1%7D')).toMatchObject({
       kind: 'graphql',
       canonicalVariables: '{"x":1}',
+      orderedVariables: '{"x":1}',
     });
   });
 
@@ -158,7 +160,7 @@ describe('what else the origin sees, for the key', () => {
     expect(post('{"query":"x","operationName":"A","variables":{},"extensions":{}}')).toMatchObject({ otherMembers: '' });
     expect(post('{"query":"x","documentId":"d1"}')).toMatchObject({ otherMembers: '{"documentId":"d1"}' });
     expect(post('{ "tenant" : { "b" : 1.0, "a":"\\u0061" }, "query":"x", "documentId":"d1"}')).toMatchObject({
-      otherMembers: '{"documentId":"d1","tenant":{"a":"a","b":1.0}}',
+      otherMembers: '{"documentId":"d1","tenant":{"b":1.0,"a":"a"}}',
     });
     expect(post('{"query":"x","documentId":null}')).toMatchObject({ otherMembers: '{"documentId":null}' });
     expect(readGetRequest('/graphql?query=x&documentId=d1')).toMatchObject({ otherMembers: '', otherUrlParameters: 'documentId=d1' });
@@ -321,6 +323,7 @@ describe('readPostRequest', () => {
       kind: 'graphql',
       params: { query: 'query Q($n: Int) { n(v: $n) }', operationName: 'Q', variables: { n: 1 }, extensions: { e: true } },
       canonicalVariables: '{"n":1.0}',
+      orderedVariables: '{"n":1.0}',
       canonicalExtensions: '{"e":true}',
       documentIds: [null],
       namesDocumentId: false,
@@ -383,7 +386,8 @@ describe('readPostRequest', () => {
     const reference = { persistedQuery: { version: 1, sha256Hash: 'h' }, clientLibrary: { name: '@apollo/client' }, tenant: 'a' };
     expect(post(JSON.stringify({ extensions: reference }))).toMatchObject({
       canonicalExtensions: '{"tenant":"a"}',
-      canonicalExtensionsById: '{"persistedQuery":{"sha256Hash":"h","version":1},"tenant":"a"}',
+      // Each extension's members in the order sent: the origin's own code reads them.
+      canonicalExtensionsById: '{"persistedQuery":{"version":1,"sha256Hash":"h"},"tenant":"a"}',
     });
   });
 
@@ -401,6 +405,7 @@ describe('readPostRequest', () => {
       kind: 'graphql',
       params: { query: undefined, operationName: undefined, variables: {}, extensions: {} },
       canonicalVariables: '{}',
+      orderedVariables: '{}',
       canonicalExtensions: '',
       documentIds: [],
       namesDocumentId: false,
@@ -508,8 +513,8 @@ describe('readPostRequest', () => {
       expect(post('[{"query":"a","variables":{"n":1.0}}, {"query":"mutation { m }","operationName":"M"}]')).toEqual({
         kind: 'batch',
         operations: [
-          { params: { query: 'a', operationName: undefined, variables: { n: 1 }, extensions: {} }, canonicalVariables: '{"n":1.0}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, idsSent: [], canonicalExtensionsById: '' },
-          { params: { query: 'mutation { m }', operationName: 'M', variables: {}, extensions: {} }, canonicalVariables: '{}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, idsSent: [], canonicalExtensionsById: '' },
+          { params: { query: 'a', operationName: undefined, variables: { n: 1 }, extensions: {} }, canonicalVariables: '{"n":1.0}', orderedVariables: '{"n":1.0}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, idsSent: [], canonicalExtensionsById: '' },
+          { params: { query: 'mutation { m }', operationName: 'M', variables: {}, extensions: {} }, canonicalVariables: '{}', orderedVariables: '{}', canonicalExtensions: '', documentIds: [], namesDocumentId: false, idsSent: [], canonicalExtensionsById: '' },
         ],
       });
     });
@@ -535,6 +540,7 @@ describe('remembered readings', () => {
       kind: 'graphql',
       params: { query: 'query Q($n: Int) { n(v: $n) }', operationName: undefined, variables: { n: { deep: [1] } }, extensions: {} },
       canonicalVariables: '{"n":{"deep":[1]}}',
+      orderedVariables: '{"n":{"deep":[1]}}',
       canonicalExtensions: '',
       documentIds: [],
       namesDocumentId: false,

@@ -55,6 +55,11 @@ const OPERATIONS: fc.Arbitrary<Operation> = fc.oneof(
   fc.constant({ query: '{ e: echo { id text } }' }),
   fc.constantFrom(...NUMBER_SPELLINGS).map((n) => ({ query: 'query Num($n: Float) { echo(n: $n) { id text } }', variables: `{"n":${n}}` })),
   fc.constantFrom('a', 'b').map((s) => ({ query: 'query Str($s: String) { echo(s: $s) { id text } }', variables: `{"s":"${s}"}` })),
+  // A custom scalar's object, its members in either order: the origin's code may read that order.
+  fc.constantFrom('{"a":1,"b":[{"d":2,"c":3}]}', '{"b":[{"d":2,"c":3}],"a":1}', '{"a":1,"b":[{"c":3,"d":2}]}').map((j) => ({
+    query: 'query Json($j: JSON) { echo(j: $j) { id text } }',
+    variables: `{"j":${j}}`,
+  })),
   fc.constant({ query: '{ viewer { id text } }' }),
   fc.constant({ query: '{ session { id text } }' }),
   fc.constant({ query: '{ echo { id text } session { id text } }' }),

@@ -175,6 +175,16 @@ describe('items 7 and 10: parameters read as the origin runs them', () => {
     expect(status(await str('{ "variables" : { "s" : "\\u0061" }, "query":"query Str($s: String) { echo(s: $s) { id text } }"}'))).toBe('HIT');
   });
 
+  it("keys a custom scalar's object with its members in the order sent, which the origin's code sees", async () => {
+    const json = (j: string) => post(`{"query":"query Json($j: JSON) { echo(j: $j) { id text } }","variables":{"j":${j}}}`);
+    const first = await json('{"b":2,"a":1}');
+    const other = await json('{"a":1,"b":2}');
+    const again = await json('{ "b" : 2 , "a" : 1 }');
+    expect([first, other, again].map(status)).toEqual(['MISS', 'MISS', 'HIT']);
+    expect(JSON.parse(JSON.parse(other.text).data.echo.text).variables).toBe('{"j":{"a":1,"b":2}}');
+    expect(again.text).toBe(first.text);
+  });
+
   it('passes a body that is not UTF-8, uncached', async () => {
     const body = Buffer.concat([Buffer.from('{"query":"query Str($s: String) { echo(s: $s) { id text } }","variables":{"s":"'), Buffer.from([0xff]), Buffer.from('"}}')]);
     const answers = [await send({ headers: json, body }), await send({ headers: json, body })];

@@ -45,8 +45,11 @@ export const ECHO_SCHEMA_SDL = `type Echo {
   text: String!
 }
 
+"A custom scalar: its value reaches the resolver as sent, members in their order."
+scalar JSON
+
 type Query {
-  echo(n: Float, s: String): Echo
+  echo(n: Float, s: String, j: JSON): Echo
   viewer: Echo
   session: Echo
 }
