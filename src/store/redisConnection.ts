@@ -92,6 +92,13 @@ function commandOptions(config: RedisConfig, endpoint: RedisEndpoint | undefined
     password: endpoint?.password,
     tls: endpoint?.tls ? {} : undefined,
     commandTimeout: config.commandTimeoutMs,
+    // A command that timed out stays in ioredis's queue until its reply comes: with a Redis that
+    // stops answering without closing the connection (a stalled process, a network black hole),
+    // each request would leave one there for as long as the stall lasts (an audit measured 1.9 KB a
+    // request). No reply for this long while commands wait closes the connection, which fails them
+    // all, and the store reconnects. Every command svc-cache sends must answer within
+    // commandTimeoutMs anyway, so a healthy Redis never comes near it.
+    socketTimeout: Math.max(SOCKET_TIMEOUT_COMMAND_TIMEOUTS * config.commandTimeoutMs, MIN_SOCKET_TIMEOUT_MS),
     connectTimeout: CONNECT_TIMEOUT_MS,
     maxRetriesPerRequest: 1,
     // Lookups of concurrent HITs leave in one socket write instead of one each: writing the MGET
@@ -133,6 +140,9 @@ function createStandaloneClient(config: RedisConfig, overrides: RedisOptions): R
 }
 
 const CONNECT_TIMEOUT_MS = 2000;
+/** socketTimeout: commands in flight with no reply for 4 command timeouts, and at least 1 s, close the connection. */
+const SOCKET_TIMEOUT_COMMAND_TIMEOUTS = 4;
+const MIN_SOCKET_TIMEOUT_MS = 1000;
 const MAX_RECONNECT_DELAY_MS = 1000;
 const RETRY_DELAY_IN_CLUSTER_MS = 50;
 

@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createStore, type CacheStore, type InvalidationMark } from '../../src/store/index.js';
 import { startRedisServer, type RedisServer } from '../support/redis.js';
+import { startTcpProxy } from '../support/tcpProxy.js';
 import { jsonResponse, sleep, untilReady } from './contract.js';
 
 const COMMAND_TIMEOUT_MS = 200;
@@ -85,6 +86,30 @@ describe('Redis store faults', () => {
       admin.disconnect();
     }
     await vi.waitFor(() => store.ping(), { timeout: 5000, interval: 50 });
+  });
+
+  it('closes a connection whose Redis stopped answering, so that timed-out commands are not kept, and reconnects', async () => {
+    // A stalled Redis (SIGSTOP, a network black hole) keeps the connection open and answers
+    // nothing: ioredis keeps every command that timed out until a reply comes, one per request.
+    const proxy = await startTcpProxy(server.port);
+    const stalled = await untilReady(
+      createStore({ url: `redis://127.0.0.1:${proxy.port}`, keyPrefix: 'faults:', commandTimeoutMs: COMMAND_TIMEOUT_MS }, { memoryMaxBytes: 0 }),
+    );
+    try {
+      await stalled.lookup('query');
+      const [first] = proxy.connections();
+      first!.hold();
+      const lookups = await Promise.allSettled(Array.from({ length: 50 }, () => stalled.lookup('query')));
+      expect(lookups.every(({ status }) => status === 'rejected')).toBe(true);
+      // The socket timeout (4 command timeouts, at least 1 s) closes the held connection, and the
+      // store serves again from a new one although the first never answers.
+      await vi.waitFor(() => stalled.lookup('query'), { timeout: 5000, interval: 100 });
+      expect(proxy.connections().length).toBeGreaterThan(1);
+      expect(first!.heldBytes()).toBeGreaterThan(0);
+    } finally {
+      await stalled.close();
+      await proxy.close();
+    }
   });
 
   it('does not answer ping before a connection exists', async () => {
