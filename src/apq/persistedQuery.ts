@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config/index.js';
 import { graphQLErrorResponse, type HttpResponse } from '../http/index.js';
-import type { Logger } from '../observability/index.js';
+import type { RepeatedWarning } from '../observability/index.js';
 import { errorMessage, isPlainObject } from '../util/index.js';
 import type { PersistedQueryRegistry } from './registry.js';
 
@@ -33,7 +33,18 @@ export type PersistedQueryRefusal = 'not-found' | 'not-supported' | 'bad-version
 export interface PersistedQueryDependencies {
   apq: Config['apq'];
   registry: PersistedQueryRegistry;
-  logger: Logger;
+  warnings: PersistedQueryWarnings;
+}
+
+/**
+ * While the registry's store fails, every request naming a hash would log a line: any client can
+ * send them, so they are logged as the store's own failures are (RepeatedWarning; README, Faults).
+ */
+export interface PersistedQueryWarnings {
+  /** 'persisted query registry unavailable' */
+  registryUnavailable: RepeatedWarning;
+  /** 'persisted query not registered' */
+  notRegistered: RepeatedWarning;
 }
 
 export async function resolvePersistedQuery(
@@ -56,7 +67,7 @@ export async function resolvePersistedQuery(
       registered = await deps.registry.get(normalisedHash);
     } catch (error) {
       // Not-found makes the client resend the full query, which is then served: better than a 500.
-      deps.logger.warn({ err: errorMessage(error) }, 'persisted query registry unavailable');
+      deps.warnings.registryUnavailable.warn({ err: errorMessage(error) });
     }
     return registered === undefined ? refused('not-found') : { kind: 'resolved', query: registered };
   }
@@ -76,7 +87,7 @@ export async function registerPersistedQuery(registration: PersistedQueryRegistr
     await deps.registry.register(registration.hash, registration.query, deps.apq.ttl);
     return true;
   } catch (error) {
-    deps.logger.warn({ err: errorMessage(error) }, 'persisted query not registered');
+    deps.warnings.notRegistered.warn({ err: errorMessage(error) });
     return false;
   }
 }

@@ -1,6 +1,6 @@
 import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { persistedQueryNotFound, registerPersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/index.js';
-import type { PersistedQueryRegistry } from '../apq/index.js';
+import type { PersistedQueryRegistry, PersistedQueryWarnings } from '../apq/index.js';
 import type { Config, MutationPolicy } from '../config/index.js';
 import { batchWithoutIds, fragmentsOf, hasUrlParameter, parseDocument, rewrittenForOrigin } from '../graphql/index.js';
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
@@ -187,6 +187,9 @@ export class DecisionEngine {
   private queuedFlush: Promise<void> | undefined;
   /** While the store fails, every request would log these: a line, then one per 10 s (RepeatedWarning). */
   private readonly storeWarnings: Record<'lookup' | 'stale' | 'store', RepeatedWarning>;
+  private readonly apqWarnings: PersistedQueryWarnings;
+  /** Any client can send a purge without a token: a line, then one per 10 s (README, Purge API). */
+  private readonly purgeRefusals: RepeatedWarning;
 
   constructor(private readonly deps: EngineDependencies) {
     this.now = deps.now ?? Date.now;
@@ -197,6 +200,11 @@ export class DecisionEngine {
       stale: warning('cache store unavailable; relaying the origin failure'),
       store: warning('cache store unavailable; response not stored'),
     };
+    this.apqWarnings = {
+      registryUnavailable: warning('persisted query registry unavailable'),
+      notRegistered: warning('persisted query not registered'),
+    };
+    this.purgeRefusals = warning('purge refused');
   }
 
   /** Invalidations after mutations that failed and wait for their retry (README, Invalidation after mutations). */
@@ -418,7 +426,7 @@ export class DecisionEngine {
   }
 
   private resolutionDependencies(config: Config): ResolutionDependencies {
-    return { apq: config.apq, registry: this.deps.persistedQueries, logger: this.deps.logger, documents: config.persistedDocuments?.documents };
+    return { apq: config.apq, registry: this.deps.persistedQueries, warnings: this.apqWarnings, documents: config.persistedDocuments?.documents };
   }
 
   private batchedMutation(checked: CheckedOperation, config: Config, schema: GraphQLSchema | undefined): MutationPlan | undefined {
@@ -469,7 +477,7 @@ export class DecisionEngine {
         headers: head.headers,
         responseMediaType: ownAnswerMediaType(headerValue(head.headers, 'accept')),
       },
-      { originSchema: schema, config, store: this.deps.store, logger: this.deps.logger, onPurge: (event) => this.report((events) => events.purge(event)) },
+      { originSchema: schema, config, store: this.deps.store, logger: this.deps.logger, refusals: this.purgeRefusals, onPurge: (event) => this.report((events) => events.purge(event)) },
     );
     return response && { kind: 'respond', outcome: 'PASS', passReason: 'purge', response };
   }
@@ -956,7 +964,7 @@ export class DecisionEngine {
     exchange.registration = undefined;
     if (!registration) return;
     const { config } = this.deps.state();
-    const registered = await registerPersistedQuery(registration, { apq: config.apq, registry: this.deps.persistedQueries, logger: this.deps.logger });
+    const registered = await registerPersistedQuery(registration, { apq: config.apq, registry: this.deps.persistedQueries, warnings: this.apqWarnings });
     if (registered) this.report((events) => events.persistedQuery('registered'));
   }
 

@@ -1,5 +1,5 @@
 import { BREAK, Kind, OperationTypeNode, visit, type ASTNode, type DirectiveNode, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
-import { resolvePersistedQuery, type PersistedQueryRefusal, type PersistedQueryRegistration } from '../apq/index.js';
+import { resolvePersistedQuery, type PersistedQueryRefusal, type PersistedQueryRegistration, type PersistedQueryWarnings } from '../apq/index.js';
 import type { Config } from '../config/index.js';
 import { parseDocument, selectOperation, variablesKeyText, type ParsedDocument } from '../graphql/index.js';
 import type { GraphQLParams } from '../graphql/index.js';
@@ -8,7 +8,6 @@ import { ambiguousRequestResponse, possibleOperations, readGetRequest, readPostR
 import { acceptsNoJson, ownAnswerMediaType } from '../http/index.js';
 import { headerValue, type HeaderList } from '../http/index.js';
 import { graphQLErrorResponse, type HttpResponse, type OwnErrorCode } from '../http/index.js';
-import type { Logger } from '../observability/index.js';
 import { carriesPurgeToken, looksLikePurge } from '../purge/index.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
 import { namedDocumentId, type PersistedDocuments } from '../persistedDocuments/index.js';
@@ -139,7 +138,7 @@ export function refusedForEach(verdict: Verdict, count: number): Verdict {
   return { ...verdict, response: { ...verdict.response, body: Buffer.from(`[${Array.from({ length: count }, () => refusal).join(',')}]`) } };
 }
 
-type ApqDependencies = { apq: Config['apq']; registry: PersistedQueryRegistry; logger: Logger };
+type ApqDependencies = { apq: Config['apq']; registry: PersistedQueryRegistry; warnings: PersistedQueryWarnings };
 export type ResolutionDependencies = ApqDependencies & { documents: PersistedDocuments | undefined };
 
 async function resolveReference(params: GraphQLParams, deps: ApqDependencies): Promise<ApqResult> {

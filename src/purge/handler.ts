@@ -12,7 +12,7 @@ import type { Config } from '../config/index.js';
 import { collectFields, fragmentsOf, validationErrors } from '../graphql/index.js';
 import { CACHE_STATUS_HEADER, type HttpResponse } from '../http/index.js';
 import { headerValue, type HeaderList } from '../http/index.js';
-import type { Logger } from '../observability/index.js';
+import type { Logger, RepeatedWarning } from '../observability/index.js';
 import type { CacheStore } from '../store/index.js';
 import type { GraphQLResponseMediaType } from '../http/index.js';
 import { derivePurgeApi, type PurgeApi } from './schema.js';
@@ -60,6 +60,8 @@ export interface PurgeDependencies {
   config: Config;
   store: CacheStore;
   logger: Logger;
+  /** 'purge refused', for a purge without a valid token, which any client can send (RepeatedWarning). */
+  refusals: RepeatedWarning;
   /** Told of every purge attempt and every refused token, for metrics. */
   onPurge?: (event: PurgeEvent) => void;
 }
@@ -106,7 +108,7 @@ export async function handlePurgeRequest(
       purge.tokens.length === 0
         ? 'Purging is disabled: no purge tokens are configured'
         : `Missing or invalid purge token in the ${tokenHeader} header`;
-    deps.logger.warn({ route }, `purge refused: ${message}`);
+    deps.refusals.warn({ route, reason: message });
     deps.onPurge?.({ result: 'unauthorized' });
     return respond(401, { errors: [{ message, extensions: { code: 'UNAUTHENTICATED' } }] }, [
       ['www-authenticate', `SvcPurgeToken realm="svc-cache purge", header="${tokenHeader}"`],

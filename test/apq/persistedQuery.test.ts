@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { registerPersistedQuery, resolvePersistedQuery, withoutPersistedQuery } from '../../src/apq/persistedQuery.js';
+import { RepeatedWarning } from '../../src/observability/index.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { MemoryPersistedQueryRegistry, type PersistedQueryRegistry } from '../../src/apq/index.js';
 
@@ -8,7 +9,9 @@ const QUERY = '{ todos { id } }';
 const HASH = createHash('sha256').update(QUERY).digest('hex');
 
 function deps(registry: PersistedQueryRegistry = new MemoryPersistedQueryRegistry({ maxBytes: () => 1024 * 1024 })) {
-  return { apq: { enabled: true, ttl: 60, forwardPersistedQuery: false, maxBytes: 1024 * 1024 }, registry, logger: silentLogger() };
+  const warning = (message: string) => new RepeatedWarning(silentLogger(), message);
+  const warnings = { registryUnavailable: warning('persisted query registry unavailable'), notRegistered: warning('persisted query not registered') };
+  return { apq: { enabled: true, ttl: 60, forwardPersistedQuery: false, maxBytes: 1024 * 1024 }, registry, warnings };
 }
 
 const unreachableRegistry: PersistedQueryRegistry = {

@@ -843,6 +843,30 @@ describe('DecisionEngine', () => {
     ]);
   });
 
+  it('logs what any client can make fail on every request, an unreachable APQ registry and purges without a token, as the store failures', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+        done();
+      },
+    });
+    const down = (): Promise<never> => Promise.reject(new Error('redis down'));
+    const failing = new DecisionEngine(
+      unitEngineDependencies(() => ({ config: current, schema }), store, () => now, {
+        logger: pino({ level: 'info' }, sink),
+        persistedQueries: { get: down, register: down },
+      }),
+    );
+    const hashOnly = post({ extensions: { persistedQuery: { version: 1, sha256Hash: 'a'.repeat(64) } } });
+    const purge = post({ query: 'mutation { _purgeAll }' });
+    for (let request = 0; request < 20; request += 1) {
+      await decide(hashOnly.head, hashOnly.body, failing);
+      await decide(purge.head, purge.body, failing);
+    }
+    expect(lines.map(({ msg }) => msg)).toEqual(['persisted query registry unavailable', 'purge refused']);
+  });
+
   describe('stored documents sent by id, with the origin\'s manifest (persistedDocuments)', () => {
     const MANIFEST = new Map([
       ['todoTitles', 'query TodoTitles { todos { id title } }'],

@@ -23,7 +23,7 @@ import { selectionOf } from '../../src/graphql/selection.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { CacheStore } from '../../src/store/index.js';
 import { MemoryPersistedQueryRegistry } from '../../src/apq/registry.js';
-import { silentLogger } from '../../src/observability/index.js';
+import { RepeatedWarning, silentLogger } from '../../src/observability/index.js';
 import { demoSchemaSDL } from '../support/origin.js';
 
 /** Each stage of a request's decision alone, with plain inputs. */
@@ -97,7 +97,10 @@ describe('resolveQuery', () => {
   const deps = (documents?: ReadonlyMap<string, string>) => ({
     apq: config().apq,
     registry: new MemoryPersistedQueryRegistry({ maxBytes: () => 1024 * 1024 }),
-    logger: silentLogger(),
+    warnings: {
+      registryUnavailable: new RepeatedWarning(silentLogger(), 'persisted query registry unavailable'),
+      notRegistered: new RepeatedWarning(silentLogger(), 'persisted query not registered'),
+    },
     documents,
   });
   const hash = (text: string) => createHash('sha256').update(text).digest('hex');

@@ -5,6 +5,7 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { configSchema, type Config } from '../../src/config/schema.js';
 import { parseDocument, selectOperation } from '../../src/graphql/document.js';
 import type { GraphQLResponseMediaType } from '../../src/http/accept.js';
+import { RepeatedWarning } from '../../src/observability/index.js';
 import { silentLogger, type Logger } from '../../src/observability/log.js';
 import {
   handlePurgeRequest,
@@ -96,6 +97,7 @@ describe('handlePurgeRequest', () => {
       config: current,
       store,
       logger,
+      refusals: new RepeatedWarning(logger, 'purge refused'),
       onPurge: (event) => events.push(event),
     });
 
