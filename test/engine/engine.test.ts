@@ -783,13 +783,7 @@ describe('DecisionEngine', () => {
   });
 
   it('logs at most 200 characters of why a request passed, which can quote the client', async () => {
-    const lines: Array<Record<string, unknown>> = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-        done();
-      },
-    });
+    const { lines, sink } = capturedLines();
     const logged = new DecisionEngine(unitEngineDependencies(() => ({ config: current, schema }), store, () => now, { logger: pino({ level: 'debug' }, sink) }));
     const operationName = `Op${'x'.repeat(99_000)}`;
     const request = post({ query: '{ todos { id } }', operationName });
@@ -814,13 +808,7 @@ describe('DecisionEngine', () => {
         throw new Error('redis down');
       }
     }
-    const lines: Array<Record<string, unknown>> = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-        done();
-      },
-    });
+    const { lines, sink } = capturedLines();
     const failing = new DecisionEngine({
       state: () => ({ config: current, schema }),
       store: new UnreachableStore({ maxBytes: 1024 }),
@@ -844,13 +832,7 @@ describe('DecisionEngine', () => {
   });
 
   it('logs what any client can make fail on every request, an unreachable APQ registry and purges without a token, as the store failures', async () => {
-    const lines: Array<Record<string, unknown>> = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-        done();
-      },
-    });
+    const { lines, sink } = capturedLines();
     const down = (): Promise<never> => Promise.reject(new Error('redis down'));
     const failing = new DecisionEngine(
       unitEngineDependencies(() => ({ config: current, schema }), store, () => now, {
@@ -1134,3 +1116,15 @@ describe('DecisionEngine', () => {
     });
   });
 });
+
+/** A sink for a pino logger that keeps each line it writes, parsed. */
+function capturedLines(): { lines: Array<Record<string, unknown>>; sink: Writable } {
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { lines, sink };
+}
