@@ -64,7 +64,18 @@ export interface PurgeDependencies {
   refusals: RepeatedWarning;
   /** Told of every purge attempt and every refused token, for metrics. */
   onPurge?: (event: PurgeEvent) => void;
+  /** How long the store may take to confirm a purge before the answer is 503 (PURGE_CONFIRMATION_MS). */
+  confirmationMs?: number;
 }
+
+/**
+ * How long a purge waits for the store's confirmation before it answers 503 `PURGE_NOT_APPLIED`.
+ * The sidecar asks Envoy for 5 s more once it has worked 500 ms on a message (README, Envoy settings:
+ * `max_message_timeout`); past that Envoy goes on without it and forwards the purge to the origin,
+ * whose answer (an unknown field) the purge job would take for the purge's. 4 s leaves room for the
+ * request's reading and the answer's writing. The store goes on with the purge meanwhile.
+ */
+export const PURGE_CONFIRMATION_MS = 4_000;
 
 export type PurgeEvent =
   | ({ result: 'purged'; removedEntries: number; staleEntries: number } & PurgeSummary)
@@ -131,13 +142,8 @@ export async function handlePurgeRequest(
   if (route === 'purge-schema-query') return respond(200, result);
 
   const summary = summaryOf(targets);
-  let applied: { removedEntries: number; staleEntries: number };
-  try {
-    applied = await applyPurge(summary, deps.store);
-  } catch (error) {
-    const reason = errorMessage(error);
-    deps.logger.error({ ...logFields(summary), err: reason }, 'purge not applied: the cache store failed');
-    deps.onPurge?.({ result: 'store-failed', error: reason, ...summary });
+  const applied = await confirmedPurge(summary, deps);
+  if (applied === undefined) {
     // A request-level failure caused by the server: no `data`, and 503 whatever the media type, so
     // that the operator's purge job sees a failure (and retries) without reading the body.
     return respond(503, {
@@ -152,6 +158,42 @@ export async function handlePurgeRequest(
   deps.logger.info({ ...logFields(summary), ...applied }, 'purge applied');
   deps.onPurge?.({ result: 'purged', ...applied, ...summary });
   return respond(200, result);
+}
+
+/**
+ * The purge applied, or undefined when the store failed or did not confirm it within
+ * `confirmationMs`: then the answer must not be `true`, though a late purge may still complete
+ * (logged as such), and the job's retry applies it again.
+ */
+async function confirmedPurge(summary: PurgeSummary, deps: PurgeDependencies): Promise<AppliedPurge | undefined> {
+  const applying = applyPurge(summary, deps.store);
+  let deadline: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    deadline = setTimeout(() => resolve('late'), deps.confirmationMs ?? PURGE_CONFIRMATION_MS);
+  });
+  try {
+    const first = await Promise.race([applying, late]);
+    if (first !== 'late') return first;
+    deps.logger.error({ ...logFields(summary), confirmationMs: deps.confirmationMs ?? PURGE_CONFIRMATION_MS }, 'purge not confirmed in time; answered 503');
+    deps.onPurge?.({ result: 'store-failed', error: 'not confirmed in time', ...summary });
+    applying.then(
+      (applied) => deps.logger.warn({ ...logFields(summary), ...applied }, 'purge applied after its 503 answer'),
+      (error: unknown) => deps.logger.error({ ...logFields(summary), err: errorMessage(error) }, 'purge not applied: the cache store failed'),
+    );
+    return undefined;
+  } catch (error) {
+    const reason = errorMessage(error);
+    deps.logger.error({ ...logFields(summary), err: reason }, 'purge not applied: the cache store failed');
+    deps.onPurge?.({ result: 'store-failed', error: reason, ...summary });
+    return undefined;
+  } finally {
+    clearTimeout(deadline);
+  }
+}
+
+interface AppliedPurge {
+  removedEntries: number;
+  staleEntries: number;
 }
 
 type PurgeRoute = 'purge' | 'purge-schema-query';
@@ -196,7 +238,7 @@ function summaryOf(targets: PurgeTargets): PurgeSummary {
  * whole. `invalidateAll` covers every tag, so `_purgeAll` alongside other purge fields needs nothing
  * more; a tag purged both ways is purged hard (summaryOf).
  */
-async function applyPurge(summary: PurgeSummary, store: CacheStore): Promise<{ removedEntries: number; staleEntries: number }> {
+async function applyPurge(summary: PurgeSummary, store: CacheStore): Promise<AppliedPurge> {
   const removedEntries = summary.everything
     ? await store.invalidateAll()
     : summary.tags.length > 0

@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { buildSchema, type GraphQLSchema } from 'graphql';
 import { pino } from 'pino';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
@@ -72,8 +73,10 @@ describe('handlePurgeRequest', () => {
   let current: Config;
   let originSchema: GraphQLSchema;
   let logger: Logger;
+  let confirmationMs: number | undefined;
 
   beforeEach(async () => {
+    confirmationMs = undefined;
     store = new MemoryStore({ maxBytes: 1024 * 1024 });
     events = [];
     current = config();
@@ -99,6 +102,7 @@ describe('handlePurgeRequest', () => {
       logger,
       refusals: new RepeatedWarning(logger, 'purge refused'),
       onPurge: (event) => events.push(event),
+      confirmationMs,
     });
 
   /** The seeded entries still fresh (held and within max-age): soft purges leave entries held but stale. */
@@ -531,6 +535,25 @@ describe('handlePurgeRequest', () => {
         tags: [tag.type('Todo'), tag.entity('User', 'u2'), tag.unkeyed('User')],
         soft: { everything: false, tags: [] },
       });
+    });
+
+    it('answers 503 when the store does not confirm within confirmationMs, before Envoy would forward the purge, and the purge goes on', async () => {
+      // Envoy waits at most 5 s more for the answer (max_message_timeout), then forwards the purge
+      // to the origin: a purge of 60,000 ids took longer against a real Redis.
+      confirmationMs = 50;
+      const invalidate = store.invalidate.bind(store);
+      vi.spyOn(store, 'invalidate').mockImplementation(async (tags) => {
+        await sleep(300);
+        return invalidate(tags);
+      });
+      const started = performance.now();
+      const response = await purge('mutation { purgeUser(id: "u2") }');
+      expect(performance.now() - started).toBeLessThan(250);
+      expect(response?.status).toBe(503);
+      expect(JSON.parse(response!.body.toString()).errors[0].extensions).toEqual({ code: 'PURGE_NOT_APPLIED' });
+      expect(events).toMatchObject([{ result: 'store-failed', error: 'not confirmed in time', tags: [tag.entity('User', 'u2'), tag.unkeyed('User')] }]);
+      expect(await remaining()).toContain('user2');
+      await vi.waitFor(async () => expect(await remaining()).not.toContain('user2'), { timeout: 2000, interval: 50 });
     });
 
     it('answers 503 when invalidateAll rejects', async () => {
