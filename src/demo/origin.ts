@@ -183,11 +183,12 @@ function lowerCaseKeys<T>(record: Record<string, T>): Record<string, T> {
 }
 
 /**
- * Routed as Express routes by default (case-insensitive, a trailing slash allowed), as many origins
- * do: `/graphql/` reaches the same handler, which svc-cache must allow for (README, Invalidation
- * after mutations).
+ * Routed as Express routes a handler mounted with `app.use('/graphql', …)`, as Apollo Server 4
+ * documents it (case-insensitive, the path and every path below it), as many origins do:
+ * `/graphql/` and `/graphql/x` reach the same handler, which svc-cache must allow for (README,
+ * Invalidation after mutations).
  */
 function routesToGraphQL(pathname: string): boolean {
   const lower = pathname.toLowerCase();
-  return lower === DEMO_ORIGIN_PATH || lower === `${DEMO_ORIGIN_PATH}/`;
+  return lower === DEMO_ORIGIN_PATH || lower.startsWith(`${DEMO_ORIGIN_PATH}/`);
 }

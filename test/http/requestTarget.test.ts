@@ -23,15 +23,20 @@ describe('endpointOf', () => {
     },
   );
 
-  it.each(['/graphql/', '/GRAPHQL', '//graphql', '/graphql;x', '/%67raphql', '/./graphql', '/x/../graphql', '/%2e/graphql', '/GraphQL/?x=1'])(
+  it.each(['/graphql/', '/GRAPHQL', '//graphql', '/graphql;x', '/%67raphql', '/./graphql', '/x/../graphql', '/%2e/graphql', '/GraphQL/?x=1', '/graphql/x', '/graphql/x/y?z', '/Graphql//x'])(
     '%j is a variant an origin may route to /graphql',
     (path) => {
       expect(isEndpointVariant(path, ['/graphql'])).toBe(true);
     },
   );
 
-  it.each(['/graphql%3F', '/graphq', '/graphqlx', '/', '', '/echo', '/graphql/x', '/x/graphql', '/graphql%2F'])('%j is no variant of /graphql', (path) => {
+  it.each(['/graphql%3F', '/graphq', '/graphqlx', '/', '', '/echo', '/x/graphql', '/graphql%2F', '/graphql.json', '/graphql/..'])('%j is no variant of /graphql', (path) => {
     expect(isEndpointVariant(path, ['/graphql'])).toBe(false);
+  });
+
+  it('takes no path below an endpoint at the root for a variant of it', () => {
+    expect(isEndpointVariant('/', ['/'])).toBe(true);
+    expect(isEndpointVariant('/other', ['/'])).toBe(false);
   });
 
   it('matches any configured endpoint and only those', () => {
