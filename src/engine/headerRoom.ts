@@ -1,5 +1,5 @@
 import { CACHE_STATUS_HEADER, type HeaderList } from '../http/index.js';
-import type { HeaderChanges } from './responses.js';
+import { replayableHeaders, type HeaderChanges } from './responses.js';
 
 /**
  * Envoy's default limits on a header map (`max_headers_count`, `max_request_headers_kb` and
@@ -28,6 +28,27 @@ export function fitToEnvoyLimits(current: HeaderList, changes: HeaderChanges, re
   const withoutOwn = { set: changes.set.filter(([name]) => !isInformational(name)), remove: changes.remove };
   return { changes: withoutOwn, fits: fits(current, changes.remove, sent(withoutOwn.set)) };
 }
+
+/**
+ * Whether a HIT of this answer fits Envoy's header limits. A HIT is an immediate response carrying
+ * the stored headers, the scope's (`scopeHeaders`) and those svc-cache adds (HIT_ADDED_HEADERS);
+ * over the limits Envoy refuses the whole header mutation and sends the body with none of them
+ * (docs/ext-proc.md, Header mutations): a compressed body without `content-encoding`, a scoped one
+ * without `cache-control: private`. The MISS itself leaves out svc-cache's own headers to fit.
+ */
+export function hitFitsEnvoyLimits(originHeaders: HeaderList, scopeHeaders: HeaderList): boolean {
+  const stored = replayableHeaders(originHeaders);
+  const bytes = byteSize(stored) + byteSize(scopeHeaders) + HIT_ADDED_BYTES;
+  return stored.length + scopeHeaders.length + HIT_ADDED_HEADERS <= ENVOY_MAX_HEADER_COUNT && bytes <= ENVOY_MAX_HEADER_BYTES;
+}
+
+/**
+ * What every HIT may add besides the scope's headers: `:status`, `content-type`, `content-encoding`
+ * and `vary` (a compressed entry), `svc-cache` and `age` (hitResponse); their values take well
+ * under 1 KiB.
+ */
+const HIT_ADDED_HEADERS = 6;
+const HIT_ADDED_BYTES = 1024;
 
 function isInformational(name: string): boolean {
   return name === CACHE_STATUS_HEADER || name.startsWith('svc-debug-');

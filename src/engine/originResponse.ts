@@ -61,7 +61,8 @@ export function storeVerdict(status: number, headers: HeaderList, context: Store
   let originSeconds: number | undefined;
   if (storable.storable) originSeconds = storable.freshSeconds;
   else if (!(context.ignoreOriginCacheControl && LIFETIME_REASONS.has(storable.reason))) return { reason: storable.reason };
-  if (headerValue(headers, 'set-cookie') !== undefined) return { reason: 'origin-set-cookie' };
+  // Set-Cookie2 (RFC 2965, obsolete) still sets a cookie in the clients that read it.
+  if (headerValue(headers, 'set-cookie') !== undefined || headerValue(headers, 'set-cookie2') !== undefined) return { reason: 'origin-set-cookie' };
   if (isEncoded(headers)) return { reason: 'origin-encoded' };
   if (Number(headerValue(headers, 'content-length')) > context.maxResponseBodyBytes) return { reason: 'response-too-large' };
   const { rules } = context;

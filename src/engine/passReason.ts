@@ -70,6 +70,8 @@ export type PassReason =
   | 'origin-no-body'
   | 'origin-max-age-zero'
   | 'response-too-large'
+  /** A HIT of the answer would cross Envoy's header limits, which would drop all its headers. */
+  | 'response-headers-too-large'
   | 'response-not-graphql'
   | 'response-has-errors'
   | 'untaggable-response'

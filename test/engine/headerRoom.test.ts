@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fitToEnvoyLimits } from '../../src/engine/headerRoom.js';
+import { fitToEnvoyLimits, hitFitsEnvoyLimits } from '../../src/engine/headerRoom.js';
 
 /** `n` headers as Envoy holds them: `:status` first. */
 function headers(n: number, valueBytes = 1): Array<[string, string]> {
@@ -47,3 +47,25 @@ describe('fitToEnvoyLimits', () => {
     expect(fitToEnvoyLimits(headers(100), statusAndDebug)).toEqual({ changes: { set: [['vary', 'x-team']], remove: [] }, fits: false });
   });
 });
+
+describe('hitFitsEnvoyLimits', () => {
+  // `headers(n)` holds `:status` and n - 1 replayed headers; a HIT adds :status, content-type,
+  // content-encoding, vary, svc-cache and age.
+  const scope: Array<[string, string]> = [['cache-control', 'private, no-cache'], ['vary', 'x-team']];
+
+  it('fits 94 replayed headers with the six a HIT adds, not 95', () => {
+    expect(hitFitsEnvoyLimits([...headers(95), ['content-type', 'application/json'], ['date', 'x']], [])).toBe(true);
+    expect(hitFitsEnvoyLimits(headers(96), [])).toBe(false);
+  });
+
+  it("counts a scope's headers", () => {
+    expect(hitFitsEnvoyLimits(headers(93), scope)).toBe(true);
+    expect(hitFitsEnvoyLimits(headers(94), scope)).toBe(false);
+  });
+
+  it('keeps the HIT within 60 KiB of names and values', () => {
+    expect(hitFitsEnvoyLimits([['x-big', 'v'.repeat(58 * 1024)]], [])).toBe(true);
+    expect(hitFitsEnvoyLimits([['x-big', 'v'.repeat(59 * 1024)], ['x-more', 'v'.repeat(1024)]], [])).toBe(false);
+  });
+});
+

@@ -47,6 +47,7 @@ describe('storeVerdict', () => {
     ['vary on an unkeyed header', 200, [JSON_TYPE, ['vary', 'X-Tenant']], { reason: 'origin-vary' }],
     ['vary *', 200, [JSON_TYPE, ['vary', 'Accept, *']], { reason: 'origin-vary-star' }],
     ['content-length over the limit', 200, [JSON_TYPE, ['content-length', '1001']], { reason: 'response-too-large' }],
+    ['set-cookie2', 200, [JSON_TYPE, ['set-cookie2', 'a=b; Version=1']], { reason: 'origin-set-cookie' }],
   ] as Array<[string, number, Array<[string, string]>, object]>)('%s', (_name, status, headers, verdict) => {
     expect(storeVerdict(status, headers, context)).toEqual(verdict);
   });

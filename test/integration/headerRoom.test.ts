@@ -38,4 +38,15 @@ describe('an origin answer at Envoy header limit', () => {
     expect([pass.status, pass.headers['svc-cache'], pass.json?.data]).toEqual([200, undefined, { addTodo: { id: '4' } }]);
     expect(stack().origin.requestCount()).toBe(2);
   });
+
+  it('does not store an answer whose HIT would cross the limit: Envoy would send it with none of its headers', async () => {
+    // 95 of its own beside content-type: a compressed HIT adds content-encoding, vary, svc-cache and age.
+    originAdds(95);
+    const query = '{ todos { id title done author { id name } } }';
+    const first = await postGraphQL(stack().url, { query }, { 'accept-encoding': 'gzip' });
+    const second = await postGraphQL(stack().url, { query }, { 'accept-encoding': 'gzip' });
+    expect(first.text.length).toBeGreaterThan(256);
+    expect([second.status, second.headers['x-origin-94'], second.headers['content-type'], second.text]).toEqual([200, 'v', first.headers['content-type'], first.text]);
+    expect(stack().origin.requestCount()).toBe(2);
+  });
 });
