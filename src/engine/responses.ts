@@ -23,15 +23,33 @@ export interface Replay {
 export function hitResponse(entry: CachedResponse, now: number, overrides: HeaderList, served: { body: Buffer; encoding: BodyEncoding }): HttpResponse {
   const age = Math.max(0, Math.floor((now - entry.storedAt) / 1000));
   const overridden = new Set(overrides.map(([name]) => name));
-  const headers: Array<[string, string]> = [
-    ['content-type', entry.contentType],
-    ...entry.headers.filter(([name]) => !overridden.has(name)),
-    ...overrides.map(([name, value]): [string, string] => [name, value]),
-  ];
-  if (served.encoding !== 'identity') headers.push(['content-encoding', served.encoding]);
+  const encoded = served.encoding !== 'identity';
+  const headers: Array<[string, string]> = [['content-type', entry.contentType]];
+  for (const [name, value] of entry.headers) {
+    if (overridden.has(name) || (encoded && OF_THE_IDENTITY_BYTES.has(name))) continue;
+    headers.push([name, encoded && name === 'etag' ? weakened(value) : value]);
+  }
+  for (const [name, value] of overrides) headers.push([name, value]);
+  if (encoded) headers.push(['content-encoding', served.encoding]);
   if (entry.encoding !== 'identity') varyOnAcceptEncoding(headers);
   headers.push([CACHE_STATUS_HEADER, 'HIT'], ['age', String(age)]);
   return { status: 200, headers, body: served.body };
+}
+
+/**
+ * The origin's digests of the bytes it sent (RFC 9530 `Content-Digest` and `Repr-Digest`, which
+ * cover the content coding, RFC 3230 `Digest`, `Content-MD5`): a HIT that sends the stored
+ * compressed bytes leaves them out rather than send digests its bytes fail.
+ */
+const OF_THE_IDENTITY_BYTES: ReadonlySet<string> = new Set(['content-digest', 'repr-digest', 'digest', 'content-md5']);
+
+/**
+ * A strong validator names one representation's exact bytes (RFC 9110 section 8.8.1): the
+ * compressed bytes are another, so a HIT that sends them weakens it, as nginx does when it gzips.
+ */
+function weakened(etag: string): string {
+  const trimmed = etag.trim();
+  return trimmed.startsWith('W/') ? trimmed : `W/${trimmed}`;
 }
 
 /** Adds `accept-encoding` to the last `vary` (or a `vary` of its own) unless it is listed already or `vary` is `*`. */
