@@ -40,6 +40,8 @@ export type PassReason =
   | 'not-acceptable'
   | 'purge'
   | 'bypass-header'
+  /** The request's `Cache-Control: no-store` (RFC 9111 section 5.2.1.5). */
+  | 'request-no-store'
   | 'no-rule'
   | 'max-age-zero'
   | 'credentials-on-public'

@@ -1,4 +1,4 @@
-import { headerValues, varyNames, type HeaderList } from './headers.js';
+import { headerValue, headerValues, varyNames, type HeaderList } from './headers.js';
 
 /**
  * What RFC 9111 lets a shared cache store, and for how long. svc-cache never revalidates, so what
@@ -86,6 +86,14 @@ export function staleLimits(headers: HeaderList): StaleLimits {
  */
 export function upstreamAgeSeconds(headers: HeaderList): number {
   return deltaSeconds(singleValue(headers, 'age')) ?? 0;
+}
+
+/**
+ * RFC 9111 section 5.2.1.5: a request's `no-store` forbids a cache to store any response to it. (Its
+ * `no-cache` and `max-age=0` are not honoured: any client could send them to reach the origin.)
+ */
+export function requestForbidsStoring(headers: HeaderList): boolean {
+  return headerValue(headers, 'cache-control') !== undefined && cacheControlDirectives(headers).has('no-store');
 }
 
 /** RFC 9110 section 7.7: `no-transform` forbids an intermediary to change the content, its coding included. */
