@@ -153,7 +153,7 @@ describe('ext_proc protocol', () => {
 
   it.each([
     // Accept alone decides nothing at the headers any more (README, HIT, MISS, PASS): only paths and upgrades.
-    ['a request for a path that is no endpoint', { ':path': '/graphql/stream' }],
+    ['a request for a path that is no endpoint', { ':path': '/events/stream' }],
     ['a WebSocket upgrade', { upgrade: 'websocket', connection: 'upgrade' }],
   ])('lets %s stream through untouched, neither body buffered', async (_name, headers) => {
     const stream = client.open();
