@@ -63,6 +63,8 @@ export type PassReason =
   | 'origin-pragma-no-cache'
   | 'origin-expired'
   | 'origin-max-age-invalid'
+  /** A Cache-Control line outside RFC 9111's grammar, which other caches may read as no-store or private. */
+  | 'origin-cache-control-invalid'
   | 'origin-vary-star'
   | 'origin-streaming'
   | 'origin-private'

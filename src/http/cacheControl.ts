@@ -16,6 +16,7 @@ export type UnstorableReason =
   | 'origin-vary'
   | 'origin-max-age-zero'
   | 'origin-max-age-invalid'
+  | 'origin-cache-control-invalid'
   | 'origin-expired';
 
 export type Storability =
@@ -53,8 +54,54 @@ export function storability(status: number, headers: HeaderList, context: Storab
   const vary = unsatisfiedVary(headers, context.keyedRequestHeaders);
   if (vary === '*') return { storable: false, reason: 'origin-vary-star' };
   if (vary !== undefined) return { storable: false, reason: 'origin-vary', header: vary };
-  return freshness(directives, headers, context.now);
+  const fresh = freshness(directives, headers, context.now);
+  // A line outside RFC 9111's grammar (`foo="x, no-store`: an unclosed quote; `public; private`;
+  // `"private"`) is read differently by other caches, some of which find a `no-store` or `private`
+  // where this reading found none (nginx and Varnish match the words alone): not stored.
+  if (fresh.storable && !headerValues(headers, 'cache-control').every(wellFormedDirectives)) return { storable: false, reason: 'origin-cache-control-invalid' };
+  return fresh;
 }
+
+/**
+ * Whether a Cache-Control line is a list of `token [ "=" ( token / quoted-string ) ]` (RFC 9111
+ * section 5.2, RFC 9110 section 5.6), empty elements allowed; whitespace around `=` is let pass,
+ * as the reading above allows it. One pass over the line.
+ */
+function wellFormedDirectives(line: string): boolean {
+  let index = 0;
+  const skipWhitespace = (): void => {
+    while (line[index] === ' ' || line[index] === '\t') index++;
+  };
+  const skipToken = (): boolean => {
+    const start = index;
+    while (index < line.length && TOKEN_CHARACTER.test(line[index]!)) index++;
+    return index > start;
+  };
+  for (;;) {
+    skipWhitespace();
+    if (index < line.length && line[index] !== ',') {
+      if (!skipToken()) return false;
+      skipWhitespace();
+      if (line[index] === '=') {
+        index++;
+        skipWhitespace();
+        if (line[index] !== '"') {
+          if (!skipToken()) return false;
+        } else {
+          for (index++; index < line.length && line[index] !== '"'; index++) if (line[index] === '\\') index++;
+          if (index >= line.length) return false;
+          index++;
+        }
+        skipWhitespace();
+      }
+    }
+    if (index >= line.length) return true;
+    if (line[index] !== ',') return false;
+    index++;
+  }
+}
+
+const TOKEN_CHARACTER = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]$/;
 
 /**
  * How long past its freshness the origin lets a shared cache serve its answer stale, per use, in

@@ -64,6 +64,17 @@ describe('storability', () => {
     expect(judge([['cache-control', 'max-age=20'], ['cache-control', 'max-age=30']])).toEqual({ storable: false, reason: 'origin-max-age-invalid' });
   });
 
+  it.each(['foo="bar, no-store', 'max-age=60, foo="x, private', 'no-store;', 'public; private', 'max-age=60, "private"', 'max-age=60; x=1', 'max-age=60, a b', 'max-age=60, x=', 'max-age=60, =x'])(
+    'does not store an answer whose Cache-Control %j is outside the grammar, which other caches read otherwise',
+    (cacheControl) => {
+      expect(judge([['cache-control', cacheControl]])).toMatchObject({ storable: false });
+    },
+  );
+
+  it.each(['max-age=60, , public', ' max-age=60 ,x="a,\\"b"', 'max-age = 60', 'max-age=60,', ''])('stores an answer whose Cache-Control %j is within it', (cacheControl) => {
+    expect(judge([['cache-control', cacheControl]])).toMatchObject({ storable: true });
+  });
+
   it('does not read directive names inside quoted values', () => {
     expect(judge([['cache-control', 'ext="no-store, private", max-age=5']])).toEqual({ storable: true, freshSeconds: 5 });
     expect(judge([['cache-control', 'ext="a\\"no-store", max-age=5']])).toEqual({ storable: true, freshSeconds: 5 });
