@@ -2,7 +2,6 @@ export {
   persistedQueryNotFound,
   registerPersistedQuery,
   resolvePersistedQuery,
-  withoutPersistedQuery,
   type PersistedQueryDependencies,
   type PersistedQueryRegistration,
   type PersistedQueryRefusal,

@@ -92,12 +92,6 @@ export async function registerPersistedQuery(registration: PersistedQueryRegistr
   }
 }
 
-/** `extensions` as the origin gets them: the persisted query reference is svc-cache's business. */
-export function withoutPersistedQuery(extensions: Record<string, unknown>): Record<string, unknown> {
-  const { persistedQuery: _reference, ...rest } = extensions;
-  return rest;
-}
-
 /** Apollo's answer for a hash it cannot serve; the client resends the query with it. */
 export function persistedQueryNotFound(): HttpResponse {
   return REFUSALS['not-found']();

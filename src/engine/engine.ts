@@ -1,5 +1,5 @@
 import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphql';
-import { persistedQueryNotFound, registerPersistedQuery, withoutPersistedQuery, type PersistedQueryRefusal } from '../apq/index.js';
+import { persistedQueryNotFound, registerPersistedQuery, type PersistedQueryRefusal } from '../apq/index.js';
 import type { PersistedQueryRegistry, PersistedQueryWarnings } from '../apq/index.js';
 import type { Config, MutationPolicy } from '../config/index.js';
 import { batchWithoutIds, fragmentsOf, hasUrlParameter, parseDocument, rewrittenForOrigin } from '../graphql/index.js';
@@ -1047,7 +1047,7 @@ function originRequestOf(context: RequestContext, originQuery: string | undefine
   return rewrittenForOrigin(request.method, head.path, request.body, {
     query: changesText ? (addedFields ?? resolved.query!) : undefined,
     // A rewritten query no longer matches the client's hash; other extensions keep their text.
-    extensions: changesText && 'persistedQuery' in request.params.extensions ? withoutPersistedQuery(request.params.extensions) : undefined,
+    withoutPersistedQuery: changesText && 'persistedQuery' in request.params.extensions,
     withoutId,
   });
 }

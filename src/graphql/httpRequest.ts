@@ -1,4 +1,4 @@
-import { readJsonBytes, type JsonValue } from './canonicalVariables.js';
+import { readJson, readJsonBytes, type JsonValue } from './canonicalVariables.js';
 
 /**
  * GraphQL over HTTP request parameters (the GraphQL over HTTP spec, section "Request Parameters"),
@@ -16,8 +16,11 @@ export interface GraphQLParams {
 export interface OriginChanges {
   /** Replaces the client's text; undefined keeps the client's as sent. */
   query: string | undefined;
-  /** Replaces the client's (empty means none); undefined keeps the client's as sent. */
-  extensions: Record<string, unknown> | undefined;
+  /**
+   * Leaves the `persistedQuery` member out of `extensions` (a rewritten query no longer matches the
+   * client's hash), every other member with its text as sent; `extensions` left empty goes.
+   */
+  withoutPersistedQuery: boolean;
   /**
    * Leaves out every `id` member and URL parameter (its name in any case): Hot Chocolate runs the
    * document it kept under an `id` instead of the text beside it (README, Operations svc-cache
@@ -84,7 +87,7 @@ export function formDecode(text: string): string | undefined {
 }
 
 /** Only the `id` left out. */
-const ID_ONLY: OriginChanges = { query: undefined, extensions: undefined, withoutId: true };
+const ID_ONLY: OriginChanges = { query: undefined, withoutPersistedQuery: false, withoutId: true };
 
 /** Undefined where the body stays as it came: it is not one JSON object, or only an `id` it lacks is left out. */
 function rewrittenBody(body: Buffer, changes: OriginChanges): Buffer | undefined {
@@ -92,7 +95,7 @@ function rewrittenBody(body: Buffer, changes: OriginChanges): Buffer | undefined
   // Only bodies read as one JSON object are ever rewritten; anything else is sent as it came.
   if (typeof json === 'string' || json.kind !== 'object') return undefined;
   const members = json.members ?? new Map<string, JsonValue>();
-  const changesMembers = changes.query !== undefined || changes.extensions !== undefined || (changes.withoutId && members.has(ID_MEMBER));
+  const changesMembers = changes.query !== undefined || (changes.withoutPersistedQuery && members.has('extensions')) || (changes.withoutId && members.has(ID_MEMBER));
   return changesMembers ? Buffer.from(objectText(members, changes)) : undefined;
 }
 
@@ -100,26 +103,36 @@ function objectText(members: ReadonlyMap<string, JsonValue>, changes: OriginChan
   const texts: string[] = [];
   let querySet = changes.query === undefined;
   for (const [name, value] of members) {
-    if (name === 'extensions' && changes.extensions !== undefined) continue;
     if (name === ID_MEMBER && changes.withoutId) continue;
     if (name === 'query' && changes.query !== undefined) {
       texts.push(`"query":${JSON.stringify(changes.query)}`);
       querySet = true;
+    } else if (name === 'extensions' && changes.withoutPersistedQuery) {
+      const kept = extensionsWithoutPersistedQuery(value);
+      if (kept !== undefined) texts.push(`"extensions":${kept}`);
     } else {
       texts.push(`${JSON.stringify(name)}:${value.raw}`);
     }
   }
   if (!querySet) texts.push(`"query":${JSON.stringify(changes.query)}`);
-  if (changes.extensions !== undefined && Object.keys(changes.extensions).length > 0) {
-    texts.push(`"extensions":${JSON.stringify(changes.extensions)}`);
-  }
   return `{${texts.join(',')}}`;
+}
+
+/**
+ * `extensions` without its `persistedQuery` member, each other member's text as sent (the origin
+ * runs what svc-cache keyed: `1.0` stays `1.0`, an object's members keep their order); undefined
+ * when nothing is left. A value that is no object is left as sent.
+ */
+function extensionsWithoutPersistedQuery(extensions: JsonValue): string | undefined {
+  if (extensions.kind !== 'object') return extensions.raw;
+  const kept = [...(extensions.members ?? new Map<string, JsonValue>())].filter(([name]) => name !== 'persistedQuery');
+  return kept.length === 0 ? undefined : `{${kept.map(([name, value]) => `${JSON.stringify(name)}:${value.raw}`).join(',')}}`;
 }
 
 function rewrittenPath(path: string, changes: OriginChanges): string {
   const queryStart = path.indexOf('?');
   const pathOnly = queryStart < 0 ? path : path.slice(0, queryStart);
-  const replaced = [...(changes.query === undefined ? [] : ['query']), ...(changes.extensions === undefined ? [] : ['extensions'])];
+  const replaced = [...(changes.query === undefined ? [] : ['query']), ...(changes.withoutPersistedQuery ? ['extensions'] : [])];
   const pairs = queryStart < 0 ? [] : path.slice(queryStart + 1).split('&');
   const kept = pairs.filter((pair) => {
     if (pair === '') return false;
@@ -127,11 +140,19 @@ function rewrittenPath(path: string, changes: OriginChanges): string {
     return !replaced.includes(name ?? '') && !(changes.withoutId && isIdParameterName(name));
   });
   const added = changes.query === undefined ? [] : [`query=${encodeURIComponent(changes.query)}`];
-  if (changes.extensions !== undefined && Object.keys(changes.extensions).length > 0) {
-    added.push(`extensions=${encodeURIComponent(JSON.stringify(changes.extensions))}`);
-  }
+  const extensions = changes.withoutPersistedQuery ? urlExtensionsWithoutPersistedQuery(pairs) : undefined;
+  if (extensions !== undefined) added.push(`extensions=${encodeURIComponent(extensions)}`);
   const query = [...kept, ...added];
   return query.length === 0 ? pathOnly : `${pathOnly}?${query.join('&')}`;
+}
+
+/** The first `extensions` URL parameter without its `persistedQuery` (extensionsWithoutPersistedQuery); repeats agree (requestParameters.ts). */
+function urlExtensionsWithoutPersistedQuery(pairs: readonly string[]): string | undefined {
+  const pair = pairs.find((candidate) => parameterName(candidate) === 'extensions');
+  const separator = pair?.indexOf('=') ?? -1;
+  const text = pair === undefined || separator < 0 ? undefined : formDecode(pair.slice(separator + 1));
+  const json = text === undefined ? undefined : readJson(text);
+  return json === undefined || typeof json === 'string' ? undefined : extensionsWithoutPersistedQuery(json);
 }
 
 function hasIdParameter(path: string): boolean {

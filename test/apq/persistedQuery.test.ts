@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { registerPersistedQuery, resolvePersistedQuery, withoutPersistedQuery } from '../../src/apq/persistedQuery.js';
+import { registerPersistedQuery, resolvePersistedQuery } from '../../src/apq/persistedQuery.js';
 import { RepeatedWarning } from '../../src/observability/index.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { MemoryPersistedQueryRegistry, type PersistedQueryRegistry } from '../../src/apq/index.js';
@@ -54,9 +54,5 @@ describe('resolvePersistedQuery', () => {
     expect(await resolvePersistedQuery('{ users { id } }', { persistedQuery: { version: 1, sha256Hash: HASH } }, deps())).toMatchObject({
       reason: 'hash-mismatch',
     });
-  });
-
-  it('drops only the persisted query reference from extensions', () => {
-    expect(withoutPersistedQuery({ persistedQuery: { version: 1 }, tracing: true })).toEqual({ tracing: true });
   });
 });

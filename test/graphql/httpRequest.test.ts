@@ -2,12 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { batchWithoutIds, rewrittenForOrigin } from '../../src/graphql/httpRequest.js';
 
 const body = (text: string) => Buffer.from(text);
-const unchangedText = { query: undefined, extensions: undefined } as const;
+const unchangedText = { query: undefined, withoutPersistedQuery: false } as const;
 
 describe('rewrittenForOrigin', () => {
   it('replaces the query text and keeps every other member as sent', () => {
     const sent = body('{"query":"{ a }","variables":{"n":1.0,"big":9007199254740993},"id":"A"}');
-    const origin = rewrittenForOrigin('POST', '/graphql', sent, { query: '{ a __typename }', extensions: undefined, withoutId: false });
+    const origin = rewrittenForOrigin('POST', '/graphql', sent, { query: '{ a __typename }', withoutPersistedQuery: false, withoutId: false });
     // Members come in the canonical order; JSON gives it no meaning.
     expect(origin).toEqual({ body: body('{"id":"A","query":"{ a __typename }","variables":{"n":1.0,"big":9007199254740993}}') });
   });
@@ -32,7 +32,7 @@ describe('rewrittenForOrigin', () => {
 
   it('leaves a POST body that is not one JSON object as it came', () => {
     for (const sent of [body('query=%7B%20a%20%7D'), body('[{"query":"{ a }","id":"A"}]')]) {
-      expect(rewrittenForOrigin('POST', '/graphql', sent, { query: '{ a __typename }', extensions: undefined, withoutId: true })).toEqual({});
+      expect(rewrittenForOrigin('POST', '/graphql', sent, { query: '{ a __typename }', withoutPersistedQuery: false, withoutId: true })).toEqual({});
     }
   });
 
@@ -42,8 +42,19 @@ describe('rewrittenForOrigin', () => {
     expect(rewrittenForOrigin('GET', '/graphql?id=A', Buffer.alloc(0), { ...unchangedText, withoutId: true })).toEqual({ path: '/graphql' });
   });
 
+  it("leaves out extensions' persistedQuery, every other extension with its text as sent", () => {
+    const changes = { query: '{ a __typename }', withoutPersistedQuery: true, withoutId: false };
+    const extensions = '{"persistedQuery":{"version":1,"sha256Hash":"h"},"sort":{"b":1,"a":2.0},"n":9007199254740993}';
+    expect(rewrittenForOrigin('POST', '/graphql', body(`{"extensions":${extensions},"query":"{ a }"}`), changes)).toEqual({
+      body: body('{"extensions":{"n":9007199254740993,"sort":{"b":1,"a":2.0}},"query":"{ a __typename }"}'),
+    });
+    expect(rewrittenForOrigin('GET', `/graphql?extensions=${encodeURIComponent(extensions)}&x=1`, Buffer.alloc(0), changes)).toEqual({
+      path: `/graphql?x=1&query=${encodeURIComponent('{ a __typename }')}&extensions=${encodeURIComponent('{"n":9007199254740993,"sort":{"b":1,"a":2.0}}')}`,
+    });
+  });
+
   it('replaces the text and leaves out the id together', () => {
-    const changes = { query: '{ a __typename }', extensions: {}, withoutId: true };
+    const changes = { query: '{ a __typename }', withoutPersistedQuery: true, withoutId: true };
     expect(rewrittenForOrigin('POST', '/graphql', body('{"id":"A","query":"{ a }","extensions":{"persistedQuery":{}}}'), changes)).toEqual({
       body: body('{"query":"{ a __typename }"}'),
     });

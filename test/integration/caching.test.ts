@@ -78,6 +78,15 @@ describe('query caching through the gateway', () => {
     expect(stack().origin.requests.map((request) => request.body.includes('"tenant":{"n":1.0}'))).toEqual([true, false, true]);
   });
 
+  it('sends an expanded persisted query its other extensions as sent, as the key holds them', async () => {
+    await postGraphQL(stack().url, { query: TODOS, extensions: persistedQueryExtensions(TODOS) });
+    const reference = JSON.stringify(persistedQueryExtensions(TODOS).persistedQuery);
+    const expanded = await postGraphQL(stack().url, `{"extensions":{"persistedQuery":${reference},"sort":{"b":1,"a":2.0}}}`);
+    const plain = await postGraphQL(stack().url, `{"query":${JSON.stringify(TODOS)},"extensions":{"sort":{"b":1,"a":2.0}}}`);
+    expect([expanded.headers['svc-cache'], plain.headers['svc-cache']]).toEqual(['MISS', 'HIT']);
+    expect(stack().origin.requests.at(-1)!.body).toContain('"extensions":{"sort":{"b":1,"a":2.0}}');
+  });
+
   it('caches GET requests, and GET and POST of one operation share the entry', async () => {
     const first = await getGraphQL(stack().url, { query: TODOS });
     const second = await getGraphQL(stack().url, { query: TODOS });
