@@ -5,8 +5,8 @@ import type { Config, MutationPolicy } from '../config/index.js';
 import { batchWithoutIds, fragmentsOf, hasUrlParameter, parseDocument, rewrittenForOrigin } from '../graphql/index.js';
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { hitNegotiation, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
-import { headerValue, varyNames, type HeaderList } from '../http/index.js';
-import { endpointOf, forbidsTransform, forwardingKey, hostKey, isEndpointVariant } from '../http/index.js';
+import { headerValue, mediaType, varyNames, type HeaderList } from '../http/index.js';
+import { endpointOf, forbidsTransform, forwardingKey, hostKey, isBelowEndpoint, isEndpointVariant } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { mutationInvalidationTags } from '../invalidation/index.js';
 import { operationsRootFieldTypeTags, rootFieldTypeTags } from '../invalidation/index.js';
@@ -232,8 +232,13 @@ export class DecisionEngine {
       const head = requestHeadOf(exchange);
       const operationBatch = head.method === 'POST' && runsOperationBatch(head.path);
       if (endpointOf(head.path, config.endpoints) === undefined) {
-        // A variant of an endpoint path (passOtherPath), read only within an endpoint's limit.
-        if (body.length > config.limits.maxRequestBodyBytes || operationBatch) return this.passUnseen(exchange, config, { kind: 'pass', reason: operationBatch ? 'batch' : 'not-an-endpoint' });
+        // A variant of an endpoint path or one below it (passOtherPath), read only within an endpoint's limit.
+        const below = !isEndpointVariant(head.path, config.endpoints);
+        if (body.length > config.limits.maxRequestBodyBytes || operationBatch) {
+          const reason = operationBatch ? 'batch' : 'not-an-endpoint';
+          return below ? this.passOn(exchange, reason) : this.passUnseen(exchange, config, { kind: 'pass', reason });
+        }
+        if (below) return this.passUnread(exchange, 'not-an-endpoint', 'below an endpoint path', body, 'readable-mutations-only');
         return this.passUnread(exchange, 'not-an-endpoint', 'a variant of an endpoint path', body);
       }
       if (head.method === 'GET' && body.length > 0) return this.passOn(exchange, 'get-with-body');
@@ -313,12 +318,18 @@ export class DecisionEngine {
    * `/graphql`), which the origin may route to its GraphQL handler: its body is read for mutations,
    * as a body svc-cache cannot read is (passUnread), and one that declares more bytes than an
    * endpoint's request may have is an operation svc-cache cannot see (README, Invalidation after
-   * mutations).
+   * mutations). A JSON POST below one (`/graphql/x`), which a handler mounted on the endpoint as a
+   * prefix serves, is read for the mutations svc-cache can read in it; anything else there (other
+   * routes, uploads) passes unread, unbuffered, and changes nothing.
    */
   private passOtherPath(exchange: Exchange, head: RequestHead, config: Config): RequestHeadDecision {
-    if (head.method !== 'POST' || !head.hasBody || !isEndpointVariant(head.path, config.endpoints)) return this.passOn(exchange, 'not-an-endpoint');
-    if (Number(headerValue(head.headers, 'content-length')) > config.limits.maxRequestBodyBytes) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'not-an-endpoint' });
-    return { kind: 'need-body' };
+    if (head.method !== 'POST' || !head.hasBody) return this.passOn(exchange, 'not-an-endpoint');
+    const tooLarge = Number(headerValue(head.headers, 'content-length')) > config.limits.maxRequestBodyBytes;
+    if (isEndpointVariant(head.path, config.endpoints)) {
+      return tooLarge ? this.passUnseen(exchange, config, { kind: 'pass', reason: 'not-an-endpoint' }) : { kind: 'need-body' };
+    }
+    const readable = isBelowEndpoint(head.path, config.endpoints) && mediaType(headerValue(head.headers, 'content-type')) === 'application/json';
+    return readable && !tooLarge ? { kind: 'need-body' } : this.passOn(exchange, 'not-an-endpoint');
   }
 
   /** The stages of docs/graphql-caching.md, Cacheability, in order (see requestStages.ts). */
@@ -658,14 +669,18 @@ export class DecisionEngine {
    * run a mutation (README, Bad input): any mutation a reading finds invalidates its root fields'
    * types once the origin answered, as an answer svc-cache cannot read does.
    */
-  private passUnread(exchange: Exchange, reason: PassReason, detail: string, body: Buffer): RequestDecision {
+  private passUnread(exchange: Exchange, reason: PassReason, detail: string, body: Buffer, reading: 'every-reading' | 'readable-mutations-only' = 'every-reading'): RequestDecision {
     const { config, schema } = this.deps.state();
     const head = requestHeadOf(exchange);
     if (head.method === 'GET') return this.passUnreadGet(exchange, reason, detail);
     if (head.method !== 'POST' || !schema || config.mutationPolicy === 'None') return this.passOn(exchange, reason, detail);
     const possible = possibleMutations(head, body, config.limits);
-    if (isVerdict(possible)) return this.conclude(exchange, possible);
-    const { mutations, unseen } = possible;
+    // Below an endpoint, where other routes may answer, svc-cache neither refuses a reading nor
+    // empties the store for what it cannot read (passOtherPath).
+    const lenient = reading === 'readable-mutations-only';
+    if (isVerdict(possible)) return lenient ? this.passOn(exchange, reason, detail) : this.conclude(exchange, possible);
+    const mutations = possible.mutations;
+    const unseen = possible.unseen && !lenient;
     if (mutations.length === 0 && !unseen) return this.passOn(exchange, reason, detail);
     this.deps.logger.debug({ passReason: reason, detail, mutations: mutations.reduce((count, each) => count + each.operations.length, 0), unseen }, 'request passed; it may run mutations');
     const tags = new Set(mutations.flatMap(({ document, operations }) => operationsRootFieldTypeTags(schema, operations, fragmentsOf(document))));

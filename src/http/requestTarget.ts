@@ -25,17 +25,26 @@ export function endpointOf(path: string, endpoints: readonly string[] = DEFAULT_
  * True when `path` is no configured endpoint but an origin may route it to one: the same path once
  * case, repeated and trailing slashes, matrix parameters (`;x`), dot segments and escapes of
  * unreserved characters are set aside, as Express, Yoga, servlet containers and others variously
- * do; or a path below it (`/graphql/x`), which a handler mounted on the endpoint as a prefix serves
- * (Express's `app.use('/graphql', …)`, as Apollo Server 4 documents it). Such a request is not
- * cached (endpointOf), but a mutation in it is read for invalidation (README, Invalidation after
- * mutations).
+ * do. Such a request is not cached (endpointOf), but a mutation in it is read for invalidation
+ * (README, Invalidation after mutations).
  */
 export function isEndpointVariant(path: string, endpoints: readonly string[] = DEFAULT_ENDPOINTS): boolean {
   const shape = routingShape(withoutQuery(path));
+  return endpoints.some((endpoint) => routingShape(endpoint) === shape);
+}
+
+/**
+ * True when `path` is below an endpoint (`/graphql/x`, in any of the variants' spellings), which a
+ * handler mounted on the endpoint as a prefix serves (Express's `app.use('/graphql', …)`, as Apollo
+ * Server 4 documents it), as other routes may be. A mutation svc-cache reads there invalidates; what
+ * it cannot read there changes nothing (README, Invalidation after mutations).
+ */
+export function isBelowEndpoint(path: string, endpoints: readonly string[] = DEFAULT_ENDPOINTS): boolean {
+  const shape = routingShape(withoutQuery(path));
+  // Below `/` is every path: an endpoint at the root makes no prefix of its own.
   return endpoints.some((endpoint) => {
     const endpointShape = routingShape(endpoint);
-    // Below `/` is every path: an endpoint at the root makes no prefix of its own.
-    return endpointShape === shape || (endpointShape !== '' && shape.startsWith(`${endpointShape}/`));
+    return endpointShape !== '' && shape.startsWith(`${endpointShape}/`);
   });
 }
 
