@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { silentLogger, type Logger } from '../observability/index.js';
 import { decodeEntry, encodeEntry, FORMAT_VERSION as ENTRY_FORMAT_VERSION } from './entryCodec.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
-import { connectRedis, connectSubscriber, localCacheSettings, withinTimeout, type RedisConfig } from './redisConnection.js';
+import { connectRedis, connectSubscriber, isCommandTimeout, localCacheSettings, StalledConnection, stalledAfterMs, withinTimeout, type RedisConfig } from './redisConnection.js';
 import { RedisLocalCache } from './redisLocalCache.js';
 import { KEY_CHECK_BYTES, RedisKeyLayout, SHARD_COUNT, type EntryLocation } from './redisLayout.js';
 import {
@@ -55,6 +55,7 @@ export class RedisStore implements CacheStore {
   private readonly logger: Logger;
   /** Why the connection last failed, until it is ready again: /readyz says it (ping). */
   private connectionError: string | undefined;
+  private readonly stall: StalledConnection;
 
   constructor(config: RedisConfig, options: RedisStoreOptions = {}) {
     this.layout = new RedisKeyLayout(config.keyPrefix);
@@ -82,6 +83,10 @@ export class RedisStore implements CacheStore {
     });
     this.client.on('error', (error: Error) => {
       this.connectionError = errorMessage(error);
+    });
+    this.stall = new StalledConnection(stalledAfterMs(config.commandTimeoutMs), () => {
+      logger.warn({ afterMs: stalledAfterMs(config.commandTimeoutMs) }, 'redis stopped answering; reconnecting');
+      this.client.disconnect(true);
     });
   }
 
@@ -375,7 +380,16 @@ export class RedisStore implements CacheStore {
   }
 
   private withinTimeout<T>(operation: Promise<T>, what: string): Promise<T> {
-    return withinTimeout(operation, what, this.timeoutMs);
+    return withinTimeout(operation, what, this.timeoutMs).then(
+      (value) => {
+        this.stall.settled(false);
+        return value;
+      },
+      (error: unknown) => {
+        this.stall.settled(isCommandTimeout(error));
+        throw error;
+      },
+    );
   }
 }
 

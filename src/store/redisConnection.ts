@@ -92,13 +92,9 @@ function commandOptions(config: RedisConfig, endpoint: RedisEndpoint | undefined
     password: endpoint?.password,
     tls: endpoint?.tls ? {} : undefined,
     commandTimeout: config.commandTimeoutMs,
-    // A command that timed out stays in ioredis's queue until its reply comes: with a Redis that
-    // stops answering without closing the connection (a stalled process, a network black hole),
-    // each request would leave one there for as long as the stall lasts (an audit measured 1.9 KB a
-    // request). No reply for this long while commands wait closes the connection, which fails them
-    // all, and the store reconnects. Every command svc-cache sends must answer within
-    // commandTimeoutMs anyway, so a healthy Redis never comes near it.
-    socketTimeout: Math.max(SOCKET_TIMEOUT_COMMAND_TIMEOUTS * config.commandTimeoutMs, MIN_SOCKET_TIMEOUT_MS),
+    // Commands that timed out are not sent again after a reconnection (StalledConnection): their
+    // callers have long gone on without them.
+    autoResendUnfulfilledCommands: false,
     connectTimeout: CONNECT_TIMEOUT_MS,
     maxRetriesPerRequest: 1,
     // Lookups of concurrent HITs leave in one socket write instead of one each: writing the MGET
@@ -140,9 +136,6 @@ function createStandaloneClient(config: RedisConfig, overrides: RedisOptions): R
 }
 
 const CONNECT_TIMEOUT_MS = 2000;
-/** socketTimeout: commands in flight with no reply for 4 command timeouts, and at least 1 s, close the connection. */
-const SOCKET_TIMEOUT_COMMAND_TIMEOUTS = 4;
-const MIN_SOCKET_TIMEOUT_MS = 1000;
 const MAX_RECONNECT_DELAY_MS = 1000;
 const RETRY_DELAY_IN_CLUSTER_MS = 50;
 
@@ -184,7 +177,7 @@ function reportConnectionChanges(client: RedisClient, logger: Logger, connection
 export async function withinTimeout<T>(operation: Promise<T>, what: string, timeoutMs: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`redis ${what} timed out after ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(() => reject(new RedisCommandTimeout(`redis ${what} timed out after ${timeoutMs} ms`)), timeoutMs);
   });
   try {
     return await Promise.race([operation, timeout]);
@@ -192,3 +185,51 @@ export async function withinTimeout<T>(operation: Promise<T>, what: string, time
     clearTimeout(timer);
   }
 }
+
+/** A command Redis did not answer within `redis.commandTimeoutMs`. */
+export class RedisCommandTimeout extends Error {}
+
+/** Ours (withinTimeout), or ioredis's own (`commandTimeout`), whichever came first. */
+export function isCommandTimeout(error: unknown): boolean {
+  return error instanceof RedisCommandTimeout || (error instanceof Error && error.message === IOREDIS_COMMAND_TIMEOUT);
+}
+
+/** The message of ioredis's error for a command past `commandTimeout` (ioredis's Command.setTimeout). */
+const IOREDIS_COMMAND_TIMEOUT = 'Command timed out';
+
+/**
+ * A connection whose Redis stopped answering without closing it (a stalled process, a network black
+ * hole). ioredis keeps every command that timed out in its queue until a reply comes, so each
+ * request would leave one there for as long as the stall lasts (an audit measured 1.9 KB a request
+ * for 20,000 requests). Once only timeouts have come for `afterMs`, `reconnect` is called: the
+ * connection closes, which fails what waits on it, and a new one is made. A reply of any kind, or
+ * any other failure (the connection is down: commands fail at once), ends the watch.
+ */
+export class StalledConnection {
+  private timeoutsSince: number | undefined;
+
+  constructor(
+    private readonly afterMs: number,
+    private readonly reconnect: () => void,
+    private readonly now: () => number = performance.now.bind(performance),
+  ) {}
+
+  /** The outcome of one command: a timeout, or anything else. */
+  settled(timedOut: boolean): void {
+    if (!timedOut) {
+      this.timeoutsSince = undefined;
+      return;
+    }
+    const at = this.now();
+    this.timeoutsSince ??= at;
+    if (at - this.timeoutsSince < this.afterMs) return;
+    this.timeoutsSince = undefined;
+    this.reconnect();
+  }
+}
+
+/** Only timeouts for 4 command timeouts, and at least 1 s: a healthy Redis answers every command within one. */
+export function stalledAfterMs(commandTimeoutMs: number): number {
+  return Math.max(4 * commandTimeoutMs, 1000);
+}
+
