@@ -71,7 +71,10 @@ export function readJson(text: string): JsonValue | JsonReadError {
   };
   // A member, element or key whose canonical text is not its text makes its container's differ too.
   const placed = (record: number): void => {
-    if (tape.verbatim[record] === 0 && open.length > 0) tape.verbatim[open[open.length - 1]!] = 0;
+    if (open.length === 0) return;
+    const container = open[open.length - 1]!;
+    if (tape.verbatim[record] === 0) tape.verbatim[container] = 0;
+    if (tape.ordered[record] === 0) tape.ordered[container] = 0;
   };
   let index = skip(0);
   // After a value: expect `,` or the closing bracket of the open container, or the end of the text.
@@ -95,7 +98,7 @@ export function readJson(text: string): JsonValue | JsonReadError {
       tape.close(container, index + 1);
       const members = isObject ? memberOrder(tape, container) : 'ascending';
       if (members === 'ambiguous') return members;
-      if (members !== 'ascending') tape.unsortedObjects = true;
+      if (members !== 'ascending') tape.ordered[container] = 0;
       if (members === 'repeated') tape.verbatim[container] = 0;
       placed(container);
       index = skip(index + 1);
@@ -180,19 +183,20 @@ class Tape {
   after: Int32Array;
   /** 1 when the record's canonical text is its text as sent: no whitespace, escape or repeated key in it. */
   verbatim: Uint8Array;
-  /** Whether some object's keys are not in ascending order: then its sorted text is not its text as sent. */
-  unsortedObjects = false;
+  /** 1 when every object within the record has its keys in ascending order: its sorted text is its text in the order sent. */
+  ordered: Uint8Array;
   count = 0;
 
   constructor(readonly text: string) {
     // Grown by doubling up to one record per character: a body of few values (one long query
-    // string) costs a small tape, and only text dense with values costs 14 bytes a character.
+    // string) costs a small tape, and only text dense with values costs 15 bytes a character.
     const capacity = Math.min(text.length + 1, INITIAL_RECORDS);
     this.kinds = new Uint8Array(capacity);
     this.starts = new Int32Array(capacity);
     this.ends = new Int32Array(capacity);
     this.after = new Int32Array(capacity);
     this.verbatim = new Uint8Array(capacity);
+    this.ordered = new Uint8Array(capacity);
   }
 
   /** A value or key whose text is known whole. */
@@ -209,6 +213,7 @@ class Tape {
     this.kinds[record] = kind;
     this.starts[record] = start;
     this.verbatim[record] = 1;
+    this.ordered[record] = 1;
     return record;
   }
 
@@ -228,6 +233,7 @@ class Tape {
     this.ends = grown(this.ends, new Int32Array(capacity));
     this.after = grown(this.after, new Int32Array(capacity));
     this.verbatim = grown(this.verbatim, new Uint8Array(capacity));
+    this.ordered = grown(this.ordered, new Uint8Array(capacity));
   }
 
   /** The records of an object's members (key, value) or an array's elements, in text order. */
@@ -341,8 +347,7 @@ function sameCanonicalText(tape: Tape, a: number, b: number): boolean {
  * Undefined when it would be longer than `limit` characters.
  */
 function canonicalTextOf(tape: Tape, root: number, limit: number, sorted: boolean): string | undefined {
-  // A container's text as sent is its sorted text only when no object in the whole text is unsorted.
-  const containersVerbatim = !sorted || !tape.unsortedObjects;
+
   let text = '';
   // The open containers: the next element's record of an array, the next member's index of an object.
   const containers: number[] = [];
@@ -352,7 +357,8 @@ function canonicalTextOf(tape: Tape, root: number, limit: number, sorted: boolea
   for (;;) {
     if (record >= 0) {
       const kind = tape.kinds[record];
-      if (tape.verbatim[record] === 1 && (containersVerbatim || (kind !== ARRAY && kind !== OBJECT))) {
+      // Text as sent is the sorted text only where every object within is sorted already.
+      if (tape.verbatim[record] === 1 && (!sorted || tape.ordered[record] === 1)) {
         text += tape.text.slice(tape.starts[record], tape.ends[record]);
       } else if (kind === ARRAY || kind === OBJECT) {
         text += kind === ARRAY ? '[' : '{';
@@ -441,7 +447,7 @@ class ReadValue implements JsonValue {
   }
 
   canonicalInOrder(): string {
-    if (!this.tape.unsortedObjects) return this.canonical();
+    if (this.tape.ordered[this.record] === 1) return this.canonical();
     return (this.inOrderText ??= canonicalTextOf(this.tape, this.record, Infinity, false)!);
   }
 }

@@ -24,7 +24,10 @@ export interface GraphQLOperation {
    * see their order (variablesKeyText).
    */
   canonicalVariables: string;
-  /** The same with the members in the order sent; the same string when the variables hold no object out of order. */
+  /**
+   * The same with each variable's members in the order sent, the variables by name (origins read
+   * them by name); the same string when no variable holds an object out of order.
+   */
   orderedVariables: string;
   /**
    * The key's form of `extensions` but for those that change no answer (UNKEYED_EXTENSIONS): an
@@ -276,7 +279,7 @@ function operationOf(members: ReadonlyMap<string, JsonValue>, otherUrlParameters
     return { kind: 'uninterpretable', reason: 'extensions-not-object' };
   }
   const canonicalVariables = variables?.kind === 'object' ? variables.canonical() : '{}';
-  const orderedVariables = variables?.kind === 'object' ? variables.canonicalInOrder() : '{}';
+  const orderedVariables = variables?.kind === 'object' ? variablesInOrder(variables) : '{}';
   return {
     kind: 'graphql',
     params: {
@@ -365,7 +368,8 @@ const CLIENT_NAME_EXTENSIONS: ReadonlySet<string> = new Set(['clientLibrary']);
  * value's members in the order sent (an origin's own code may read them); '' when nothing else is left.
  */
 function canonicalWithout(members: ReadonlyMap<string, JsonValue>, omitted: ReadonlySet<string>): string {
-  const kept = [...members].filter(([name]) => !omitted.has(name)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  // `members` is by name already (JsonValue's members).
+  const kept = [...members].filter(([name]) => !omitted.has(name));
   return kept.length === 0 ? '' : `{${kept.map(([name, value]) => `${JSON.stringify(name)}:${value.canonicalInOrder()}`).join(',')}}`;
 }
 
@@ -374,6 +378,11 @@ function sameParameter(name: ParameterName, urlValue: string, member: JsonValue)
   if (name === 'query' || name === 'operationName') return member.kind === 'string' && member.string === urlValue;
   const json = readJson(urlValue);
   return typeof json !== 'string' && sameJson(json, member);
+}
+
+/** The variables by name, each with its members in the order sent (GraphQLOperation's orderedVariables). */
+function variablesInOrder(variables: JsonValue): string {
+  return `{${[...(variables.members ?? new Map<string, JsonValue>())].map(([name, value]) => `${JSON.stringify(name)}:${value.canonicalInOrder()}`).join(',')}}`;
 }
 
 /**

@@ -21,7 +21,7 @@ describe('readGetRequest', () => {
       kind: 'graphql',
       params: { query: '{ me }', operationName: 'Me', variables: { a: 2 ** 53, b: 1 }, extensions: {} },
       canonicalVariables: '{"a":9007199254740993,"b":1.0}',
-      orderedVariables: '{"b":1.0,"a":9007199254740993}',
+      orderedVariables: '{"a":9007199254740993,"b":1.0}',
       canonicalExtensions: '',
       documentIds: [null],
       namesDocumentId: false,
@@ -434,6 +434,14 @@ describe('readPostRequest', () => {
   });
 
   describe('URL parameters', () => {
+    it("that give a variable's members in another order than the body are ambiguous: a custom scalar reads that order", () => {
+      const url = `/graphql?query=a&variables=${encodeURIComponent('{"j":{"b":1,"a":2}}')}`;
+      expect(post('{"query":"a","variables":{"j":{"a":2,"b":1}}}', url)).toEqual({ kind: 'ambiguous', reason: 'url-parameter' });
+      expect(post('{"query":"a","variables":{"j":{"b":1,"a":2}}}', url)).toMatchObject({ kind: 'graphql' });
+      const repeated = `/graphql?query=a&variables=${encodeURIComponent('{"j":{"b":1,"a":2}}')}&variables=${encodeURIComponent('{"j":{"a":2,"b":1}}')}`;
+      expect(readGetRequest(repeated)).toEqual({ kind: 'ambiguous', reason: 'repeated-parameter' });
+    });
+
     it('that the body gives the same are fine', () => {
       expect(post('{"query":"a","variables":{"x":1,"y":2}}', `/graphql?query=a&variables=${encodeURIComponent('{"y":2, "x":1}')}&foo=1`)).toMatchObject({
         kind: 'graphql',
