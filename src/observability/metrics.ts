@@ -36,7 +36,7 @@ export type StoreOperation =
   | 'ping';
 
 /** How a purge request ended: applied, the store failed, refused for its token, or invalid GraphQL. */
-export type PurgeResult = 'purged' | 'store-failed' | 'unauthorized' | 'invalid';
+export type PurgeResult = 'purged' | 'store-failed' | 'not-confirmed' | 'unauthorized' | 'invalid';
 
 /** `registered`: a hash and its query were stored; otherwise why the request was refused (`not-found`: PersistedQueryNotFound was answered). */
 export type PersistedQueryEvent =
@@ -140,7 +140,7 @@ export class Metrics {
 
   private readonly purges = new Counter({
     name: 'svc_cache_purges_total',
-    help: 'Purge requests, by result: purged, store-failed (answered with an error, nothing promised), unauthorized (no or wrong token), invalid.',
+    help: 'Purge requests, by result: purged, store-failed (answered with an error, nothing promised), not-confirmed (answered 503 before the store confirmed it; it may still apply), unauthorized (no or wrong token), invalid.',
     labelNames: ['result'] as const,
     registers: [this.registry],
   });

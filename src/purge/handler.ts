@@ -80,6 +80,8 @@ export const PURGE_CONFIRMATION_MS = 4_000;
 export type PurgeEvent =
   | ({ result: 'purged'; removedEntries: number; staleEntries: number } & PurgeSummary)
   | ({ result: 'store-failed'; error: string } & PurgeSummary)
+  /** Not confirmed within `confirmationMs`: answered 503, the store still at it. */
+  | ({ result: 'not-confirmed'; confirmationMs: number } & PurgeSummary)
   | { result: 'unauthorized' }
   /** Failed validation or variable coercion: nothing purged. */
   | { result: 'invalid' };
@@ -174,8 +176,9 @@ async function confirmedPurge(summary: PurgeSummary, deps: PurgeDependencies): P
   try {
     const first = await Promise.race([applying, late]);
     if (first !== 'late') return first;
-    deps.logger.error({ ...logFields(summary), confirmationMs: deps.confirmationMs ?? PURGE_CONFIRMATION_MS }, 'purge not confirmed in time; answered 503');
-    deps.onPurge?.({ result: 'store-failed', error: 'not confirmed in time', ...summary });
+    const confirmationMs = deps.confirmationMs ?? PURGE_CONFIRMATION_MS;
+    deps.logger.error({ ...logFields(summary), confirmationMs }, 'purge not confirmed in time; answered 503');
+    deps.onPurge?.({ result: 'not-confirmed', confirmationMs, ...summary });
     applying.then(
       (applied) => deps.logger.warn({ ...logFields(summary), ...applied }, 'purge applied after its 503 answer'),
       (error: unknown) => deps.logger.error({ ...logFields(summary), err: errorMessage(error) }, 'purge not applied: the cache store failed'),

@@ -92,7 +92,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
       ...recorded,
       purge: (event) => {
         recorded.purge(event);
-        if (event.result === 'purged' || event.result === 'store-failed') {
+        if (event.result === 'purged' || event.result === 'store-failed' || event.result === 'not-confirmed') {
           dashboard.recordChange({
             kind: 'purge',
             fields: event.fields,
