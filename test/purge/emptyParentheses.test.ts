@@ -26,16 +26,11 @@ describe('withoutEmptyPurgeParentheses', () => {
     expect(withoutEmptyPurgeParentheses('# 🚀🚀\nmutation { _purgeTodo() }')).toBe('# 🚀🚀\nmutation { _purgeTodo   }');
   });
 
-  it('takes time linear in the text', () => {
-    const fields = (count: number) => `mutation { ${'_purgeTodo() '.repeat(count)}}`;
-    const time = (text: string) => {
-      const started = performance.now();
-      withoutEmptyPurgeParentheses(text);
-      return performance.now() - started;
-    };
-    time(fields(5_000));
-    const small = time(fields(5_000));
-    const large = time(fields(50_000));
-    expect(large).toBeLessThan(small * 30);
+  it('blanks 300,000 of them in one pass, where work per field would not finish', () => {
+    // Not timed (README, Performance: speed is measured in bench/): a pass per field over this
+    // 3.9 MB text would be some 10^11 character steps, far past the test's timeout.
+    const count = 300_000;
+    const blanked = withoutEmptyPurgeParentheses(`mutation { ${'_purgeTodo() '.repeat(count)}}`);
+    expect(blanked).toBe(`mutation { ${'_purgeTodo   '.repeat(count)}}`);
   });
 });
