@@ -1,4 +1,4 @@
-import { contentCoding, staleLimits, storability } from '../http/index.js';
+import { contentCoding, staleLimits, storability, upstreamAgeSeconds } from '../http/index.js';
 import { headerValue, mediaType, type HeaderList } from '../http/index.js';
 import type { PassReason } from './passReason.js';
 import type { CachePolicy } from './rules.js';
@@ -66,7 +66,11 @@ export function storeVerdict(status: number, headers: HeaderList, context: Store
   if (isEncoded(headers)) return { reason: 'origin-encoded' };
   if (Number(headerValue(headers, 'content-length')) > context.maxResponseBodyBytes) return { reason: 'response-too-large' };
   const { rules } = context;
-  const maxAge = context.ignoreOriginCacheControl || originSeconds === undefined ? rules.maxAge : Math.min(rules.maxAge, originSeconds);
+  // RFC 9111 section 4.2: the rule's lifetime, as any lifetime, is compared with the answer's age,
+  // which an upstream cache's `Age` starts (`originSeconds` is already less it).
+  const ruleSeconds = context.ignoreOriginCacheControl ? rules.maxAge : rules.maxAge - upstreamAgeSeconds(headers);
+  const maxAge = context.ignoreOriginCacheControl || originSeconds === undefined ? ruleSeconds : Math.min(ruleSeconds, originSeconds);
+  if (maxAge <= 0) return { reason: 'origin-expired' };
   // The origin's bounds on serving stale hold under ignoreOriginCacheControl too (LIFETIME_REASONS).
   const origin = staleLimits(headers);
   return { maxAge, swr: atMost(rules.swr, origin.whileRevalidate), staleIfError: atMost(rules.staleIfError, origin.ifError) };

@@ -48,6 +48,9 @@ describe('storeVerdict', () => {
     ['vary *', 200, [JSON_TYPE, ['vary', 'Accept, *']], { reason: 'origin-vary-star' }],
     ['content-length over the limit', 200, [JSON_TYPE, ['content-length', '1001']], { reason: 'response-too-large' }],
     ['set-cookie2', 200, [JSON_TYPE, ['set-cookie2', 'a=b; Version=1']], { reason: 'origin-set-cookie' }],
+    ["an upstream cache's Age without freshness of the origin's: the rule's lifetime less it", 200, [JSON_TYPE, ['age', '20']], lifetime(40)],
+    ["an upstream cache's Age past the rule's lifetime", 200, [JSON_TYPE, ['age', '100000']], { reason: 'origin-expired' }],
+    ["an upstream cache's Age, the origin's freshness longer than the rule's", 200, [JSON_TYPE, ['cache-control', 'max-age=600'], ['age', '20']], lifetime(40)],
   ] as Array<[string, number, Array<[string, string]>, object]>)('%s', (_name, status, headers, verdict) => {
     expect(storeVerdict(status, headers, context)).toEqual(verdict);
   });
