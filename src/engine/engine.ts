@@ -232,13 +232,8 @@ export class DecisionEngine {
       const head = requestHeadOf(exchange);
       const operationBatch = head.method === 'POST' && runsOperationBatch(head.path);
       if (endpointOf(head.path, config.endpoints) === undefined) {
-        // A variant of an endpoint path or one below it (passOtherPath), read only within an endpoint's limit.
-        const below = !isEndpointVariant(head.path, config.endpoints);
-        if (body.length > config.limits.maxRequestBodyBytes || operationBatch) {
-          const reason = operationBatch ? 'batch' : 'not-an-endpoint';
-          return below ? this.passOn(exchange, reason) : this.passUnseen(exchange, config, { kind: 'pass', reason });
-        }
-        if (below) return this.passUnread(exchange, 'not-an-endpoint', 'below an endpoint path', body, 'readable-mutations-only');
+        // A variant of an endpoint path, or a JSON POST below one (passOtherPath), read only within an endpoint's limit.
+        if (body.length > config.limits.maxRequestBodyBytes || operationBatch) return this.passUnseen(exchange, config, { kind: 'pass', reason: operationBatch ? 'batch' : 'not-an-endpoint' });
         return this.passUnread(exchange, 'not-an-endpoint', 'a variant of an endpoint path', body);
       }
       if (head.method === 'GET' && body.length > 0) return this.passOn(exchange, 'get-with-body');
@@ -318,9 +313,9 @@ export class DecisionEngine {
    * `/graphql`), which the origin may route to its GraphQL handler: its body is read for mutations,
    * as a body svc-cache cannot read is (passUnread), and one that declares more bytes than an
    * endpoint's request may have is an operation svc-cache cannot see (README, Invalidation after
-   * mutations). A JSON POST below one (`/graphql/x`), which a handler mounted on the endpoint as a
-   * prefix serves, is read for the mutations svc-cache can read in it; anything else there (other
-   * routes, uploads) passes unread, unbuffered, and changes nothing.
+   * mutations). So is a JSON POST below one (`/graphql/x`), which a handler mounted on the endpoint
+   * as a prefix serves: held to the same limits, since such a handler runs what a padded or
+   * ambiguous body holds. Any other POST below one (an upload, a form) passes unread, unbuffered.
    */
   private passOtherPath(exchange: Exchange, head: RequestHead, config: Config): RequestHeadDecision {
     if (head.method !== 'POST' || !head.hasBody) return this.passOn(exchange, 'not-an-endpoint');
@@ -328,8 +323,8 @@ export class DecisionEngine {
     if (isEndpointVariant(head.path, config.endpoints)) {
       return tooLarge ? this.passUnseen(exchange, config, { kind: 'pass', reason: 'not-an-endpoint' }) : { kind: 'need-body' };
     }
-    const readable = isBelowEndpoint(head.path, config.endpoints) && mediaType(headerValue(head.headers, 'content-type')) === 'application/json';
-    return readable && !tooLarge ? { kind: 'need-body' } : this.passOn(exchange, 'not-an-endpoint');
+    if (!isBelowEndpoint(head.path, config.endpoints) || mediaType(headerValue(head.headers, 'content-type')) !== 'application/json') return this.passOn(exchange, 'not-an-endpoint');
+    return tooLarge ? this.passUnseen(exchange, config, { kind: 'pass', reason: 'not-an-endpoint' }) : { kind: 'need-body' };
   }
 
   /** The stages of docs/graphql-caching.md, Cacheability, in order (see requestStages.ts). */
@@ -669,18 +664,14 @@ export class DecisionEngine {
    * run a mutation (README, Bad input): any mutation a reading finds invalidates its root fields'
    * types once the origin answered, as an answer svc-cache cannot read does.
    */
-  private passUnread(exchange: Exchange, reason: PassReason, detail: string, body: Buffer, reading: 'every-reading' | 'readable-mutations-only' = 'every-reading'): RequestDecision {
+  private passUnread(exchange: Exchange, reason: PassReason, detail: string, body: Buffer): RequestDecision {
     const { config, schema } = this.deps.state();
     const head = requestHeadOf(exchange);
     if (head.method === 'GET') return this.passUnreadGet(exchange, reason, detail);
     if (head.method !== 'POST' || !schema || config.mutationPolicy === 'None') return this.passOn(exchange, reason, detail);
     const possible = possibleMutations(head, body, config.limits);
-    // Below an endpoint, where other routes may answer, svc-cache neither refuses a reading nor
-    // empties the store for what it cannot read (passOtherPath).
-    const lenient = reading === 'readable-mutations-only';
-    if (isVerdict(possible)) return lenient ? this.passOn(exchange, reason, detail) : this.conclude(exchange, possible);
-    const mutations = possible.mutations;
-    const unseen = possible.unseen && !lenient;
+    if (isVerdict(possible)) return this.conclude(exchange, possible);
+    const { mutations, unseen } = possible;
     if (mutations.length === 0 && !unseen) return this.passOn(exchange, reason, detail);
     this.deps.logger.debug({ passReason: reason, detail, mutations: mutations.reduce((count, each) => count + each.operations.length, 0), unseen }, 'request passed; it may run mutations');
     const tags = new Set(mutations.flatMap(({ document, operations }) => operationsRootFieldTypeTags(schema, operations, fragmentsOf(document))));
