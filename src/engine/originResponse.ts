@@ -1,4 +1,4 @@
-import { contentCoding, staleLimits, storability, upstreamAgeSeconds } from '../http/index.js';
+import { contentCoding, hasInvalidAge, staleLimits, storability, upstreamAgeSeconds } from '../http/index.js';
 import { headerValue, mediaType, type HeaderList } from '../http/index.js';
 import type { PassReason } from './passReason.js';
 import type { CachePolicy } from './rules.js';
@@ -68,6 +68,8 @@ export function storeVerdict(status: number, headers: HeaderList, context: Store
   const { rules } = context;
   // RFC 9111 section 4.2: the rule's lifetime, as any lifetime, is compared with the answer's age,
   // which an upstream cache's `Age` starts (`originSeconds` is already less it).
+  // An `Age` that cannot be read may be any age: expired, as `freshness` takes it with the origin's own lifetime.
+  if (!context.ignoreOriginCacheControl && hasInvalidAge(headers)) return { reason: 'origin-expired' };
   const ruleSeconds = context.ignoreOriginCacheControl ? rules.maxAge : rules.maxAge - upstreamAgeSeconds(headers);
   const maxAge = context.ignoreOriginCacheControl || originSeconds === undefined ? ruleSeconds : Math.min(ruleSeconds, originSeconds);
   if (maxAge <= 0) return { reason: 'origin-expired' };

@@ -54,12 +54,12 @@ export function storability(status: number, headers: HeaderList, context: Storab
   const vary = unsatisfiedVary(headers, context.keyedRequestHeaders);
   if (vary === '*') return { storable: false, reason: 'origin-vary-star' };
   if (vary !== undefined) return { storable: false, reason: 'origin-vary', header: vary };
-  const fresh = freshness(directives, headers, context.now);
   // A line outside RFC 9111's grammar (`foo="x, no-store`: an unclosed quote; `public; private`;
   // `"private"`) is read differently by other caches, some of which find a `no-store` or `private`
-  // where this reading found none (nginx and Varnish match the words alone): not stored.
-  if (fresh.storable && !headerValues(headers, 'cache-control').every(wellFormedDirectives)) return { storable: false, reason: 'origin-cache-control-invalid' };
-  return fresh;
+  // where this reading found none (nginx and Varnish match the words alone): not stored, whatever
+  // lifetime it gives (also under cache.ignoreOriginCacheControl, which sets lifetimes aside).
+  if (!headerValues(headers, 'cache-control').every(wellFormedDirectives)) return { storable: false, reason: 'origin-cache-control-invalid' };
+  return freshness(directives, headers, context.now);
 }
 
 /**
@@ -133,6 +133,12 @@ export function staleLimits(headers: HeaderList): StaleLimits {
  */
 export function upstreamAgeSeconds(headers: HeaderList): number {
   return deltaSeconds(singleValue(headers, 'age')) ?? 0;
+}
+
+/** An `Age` that is there but not one delta-seconds (a list, lines that disagree): how long the answer was held is unknown. */
+export function hasInvalidAge(headers: HeaderList): boolean {
+  const age = singleValue(headers, 'age');
+  return age !== undefined && deltaSeconds(age) === undefined;
 }
 
 /**

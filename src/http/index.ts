@@ -1,6 +1,6 @@
 /** The folder's one door: what other folders of src/ may use. */
 export { acceptsNoJson, hitNegotiation, namesStreamingType, ownAnswerMediaType, type GraphQLResponseMediaType, type HitNegotiation } from './accept.js';
-export { forbidsTransform, requestForbidsStoring, staleLimits, storability, upstreamAgeSeconds } from './cacheControl.js';
+export { forbidsTransform, hasInvalidAge, requestForbidsStoring, staleLimits, storability, upstreamAgeSeconds } from './cacheControl.js';
 export { contentCoding, decodedWithin } from './contentCoding.js';
 export { isCookieAttributeName } from './cookieLine.js';
 export { cookieReadOtherwise, cookieValues, headerSpeltOtherwise, headerValue, headerValues, mediaType, varyNames, type HeaderList } from './headers.js';

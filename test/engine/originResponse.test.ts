@@ -50,6 +50,8 @@ describe('storeVerdict', () => {
     ['set-cookie2', 200, [JSON_TYPE, ['set-cookie2', 'a=b; Version=1']], { reason: 'origin-set-cookie' }],
     ["an upstream cache's Age without freshness of the origin's: the rule's lifetime less it", 200, [JSON_TYPE, ['age', '20']], lifetime(40)],
     ["an upstream cache's Age past the rule's lifetime", 200, [JSON_TYPE, ['age', '100000']], { reason: 'origin-expired' }],
+    ['an Age that is a list', 200, [JSON_TYPE, ['age', '100000, 100000']], { reason: 'origin-expired' }],
+    ['two Age lines that disagree', 200, [JSON_TYPE, ['age', '1'], ['age', '100000']], { reason: 'origin-expired' }],
     ["an upstream cache's Age, the origin's freshness longer than the rule's", 200, [JSON_TYPE, ['cache-control', 'max-age=600'], ['age', '20']], lifetime(40)],
   ] as Array<[string, number, Array<[string, string]>, object]>)('%s', (_name, status, headers, verdict) => {
     expect(storeVerdict(status, headers, context)).toEqual(verdict);
@@ -63,6 +65,7 @@ describe('storeVerdict', () => {
     expect(storeVerdict(200, [JSON_TYPE, ['cache-control', 'no-store']], ignoring)).toEqual({ reason: 'origin-no-store' });
     expect(storeVerdict(200, [JSON_TYPE, ['cache-control', 'private']], ignoring)).toEqual({ reason: 'origin-private' });
     expect(storeVerdict(200, [JSON_TYPE, ['vary', 'cookie']], ignoring)).toEqual({ reason: 'origin-vary' });
+    expect(storeVerdict(200, [JSON_TYPE, ['cache-control', 'max-age=0, foo="x, no-store']], ignoring)).toEqual({ reason: 'origin-cache-control-invalid' });
   });
 
   it.each([

@@ -34,9 +34,9 @@ describe('storability', () => {
     ['max-age=-1', 'origin-max-age-invalid'],
     ['max-age=1.5', 'origin-max-age-invalid'],
     ['max-age=abc', 'origin-max-age-invalid'],
-    ['max-age=', 'origin-max-age-invalid'],
+    ['max-age=', 'origin-cache-control-invalid'],
     ['max-age', 'origin-max-age-invalid'],
-    ['max-age=60 x', 'origin-max-age-invalid'],
+    ['max-age=60 x', 'origin-cache-control-invalid'],
     ['max-age=60, max-age=120', 'origin-max-age-invalid'],
     ['s-maxage=abc, max-age=60', 'origin-max-age-invalid'],
   ])('Cache-Control %j: %s', (cacheControl, reason) => {
