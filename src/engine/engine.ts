@@ -65,7 +65,7 @@ import type { KeyedTarget } from './cacheKey.js';
 import type { CachePolicy } from './rules.js';
 import { JwtScopes } from './jwtScopes.js';
 import { scopeKeyedHeaders } from './scopes.js';
-import { fitToEnvoyLimits } from './headerRoom.js';
+import { fitToEnvoyLimits, hitFitsEnvoyLimits, immediateFits } from './headerRoom.js';
 import { PendingInvalidations } from './pendingInvalidations.js';
 import { cacheStatusHeader, explanationHeaders, hitResponse, mergeScopeHeaders, type HeaderChanges, type Replay } from './responses.js';
 import { failureByHead, isGraphQLResult, staleResponse, withinStaleIfError, type OriginFailure } from './staleIfError.js';
@@ -561,7 +561,11 @@ export class DecisionEngine {
     const { exchange } = context;
     const replay = replayFor(context.head.headers, exchange.explanation, entry, scopeHeaders);
     if (replay === undefined) return this.passOn(exchange, 'not-acceptable', `${entry.contentType}; ${entry.encoding}`, context);
-    const response = hitResponse(replay.entry, this.now(), replay.overrides, replay.served);
+    let response = hitResponse(replay.entry, this.now(), replay.overrides, replay.served);
+    // The store left room for a HIT's own headers, not for a svc-debug explanation (headerRoom.ts).
+    if (exchange.explanation && !immediateFits(response.headers)) {
+      response = hitResponse(replay.entry, this.now(), replay.overrides.filter(([name]) => !name.startsWith('svc-debug-')), replay.served);
+    }
     exchange.settle('HIT', { servedBytes: response.body.length });
     return { kind: 'respond', response };
   }
@@ -839,6 +843,7 @@ export class DecisionEngine {
     // an answer whose origin forbids changing it (`no-transform`).
     const compression = forbidsTransform(headers) ? NO_COMPRESSION : this.deps.state().config.cache.compression;
     const entry = { ...storable.entry, ...(await compressBody(clientBody, compression)) };
+    if (!hitFitsEnvoyLimits(entry, plan.scopeHeaders)) return notStored('response-headers-too-large');
     try {
       const stored = await this.deps.store.store(plan.key, entry, { tags: storable.tags, ttlSeconds: storable.ttlSeconds, mark: plan.mark });
       if (!stored) return notStored('invalidated-meanwhile');

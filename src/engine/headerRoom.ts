@@ -1,5 +1,6 @@
 import { CACHE_STATUS_HEADER, type HeaderList } from '../http/index.js';
-import { replayableHeaders, type HeaderChanges } from './responses.js';
+import type { CachedResponse } from '../store/index.js';
+import type { HeaderChanges } from './responses.js';
 
 /**
  * Envoy's default limits on a header map (`max_headers_count`, `max_request_headers_kb` and
@@ -30,25 +31,33 @@ export function fitToEnvoyLimits(current: HeaderList, changes: HeaderChanges, re
 }
 
 /**
- * Whether a HIT of this answer fits Envoy's header limits. A HIT is an immediate response carrying
- * the stored headers, the scope's (`scopeHeaders`) and those svc-cache adds (HIT_ADDED_HEADERS);
- * over the limits Envoy refuses the whole header mutation and sends the body with none of them
- * (docs/ext-proc.md, Header mutations): a compressed body without `content-encoding`, a scoped one
- * without `cache-control: private`. The MISS itself leaves out svc-cache's own headers to fit.
+ * Whether a HIT of this entry fits Envoy's header limits. A HIT is an immediate response carrying
+ * the stored headers, the scope's (`scopeHeaders`) and those svc-cache adds (HIT_ADDED_HEADERS,
+ * two more for a compressed entry); over the limits Envoy refuses the whole header mutation and
+ * sends the body with none of them (docs/ext-proc.md, Header mutations): a compressed body without
+ * `content-encoding`, a scoped one without `cache-control: private`. The MISS itself leaves out
+ * svc-cache's own headers to fit.
  */
-export function hitFitsEnvoyLimits(originHeaders: HeaderList, scopeHeaders: HeaderList): boolean {
-  const stored = replayableHeaders(originHeaders);
-  const bytes = byteSize(stored) + byteSize(scopeHeaders) + HIT_ADDED_BYTES;
-  return stored.length + scopeHeaders.length + HIT_ADDED_HEADERS <= ENVOY_MAX_HEADER_COUNT && bytes <= ENVOY_MAX_HEADER_BYTES;
+export function hitFitsEnvoyLimits(entry: Pick<CachedResponse, 'headers' | 'encoding' | 'contentType'>, scopeHeaders: HeaderList): boolean {
+  const added = HIT_ADDED_HEADERS + (entry.encoding === 'identity' ? 0 : CODING_HEADERS);
+  const bytes = byteSize(entry.headers) + byteSize(scopeHeaders) + entry.contentType.length + HIT_ADDED_BYTES;
+  return entry.headers.length + scopeHeaders.length + added <= ENVOY_MAX_HEADER_COUNT && bytes <= ENVOY_MAX_HEADER_BYTES;
 }
 
 /**
- * What every HIT may add besides the scope's headers: `:status`, `content-type`, `content-encoding`
- * and `vary` (a compressed entry), `svc-cache` and `age` (hitResponse); their values take well
- * under 1 KiB.
+ * What every HIT may add besides the scope's headers: `:status`, `content-type`, `svc-cache`, `age`
+ * (hitResponse) and `svc-cache-stale` (a stale entry answering for a failing origin); their values
+ * but the content type take well under 1 KiB. A compressed entry adds `content-encoding` and `vary`
+ * (CODING_HEADERS). A `svc-debug` HIT's explanation is left out where it would not fit (immediateFits).
  */
-const HIT_ADDED_HEADERS = 6;
+const HIT_ADDED_HEADERS = 5;
+const CODING_HEADERS = 2;
 const HIT_ADDED_BYTES = 1024;
+
+/** Whether an immediate response with these headers (and its `:status`) is within Envoy's limits. */
+export function immediateFits(headers: HeaderList): boolean {
+  return headers.length + 1 <= ENVOY_MAX_HEADER_COUNT && byteSize(headers) + ':status'.length + 3 <= ENVOY_MAX_HEADER_BYTES;
+}
 
 function isInformational(name: string): boolean {
   return name === CACHE_STATUS_HEADER || name.startsWith('svc-debug-');

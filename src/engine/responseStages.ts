@@ -7,7 +7,6 @@ import { invalidationTag } from '../invalidation/index.js';
 import type { CachedResponse } from '../store/index.js';
 import type { PassPlan, ResponsePlan, StorePlan } from './exchange.js';
 import { isEncoded, isGraphQLJson, isStreaming, storeVerdict, type EntryLifetime } from './originResponse.js';
-import { hitFitsEnvoyLimits } from './headerRoom.js';
 import type { PassReason } from './passReason.js';
 import { replayableHeaders } from './responses.js';
 
@@ -42,7 +41,6 @@ export function planAfterResponseHead(plan: ResponsePlan, status: number, header
         now,
       });
       if ('reason' in verdict) return { kind: 'pass', reason: verdict.reason, ...addedFields(plan.prepared) };
-      if (!hitFitsEnvoyLimits(headers, plan.scopeHeaders)) return { kind: 'pass', reason: 'response-headers-too-large', ...addedFields(plan.prepared) };
       if (endOfStream) return { kind: 'pass', reason: 'origin-no-body', ...addedFields(plan.prepared) };
       return { ...plan, lifetime: verdict };
     }

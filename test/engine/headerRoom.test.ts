@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fitToEnvoyLimits, hitFitsEnvoyLimits } from '../../src/engine/headerRoom.js';
+import { fitToEnvoyLimits, hitFitsEnvoyLimits, immediateFits } from '../../src/engine/headerRoom.js';
 
 /** `n` headers as Envoy holds them: `:status` first. */
 function headers(n: number, valueBytes = 1): Array<[string, string]> {
@@ -49,23 +49,35 @@ describe('fitToEnvoyLimits', () => {
 });
 
 describe('hitFitsEnvoyLimits', () => {
-  // `headers(n)` holds `:status` and n - 1 replayed headers; a HIT adds :status, content-type,
-  // content-encoding, vary, svc-cache and age.
+  // A HIT adds :status, content-type, svc-cache, age and (a stale one) svc-cache-stale, and for a
+  // compressed entry content-encoding and vary.
   const scope: Array<[string, string]> = [['cache-control', 'private, no-cache'], ['vary', 'x-team']];
+  const entry = (count: number, encoding: 'identity' | 'gzip' = 'gzip', valueBytes = 1) => ({ headers: headers(count + 1, valueBytes).slice(1), encoding, contentType: 'application/json' });
 
-  it('fits 94 replayed headers with the six a HIT adds, not 95', () => {
-    expect(hitFitsEnvoyLimits([...headers(95), ['content-type', 'application/json'], ['date', 'x']], [])).toBe(true);
-    expect(hitFitsEnvoyLimits(headers(96), [])).toBe(false);
+  it('fits 93 stored headers of a compressed entry with the seven a HIT may add, not 94', () => {
+    expect(hitFitsEnvoyLimits(entry(93), [])).toBe(true);
+    expect(hitFitsEnvoyLimits(entry(94), [])).toBe(false);
+  });
+
+  it('fits 95 of an entry stored as the origin sent it, which adds no coding headers', () => {
+    expect(hitFitsEnvoyLimits(entry(95, 'identity'), [])).toBe(true);
+    expect(hitFitsEnvoyLimits(entry(96, 'identity'), [])).toBe(false);
   });
 
   it("counts a scope's headers", () => {
-    expect(hitFitsEnvoyLimits(headers(93), scope)).toBe(true);
-    expect(hitFitsEnvoyLimits(headers(94), scope)).toBe(false);
+    expect(hitFitsEnvoyLimits(entry(91), scope)).toBe(true);
+    expect(hitFitsEnvoyLimits(entry(92), scope)).toBe(false);
   });
 
   it('keeps the HIT within 60 KiB of names and values', () => {
-    expect(hitFitsEnvoyLimits([['x-big', 'v'.repeat(58 * 1024)]], [])).toBe(true);
-    expect(hitFitsEnvoyLimits([['x-big', 'v'.repeat(59 * 1024)], ['x-more', 'v'.repeat(1024)]], [])).toBe(false);
+    expect(hitFitsEnvoyLimits({ ...entry(0), headers: [['x-big', 'v'.repeat(58 * 1024)]] }, [])).toBe(true);
+    expect(hitFitsEnvoyLimits({ ...entry(0), headers: [['x-big', 'v'.repeat(59 * 1024)], ['x-more', 'v'.repeat(1024)]] }, [])).toBe(false);
   });
 });
 
+describe('immediateFits', () => {
+  it('says whether an immediate response, its :status counted, is within the limits', () => {
+    expect(immediateFits(headers(100).slice(1))).toBe(true);
+    expect(immediateFits(headers(101).slice(1))).toBe(false);
+  });
+});

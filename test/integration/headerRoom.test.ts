@@ -8,7 +8,8 @@ import { useStack } from '../support/stack.js';
  * headers out instead and caches as usual (README, Bad input).
  */
 describe('an origin answer at Envoy header limit', () => {
-  const stack = useStack({ rules: [{ types: ['Query'], maxAge: 60 }] });
+  const TOKEN = 'header-room-purge-token-0123456789';
+  const stack = useStack({ rules: [{ types: ['Query'], maxAge: 60 }], purge: { tokens: [TOKEN] } });
 
   /** The origin's own headers plus `n` more: with `:status`, content-type, content-length, date, connection and keep-alive. */
   function originAdds(n: number): void {
@@ -48,5 +49,15 @@ describe('an origin answer at Envoy header limit', () => {
     expect(first.text.length).toBeGreaterThan(256);
     expect([second.status, second.headers['x-origin-94'], second.headers['content-type'], second.text]).toEqual([200, 'v', first.headers['content-type'], first.text]);
     expect(stack().origin.requestCount()).toBe(2);
+  });
+
+  it("leaves a svc-debug HIT's explanation out where it would cross the limit, keeping the HIT's own headers", async () => {
+    // 94 of its own: a plain HIT of this small answer (stored as sent) has 99 headers with :status.
+    originAdds(94);
+    const query = '{ todos { id } }';
+    await postGraphQL(stack().url, { query });
+    const hit = await postGraphQL(stack().url, { query }, { 'svc-debug': '1', 'svc-purge-token': TOKEN });
+    expect([hit.status, hit.headers['svc-cache'], hit.headers['content-type'], hit.headers['x-origin-93']]).toEqual([200, 'HIT', 'application/json; charset=utf-8', 'v']);
+    expect(Object.keys(hit.headers).filter((name) => name.startsWith('svc-debug'))).toEqual([]);
   });
 });
