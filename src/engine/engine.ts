@@ -6,7 +6,7 @@ import { batchWithoutIds, fragmentsOf, hasUrlParameter, parseDocument, rewritten
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { hitNegotiation, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, mediaType, varyNames, type HeaderList } from '../http/index.js';
-import { endpointOf, forbidsTransform, forwardingKey, hostKey, isBelowEndpoint, isEndpointVariant } from '../http/index.js';
+import { endpointOf, forbidsTransform, forwardingKey, hostKey, isBelowEndpoint, isEndpointVariant, requestForbidsStoring } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { mutationInvalidationTags } from '../invalidation/index.js';
 import { operationsRootFieldTypeTags, rootFieldTypeTags } from '../invalidation/index.js';
@@ -535,6 +535,9 @@ export class DecisionEngine {
       return this.answerFromCache(context, found.entry, scoped.scopeHeaders);
     }
     exchange.lead(found.leadership);
+    // RFC 9111 section 5.2.1.5: no answer to it may be stored; a stored one may still answer it
+    // (above), so sending no-store does not take a client past the cache.
+    if (requestForbidsStoring(head.headers)) return this.passOn(exchange, 'request-no-store', undefined, context);
     exchange.staleHold = this.holdForOriginFailure(context, found.expired, { key: scoped.key, staleIfError: policy.staleIfError, scopeHeaders: scoped.scopeHeaders });
     const plan: StorePlan = {
       kind: 'store',

@@ -5,7 +5,7 @@ import { parseDocument, selectOperation, variablesKeyText, type ParsedDocument }
 import type { GraphQLParams } from '../graphql/index.js';
 import { operationsViolation, operationViolation, queryTextViolation, selectionOf, type LimitViolation } from '../graphql/index.js';
 import { ambiguousRequestResponse, possibleOperations, readGetRequest, readPostRequest, type RequestParameters } from '../graphql/index.js';
-import { acceptsNoJson, ownAnswerMediaType, requestForbidsStoring } from '../http/index.js';
+import { acceptsNoJson, ownAnswerMediaType } from '../http/index.js';
 import { headerValue, type HeaderList } from '../http/index.js';
 import { graphQLErrorResponse, type HttpResponse, type OwnErrorCode } from '../http/index.js';
 import { carriesPurgeToken, looksLikePurge } from '../purge/index.js';
@@ -431,8 +431,6 @@ function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: C
   if (config.cache.bypassCacheHeaders.some((name) => headerValue(headers, name.toLowerCase()) !== undefined)) {
     return passVerdict('bypass-header');
   }
-  // RFC 9111 section 5.2.1.5: no answer to it may be stored, so it is not served one either.
-  if (requestForbidsStoring(headers)) return passVerdict('request-no-store');
   const { policy } = checked.analysis;
   if (!policy) return passVerdict('no-rule');
   if (policy.maxAge <= 0) return passVerdict('max-age-zero');

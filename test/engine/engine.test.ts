@@ -96,6 +96,13 @@ describe('DecisionEngine', () => {
     build();
   });
 
+  it("stores no answer to a request whose Cache-Control says no-store, but answers it from the cache (RFC 9111 section 5.2.1.5)", async () => {
+    const noStore = post({ query: '{ todos { id } }' }, [['cache-control', 'No-Store']]);
+    expect((await roundTrip(noStore)).status).toBe('PASS');
+    expect((await roundTrip(post({ query: '{ todos { id } }' }))).status).toBe('MISS');
+    expect(await decide(noStore.head, noStore.body)).toMatchObject({ kind: 'respond', status: 'HIT' });
+  });
+
   it('misses, stores, then hits with the stored bytes, content type and age', async () => {
     const request = post({ query: '{ todos { id } }' });
     expect((await roundTrip(request)).status).toBe('MISS');

@@ -289,7 +289,6 @@ describe('classify', () => {
     ['introspection under a type rule', '{ __schema { queryType { name } } }', {}, [], 'introspection'],
     ['__type under a type rule', '{ __type(name: "Todo") { name } }', {}, [], 'introspection'],
     ['a bypass header', '{ todos { id } }', { cache: { bypassCacheHeaders: ['X-Bypass'] } }, [['x-bypass', '1']], 'bypass-header'],
-    ["a request's Cache-Control: no-store", '{ todos { id } }', {}, [['cache-control', 'max-age=0, No-Store']], 'request-no-store'],
     ['no matching rule', '{ todos { id } }', { rules: [{ types: ['User'], maxAge: 60 }] }, [], 'no-rule'],
     ['a rule with maxAge 0', '{ todos { id } }', { rules: [{ types: ['Query'], maxAge: 0 }] }, [], 'max-age-zero'],
     ['credentials on PUBLIC', '{ todos { id } }', {}, [['cookie', 'a=b']], 'credentials-on-public'],
@@ -298,9 +297,9 @@ describe('classify', () => {
     expect(classify(checked(query, current), { method: 'POST', headers }, current, schema)).toEqual({ kind: 'pass', reason });
   });
 
-  it("caches a request whose Cache-Control asks for no-cache or max-age=0, which any client could send to reach the origin", () => {
+  it('classifies a request whose Cache-Control asks for no-cache, max-age=0 or no-store as a query (no-store is for storing: engine.test.ts)', () => {
     const current = config({});
-    for (const value of ['no-cache', 'max-age=0', 'no-transform']) {
+    for (const value of ['no-cache', 'max-age=0', 'no-transform', 'no-store']) {
       expect(classify(checked('{ todos { id } }', current), { method: 'POST', headers: [['cache-control', value]] }, current, schema)).toMatchObject({ kind: 'query' });
     }
   });
