@@ -318,13 +318,14 @@ export class DecisionEngine {
    * ambiguous body holds. Any other POST below one (an upload, a form) passes unread, unbuffered.
    */
   private passOtherPath(exchange: Exchange, head: RequestHead, config: Config): RequestHeadDecision {
-    if (head.method !== 'POST' || !head.hasBody) return this.passOn(exchange, 'not-an-endpoint');
-    const tooLarge = Number(headerValue(head.headers, 'content-length')) > config.limits.maxRequestBodyBytes;
-    if (isEndpointVariant(head.path, config.endpoints)) {
-      return tooLarge ? this.passUnseen(exchange, config, { kind: 'pass', reason: 'not-an-endpoint' }) : { kind: 'need-body' };
-    }
-    if (!isBelowEndpoint(head.path, config.endpoints) || mediaType(headerValue(head.headers, 'content-type')) !== 'application/json') return this.passOn(exchange, 'not-an-endpoint');
-    return tooLarge ? this.passUnseen(exchange, config, { kind: 'pass', reason: 'not-an-endpoint' }) : { kind: 'need-body' };
+    const read =
+      head.method === 'POST' &&
+      head.hasBody &&
+      (isEndpointVariant(head.path, config.endpoints) ||
+        (isBelowEndpoint(head.path, config.endpoints) && mediaType(headerValue(head.headers, 'content-type')) === 'application/json'));
+    if (!read) return this.passOn(exchange, 'not-an-endpoint');
+    if (Number(headerValue(head.headers, 'content-length')) > config.limits.maxRequestBodyBytes) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'not-an-endpoint' });
+    return { kind: 'need-body' };
   }
 
   /** The stages of docs/graphql-caching.md, Cacheability, in order (see requestStages.ts). */
@@ -682,8 +683,7 @@ export class DecisionEngine {
     if (mutations.length === 0 && !unseen) return this.passOn(exchange, reason, detail);
     this.deps.logger.debug({ passReason: reason, detail, mutations: mutations.reduce((count, each) => count + each.operations.length, 0), unseen }, 'request passed; it may run mutations');
     const tags = new Set(mutations.flatMap(({ document, operations }) => operationsRootFieldTypeTags(schema, operations, fragmentsOf(document))));
-    const { mutationPolicy: policy } = config;
-    const unread = mutations.length === 0 ? undefined : { policy, tags: [...tags] };
+    const unread = mutations.length === 0 ? undefined : { policy: config.mutationPolicy, tags: [...tags] };
     return forwardUntouched(exchange, { kind: 'pass', reason, unread, ...(unseen ? { unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } } : {}) });
   }
 

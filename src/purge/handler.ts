@@ -169,14 +169,14 @@ export async function handlePurgeRequest(
  */
 async function confirmedPurge(summary: PurgeSummary, deps: PurgeDependencies): Promise<AppliedPurge | undefined> {
   const applying = applyPurge(summary, deps.store);
+  const confirmationMs = deps.confirmationMs ?? PURGE_CONFIRMATION_MS;
   let deadline: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<'late'>((resolve) => {
-    deadline = setTimeout(() => resolve('late'), deps.confirmationMs ?? PURGE_CONFIRMATION_MS);
+    deadline = setTimeout(() => resolve('late'), confirmationMs);
   });
   try {
     const first = await Promise.race([applying, late]);
     if (first !== 'late') return first;
-    const confirmationMs = deps.confirmationMs ?? PURGE_CONFIRMATION_MS;
     deps.logger.error({ ...logFields(summary), confirmationMs }, 'purge not confirmed in time; answered 503');
     deps.onPurge?.({ result: 'not-confirmed', confirmationMs, ...summary });
     applying.then(

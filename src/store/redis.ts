@@ -84,8 +84,9 @@ export class RedisStore implements CacheStore {
     this.client.on('error', (error: Error) => {
       this.connectionError = errorMessage(error);
     });
-    this.stall = new StalledConnection(stalledAfterMs(config.commandTimeoutMs), () => {
-      logger.warn({ afterMs: stalledAfterMs(config.commandTimeoutMs) }, 'redis stopped answering; reconnecting');
+    const stalledAfter = stalledAfterMs(config.commandTimeoutMs);
+    this.stall = new StalledConnection(stalledAfter, () => {
+      logger.warn({ afterMs: stalledAfter }, 'redis stopped answering; reconnecting');
       this.client.disconnect(true);
     });
   }
