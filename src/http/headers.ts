@@ -20,14 +20,19 @@ export function headerValues(headers: HeaderList, name: string): string[] {
  * on by default (`headers_with_underscores_action: ALLOW`). Names are lower-case here.
  */
 export function headerSpeltOtherwise(headers: HeaderList, name: string): boolean {
-  const cgiName = name.replaceAll('-', '_');
+  const read = cgiName(name);
   const nameHasUnderscore = name.includes('_');
   for (const [sent] of headers) {
     // Only a name with an underscore on one side can differ from `name` and read as it.
     if (sent.length !== name.length || sent === name || !(nameHasUnderscore || sent.includes('_'))) continue;
-    if (sent.replaceAll('-', '_') === cgiName) return true;
+    if (cgiName(sent) === read) return true;
   }
   return false;
+}
+
+/** A header name as CGI-style origins read it: `-` and `_` alike, as `_` (headerSpeltOtherwise). */
+export function cgiName(name: string): string {
+  return name.replaceAll('-', '_');
 }
 
 /** The names a `Vary` field lists across its lines, trimmed and lower-cased, `*` included (RFC 9110 section 12.5.5). */

@@ -1,4 +1,4 @@
-import type { HeaderList } from './headers.js';
+import { cgiName, type HeaderList } from './headers.js';
 
 /**
  * Which endpoint a request is for and which host it names, as the cache key holds them (issue 12
@@ -114,7 +114,7 @@ function forwardingPart(name: string, value: string): string {
  * such a request's answer apart from others'.
  */
 function isForwardingHeader(name: string): boolean {
-  return FORWARDING_HEADERS.has(name) || (name.includes('_') && FORWARDING_HEADERS.has(name.replaceAll('_', '-')));
+  return FORWARDING_HEADERS.has(name) || (name.includes('_') && FORWARDING_CGI_NAMES.has(cgiName(name)));
 }
 
 /**
@@ -135,6 +135,9 @@ const FORWARDING_HEADERS: ReadonlySet<string> = new Set([
   'x-original-host',
   'x-forwarded-uri',
 ]);
+
+/** FORWARDING_HEADERS as CGI-style origins read them (isForwardingHeader). */
+const FORWARDING_CGI_NAMES: ReadonlySet<string> = new Set([...FORWARDING_HEADERS].map(cgiName));
 
 /**
  * A `forwarded` value's elements without their well-formed `for=` pairs (a token or a quoted string,
