@@ -279,7 +279,7 @@ function operationOf(members: ReadonlyMap<string, JsonValue>, otherUrlParameters
     return { kind: 'uninterpretable', reason: 'extensions-not-object' };
   }
   const canonicalVariables = variables?.kind === 'object' ? variables.canonical() : '{}';
-  const orderedVariables = variables?.kind === 'object' ? variablesInOrder(variables) : '{}';
+  const orderedVariables = variables?.kind === 'object' ? byNameInOrder(variables) : '{}';
   return {
     kind: 'graphql',
     params: {
@@ -368,9 +368,8 @@ const CLIENT_NAME_EXTENSIONS: ReadonlySet<string> = new Set(['clientLibrary']);
  * value's members in the order sent (an origin's own code may read them); '' when nothing else is left.
  */
 function canonicalWithout(members: ReadonlyMap<string, JsonValue>, omitted: ReadonlySet<string>): string {
-  // `members` is by name already (JsonValue's members).
   const kept = [...members].filter(([name]) => !omitted.has(name));
-  return kept.length === 0 ? '' : `{${kept.map(([name, value]) => `${JSON.stringify(name)}:${value.canonicalInOrder()}`).join(',')}}`;
+  return kept.length === 0 ? '' : membersText(kept);
 }
 
 /** Whether a URL parameter's value gives what the body member gives. */
@@ -380,24 +379,25 @@ function sameParameter(name: ParameterName, urlValue: string, member: JsonValue)
   return typeof json !== 'string' && sameJson(json, member);
 }
 
-/** The variables by name, each with its members in the order sent (GraphQLOperation's orderedVariables). */
-function variablesInOrder(variables: JsonValue): string {
-  return `{${[...(variables.members ?? new Map<string, JsonValue>())].map(([name, value]) => `${JSON.stringify(name)}:${value.canonicalInOrder()}`).join(',')}}`;
+/**
+ * A value's text as origins run it: an object's members by name (an origin reads them by name), each
+ * value's own members in the order sent (a custom scalar's value reaches the origin's code as sent).
+ * GraphQLOperation's orderedVariables; two `variables` or `extensions` values with the same text run
+ * alike at every origin (sameJson).
+ */
+function byNameInOrder(value: JsonValue): string {
+  return value.members === undefined ? value.canonicalInOrder() : membersText(value.members);
 }
 
-/**
- * Whether two `variables` or `extensions` values run alike at every origin: the same members by
- * name (an origin reads them by name), each value with its members in the same order (a custom
- * scalar's value reaches the origin's code as sent).
- */
+/** `{"name":text,…}` of members already by name (JsonValue's members), each value's members in the order sent. */
+function membersText(members: Iterable<readonly [string, JsonValue]>): string {
+  const texts: string[] = [];
+  for (const [name, value] of members) texts.push(`${JSON.stringify(name)}:${value.canonicalInOrder()}`);
+  return `{${texts.join(',')}}`;
+}
+
 function sameJson(a: JsonValue, b: JsonValue): boolean {
-  if (a.members === undefined || b.members === undefined) return a.canonicalInOrder() === b.canonicalInOrder();
-  if (a.members.size !== b.members.size) return false;
-  for (const [name, value] of a.members) {
-    const other = b.members.get(name);
-    if (other === undefined || other.canonicalInOrder() !== value.canonicalInOrder()) return false;
-  }
-  return true;
+  return byNameInOrder(a) === byNameInOrder(b);
 }
 
 /** A string parameter as a JsonValue, so GET and POST parameters are read by one function. */
