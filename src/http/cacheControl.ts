@@ -1,4 +1,4 @@
-import { headerValue, headerValues, varyNames, type HeaderList } from './headers.js';
+import { headerValues, varyNames, type HeaderList } from './headers.js';
 
 /**
  * What RFC 9111 lets a shared cache store, and for how long. svc-cache never revalidates, so what
@@ -146,7 +146,7 @@ export function hasInvalidAge(headers: HeaderList): boolean {
  * `no-cache` and `max-age=0` are not honoured: any client could send them to reach the origin.)
  */
 export function requestForbidsStoring(headers: HeaderList): boolean {
-  return headerValue(headers, 'cache-control') !== undefined && cacheControlDirectives(headers).has('no-store');
+  return cacheControlDirectives(headers).has('no-store');
 }
 
 /** RFC 9110 section 7.7: `no-transform` forbids an intermediary to change the content, its coding included. */
@@ -189,10 +189,8 @@ function freshness(directives: Map<string, string | undefined | null>, headers: 
   }
   // Section 4.2.3: an upstream cache's Age has already used part of the lifetime. (The apparent
   // age from Date is not used: the origin's clock is not the sidecar's, and Date has whole seconds.)
-  const age = singleValue(headers, 'age');
-  const ageSeconds = age === undefined ? 0 : deltaSeconds(age);
-  if (ageSeconds === undefined) return { storable: false, reason: 'origin-expired' };
-  const remaining = lifetime - ageSeconds;
+  if (hasInvalidAge(headers)) return { storable: false, reason: 'origin-expired' };
+  const remaining = lifetime - upstreamAgeSeconds(headers);
   return remaining > 0 ? { storable: true, freshSeconds: remaining } : { storable: false, reason: 'origin-expired' };
 }
 
