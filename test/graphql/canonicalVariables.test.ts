@@ -4,6 +4,25 @@ import { canonicalJsonText, readJson, readJsonBytes } from '../../src/graphql/ca
 
 const canonical = (text: string) => canonicalJsonText(text);
 
+/**
+ * A JSON value written with whitespace where a choice says so and each object's members in a
+ * shuffled order, and the same order without whitespace, as JSON.stringify would spell it.
+ */
+function written(value: unknown, choices: () => number): [sent: string, inOrder: string] {
+  const space = () => [' ', '', '\n ', '\t', ''][choices() % 5]!;
+  if (Array.isArray(value)) {
+    const elements = value.map((element) => written(element, choices));
+    return [`[${space()}${elements.map(([text]) => text + space()).join(`,${space()}`)}]`, `[${elements.map(([, text]) => text).join(',')}]`];
+  }
+  if (typeof value !== 'object' || value === null) return [JSON.stringify(value), JSON.stringify(value)];
+  const keys = Object.keys(value).sort((a, b) => (choices() % 3) - 1 || (a < b ? -1 : 1));
+  const members = keys.map((key) => [JSON.stringify(key), written((value as Record<string, unknown>)[key], choices)] as const);
+  return [
+    `{${space()}${members.map(([key, [text]]) => `${key}${space()}:${space()}${text}`).join(`,${space()}`)}${space()}}`,
+    `{${members.map(([key, [, text]]) => `${key}:${text}`).join(',')}}`,
+  ];
+}
+
 describe('canonicalJsonText', () => {
   it.each([
     ['{"b":2,"a":1}', '{"a":1,"b":2}'],
@@ -92,18 +111,10 @@ describe('canonicalJsonText', () => {
         : typeof value === 'object' && value !== null
           ? `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${sortedText((value as Record<string, unknown>)[key])}`).join(',')}}`
           : JSON.stringify(value);
-    // The value written with whitespace where a choice says so and members in a shuffled order.
-    const written = (value: unknown, choices: () => number): string => {
-      const space = () => [' ', '', '\n ', '\t', ''][choices() % 5]!;
-      if (Array.isArray(value)) return `[${space()}${value.map((element) => written(element, choices) + space()).join(`,${space()}`)}]`;
-      if (typeof value !== 'object' || value === null) return JSON.stringify(value);
-      const keys = Object.keys(value).sort((a, b) => (choices() % 3) - 1 || (a < b ? -1 : 1));
-      return `{${space()}${keys.map((key) => `${JSON.stringify(key)}${space()}:${space()}${written((value as Record<string, unknown>)[key], choices)}`).join(`,${space()}`)}${space()}}`;
-    };
     fc.assert(
       fc.property(fc.jsonValue(), fc.infiniteStream(fc.nat()), (value, stream) => {
         const choices = stream[Symbol.iterator]();
-        const text = written(value, () => choices.next().value as number);
+        const [text] = written(value, () => choices.next().value as number);
         expect(canonical(text)).toEqual({ ok: true, text: sortedText(value) });
       }),
       { numRuns: 500 },
@@ -144,22 +155,6 @@ describe('canonicalInOrder', () => {
   });
 
   it('is the canonical text with each object\'s members where they were sent, whatever whitespace', () => {
-    // The value written with whitespace where a choice says so and members in a shuffled order, and
-    // the same order without whitespace, as JSON.stringify would spell it.
-    const written = (value: unknown, choices: () => number): [string, string] => {
-      const space = () => [' ', '', '\n ', '\t', ''][choices() % 5]!;
-      if (Array.isArray(value)) {
-        const elements = value.map((element) => written(element, choices));
-        return [`[${space()}${elements.map(([text]) => text + space()).join(`,${space()}`)}]`, `[${elements.map(([, text]) => text).join(',')}]`];
-      }
-      if (typeof value !== 'object' || value === null) return [JSON.stringify(value), JSON.stringify(value)];
-      const keys = Object.keys(value).sort((a, b) => (choices() % 3) - 1 || (a < b ? -1 : 1));
-      const members = keys.map((key) => [JSON.stringify(key), written((value as Record<string, unknown>)[key], choices)] as const);
-      return [
-        `{${space()}${members.map(([key, [text]]) => `${key}${space()}:${space()}${text}`).join(`,${space()}`)}${space()}}`,
-        `{${members.map(([key, [, text]]) => `${key}:${text}`).join(',')}}`,
-      ];
-    };
     fc.assert(
       fc.property(fc.jsonValue(), fc.infiniteStream(fc.nat()), (value, stream) => {
         const choices = stream[Symbol.iterator]();
