@@ -2,9 +2,10 @@ import { LRUCache } from 'lru-cache';
 
 /**
  * Query texts by hash in process memory, each until its own expiry, bounded in bytes (hash and
- * text, UTF-16 code units counted as one, and REGISTRATION_OVERHEAD_BYTES each) with the least recently used going first. The bound is
- * `apq.maxBytes`, which a reload may change (README, Hot reload): `limitTo` moves the texts to a
- * cache of the new bound, oldest first, so a smaller one drops the oldest down to it.
+ * text, UTF-16 code units counted as one, and REGISTRATION_OVERHEAD_BYTES each) with the least
+ * recently used going first. The bound is `apq.maxBytes`, which a reload may change (README, Hot
+ * reload): `limitTo` moves the texts to a cache of the new bound, oldest first, so a smaller one
+ * drops the oldest down to it.
  */
 export class QueryTexts {
   private texts: LRUCache<string, string>;

@@ -119,8 +119,8 @@ let lastManifest: { fingerprint: string; reading: ManifestReading } | undefined;
 
 /**
  * Why the bytes are no schema `serve` could load, so that `check`, `serve` and a reload refuse such a
- * `schema.file` alike (README, Every key). schemaFromSdl remembers the last text it built, which the
- * schema source then builds again to use it.
+ * `schema.file` alike (README, Every key). schemaFromSdl remembers its answer for the last text, so
+ * the schema source then gets the schema built here without building it again.
  */
 function sdlProblemOf(bytes: Buffer): Found | undefined {
   const built = schemaFromSdl(bytes.toString('utf8'));

@@ -4,9 +4,9 @@
  * strings get one escape form (`"\u0061"` is `"a"`), insignificant whitespace goes, and an object's
  * members keep the order they were sent in (a custom scalar's value reaches the origin's code as
  * sent: `{"b":2,"a":1}` may sort otherwise than `{"a":1,"b":2}`: canonicalInOrder), or are sorted
- * by key where no origin sees their order (canonical: input objects). One pass over the text with an explicit
- * stack: linear in its size (but for sorting each object's keys), and no nesting depth can exhaust
- * the call stack.
+ * by key where no origin sees their order (canonical: input objects). One pass over the text with
+ * an explicit stack: linear in its size (but for sorting each object's keys), and no nesting depth
+ * can exhaust the call stack.
  */
 
 export type JsonReadError =
@@ -347,7 +347,6 @@ function sameCanonicalText(tape: Tape, a: number, b: number): boolean {
  * Undefined when it would be longer than `limit` characters.
  */
 function canonicalTextOf(tape: Tape, root: number, limit: number, sorted: boolean): string | undefined {
-
   let text = '';
   // The open containers: the next element's record of an array, the next member's index of an object.
   const containers: number[] = [];
