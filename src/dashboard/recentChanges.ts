@@ -18,8 +18,11 @@ export interface CacheChange {
   removedEntries: number;
   /** Entries a soft purge marked stale (served within swr while one request refreshes them). */
   staleEntries: number;
-  /** Whether the store applied it. */
-  result: 'ok' | 'failed';
+  /**
+   * Whether the store applied it: `not-confirmed`, a purge answered 503 before the store confirmed
+   * it, which may still have applied.
+   */
+  result: 'ok' | 'failed' | 'not-confirmed';
   /** `hard` removes entries; `soft` marks them stale (`soft: true`); `mixed`, a purge with fields of both. */
   mode: 'hard' | 'soft' | 'mixed';
   replica: string;

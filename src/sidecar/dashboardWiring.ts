@@ -1,9 +1,10 @@
 import { OperationTypeNode } from 'graphql';
 import type { Config } from '../config/index.js';
-import type { DashboardActions, InspectInput, PurgeAnswer } from '../dashboard/index.js';
-import type { DecisionEngine, Exchange, RequestDecision, RequestHead } from '../engine/index.js';
+import type { CacheChangeInput, DashboardActions, InspectInput, PurgeAnswer } from '../dashboard/index.js';
+import type { DecisionEngine, EngineEvents, Exchange, RequestDecision, RequestHead } from '../engine/index.js';
 import { parseDocument, selectOperation } from '../graphql/index.js';
 import type { HeaderList } from '../http/index.js';
+import { purgeMode, type PurgeEvent } from '../purge/index.js';
 
 /**
  * The adapters between the sidecar's request path and the dashboard, kept together so a change to
@@ -29,6 +30,34 @@ export function engineActions(engine: DecisionEngine, config: () => Config): Das
       return notAPurge();
     },
     inspect: async (input) => inspect(engine, config(), input),
+  };
+}
+
+/**
+ * A purge as the dashboard's recent changes list it: one the store applied, failed or did not confirm
+ * in time (it may still apply: README, Purge API); purges refused before running are not changes.
+ */
+export function purgeChange(event: PurgeEvent): CacheChangeInput | undefined {
+  if (event.result === 'unauthorized' || event.result === 'invalid') return undefined;
+  return {
+    kind: 'purge',
+    fields: event.fields,
+    tags: [...event.tags, ...event.soft.tags],
+    removedEntries: event.result === 'purged' ? event.removedEntries : 0,
+    staleEntries: event.result === 'purged' ? event.staleEntries : 0,
+    result: event.result === 'purged' ? 'ok' : event.result === 'store-failed' ? 'failed' : 'not-confirmed',
+    mode: purgeMode(event),
+  };
+}
+
+/** A mutation's invalidation as the dashboard's recent changes list it. */
+export function invalidationChange(event: Parameters<EngineEvents['invalidation']>[0]): CacheChangeInput {
+  return {
+    kind: 'invalidation',
+    fields: [`mutationPolicy ${event.policy}`],
+    tags: 'failed' in event ? 0 : event.tags,
+    removedEntries: 'failed' in event ? 0 : event.removedEntries,
+    result: 'failed' in event ? 'failed' : 'ok',
   };
 }
 

@@ -10,11 +10,11 @@ import { startExtProcServer, type ExtProcServer } from '../extproc/index.js';
 import { withSecretHeaders, type Logger } from '../observability/index.js';
 import { MeasuredStore } from './measuredStore.js';
 import { Metrics } from '../observability/index.js';
-import { purgeMode, warnOmittedPurgeFields } from '../purge/index.js';
+import { warnOmittedPurgeFields } from '../purge/index.js';
 import { createSchemaSource } from '../schema/index.js';
 import { createStores, type CacheStore } from '../store/index.js';
 import { startAdminServer, type AdminServer } from './admin.js';
-import { engineActions } from './dashboardWiring.js';
+import { engineActions, invalidationChange, purgeChange } from './dashboardWiring.js';
 import { engineEventsRecordedIn } from './engineEvents.js';
 import { errorMessage } from '../util/index.js';
 
@@ -92,27 +92,12 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
       ...recorded,
       purge: (event) => {
         recorded.purge(event);
-        if (event.result === 'purged' || event.result === 'store-failed' || event.result === 'not-confirmed') {
-          dashboard.recordChange({
-            kind: 'purge',
-            fields: event.fields,
-            tags: [...event.tags, ...event.soft.tags],
-            removedEntries: event.result === 'purged' ? event.removedEntries : 0,
-            staleEntries: event.result === 'purged' ? event.staleEntries : 0,
-            result: event.result === 'purged' ? 'ok' : 'failed',
-            mode: purgeMode(event),
-          });
-        }
+        const change = purgeChange(event);
+        if (change) dashboard.recordChange(change);
       },
       invalidation: (event) => {
         recorded.invalidation(event);
-        dashboard.recordChange({
-          kind: 'invalidation',
-          fields: [`mutationPolicy ${event.policy}`],
-          tags: 'failed' in event ? 0 : event.tags,
-          removedEntries: 'failed' in event ? 0 : event.removedEntries,
-          result: 'failed' in event ? 'failed' : 'ok',
-        });
+        dashboard.recordChange(invalidationChange(event));
       },
     },
     scopeKeySecret: scopeKeySecret(config, logger),
