@@ -113,6 +113,47 @@ describe('Redis store faults', () => {
     }
   });
 
+  it('does not send the commands that timed out on a stalled connection again on the new one', async () => {
+    // Each reached Redis once; ioredis would resend every command left unanswered once it
+    // reconnects (autoResendUnfulfilledCommands), long after its caller went on without it.
+    const proxy = await startTcpProxy(server.port);
+    const admin = new Redis(server.url);
+    const monitor = await admin.monitor();
+    const lookupsOfHeldKey: string[] = [];
+    let heldKeyLookup: string | undefined;
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      const command = args.join(' ');
+      if (command === heldKeyLookup) lookupsOfHeldKey.push(command);
+    });
+    const stalled = await untilReady(
+      createStore({ url: `redis://127.0.0.1:${proxy.port}`, keyPrefix: 'resend:', commandTimeoutMs: COMMAND_TIMEOUT_MS }, { memoryMaxBytes: 0 }),
+    );
+    try {
+      const seen: string[] = [];
+      const watchOne = (_time: string, args: string[]) => seen.push(args.join(' '));
+      monitor.on('monitor', watchOne);
+      await stalled.lookup('held');
+      const firstLookup = () => seen.find((command) => /^mget /i.test(command));
+      await vi.waitFor(() => expect(firstLookup()).toBeDefined());
+      monitor.off('monitor', watchOne);
+      heldKeyLookup = firstLookup();
+      const [first] = proxy.connections();
+      const connectionsBefore = proxy.connections().length;
+      first!.hold();
+      const lookups = await Promise.allSettled(Array.from({ length: 20 }, () => stalled.lookup('held')));
+      expect(lookups.every(({ status }) => status === 'rejected')).toBe(true);
+      await vi.waitFor(() => stalled.lookup('other'), { timeout: 6000, interval: 100 });
+      expect(proxy.connections().length).toBe(connectionsBefore + 1);
+      await sleep(300);
+      expect(lookupsOfHeldKey.length).toBe(20);
+    } finally {
+      monitor.disconnect();
+      admin.disconnect();
+      await stalled.close();
+      await proxy.close();
+    }
+  });
+
   it('does not answer ping before a connection exists', async () => {
     const unreachable = createStore(
       { url: 'redis://127.0.0.1:1', keyPrefix: 'faults:', commandTimeoutMs: COMMAND_TIMEOUT_MS },
