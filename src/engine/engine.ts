@@ -5,7 +5,7 @@ import type { Config, MutationPolicy } from '../config/index.js';
 import { batchWithoutIds, fragmentsOf, hasUrlParameter, parseDocument, rewrittenForOrigin } from '../graphql/index.js';
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { hitNegotiation, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
-import { headerValue, mediaType, varyNames, type HeaderList } from '../http/index.js';
+import { headerValue, varyNames, type HeaderList } from '../http/index.js';
 import { endpointOf, forbidsTransform, forwardingKey, hostKey, isBelowEndpoint, isEndpointVariant, requestForbidsStoring } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { mutationInvalidationTags } from '../invalidation/index.js';
@@ -232,9 +232,9 @@ export class DecisionEngine {
       const head = requestHeadOf(exchange);
       const operationBatch = head.method === 'POST' && runsOperationBatch(head.path);
       if (endpointOf(head.path, config.endpoints) === undefined) {
-        // A variant of an endpoint path, or a JSON POST below one (passOtherPath), read only within an endpoint's limit.
+        // A variant of an endpoint path, or a POST below one (passOtherPath), read only within an endpoint's limit.
         if (body.length > config.limits.maxRequestBodyBytes || operationBatch) return this.passUnseen(exchange, config, { kind: 'pass', reason: operationBatch ? 'batch' : 'not-an-endpoint' });
-        return this.passUnread(exchange, 'not-an-endpoint', 'a variant of an endpoint path', body);
+        return this.passUnread(exchange, 'not-an-endpoint', 'routed to an endpoint', body);
       }
       if (head.method === 'GET' && body.length > 0) return this.passOn(exchange, 'get-with-body');
       if (body.length > config.limits.maxRequestBodyBytes) return this.conclude(exchange, payloadTooLarge(config.limits));
@@ -309,21 +309,19 @@ export class DecisionEngine {
   }
 
   /**
-   * A path that is no endpoint passes unread, but for a POST to a variant of one (`/graphql/` beside
-   * `/graphql`), which the origin may route to its GraphQL handler: its body is read for mutations,
+   * A path that is no endpoint passes unread, but for a request to a variant of one (`/graphql/` beside
+   * `/graphql`), which the origin may route to its GraphQL handler: its URL and body are read for mutations,
    * as a body svc-cache cannot read is (passUnread), and one that declares more bytes than an
    * endpoint's request may have is an operation svc-cache cannot see (README, Invalidation after
-   * mutations). So is a JSON POST below one (`/graphql/x`), which a handler mounted on the endpoint
-   * as a prefix serves: held to the same limits, since such a handler runs what a padded or
-   * ambiguous body holds. Any other POST below one (an upload, a form) passes unread, unbuffered.
+   * mutations). So is a POST below one (`/graphql/x`), which a handler mounted on the endpoint as a
+   * prefix serves, uploads and forms included: held to the same limits, since such a handler runs
+   * what a padded or ambiguous body holds.
    */
   private passOtherPath(exchange: Exchange, head: RequestHead, config: Config): RequestHeadDecision {
-    const read =
-      head.method === 'POST' &&
-      head.hasBody &&
-      (isEndpointVariant(head.path, config.endpoints) ||
-        (isBelowEndpoint(head.path, config.endpoints) && mediaType(headerValue(head.headers, 'content-type')) === 'application/json'));
-    if (!read) return this.passOn(exchange, 'not-an-endpoint');
+    const routedToGraphQL = isEndpointVariant(head.path, config.endpoints) || isBelowEndpoint(head.path, config.endpoints);
+    if (!routedToGraphQL || (head.method !== 'POST' && head.method !== 'GET')) return this.passOn(exchange, 'not-an-endpoint');
+    // A GET, or a POST without a body, is read by its URL (express-graphql takes a POST's `query` there).
+    if (head.method === 'GET' || !head.hasBody) return this.passUnread(exchange, 'not-an-endpoint', 'routed to an endpoint', NO_BODY);
     if (Number(headerValue(head.headers, 'content-length')) > config.limits.maxRequestBodyBytes) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'not-an-endpoint' });
     return { kind: 'need-body' };
   }

@@ -385,7 +385,7 @@ describe('DecisionEngine', () => {
     expect(await decideHead({ ...head, path: '/t/acme/graphql?x=1' })).toEqual({ kind: 'need-body' });
   });
 
-  it('reads a JSON POST below an endpoint path as one to a variant of it, and passes any other POST there unread', async () => {
+  it('reads a POST below an endpoint path as one to a variant of it, whatever its content type', async () => {
     // A handler mounted on /graphql as a prefix (Express's app.use) runs /graphql/x, padded or ambiguous bodies too.
     const below = (body: string, headers: Array<[string, string]> = [['content-type', 'application/json; charset=utf-8']]) => ({
       head: { method: 'POST' as const, path: '/graphql/x', headers: [[':method', 'POST'], [':path', '/graphql/x'], ...headers] as Array<[string, string]>, hasBody: true },
@@ -399,8 +399,22 @@ describe('DecisionEngine', () => {
     const ambiguous = below(`{"query":"{ todos { id } }","query":"${update}"}`);
     const aliases = below(`{"query":"mutation { ${Array.from({ length: 60 }, (_, index) => `a${index}: updateTodo(id: \\"1\\", title: \\"x\\") { id }`).join(' ')} }"}`);
     for (const request of [ambiguous, aliases]) expect(await decide(request.head, request.body)).toMatchObject({ kind: 'respond', response: { status: 400 } });
-    // An upload, or any body that is not JSON: passed at the headers, unbuffered.
-    expect(await decideHead(below('x', [['content-type', 'multipart/form-data; boundary=b']]).head)).toMatchObject({ plan: { kind: 'pass', reason: 'not-an-endpoint' } });
+    // An upload (graphql-upload mounted before the handler), a form, a bare query: read as well.
+    const upload = below(
+      ['--b', 'Content-Disposition: form-data; name="operations"', '', `{"query":"${update}"}`, '--b--', ''].join('\r\n'),
+      [['content-type', 'multipart/form-data; boundary=b']],
+    );
+    const form = below(`query=${encodeURIComponent(update.replaceAll('\\', ''))}`, [['content-type', 'application/x-www-form-urlencoded']]);
+    const bare = below(update.replaceAll('\\', ''), [['content-type', 'application/graphql']]);
+    for (const request of [upload, form, bare]) {
+      expect(await decideHead(request.head)).toEqual({ kind: 'need-body' });
+      expect(await decide(request.head, request.body)).toMatchObject({ plan: { kind: 'pass', reason: 'not-an-endpoint', unread: { tags: ['t:Todo'] } } });
+    }
+    // Read by its URL: a POST without a body, and a GET (refused with 405, as on the endpoint).
+    const inUrl = `/graphql/x?query=${encodeURIComponent(update.replaceAll('\\', ''))}`;
+    const urlHead = (method: 'GET' | 'POST') => ({ method, path: inUrl, headers: [[':method', method], [':path', inUrl]] as Array<[string, string]>, hasBody: false });
+    expect(await decideHead(urlHead('POST'))).toMatchObject({ plan: { kind: 'pass', reason: 'not-an-endpoint', unread: { tags: ['t:Todo'] } } });
+    expect(await decideHead(urlHead('GET'))).toMatchObject({ kind: 'respond', response: { status: 405 } });
   });
 
   it('answers a HIT in the GraphQL JSON type the client prefers, whatever type stored it', async () => {

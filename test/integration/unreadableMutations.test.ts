@@ -116,20 +116,30 @@ interface Sent {
 describe('a request svc-cache cannot read that an origin may run as a mutation', () => {
   const stack = useStack({ mutationPolicy: 'Entity' });
 
-  async function send(body: Buffer, contentType: string, { headers = {}, search = '' }: Sent = {}): Promise<Response> {
-    return fetch(`${stack().url}${search}`, { method: 'POST', headers: { 'content-type': contentType, accept: 'application/json', ...headers }, body: new Uint8Array(body) });
+  async function send(body: Buffer, contentType: string, { headers = {}, search = '' }: Sent = {}, path = ''): Promise<Response> {
+    return fetch(`${stack().url}${path}${search}`, { method: 'POST', headers: { 'content-type': contentType, accept: 'application/json', ...headers }, body: new Uint8Array(body) });
   }
 
-  it.each(UNREAD_REQUESTS)('%s: passes it as sent and invalidates the types its root fields return', async (_name, body, contentType, sent) => {
+  async function expectPassedAndInvalidating(body: Buffer, contentType: string, sent: Sent | undefined, path = ''): Promise<void> {
     expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
     expect((await postGraphQL(stack().url, { query: USERS })).headers['svc-cache']).toBe('MISS');
     stack().origin.setBehaviour({ forcedResponse: { status: 200, headers: { 'content-type': 'application/json' }, body: '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}' } });
-    const mutation = await send(body, contentType, sent);
+    const mutation = await send(body, contentType, sent, path);
     expect([mutation.status, mutation.headers.get('svc-cache')]).toEqual([200, 'PASS']);
     expect(stack().origin.requests.at(-1)?.body).toBe(body.toString());
     stack().origin.setBehaviour({ forcedResponse: null });
     expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
     expect((await postGraphQL(stack().url, { query: USERS })).headers['svc-cache']).toBe('HIT');
+  }
+
+  it.each(UNREAD_REQUESTS)('%s: passes it as sent and invalidates the types its root fields return', async (_name, body, contentType, sent) => {
+    await expectPassedAndInvalidating(body, contentType, sent);
+  });
+
+  // The demo origin serves /graphql/x as a handler mounted on /graphql as a prefix does (Express's
+  // app.use, graphql-upload's middleware before it): the same readings run there.
+  it.each(UNREAD_REQUESTS)('%s, sent below the endpoint: invalidates the same', async (_name, body, contentType, sent) => {
+    await expectPassedAndInvalidating(body, contentType, sent, '/x');
   });
 
   it('refuses a reading that gives a parameter twice, as it refuses a readable request', async () => {
