@@ -19,8 +19,8 @@ export interface CacheChange {
   /** Entries a soft purge marked stale (served within swr while one request refreshes them). */
   staleEntries: number;
   /**
-   * Whether the store applied it: `not-confirmed`, a purge answered 503 before the store confirmed
-   * it, which may still have applied.
+   * Whether the store applied it: `not-confirmed`, a purge answered 503 that the store or a
+   * replica-local cache did not confirm, which may apply or have applied.
    */
   result: 'ok' | 'failed' | 'not-confirmed';
   /** `hard` removes entries; `soft` marks them stale (`soft: true`); `mixed`, a purge with fields of both. */

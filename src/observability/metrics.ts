@@ -140,7 +140,7 @@ export class Metrics {
 
   private readonly purges = new Counter({
     name: 'svc_cache_purges_total',
-    help: 'Purge requests, by result: purged, store-failed (answered with an error, nothing promised), not-confirmed (answered 503 before the store confirmed it; it may still apply), unauthorized (no or wrong token), invalid.',
+    help: 'Purge requests, by result: purged, store-failed (answered with an error, nothing promised), not-confirmed (answered 503: not confirmed by the store within 4 s, or by every replica-local cache; it may apply or have applied), unauthorized (no or wrong token), invalid.',
     labelNames: ['result'] as const,
     registers: [this.registry],
   });

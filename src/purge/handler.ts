@@ -13,7 +13,7 @@ import { collectFields, fragmentsOf, validationErrors } from '../graphql/index.j
 import { CACHE_STATUS_HEADER, type HttpResponse } from '../http/index.js';
 import { headerValue, type HeaderList } from '../http/index.js';
 import type { Logger, RepeatedWarning } from '../observability/index.js';
-import type { CacheStore } from '../store/index.js';
+import { UnconfirmedInvalidation, type CacheStore } from '../store/index.js';
 import type { GraphQLResponseMediaType } from '../http/index.js';
 import { derivePurgeApi, type PurgeApi } from './schema.js';
 import { PurgeTargets } from './targets.js';
@@ -80,8 +80,12 @@ export const PURGE_CONFIRMATION_MS = 4_000;
 export type PurgeEvent =
   | ({ result: 'purged'; removedEntries: number; staleEntries: number } & PurgeSummary)
   | ({ result: 'store-failed'; error: string } & PurgeSummary)
-  /** Not confirmed within `confirmationMs`: answered 503, the store still at it. */
-  | ({ result: 'not-confirmed'; confirmationMs: number } & PurgeSummary)
+  /**
+   * Answered 503 though it may apply or have applied: the store did not confirm it within
+   * `confirmationMs` and is still at it (`store`), or Redis applied it but a replica-local cache did
+   * not confirm dropping the entries (`replica-local-caches`).
+   */
+  | ({ result: 'not-confirmed'; awaited: 'store' | 'replica-local-caches' } & PurgeSummary)
   | { result: 'unauthorized' }
   /** Failed validation or variable coercion: nothing purged. */
   | { result: 'invalid' };
@@ -178,7 +182,7 @@ async function confirmedPurge(summary: PurgeSummary, deps: PurgeDependencies): P
     const first = await Promise.race([applying, late]);
     if (first !== 'late') return first;
     deps.logger.error({ ...logFields(summary), confirmationMs }, 'purge not confirmed in time; answered 503');
-    deps.onPurge?.({ result: 'not-confirmed', confirmationMs, ...summary });
+    deps.onPurge?.({ result: 'not-confirmed', awaited: 'store', ...summary });
     applying.then(
       (applied) => deps.logger.warn({ ...logFields(summary), ...applied }, 'purge applied after its 503 answer'),
       (error: unknown) => deps.logger.error({ ...logFields(summary), err: errorMessage(error) }, 'purge not applied: the cache store failed'),
@@ -186,6 +190,11 @@ async function confirmedPurge(summary: PurgeSummary, deps: PurgeDependencies): P
     return undefined;
   } catch (error) {
     const reason = errorMessage(error);
+    if (error instanceof UnconfirmedInvalidation) {
+      deps.logger.error({ ...logFields(summary), err: reason }, 'purge applied in Redis but not confirmed by every replica; answered 503');
+      deps.onPurge?.({ result: 'not-confirmed', awaited: 'replica-local-caches', ...summary });
+      return undefined;
+    }
     deps.logger.error({ ...logFields(summary), err: reason }, 'purge not applied: the cache store failed');
     deps.onPurge?.({ result: 'store-failed', error: reason, ...summary });
     return undefined;

@@ -16,7 +16,7 @@ describe('the recent changes the sidecar records', () => {
     });
     expect(purgeChange({ result: 'store-failed', error: 'down', ...summary })).toMatchObject({ result: 'failed', removedEntries: 0 });
     // Answered 503 before the store confirmed it: it may still apply, so it is not listed as failed.
-    expect(purgeChange({ result: 'not-confirmed', confirmationMs: 4000, ...summary })).toMatchObject({ result: 'not-confirmed', removedEntries: 0 });
+    expect(purgeChange({ result: 'not-confirmed', awaited: 'store', ...summary })).toMatchObject({ result: 'not-confirmed', removedEntries: 0 });
   });
 
   it('lists no purge refused before it ran', () => {

@@ -15,6 +15,7 @@ import {
 } from '../../src/purge/index.js';
 import { invalidationTag as tag } from '../../src/invalidation/tags.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { UnconfirmedInvalidation } from '../../src/store/types.js';
 import { demoSchemaSDL } from '../support/origin.js';
 
 /** The purge handler alone, as the engine calls it: a parsed request, a real in-memory store. */
@@ -553,9 +554,17 @@ describe('handlePurgeRequest', () => {
       expect(confirmed).toBe(false);
       expect(response?.status).toBe(503);
       expect(JSON.parse(response!.body.toString()).errors[0].extensions).toEqual({ code: 'PURGE_NOT_APPLIED' });
-      expect(events).toMatchObject([{ result: 'not-confirmed', confirmationMs: 50, tags: [tag.entity('User', 'u2'), tag.unkeyed('User')] }]);
+      expect(events).toMatchObject([{ result: 'not-confirmed', awaited: 'store', tags: [tag.entity('User', 'u2'), tag.unkeyed('User')] }]);
       expect(await remaining()).toContain('user2');
       await vi.waitFor(async () => expect(await remaining()).not.toContain('user2'), { timeout: 2000, interval: 50 });
+    });
+
+    it('answers 503 and reports not-confirmed when Redis applied the purge but a replica-local cache did not confirm it', async () => {
+      vi.spyOn(store, 'invalidate').mockRejectedValue(new UnconfirmedInvalidation('applied in Redis, but not confirmed by every replica-local cache'));
+      const response = await purge('mutation { purgeUser(id: "u2") }');
+      expect(response?.status).toBe(503);
+      expect(JSON.parse(response!.body.toString()).errors[0].extensions).toEqual({ code: 'PURGE_NOT_APPLIED' });
+      expect(events).toMatchObject([{ result: 'not-confirmed', awaited: 'replica-local-caches', tags: [tag.entity('User', 'u2'), tag.unkeyed('User')] }]);
     });
 
     it('answers 503 when invalidateAll rejects', async () => {
