@@ -309,19 +309,23 @@ export class DecisionEngine {
   }
 
   /**
-   * A path that is no endpoint passes unread, but for a request to a variant of one (`/graphql/` beside
-   * `/graphql`), which the origin may route to its GraphQL handler: its URL and body are read for mutations,
-   * as a body svc-cache cannot read is (passUnread), and one that declares more bytes than an
+   * A path that is no endpoint passes unread, but for one the origin may route to its GraphQL
+   * handler: a variant of an endpoint (`/graphql/` beside `/graphql`), or a path below one
+   * (`/graphql/x`, which a handler mounted on the endpoint as a prefix serves). A POST there is read
+   * for mutations as a body svc-cache cannot read is (passUnread), by its body whatever its content
+   * type (uploads and forms included) and by its URL, held to an endpoint's limits since such a
+   * handler runs what a padded or ambiguous body holds; one that declares more bytes than an
    * endpoint's request may have is an operation svc-cache cannot see (README, Invalidation after
-   * mutations). So is a POST below one (`/graphql/x`), which a handler mounted on the endpoint as a
-   * prefix serves, uploads and forms included: held to the same limits, since such a handler runs
-   * what a padded or ambiguous body holds.
+   * mutations). A GET there is refused when its URL holds a mutation.
    */
   private passOtherPath(exchange: Exchange, head: RequestHead, config: Config): RequestHeadDecision {
     const routedToGraphQL = isEndpointVariant(head.path, config.endpoints) || isBelowEndpoint(head.path, config.endpoints);
     if (!routedToGraphQL || (head.method !== 'POST' && head.method !== 'GET')) return this.passOn(exchange, 'not-an-endpoint');
-    // A GET, or a POST without a body, is read by its URL (express-graphql takes a POST's `query` there).
-    if (head.method === 'GET' || !head.hasBody) return this.passUnread(exchange, 'not-an-endpoint', 'routed to an endpoint', NO_BODY);
+    // A GET there is refused only when its URL holds a mutation, as the endpoint refuses it; any other
+    // GET goes on, over the limits or ambiguous too: other GET routes may live below an endpoint.
+    if (head.method === 'GET') return this.refusedMutationOverGet(exchange) ?? this.passOn(exchange, 'not-an-endpoint');
+    // A POST without a body is read by its URL (express-graphql takes a POST's `query` there).
+    if (!head.hasBody) return this.passUnread(exchange, 'not-an-endpoint', 'routed to an endpoint', NO_BODY);
     if (Number(headerValue(head.headers, 'content-length')) > config.limits.maxRequestBodyBytes) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'not-an-endpoint' });
     return { kind: 'need-body' };
   }
@@ -685,7 +689,16 @@ export class DecisionEngine {
     return forwardUntouched(exchange, { kind: 'pass', reason, unread, ...(unseen ? { unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } } : {}) });
   }
 
-  /** A GET whose URL some origin reads as a mutation is refused as a readable one would be (405). */
+  /** The 405 for a GET whose URL a reading within the limits finds a mutation in, else undefined. */
+  private refusedMutationOverGet(exchange: Exchange): RequestDecision | undefined {
+    const possible = possibleMutations(requestHeadOf(exchange), NO_BODY, this.deps.state().config.limits);
+    return !isVerdict(possible) && possible.mutations.length > 0 ? this.conclude(exchange, mutationOverGet()) : undefined;
+  }
+
+  /**
+   * A GET whose URL some origin reads as a mutation is refused as a readable one would be (405), and
+   * one whose reading is ambiguous or over the limits as a readable one would be (400).
+   */
   private passUnreadGet(exchange: Exchange, reason: PassReason, detail: string): RequestDecision {
     const { config } = this.deps.state();
     const possible = possibleMutations(requestHeadOf(exchange), NO_BODY, config.limits);

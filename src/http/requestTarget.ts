@@ -36,8 +36,8 @@ export function isEndpointVariant(path: string, endpoints: readonly string[] = D
 /**
  * True when `path` is below an endpoint (`/graphql/x`, in any of the variants' spellings), which a
  * handler mounted on the endpoint as a prefix serves (Express's `app.use('/graphql', …)`, as Apollo
- * Server 4 documents it), as other routes may be. A POST there is read as one to a variant is: a
- * mutation a reading finds invalidates (README, Invalidation after mutations).
+ * Server 4 documents it), as other routes may be. A request there is read as one to a variant is: a
+ * mutation a reading of a POST finds invalidates (README, Invalidation after mutations).
  */
 export function isBelowEndpoint(path: string, endpoints: readonly string[] = DEFAULT_ENDPOINTS): boolean {
   const shape = routingShape(withoutQuery(path));

@@ -410,11 +410,31 @@ describe('DecisionEngine', () => {
       expect(await decideHead(request.head)).toEqual({ kind: 'need-body' });
       expect(await decide(request.head, request.body)).toMatchObject({ plan: { kind: 'pass', reason: 'not-an-endpoint', unread: { tags: ['t:Todo'] } } });
     }
-    // Read by its URL: a POST without a body, and a GET (refused with 405, as on the endpoint).
-    const inUrl = `/graphql/x?query=${encodeURIComponent(update.replaceAll('\\', ''))}`;
-    const urlHead = (method: 'GET' | 'POST') => ({ method, path: inUrl, headers: [[':method', method], [':path', inUrl]] as Array<[string, string]>, hasBody: false });
-    expect(await decideHead(urlHead('POST'))).toMatchObject({ plan: { kind: 'pass', reason: 'not-an-endpoint', unread: { tags: ['t:Todo'] } } });
-    expect(await decideHead(urlHead('GET'))).toMatchObject({ kind: 'respond', response: { status: 405 } });
+  });
+
+  it.each(['/graphql/', '/graphql/x'])('reads the URL of a request without a body to %s: a POST invalidates, a GET mutation gets 405, other GETs pass', async (path) => {
+    const head = (method: 'GET' | 'POST', query: string) => {
+      const target = `${path}?${query}`;
+      return { method, path: target, headers: [[':method', method], [':path', target]] as Array<[string, string]>, hasBody: false };
+    };
+    const mutation = `query=${encodeURIComponent('mutation { updateTodo(id: "1", title: "x") { id } }')}`;
+    expect(await decideHead(head('POST', mutation))).toEqual({
+      kind: 'forward',
+      requestHeaders: { set: [], remove: [] },
+      plan: { kind: 'pass', reason: 'not-an-endpoint', unread: { policy: 'Entity', tags: ['t:Todo'] } },
+    });
+    const refused = await decideHead(head('GET', mutation));
+    expect(refused.kind === 'respond' && [refused.status, refused.response.status, refused.response.headers, JSON.parse(refused.response.body.toString())]).toEqual([
+      'ERROR',
+      405,
+      [['content-type', 'application/json; charset=utf-8'], ['allow', 'POST']],
+      { errors: [{ message: 'Mutations cannot be sent with GET; use POST', extensions: { code: 'METHOD_NOT_ALLOWED' } }] },
+    ]);
+    // Other GET routes may live there: a query, or a URL an endpoint would refuse, goes on unread.
+    const passed = { kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'not-an-endpoint' } };
+    for (const other of [`query=${encodeURIComponent('{ todos { id } }')}`, 'query=cats&query=dogs', `query=${'x'.repeat(200_000)}`]) {
+      expect(await decideHead(head('GET', other))).toEqual(passed);
+    }
   });
 
   it('answers a HIT in the GraphQL JSON type the client prefers, whatever type stored it', async () => {
