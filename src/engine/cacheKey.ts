@@ -8,15 +8,18 @@ export interface KeyedTarget {
   endpoint: string;
   /** The query string's parameters other than GraphQL's, as sent; '' when none. */
   parameters: string;
-  /** The forwarding headers as sent (`forwardingKey`), which an origin behind a proxy may build links with; '' when none. */
-  forwarding: string;
+  /**
+   * The headers keyed as sent (`keyedHeaders`: those an origin behind a proxy may build links with,
+   * and `origin`), and the mark of a request a CSRF-preventing origin refuses; '' when none.
+   */
+  keyedHeaders: string;
 }
 
 /**
  * The cache key (docs/graphql-caching.md, Cache key): scope bucket, host, endpoint path, operation
  * name, normalised document and canonical variables (their literal text, canonicalVariables.ts),
- * then the other URL parameters, `extensions` but for those that change no answer, the
- * forwarding headers, and a POST body's members other than GraphQL's, when a request has any of them.
+ * then the other URL parameters, `extensions` but for those that change no answer, the keyed
+ * headers, and a POST body's members other than GraphQL's, when a request has any of them.
  * `Accept` is not in it: a cacheable answer has the same body under both GraphQL JSON types, and a
  * HIT is answered in a type the client accepts (README, HIT, MISS, PASS).
  */
@@ -35,13 +38,13 @@ export function cacheKey(
   // digest were 3% of a GET HIT's CPU in a `--cpu-prof` profile (docs/performance.md).
   // A request without the later parts keeps the key it had before they were keyed.
   const keyedParameters = target.parameters === '' && canonicalExtensions === '' ? '' : `\u0000${target.parameters}\u0000${canonicalExtensions}`;
-  // The forwarding part is a NUL, a CR and its entries, each a NUL and a header name
-  // (forwardingKey); the members follow four NULs. No part's text holds a NUL, and none but the
-  // forwarding part a CR (no header value, path or name can; JSON and printed strings escape it), so
-  // the CR marks where the forwarding part starts, here and against the keys of earlier versions
+  // The headers part is a NUL, a CR and its entries, each a NUL and a header name or `:` mark
+  // (keyedHeaders); the members follow four NULs. No part's text holds a NUL, and none but the
+  // headers part a CR (no header value, path or name can; JSON and printed strings escape it), so
+  // the CR marks where the headers part starts, here and against the keys of earlier versions
   // (which keyed forwarded host headers after two NULs), and a run of four NULs where the members do.
-  const forwarded = target.forwarding === '' ? keyedParameters : `${keyedParameters}\u0000\r${target.forwarding}`;
-  const later = otherMembers === '' ? forwarded : `${forwarded}\u0000\u0000\u0000\u0000${otherMembers}`;
+  const withHeaders = target.keyedHeaders === '' ? keyedParameters : `${keyedParameters}\u0000\r${target.keyedHeaders}`;
+  const later = otherMembers === '' ? withHeaders : `${withHeaders}\u0000\u0000\u0000\u0000${otherMembers}`;
   const hashed = `${target.host}\u0000${target.endpoint}\u0000${operationName}\u0000${normalisedDocument}\u0000${canonicalVariables}${later}`;
   return `${bucket}/${hash('sha256', hashed, 'base64url')}`;
 }

@@ -6,7 +6,7 @@ import { batchWithoutIds, fragmentsOf, hasUrlParameter, parseDocument, rewritten
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { hitNegotiation, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, varyNames, type HeaderList } from '../http/index.js';
-import { endpointOf, forbidsTransform, forwardingKey, hostKey, isBelowEndpoint, isEndpointVariant, requestForbidsStoring } from '../http/index.js';
+import { endpointOf, forbidsTransform, keyedHeaders, hostKey, isBelowEndpoint, isEndpointVariant, requestForbidsStoring } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { mutationInvalidationTags } from '../invalidation/index.js';
 import { operationsRootFieldTypeTags, rootFieldTypeTags } from '../invalidation/index.js';
@@ -1184,7 +1184,7 @@ function keyedTargetOf(head: RequestHead, config: Config, otherUrlParameters: st
     host: hostKey(headerValue(head.headers, ':authority') ?? '', headerValue(head.headers, ':scheme') ?? ''),
     endpoint: endpointOf(head.path, config.endpoints) ?? head.path,
     parameters: otherUrlParameters,
-    forwarding: forwardingKey(head.headers),
+    keyedHeaders: keyedHeaders(head.headers),
   };
 }
 

@@ -1,4 +1,4 @@
-import { cgiName, type HeaderList } from './headers.js';
+import { cgiName, mediaType, type HeaderList } from './headers.js';
 
 /**
  * Which endpoint a request is for and which host it names, as the cache key holds them (issue 12
@@ -74,47 +74,83 @@ function decodeUnreserved(segment: string): string {
 }
 
 /**
- * The headers through which a proxy tells the origin where the client's request was for (host,
- * scheme, port, path prefix, original URL), as sent, for the key: an origin that trusts its proxy
- * (Express's `trust proxy`, Rack, Spring's ForwardedHeaderFilter, ASP.NET's forwarded headers,
- * Symfony) builds links and routes with them, so an unkeyed value would reach other clients' answers
- * (README, Cache key). `forwarded` (RFC 7239) goes in without its `for=` parameters, each client's own
- * address, or every client would have its own entry. '' when the request has none; otherwise each
- * `name:value`, NUL-separated (no header value holds a NUL), by name and, within a name, in the
- * order sent: an origin reads each header by its name, and of a repeated one the first or the last,
- * so two clients sending the same headers in another order get one entry.
+ * The request headers the key holds, as sent, and whether a CSRF-preventing origin refuses the
+ * request (`withoutPreflight`), for the key (README, Cache key):
+ * - the headers through which a proxy tells the origin where the client's request was for (host,
+ *   scheme, port, path prefix, original URL): an origin that trusts its proxy (Express's `trust
+ *   proxy`, Rack, Spring's ForwardedHeaderFilter, ASP.NET's forwarded headers, Symfony) builds links
+ *   and routes with them, so an unkeyed value would reach other clients' answers. `forwarded`
+ *   (RFC 7239) goes in without its `for=` parameters, each client's own address, or every client
+ *   would have its own entry;
+ * - `origin`, which an origin's CORS answer follows (`access-control-allow-origin`), often without
+ *   `vary: origin` when the request had none (GraphQL Yoga): a browser's cross-origin request must
+ *   not get an answer made without its `origin`.
+ * '' when the request has none; otherwise each `name:value`, NUL-separated (no header value holds a
+ * NUL), by name and, within a name, in the order sent: an origin reads each header by its name, and
+ * of a repeated one the first or the last, so two clients sending the same headers in another order
+ * get one entry. A request sent without a preflight adds a part no header can give.
  */
-export function forwardingKey(headers: HeaderList): string {
+export function keyedHeaders(headers: HeaderList): string {
+  const sent = sentKeyedHeaders(headers);
+  return withoutPreflight(headers) ? `${sent}${WITHOUT_PREFLIGHT}` : sent;
+}
+
+/**
+ * Whether an origin that prevents CSRF as Apollo Server 4 (`csrfPrevention`, on by default) and
+ * GraphQL Yoga's CSRF plugin do refuses the request (400 or 403) as one a browser may send
+ * cross-site without a preflight: no content type, or one a simple request may have, and none of the
+ * headers they ask for. Keyed apart, such a request (most often a GET) is answered only from what the
+ * origin gave a request like it, never from a POST's or a preflighted GET's entry.
+ */
+function withoutPreflight(headers: HeaderList): boolean {
+  let contentType: string | undefined;
+  for (const [name, value] of headers) {
+    if (PREFLIGHT_HEADERS.has(name) && value !== '') return false;
+    if (name === 'content-type') contentType ??= value;
+  }
+  return contentType === undefined || SIMPLE_REQUEST_CONTENT_TYPES.has(mediaType(contentType));
+}
+
+/** Apollo Server 4's default `csrfPrevention.requestHeaders`, and GraphQL Yoga's plugin's. */
+const PREFLIGHT_HEADERS: ReadonlySet<string> = new Set(['x-apollo-operation-name', 'apollo-require-preflight', 'x-graphql-yoga-csrf']);
+
+/** The content types a browser sends cross-site without a preflight (Fetch standard, CORS-safelisted). */
+const SIMPLE_REQUEST_CONTENT_TYPES: ReadonlySet<string> = new Set(['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain']);
+
+/** A header name holds no `:`; the part marks a request sent without a preflight (withoutPreflight). */
+const WITHOUT_PREFLIGHT = '\u0000:without-preflight';
+
+function sentKeyedHeaders(headers: HeaderList): string {
   let key = '';
   let previous = '';
   for (const [name, value] of headers) {
-    if (!isForwardingHeader(name)) continue;
+    if (!isKeyedHeader(name)) continue;
     // Envoy appends x-forwarded-proto: most requests have one such header, or several in order.
-    if (name < previous) return forwardingKeyByName(headers);
+    if (name < previous) return keyedHeadersByName(headers);
     previous = name;
-    key += forwardingPart(name, value);
+    key += keyedHeaderPart(name, value);
   }
   return key;
 }
 
-function forwardingKeyByName(headers: HeaderList): string {
-  const sent = headers.filter(([name]) => isForwardingHeader(name));
+function keyedHeadersByName(headers: HeaderList): string {
+  const sent = headers.filter(([name]) => isKeyedHeader(name));
   // Array.prototype.sort is stable: a repeated header keeps its order.
   sent.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return sent.map(([name, value]) => forwardingPart(name, value)).join('');
+  return sent.map(([name, value]) => keyedHeaderPart(name, value)).join('');
 }
 
-function forwardingPart(name: string, value: string): string {
+function keyedHeaderPart(name: string, value: string): string {
   return `\u0000${name}:${name === 'forwarded' ? withoutForParameters(value) : value}`;
 }
 
 /**
- * A forwarding header, also under a name with `_` for `-` (`x_forwarded_host`), which CGI-style
+ * A keyed header, also under a name with `_` for `-` (`x_forwarded_host`), which CGI-style
  * origins (WSGI, Rack, PHP) read as the same header (headerSpeltOtherwise): keyed as sent, it keeps
  * such a request's answer apart from others'.
  */
-function isForwardingHeader(name: string): boolean {
-  return FORWARDING_HEADERS.has(name) || (name.includes('_') && FORWARDING_CGI_NAMES.has(cgiName(name)));
+function isKeyedHeader(name: string): boolean {
+  return KEYED_HEADERS.has(name) || (name.includes('_') && KEYED_CGI_NAMES.has(cgiName(name)));
 }
 
 /**
@@ -122,7 +158,7 @@ function isForwardingHeader(name: string): boolean {
  * and Symfony route by `x-original-url` and `x-rewrite-url`; IIS's Application Request Routing
  * sends the client's host as `x-original-host`, and Traefik its path as `x-forwarded-uri`.
  */
-const FORWARDING_HEADERS: ReadonlySet<string> = new Set([
+const KEYED_HEADERS: ReadonlySet<string> = new Set([
   'forwarded',
   'x-forwarded-host',
   'x-forwarded-proto',
@@ -134,10 +170,11 @@ const FORWARDING_HEADERS: ReadonlySet<string> = new Set([
   'x-rewrite-url',
   'x-original-host',
   'x-forwarded-uri',
+  'origin',
 ]);
 
-/** FORWARDING_HEADERS as CGI-style origins read them (isForwardingHeader). */
-const FORWARDING_CGI_NAMES: ReadonlySet<string> = new Set([...FORWARDING_HEADERS].map(cgiName));
+/** KEYED_HEADERS as CGI-style origins read them (isKeyedHeader). */
+const KEYED_CGI_NAMES: ReadonlySet<string> = new Set([...KEYED_HEADERS].map(cgiName));
 
 /**
  * A `forwarded` value's elements without their well-formed `for=` pairs (a token or a quoted string,

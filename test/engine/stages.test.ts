@@ -416,7 +416,7 @@ describe('scopeAndKey', () => {
   const selected = checked('{ me { id } }', scoped).selected;
   const policy = cachePolicyFor(scoped.rules, selectionOf(schema, selected.document))!;
   const secret = Buffer.from('k');
-  const target = { host: 'a.test', endpoint: '/graphql', parameters: '', forwarding: '' };
+  const target = { host: 'a.test', endpoint: '/graphql', parameters: '', keyedHeaders: '' };
 
   it('keys per scope value and names the bucket without the raw value', () => {
     const alice = scopeAndKey(policy, selected, { canonicalVariables: '{}', orderedVariables: '{}', canonicalExtensions: '', otherMembers: '' }, schema, target, [['authorization', 'Bearer alice']], scoped, secret, new Map());
@@ -446,8 +446,8 @@ describe('scopeAndKey', () => {
       scopeAndKey(policy, selected, { canonicalVariables: variables, orderedVariables: variables, canonicalExtensions: extensions, otherMembers: '' }, schema, at, headers, scoped, secret, new Map()).key;
     expect(key('{"a":1}')).not.toBe(key('{"a":1.0}'));
     expect(key('{"a":1}')).not.toBe(key('{"a":2}'));
-    expect(key('{}', { host: 'b.test', endpoint: '/graphql', parameters: '', forwarding: '' })).not.toBe(key('{}'));
-    expect(key('{}', { host: 'a.test', endpoint: '/t/acme/graphql', parameters: '', forwarding: '' })).not.toBe(key('{}'));
+    expect(key('{}', { host: 'b.test', endpoint: '/graphql', parameters: '', keyedHeaders: '' })).not.toBe(key('{}'));
+    expect(key('{}', { host: 'a.test', endpoint: '/t/acme/graphql', parameters: '', keyedHeaders: '' })).not.toBe(key('{}'));
     expect(key('{}', { ...target, parameters: 'tenant=acme' })).not.toBe(key('{}', { ...target, parameters: 'tenant=globex' }));
     expect(key('{}', target, undefined, '{"tenant":"acme"}')).not.toBe(key('{}', target, undefined, '{"tenant":"globex"}'));
     expect(key('{}', { ...target, parameters: 'a=1' })).not.toBe(key('{}', target, undefined, 'a=1'));

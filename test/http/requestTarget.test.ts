@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_ENDPOINTS, endpointOf, forwardingKey, hostKey, isBelowEndpoint, isEndpointVariant } from '../../src/http/requestTarget.js';
+import { DEFAULT_ENDPOINTS, endpointOf, keyedHeaders, hostKey, isBelowEndpoint, isEndpointVariant } from '../../src/http/requestTarget.js';
 
 describe('endpointOf', () => {
   it('defaults to /graphql', () => {
@@ -81,9 +81,9 @@ describe('hostKey', () => {
   });
 });
 
-describe('forwardingKey', () => {
-  it('is empty without forwarding headers, and tells every sent value apart', () => {
-    expect(forwardingKey([['host', 'api.example'], ['x-forwarded-for', '192.0.2.60']])).toBe('');
+describe('keyedHeaders', () => {
+  it('is empty without keyed headers, and tells every sent value apart', () => {
+    expect(keyedHeaders([['host', 'api.example'], ['x-forwarded-for', '192.0.2.60'], ['content-type', 'application/json']])).toBe('');
     const keys = [
       [['x-forwarded-host', 'evil.example']],
       [['x-forwarded-host', 'good.example']],
@@ -101,46 +101,68 @@ describe('forwardingKey', () => {
       [['forwarded', 'proto=https']],
       [['x-original-host', 'evil.example']],
       [['x-forwarded-uri', '/evil/graphql']],
-    ].map((headers) => forwardingKey(headers as Array<[string, string]>));
+      [['origin', 'https://a.example']],
+      [['origin', 'https://b.example']],
+    ].map((headers) => keyedHeaders([...(headers as Array<[string, string]>), ['content-type', 'application/json']]));
     expect(new Set([...keys, '']).size).toBe(keys.length + 1);
   });
 
   it('keys a forwarding header sent with underscores, which CGI-style origins read as the header itself', () => {
     // WSGI, Rack and PHP read X_Forwarded_Host as HTTP_X_FORWARDED_HOST: unkeyed, it would poison a shared entry.
-    const plain = forwardingKey([['x-forwarded-proto', 'https']]);
+    const plain = keyedHeaders([['x-forwarded-proto', 'https']]);
     const keys = [
-      forwardingKey([['x-forwarded-proto', 'https'], ['x_forwarded_host', 'evil.example']]),
-      forwardingKey([['x-forwarded-proto', 'https'], ['x_forwarded_host', 'good.example']]),
-      forwardingKey([['x_forwarded-proto', 'http'], ['x-forwarded-proto', 'https']]),
-      forwardingKey([['x-forwarded-proto', 'https'], ['x-forwarded-host', 'evil.example']]),
+      keyedHeaders([['x-forwarded-proto', 'https'], ['x_forwarded_host', 'evil.example']]),
+      keyedHeaders([['x-forwarded-proto', 'https'], ['x_forwarded_host', 'good.example']]),
+      keyedHeaders([['x_forwarded-proto', 'http'], ['x-forwarded-proto', 'https']]),
+      keyedHeaders([['x-forwarded-proto', 'https'], ['x-forwarded-host', 'evil.example']]),
     ];
     expect(new Set([plain, ...keys]).size).toBe(5);
-    expect(forwardingKey([['x_forwarded_for', '192.0.2.60'], ['x_real_ip', '192.0.2.60']])).toBe('');
+    expect(keyedHeaders([['x_forwarded_for', '192.0.2.60'], ['x_real_ip', '192.0.2.60'], ['content-type', 'application/json']])).toBe('');
+  });
+
+  it('marks a request a CSRF-preventing origin refuses: no preflight header, and no content type or a simple one', () => {
+    // Apollo Server 4 (csrfPrevention, on by default) and Yoga's CSRF plugin refuse these; their
+    // answers must not come from the entry of a request they run.
+    const refused = keyedHeaders([]);
+    expect(refused).not.toBe('');
+    for (const contentType of ['text/plain', 'Multipart/Form-Data; boundary=x', 'application/x-www-form-urlencoded']) {
+      expect(keyedHeaders([['content-type', contentType]])).toBe(refused);
+    }
+    expect(keyedHeaders([['apollo-require-preflight', '']])).toBe(refused);
+    for (const run of [
+      [['content-type', 'application/json']],
+      [['content-type', 'application/graphql-response+json; charset=utf-8']],
+      [['apollo-require-preflight', 'true']],
+      [['x-apollo-operation-name', 'Todos']],
+      [['x-graphql-yoga-csrf', '1'], ['content-type', 'text/plain']],
+    ] as Array<Array<[string, string]>>) {
+      expect(keyedHeaders(run)).toBe('');
+    }
   });
 
   it('keys the headers by name, whatever order they came in, and a repeated one in its order', () => {
     const host: [string, string] = ['x-forwarded-host', 'shop.example'];
     const proto: [string, string] = ['x-forwarded-proto', 'https'];
     const forwarded: [string, string] = ['forwarded', 'host=shop.example'];
-    const inOrder = forwardingKey([forwarded, host, proto]);
+    const inOrder = keyedHeaders([forwarded, host, proto]);
     for (const headers of [[proto, host, forwarded], [host, ['accept', '*/*'], forwarded, proto]] as Array<Array<[string, string]>>) {
-      expect(forwardingKey(headers)).toBe(inOrder);
+      expect(keyedHeaders(headers)).toBe(inOrder);
     }
-    const hosts = (first: string, second: string) => forwardingKey([proto, ['x-forwarded-host', first], ['x-forwarded-host', second]]);
+    const hosts = (first: string, second: string) => keyedHeaders([proto, ['x-forwarded-host', first], ['x-forwarded-host', second]]);
     expect(hosts('a.example', 'b.example')).not.toBe(hosts('b.example', 'a.example'));
   });
 
   it("keys forwarded without its for= parameters, each client's own address, and the rest as sent", () => {
-    expect(forwardingKey([['forwarded', 'for=192.0.2.60']])).toBe(forwardingKey([['forwarded', 'for=198.51.100.17']]));
-    expect(forwardingKey([['forwarded', 'for=192.0.2.60;proto=http;by=203.0.113.43']])).toBe(
-      forwardingKey([['forwarded', 'For=198.51.100.17;proto=http;by=203.0.113.43']]),
+    expect(keyedHeaders([['forwarded', 'for=192.0.2.60']])).toBe(keyedHeaders([['forwarded', 'for=198.51.100.17']]));
+    expect(keyedHeaders([['forwarded', 'for=192.0.2.60;proto=http;by=203.0.113.43']])).toBe(
+      keyedHeaders([['forwarded', 'For=198.51.100.17;proto=http;by=203.0.113.43']]),
     );
-    expect(forwardingKey([['forwarded', 'for=192.0.2.60;proto=http']])).not.toBe(forwardingKey([['forwarded', 'for=192.0.2.60;proto=https']]));
-    expect(forwardingKey([['forwarded', 'for="[2001:db8:cafe::17]:4711";proto=http']])).toBe(forwardingKey([['forwarded', 'for=unknown;proto=http']]));
+    expect(keyedHeaders([['forwarded', 'for=192.0.2.60;proto=http']])).not.toBe(keyedHeaders([['forwarded', 'for=192.0.2.60;proto=https']]));
+    expect(keyedHeaders([['forwarded', 'for="[2001:db8:cafe::17]:4711";proto=http']])).toBe(keyedHeaders([['forwarded', 'for=unknown;proto=http']]));
     // A malformed for= may hide a parameter from a lenient origin: it stays in the key.
-    expect(forwardingKey([['forwarded', 'for=1.1.1.1 host=evil;proto=https;host=shop']])).not.toBe(forwardingKey([['forwarded', 'for=2.2.2.2;proto=https;host=shop']]));
-    expect(forwardingKey([['forwarded', 'for=192.0.2.60;host=a.example, for=198.51.100.17']])).not.toBe(
-      forwardingKey([['forwarded', 'for=192.0.2.60;host=b.example, for=198.51.100.17']]),
+    expect(keyedHeaders([['forwarded', 'for=1.1.1.1 host=evil;proto=https;host=shop']])).not.toBe(keyedHeaders([['forwarded', 'for=2.2.2.2;proto=https;host=shop']]));
+    expect(keyedHeaders([['forwarded', 'for=192.0.2.60;host=a.example, for=198.51.100.17']])).not.toBe(
+      keyedHeaders([['forwarded', 'for=192.0.2.60;host=b.example, for=198.51.100.17']]),
     );
   });
 });

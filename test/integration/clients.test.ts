@@ -160,10 +160,15 @@ const FIVE_ANSWER = JSON.stringify({
   },
 });
 
-/** One client of "five clients, one origin request", at its default settings. */
+/** One client of "five clients, two origin requests", at its default settings. */
 interface FiveClient {
   name: string;
   ask(url: string, recorder: RecordingFetch): Promise<unknown>;
+  /**
+   * Sends a GET without a preflight header, which CSRF-preventing origins (Apollo Server 4) refuse:
+   * keyed apart from the POSTs (README, Cache key).
+   */
+  withoutPreflight?: true;
 }
 
 const FIVE_CLIENTS: readonly FiveClient[] = [
@@ -178,7 +183,7 @@ const FIVE_CLIENTS: readonly FiveClient[] = [
       }
     },
   },
-  { name: 'urql', ask: (url, recorder) => urqlClient(url, recorder, { persisted: false }).query(FIVE_QUERY) },
+  { name: 'urql', ask: (url, recorder) => urqlClient(url, recorder, { persisted: false }).query(FIVE_QUERY), withoutPreflight: true },
   {
     name: 'graphql-request',
     ask: (url, recorder) => new GraphQLClient(url, { fetch: recorder.fetch }).request(FIVE_QUERY),
@@ -210,7 +215,7 @@ describe('five clients asking the same query', () => {
 
   const ORDERS = FIVE_CLIENTS.map((first) => [first.name, [first, ...FIVE_CLIENTS.filter((client) => client !== first)]] as const);
 
-  it.each(ORDERS)('cost one origin request in total, %s first; each gets the origin\'s body in a type it accepts', async (_first, clients) => {
+  it.each(ORDERS)('cost one origin request for the POSTs and one for urql\'s GET, %s first; each gets the origin\'s body in a type it accepts', async (_first, clients) => {
     const seen: Array<{ client: string; exchange: RecordedExchange }> = [];
     for (const client of clients) {
       const recorder = recordingFetch();
@@ -231,11 +236,12 @@ describe('five clients asking the same query', () => {
         `${client} accepts the content type it got\n${report}`,
       ).toBe(true);
     }
+    const firstOfItsKey = (index: number) => clients.findIndex((client) => client.withoutPreflight === clients[index]!.withoutPreflight) === index;
     expect(
       seen.map(({ exchange }) => exchange.responseHeaders['svc-cache']),
-      `the first is a MISS, the other four HITs\n${report}`,
-    ).toEqual(['MISS', 'HIT', 'HIT', 'HIT', 'HIT']);
-    expect(stack().origin.requestCount(), `one origin request for five clients\n${report}`).toBe(1);
+      `the first POST and urql's GET are MISSes, the other three HITs\n${report}`,
+    ).toEqual(clients.map((_client, index) => (firstOfItsKey(index) ? 'MISS' : 'HIT')));
+    expect(stack().origin.requestCount(), `two origin requests for five clients\n${report}`).toBe(2);
   });
 
   it('serves an answer stored as application/json to a client that accepts only application/graphql-response+json', async () => {
