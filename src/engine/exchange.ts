@@ -89,10 +89,15 @@ export class Exchange {
     this.leadership = undefined;
   }
 
-  /** The request goes on to the origin; its response will be decided under `plan`. */
+  /**
+   * The request goes on to the origin; its response will be decided under `plan`. One forwarded
+   * under a plan that stores nothing (a request asking for `no-store`) lets identical requests go
+   * at once: they would wait for an entry it never writes.
+   */
   forward(plan: ResponsePlan): void {
     this.currentPlan = plan;
     this.forwardedAt = this.clock();
+    if (plan.kind !== 'store') this.releaseLeadership();
   }
 
   /** The origin's response headers arrived: the plan may have been downgraded by what they said. */

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { postGraphQL } from '../support/origin.js';
 import { useStack } from '../support/stack.js';
 import { sampleValue, scrape } from '../ops/prometheusText.js';
@@ -45,6 +45,18 @@ describe('request coalescing through the gateway', () => {
     );
     expect(stack().origin.requestCount()).toBe(10);
     expect(await coalescedCount()).toBe(before);
+  });
+
+  it('does not hold up identical misses behind a request that asked for no-store, which stores nothing', async () => {
+    stack().origin.setBehaviour({ delayMs: 200 });
+    const query = { query: '{ todos { id done } }' };
+    const noStore = postGraphQL(stack().url, query, { 'cache-control': 'no-store' });
+    await vi.waitFor(() => expect(stack().origin.requestCount()).toBe(1));
+    const others = await Promise.all(Array.from({ length: 20 }, () => postGraphQL(stack().url, query)));
+    expect((await noStore).headers['svc-cache']).toBe('PASS');
+    const statuses = others.map((r) => r.headers['svc-cache']);
+    expect([statuses.filter((s) => s === 'MISS').length, statuses.filter((s) => s === 'HIT').length]).toEqual([1, 19]);
+    expect(stack().origin.requestCount()).toBe(2);
   });
 
   it('never coalesces across scope buckets', async () => {
