@@ -29,7 +29,7 @@ export function endpointOf(path: string, endpoints: readonly string[] = DEFAULT_
  * (README, Invalidation after mutations).
  */
 export function isEndpointVariant(path: string, endpoints: readonly string[] = DEFAULT_ENDPOINTS): boolean {
-  const shape = routingShape(withoutQuery(path));
+  const shape = routingShape(routedPart(path));
   return endpoints.some((endpoint) => routingShape(endpoint) === shape);
 }
 
@@ -40,7 +40,7 @@ export function isEndpointVariant(path: string, endpoints: readonly string[] = D
  * mutation a reading of a POST finds invalidates (README, Invalidation after mutations).
  */
 export function isBelowEndpoint(path: string, endpoints: readonly string[] = DEFAULT_ENDPOINTS): boolean {
-  const shape = routingShape(withoutQuery(path));
+  const shape = routingShape(routedPart(path));
   // Below `/` is every path: an endpoint at the root makes no prefix of its own.
   return endpoints.some((endpoint) => {
     const endpointShape = routingShape(endpoint);
@@ -53,10 +53,23 @@ function withoutQuery(path: string): string {
   return queryStart < 0 ? path : path.slice(0, queryStart);
 }
 
-/** The segments an origin that normalises leniently routes on, lower-cased and joined by `/`. */
+/**
+ * The path an origin routes on: without the query string, nor a fragment, which a URL parser drops
+ * (Envoy refuses a path with one by default, but may be set to pass it).
+ */
+function routedPart(path: string): string {
+  const end = path.search(/[?#]/);
+  return end < 0 ? path : path.slice(0, end);
+}
+
+/**
+ * The segments an origin that normalises leniently routes on, lower-cased and joined by `/`. A `\`
+ * separates segments as `/` does: WHATWG URL parsers (Node's `URL`, which Yoga and other Node
+ * servers route with) read it so in an http(s) URL.
+ */
 function routingShape(path: string): string {
   const segments: string[] = [];
-  for (const raw of path.split('/')) {
+  for (const raw of path.split(/[/\\]/)) {
     const segment = decodeUnreserved(raw.split(';', 1)[0]!).toLowerCase();
     if (segment === '' || segment === '.') continue;
     if (segment === '..') segments.pop();

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { request } from 'node:http';
 import { postGraphQL } from '../support/origin.js';
+import { readResponse } from '../support/rawHttp.js';
 import { type Stack, useStack } from '../support/stack.js';
 
 /** Automatic invalidation after mutations, per mutation policy, through the gateway. */
@@ -97,6 +99,23 @@ describe('a mutation sent to a variant of the endpoint path', () => {
     expect([update.headers['svc-cache'], update.text]).toEqual(['PASS', '{"data":{"updateTodo":{"title":"Renamed"}}}']);
     expect(await cacheStatuses(stack(), [LIST, TODO_1, USERS])).toEqual(['MISS', 'MISS', 'HIT']);
     expect((await postGraphQL(stack().url, { query: TODO_1 })).json?.data).toEqual({ todo: { id: '1', title: 'Renamed' } });
+  });
+
+  // fetch would send `\\` as `/`: the path goes on the wire as written. The demo origin parses it
+  // with Node's URL, as Yoga does, which reads `\\` as `/`.
+  it.each(['/graphql\\', '/graphql\\x'])('invalidates for a mutation sent to %s, which a WHATWG URL parser routes to /graphql', async (path) => {
+    await warm(stack(), [LIST, TODO_1, USERS]);
+    const { port } = new URL(stack().url);
+    const body = JSON.stringify({ query: 'mutation { updateTodo(id: "1", title: "Renamed") { title } }' });
+    const update = await new Promise<{ status: number; cache: unknown; text: string }>((resolve, reject) => {
+      const outgoing = request({ host: '127.0.0.1', port, path, method: 'POST', headers: { 'content-type': 'application/json' } }, (response) => {
+        readResponse(response).then(({ status, headers, body: bytes }) => resolve({ status, cache: headers['svc-cache'], text: bytes.toString() }), reject);
+      });
+      outgoing.on('error', reject);
+      outgoing.end(body);
+    });
+    expect(update).toEqual({ status: 200, cache: 'PASS', text: '{"data":{"updateTodo":{"title":"Renamed"}}}' });
+    expect(await cacheStatuses(stack(), [LIST, TODO_1, USERS])).toEqual(['MISS', 'MISS', 'HIT']);
   });
 
   it('leaves the cache alone for a query sent there, which it does not cache either', async () => {
