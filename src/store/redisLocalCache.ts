@@ -7,7 +7,7 @@ import { LocalCache } from './localCache.js';
 import { PurgeAcknowledgements } from './purgeAcknowledgements.js';
 import type { LocalCacheSettings } from './redisConnection.js';
 import { SHARD_COUNT, type EntryLocation, type RedisKeyLayout } from './redisLayout.js';
-import { runScriptsUntracked } from './redisScripts.js';
+import { PUBLISH_BARRIER, runScriptsUntracked } from './redisScripts.js';
 import type { LocalCacheObserver, Lookup } from './types.js';
 
 /**
@@ -97,7 +97,7 @@ export class RedisLocalCache {
    */
   async barrier(): Promise<void> {
     const started = performance.now();
-    await this.acknowledgements.collect(this.subscribed.promise, (payload) => this.client.publish(this.channels.barrier, payload));
+    await this.acknowledgements.collect(this.subscribed.promise, async (payload) => Number(await PUBLISH_BARRIER.run(this.client, [], [this.channels.barrier, payload])));
     this.observer?.acknowledged((performance.now() - started) / 1000);
   }
 

@@ -206,6 +206,19 @@ end
 `);
 
 /**
+ * Publishes a purge barrier (src/store/purgeAcknowledgements.ts) and returns how many clients
+ * subscribed to its very channel received it. PUBLISH's own count also takes in every client whose
+ * pattern subscription matches (a debugging `redis-cli psubscribe '*'`), which never acknowledges,
+ * so each purge would wait out `ackTimeoutMs` and answer 503; counted in the same script, the
+ * subscribers counted are those the barrier reached. ARGV: channel, payload.
+ */
+export const PUBLISH_BARRIER = new LuaScript(`
+local receivers = redis.call('PUBSUB', 'NUMSUB', ARGV[1])[2]
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return receivers
+`);
+
+/**
  * Invalidates tags on one shard. KEYS: sequence, epoch, then the tags' invalidation records, then
  * the tags' indexes (same order). ARGV: entry key prefix, record ttl ms, budget, '1' on the first call
  * (which records the invalidation) or '0' on the calls that only drain what the budget left.

@@ -270,6 +270,19 @@ describe('replica-local cache', () => {
     expect(await a.store.invalidate(['Product:1'])).toBe(0);
   });
 
+  it('confirms a purge while another client has a pattern subscription matching its barrier channel', async () => {
+    // PUBLISH counts such a client among its receivers; it never acknowledges.
+    const { a, b } = await twoReplicas('pattern-subscriber', { localCache: { maxBytes: 1024 * 1024, ackTimeoutMs: 2000 } });
+    const watcher = new Redis(redis.server.url);
+    cleanups.push(async () => watcher.disconnect());
+    await watcher.psubscribe('*');
+    expect(await storeAfterMiss(b.store, 'query', 'first')).toBe(true);
+    await cachedLocally(b, 'query', 'first');
+
+    expect(await a.store.invalidate(['Product'])).toBe(1);
+    expect((await b.store.lookup('query')).entry).toBeUndefined();
+  });
+
   it('drops everything on a flush, and a shard\'s records when its epoch changes', async () => {
     const { a, b, keyPrefix } = await twoReplicas('flush');
     const layout = new RedisKeyLayout(keyPrefix);
