@@ -4,7 +4,7 @@ import type { PersistedQueryRegistry, PersistedQueryWarnings } from '../apq/inde
 import type { Config, MutationPolicy } from '../config/index.js';
 import { batchWithoutIds, fragmentsOf, hasUrlParameter, parseDocument, rewrittenForOrigin } from '../graphql/index.js';
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
-import { hitNegotiation, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
+import { hitNegotiation, namesHtml, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, varyNames, type HeaderList } from '../http/index.js';
 import { endpointOf, forbidsTransform, keyedHeaders, hostKey, isBelowEndpoint, isEndpointVariant, requestForbidsStoring } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
@@ -565,7 +565,7 @@ export class DecisionEngine {
    */
   private answerFromCache(context: RequestContext, entry: CachedResponse, scopeHeaders: Array<[string, string]>): RequestDecision {
     const { exchange } = context;
-    const replay = replayFor(context.head.headers, exchange.explanation, entry, scopeHeaders);
+    const replay = replayFor(context.head, exchange.explanation, entry, scopeHeaders);
     if (replay === undefined) return this.passOn(exchange, 'not-acceptable', `${entry.contentType}; ${entry.encoding}`, context);
     let response = hitResponse(replay.entry, this.now(), replay.overrides, replay.served);
     // The store left room for a HIT's own headers, not for a svc-debug explanation (headerRoom.ts).
@@ -584,7 +584,7 @@ export class DecisionEngine {
   private holdForOriginFailure(context: RequestContext, expired: CachedResponse | undefined, hold: StaleHold): StaleHold | undefined {
     if (expired === undefined || !withinStaleIfError(expired, hold.staleIfError, this.now())) return undefined;
     // Only whether the client could take it: the answer itself is built when the origin fails.
-    return negotiatedFor(context.head.headers, expired) === undefined ? undefined : hold;
+    return negotiatedFor(context.head, expired) === undefined ? undefined : hold;
   }
 
   /**
@@ -617,7 +617,7 @@ export class DecisionEngine {
       return undefined;
     }
     if (entry === undefined || !withinStaleIfError(entry, hold.staleIfError, this.now())) return undefined;
-    return replayFor(requestHeadOf(exchange).headers, exchange.explanation, entry, hold.scopeHeaders);
+    return replayFor(requestHeadOf(exchange), exchange.explanation, entry, hold.scopeHeaders);
   }
 
   /**
@@ -1006,12 +1006,12 @@ export class DecisionEngine {
 
 /** A stored entry as this request may be answered with it: in a type it accepts, with the scope and svc-debug headers. */
 function replayFor(
-  headers: HeaderList,
+  head: RequestHead,
   explanation: Explanation | undefined,
   entry: CachedResponse,
   scopeHeaders: Array<[string, string]>,
 ): Replay | undefined {
-  const negotiated = negotiatedFor(headers, entry);
+  const negotiated = negotiatedFor(head, entry);
   if (negotiated === undefined) return undefined;
   // The stored bytes as they are when the client accepts their coding, else decompressed.
   const served = negotiated.encoding === entry.encoding ? entry : { body: identityBodyOf(entry), encoding: 'identity' as const };
@@ -1020,15 +1020,18 @@ function replayFor(
 }
 
 /**
- * The content type and coding an entry is answered in for these request headers, or undefined when
- * the client accepts neither, or when the origin said its answer varies on `Accept` and the client
- * names a streaming type: that origin may answer this request with a stream, not the stored JSON
- * (README, HIT, MISS, PASS).
+ * The content type and coding an entry is answered in for this request, or undefined when the
+ * client accepts neither; when the origin said its answer varies on `Accept` and the client names a
+ * streaming type, as that origin may answer this request with a stream; and for a GET naming
+ * `text/html`, which GraphQL Yoga answers with GraphiQL (it looks for `text/html` anywhere in
+ * `Accept`) and Apollo Server 4 with its landing page (when `text/html` comes first at the highest
+ * q), not the stored JSON (README, HIT, MISS, PASS).
  */
-function negotiatedFor(headers: HeaderList, entry: CachedResponse): HitNegotiation | undefined {
-  const accept = headerValue(headers, 'accept');
+function negotiatedFor(head: RequestHead, entry: CachedResponse): HitNegotiation | undefined {
+  const accept = headerValue(head.headers, 'accept');
   if (namesStreamingType(accept) && varyNames(entry.headers).includes('accept')) return undefined;
-  return hitNegotiation(accept, headerValue(headers, 'accept-encoding'), entry.contentType, entry.encoding);
+  if (head.method === 'GET' && namesHtml(accept)) return undefined;
+  return hitNegotiation(accept, headerValue(head.headers, 'accept-encoding'), entry.contentType, entry.encoding);
 }
 
 function requestHeadOf(exchange: Exchange): RequestHead {

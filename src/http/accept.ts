@@ -63,6 +63,14 @@ export function namesStreamingType(accept: string | undefined): boolean {
 const STREAMING_TYPES = new Set(['text/event-stream', 'multipart/mixed']);
 
 /**
+ * `Accept` holds `text/html` anywhere, in any case, at any q: GraphQL Yoga answers such a GET with
+ * GraphiQL by that very substring test, so no reading of the ranges is as strict.
+ */
+export function namesHtml(accept: string | undefined): boolean {
+  return accept !== undefined && accept.toLowerCase().includes('text/html');
+}
+
+/**
  * `compute()`, remembered under `key` for the last REMEMBERED_ANSWERS keys of at most
  * MAX_REMEMBERED_KEY_CHARS characters, which bounds each memo at about 1 MB whatever clients send.
  */
@@ -160,10 +168,16 @@ export function ownAnswerMediaType(accept: string | undefined): GraphQLResponseM
   return graphQLResponse > 0 && graphQLResponse >= qualityOf(ranges, JSON_TYPE, { exact: false }) ? GRAPHQL_RESPONSE_JSON : JSON_TYPE;
 }
 
-/** The offered types the client accepts (q > 0), in the client's order of preference. */
+/**
+ * The offered types the client accepts (q > 0), in the client's order of preference; none when a
+ * range covering one of them has a parameter valued `*` (`application/json;charset=*`), which
+ * `negotiator` reads as matching anything but origins read otherwise (graphql-http answers 406,
+ * Yoga streams): such a request goes to the origin.
+ */
 function acceptableTypes(accept: string | undefined, offered: readonly string[]): string[] {
   if (isAbsent(accept)) return [...offered];
-  return new Negotiator({ headers: { accept } }).mediaTypes(offered);
+  const wildcardParameter = mediaRanges(accept).some((range) => range.wildcardParameter && offered.some((type) => specificityFor(range.type, type) >= 0));
+  return wildcardParameter ? [] : new Negotiator({ headers: { accept } }).mediaTypes(offered);
 }
 
 /**
@@ -203,7 +217,8 @@ function mediaRanges(accept: string): MediaRange[] {
     if (index >= accept.length) break;
     try {
       const parsed = parseContentType(accept, { comma: true, start: index });
-      ranges.push({ type: parsed.type, q: qValue(parsed.parameters['q']) });
+      const wildcardParameter = Object.entries(parsed.parameters).some(([name, value]) => name !== 'q' && value === '*');
+      ranges.push({ type: parsed.type, q: qValue(parsed.parameters['q']), wildcardParameter });
       index = parsed.index + 1;
     } catch {
       const next = accept.indexOf(',', index);
@@ -217,6 +232,8 @@ interface MediaRange {
   /** Lower-cased, without parameters. */
   type: string;
   q: number;
+  /** A parameter other than `q` is valued `*` (acceptableTypes). */
+  wildcardParameter: boolean;
 }
 
 function qValue(raw: string | undefined): number {

@@ -81,6 +81,12 @@ describe('acceptsNoJson', () => {
     [GRAPHQL_REQUEST, false],
     ['text/event-stream, application/*', false],
     ['text/event-stream;q=0, application/json', false],
+    // negotiator reads `*` as any value; graphql-http answers 406, Yoga streams: the origin decides.
+    ['application/json;charset=*', true],
+    ['*/*;charset=*', true],
+    ['text/event-stream, application/json;charset="*"', true],
+    ['application/json;charset=*;q=0, application/graphql-response+json', true],
+    ['text/plain;charset=*, application/json', false],
     [undefined, false],
     ['', false],
   ])('%j: %s, the first time and when remembered', (accept, expected) => {

@@ -147,6 +147,18 @@ describe('query caching through the gateway', () => {
     expect(stack().origin.requests[1]!.headers['accept']).toBe(browser);
   });
 
+  it('sends a GET naming text/html anywhere to the origin, as Yoga answers it with GraphiQL; a POST naming it is a HIT', async () => {
+    const preflight = { 'apollo-require-preflight': 'true' };
+    const stored = await postGraphQL(stack().url, { query: TODOS }, { accept: 'application/json' });
+    const answers = [
+      await getGraphQL(stack().url, { query: TODOS }, { accept: 'application/json, text/html', ...preflight }),
+      await getGraphQL(stack().url, { query: TODOS }, { accept: 'Text/HTML;q=0, application/json', ...preflight }),
+      await postGraphQL(stack().url, { query: TODOS }, { accept: 'application/json, text/html' }),
+    ];
+    expect([stored, ...answers].map((answer) => answer.headers['svc-cache'])).toEqual(['MISS', 'PASS', 'PASS', 'HIT']);
+    expect(stack().origin.requestCount()).toBe(3);
+  });
+
   it('passes mutations to the origin every time with svc-cache: PASS', async () => {
     const mutation = 'mutation { addTodo(title: "write tests") { id title done } }';
     const first = await postGraphQL(stack().url, { query: mutation });
