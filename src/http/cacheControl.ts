@@ -43,11 +43,8 @@ export function storability(status: number, headers: HeaderList, context: Storab
   // svc-cache stores only complete GraphQL results, which are 200.
   if (status !== 200) return { storable: false, reason: 'origin-status' };
   const directives = cacheControlDirectives(headers);
-  // Qualified forms (`private="set-cookie"`, `no-cache="x"`) would let a cache store the rest;
-  // svc-cache does not rewrite stored headers, so any form forbids storing.
-  if (directives.has('no-store')) return { storable: false, reason: 'origin-no-store' };
-  if (directives.has('private')) return { storable: false, reason: 'origin-private' };
-  if (directives.has('no-cache')) return { storable: false, reason: 'origin-no-cache' };
+  const refused = refusalIn(directives);
+  if (refused) return refused;
   // RFC 9111 section 5.4: Pragma is deprecated, but an HTTP/1.0-minded origin that sends only
   // `Pragma: no-cache` means "do not reuse without revalidation"; svc-cache does not revalidate.
   if (directives.size === 0 && hasPragmaNoCache(headers)) return { storable: false, reason: 'origin-pragma-no-cache' };
@@ -59,8 +56,42 @@ export function storability(status: number, headers: HeaderList, context: Storab
   // where this reading found none (nginx and Varnish match the words alone): not stored, whatever
   // lifetime it gives (also under cache.ignoreOriginCacheControl, which sets lifetimes aside).
   if (!headerValues(headers, 'cache-control').every(wellFormedDirectives)) return { storable: false, reason: 'origin-cache-control-invalid' };
-  return freshness(directives, headers, context.now);
+  // RFC 9213's `CDN-Cache-Control` and Surrogate-Control (Edge Architecture 1.0) address caches like
+  // svc-cache. They are honoured where they restrict what Cache-Control allows, never where they would
+  // allow more: taken in place of Cache-Control, as RFC 9213 lets a cache take them, a line a mistaken
+  // origin sends every cache would store a `Cache-Control: private` answer (README, Response headers
+  // stored and replayed).
+  const targeted = targetedDirectives(headers);
+  if (targeted === undefined) return { storable: false, reason: 'origin-cache-control-invalid' };
+  return refusalIn(targeted) ?? withTargetedLifetime(freshness(directives, headers, context.now), targeted, headers, context.now);
 }
+
+/**
+ * `no-store`, `private` or `no-cache`. Qualified forms (`private="set-cookie"`, `no-cache="x"`)
+ * would let a cache store the rest; svc-cache does not rewrite stored headers, so any form forbids
+ * storing.
+ */
+function refusalIn(directives: Map<string, string | undefined | null>): Storability | undefined {
+  if (directives.has('no-store')) return { storable: false, reason: 'origin-no-store' };
+  if (directives.has('private')) return { storable: false, reason: 'origin-private' };
+  if (directives.has('no-cache')) return { storable: false, reason: 'origin-no-cache' };
+  return undefined;
+}
+
+/** The directives of every `CDN-Cache-Control` and `Surrogate-Control` line; undefined when one is malformed. */
+function targetedDirectives(headers: HeaderList): Map<string, string | undefined | null> | undefined {
+  const lines = [...headerValues(headers, 'cdn-cache-control'), ...headerValues(headers, 'surrogate-control')];
+  return lines.every(wellFormedDirectives) ? directivesOf(lines) : undefined;
+}
+
+/** The shorter of the two lifetimes, when the targeted directives give one. */
+function withTargetedLifetime(verdict: Storability, targeted: Map<string, string | undefined | null>, headers: HeaderList, now: number): Storability {
+  if (!verdict.storable || (!targeted.has('s-maxage') && !targeted.has('max-age'))) return verdict;
+  const limit = freshness(targeted, headers, now);
+  if (!limit.storable) return limit;
+  return { storable: true, freshSeconds: Math.min(verdict.freshSeconds ?? Number.POSITIVE_INFINITY, limit.freshSeconds ?? Number.POSITIVE_INFINITY) };
+}
+
 
 /**
  * Whether a Cache-Control line is a list of `token [ "=" ( token / quoted-string ) ]` (RFC 9111
@@ -159,8 +190,12 @@ export function forbidsTransform(headers: HeaderList): boolean {
  * unquoted, and `null` when a repeated directive disagrees with itself.
  */
 export function cacheControlDirectives(headers: HeaderList): Map<string, string | undefined | null> {
+  return directivesOf(headerValues(headers, 'cache-control'));
+}
+
+function directivesOf(lines: readonly string[]): Map<string, string | undefined | null> {
   const directives = new Map<string, string | undefined | null>();
-  for (const line of headerValues(headers, 'cache-control')) {
+  for (const line of lines) {
     for (const [name, value] of readDirectives(line)) {
       const seen = directives.get(name);
       directives.set(name, directives.has(name) && seen !== value ? null : value);

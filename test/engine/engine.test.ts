@@ -536,6 +536,8 @@ describe('DecisionEngine', () => {
       ['cache-control no-store', 200, [...JSON_HEADERS, ['cache-control', 'no-store']]],
       ['cache-control private', 200, [...JSON_HEADERS, ['cache-control', 'private, max-age=60']]],
       ['cache-control no-cache', 200, [...JSON_HEADERS, ['cache-control', 'no-cache']]],
+      ['cdn-cache-control no-store beside cache-control public', 200, [...JSON_HEADERS, ['cache-control', 'public, max-age=60'], ['cdn-cache-control', 'no-store']]],
+      ['surrogate-control no-store', 200, [...JSON_HEADERS, ['surrogate-control', 'no-store']]],
       ['set-cookie', 200, [...JSON_HEADERS, ['set-cookie', 'a=b']]],
       ['a content-encoding', 200, [...JSON_HEADERS, ['content-encoding', 'gzip']]],
       ['vary on a header outside the key', 200, [...JSON_HEADERS, ['vary', 'Accept, X-Tenant']]],

@@ -162,6 +162,25 @@ describe('storability', () => {
     });
   });
 
+  describe('CDN-Cache-Control and Surrogate-Control (RFC 9213, Edge Architecture)', () => {
+    it.each(['cdn-cache-control', 'surrogate-control'])('%s restricts what Cache-Control allows', (name) => {
+      expect(judge([['cache-control', 'public, max-age=60'], [name, 'no-store']])).toEqual({ storable: false, reason: 'origin-no-store' });
+      expect(judge([['cache-control', 'max-age=60'], [name, 'private']])).toEqual({ storable: false, reason: 'origin-private' });
+      expect(judge([['cache-control', 'max-age=60'], [name, 'no-cache']])).toEqual({ storable: false, reason: 'origin-no-cache' });
+      expect(judge([['cache-control', 'max-age=60'], [name, 'max-age=20']])).toEqual({ storable: true, freshSeconds: 20 });
+      expect(judge([[name, 'max-age=20']])).toEqual({ storable: true, freshSeconds: 20 });
+      expect(judge([[name, 'max-age=0']])).toEqual({ storable: false, reason: 'origin-max-age-zero' });
+      expect(judge([['age', '5'], [name, 's-maxage=20']])).toEqual({ storable: true, freshSeconds: 15 });
+      expect(judge([[name, 'max-age="20']])).toEqual({ storable: false, reason: 'origin-cache-control-invalid' });
+    });
+
+    it('never allows more than Cache-Control: a longer max-age, or one beside private, changes nothing', () => {
+      expect(judge([['cache-control', 'max-age=60'], ['cdn-cache-control', 'max-age=600']])).toEqual({ storable: true, freshSeconds: 60 });
+      expect(judge([['cache-control', 'private'], ['cdn-cache-control', 'max-age=600']])).toEqual({ storable: false, reason: 'origin-private' });
+      expect(judge([['cache-control', 'max-age=60'], ['surrogate-control', 'content="ESI/1.0"']])).toEqual({ storable: true, freshSeconds: 60 });
+    });
+  });
+
   it('no-store wins over everything else', () => {
     expect(judge([['vary', '*'], ['cache-control', 'max-age=60'], ['cache-control', 'no-store']])).toEqual({
       storable: false,
