@@ -59,9 +59,17 @@ export class Exchange {
     return this.originHeaders;
   }
 
-  /** True once the request goes on to the origin as a pass: neither body needs reading. */
+  /**
+   * True once the request goes on to the origin as a pass: its body needs no reading, nor does the
+   * answer unless `readsPassedAnswer`.
+   */
   get passing(): boolean {
     return this.currentPlan?.kind === 'pass' && this.registration === undefined;
+  }
+
+  /** A pass that may run an operation svc-cache cannot see: its answer tells whether one ran (engine, passUnseen). */
+  get readsPassedAnswer(): boolean {
+    return this.currentPlan?.kind === 'pass' && this.currentPlan.unseen !== undefined;
   }
 
   /** The operation being decided, for the summary (`documentHash` from `documentHashOf`). */

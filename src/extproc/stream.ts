@@ -95,9 +95,14 @@ export class ProcessingStream {
     if (decision.kind === 'respond') return this.respondImmediately(decision.response);
     this.phase = 'awaiting-response-headers';
     const answer: ProcessingResponse = { request_headers: { response: commonResponse(decision.requestHeaders) } };
-    // A request passed through needs neither body looked at; the response headers still get
-    // `svc-cache: PASS`. Body modes in an override are literal (docs/ext-proc.md, Mode override).
-    if (exchange.passing) answer.mode_override = { request_body_mode: BodySendMode.NONE, response_body_mode: BodySendMode.NONE };
+    // A request passed through needs neither body looked at, but for the answer to an operation
+    // svc-cache cannot see, whose data tells whether it ran: without it, the store would be emptied
+    // as for an answer that never came. The response headers still get `svc-cache: PASS`. Body
+    // modes in an override are literal (docs/ext-proc.md, Mode override): BUFFERED is the
+    // configured response mode (README, Envoy settings).
+    if (exchange.passing) {
+      answer.mode_override = { request_body_mode: BodySendMode.NONE, response_body_mode: exchange.readsPassedAnswer ? BodySendMode.BUFFERED : BodySendMode.NONE };
+    }
     return answer;
   }
 

@@ -227,6 +227,20 @@ describe('a request svc-cache cannot read that an origin may run as a mutation',
     expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('HIT');
   });
 
+  it('reads the answer to a POST without a body whose URL names a stored document, decided at its headers: no data, no flush', async () => {
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+    const answer = '{"errors":[{"message":"Unknown document."}]}';
+    stack().origin.setBehaviour({ forcedResponse: { status: 200, headers: { 'content-type': 'application/json' }, body: answer } });
+    const sent = await send(Buffer.alloc(0), 'application/json', { search: '?documentId=unknown' });
+    expect([sent.status, sent.headers.get('svc-cache'), await sent.text()]).toEqual([200, 'PASS', answer]);
+    stack().origin.setBehaviour({ forcedResponse: null });
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('HIT');
+    stack().origin.setBehaviour({ forcedResponse: { status: 200, headers: { 'content-type': 'application/json' }, body: '{"data":{"updateTodo":{"id":"1","title":"Renamed"}}}' } });
+    expect((await send(Buffer.alloc(0), 'application/json', { search: '?documentId=rename-todo-1' })).headers.get('svc-cache')).toBe('PASS');
+    stack().origin.setBehaviour({ forcedResponse: null });
+    expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
+  });
+
   it('leaves the store alone when the origin refuses a POST that names no query, and for a GET naming none', async () => {
     expect((await postGraphQL(stack().url, { query: TODO_1 })).headers['svc-cache']).toBe('MISS');
     const refused = await send(Buffer.from('{"variables":{}}'), 'application/json');
