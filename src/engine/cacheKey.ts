@@ -10,7 +10,7 @@ export interface KeyedTarget {
   parameters: string;
   /**
    * The headers keyed as sent (`keyedHeaders`: those an origin behind a proxy may build links with,
-   * and `origin`), and the mark of a request a CSRF-preventing origin refuses; '' when none.
+   * and `origin`), and what CSRF checks read of a request they may refuse; '' when none.
    */
   keyedHeaders: string;
 }

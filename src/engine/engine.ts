@@ -1109,12 +1109,12 @@ function tokenRemoval(head: RequestHead, config: Config): string[] {
 
 /**
  * Request headers an origin's `Vary` may name for its answer to be stored: those whose whole value
- * the key holds (the scopes' `header:` sources), `accept` (a HIT is negotiated against the
+ * the key holds (the scopes' `header:` sources, `origin`), `accept` (a HIT is negotiated against the
  * client's Accept) and `accept-encoding` (svc-cache removes it from what the origin gets). Not
  * `content-type` or `content-length`: a GET and a POST, or two spellings of one body, share a key.
  */
 function keyedRequestHeaders(policy: CachePolicy, config: Config): ReadonlySet<string> {
-  return new Set(['accept', 'accept-encoding', ...scopeKeyedHeaders(policy.scopes, config.scopes)]);
+  return new Set(['accept', 'accept-encoding', 'origin', ...scopeKeyedHeaders(policy.scopes, config.scopes)]);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { cgiName, mediaType, type HeaderList } from './headers.js';
+import { cgiName, type HeaderList } from './headers.js';
 
 /**
  * Which endpoint a request is for and which host it names, as the cache key holds them (issue 12
@@ -87,8 +87,7 @@ function decodeUnreserved(segment: string): string {
 }
 
 /**
- * The request headers the key holds, as sent, and whether a CSRF-preventing origin refuses the
- * request (`withoutPreflight`), for the key (README, Cache key):
+ * The request headers the key holds, as sent, for the key (README, Cache key):
  * - the headers through which a proxy tells the origin where the client's request was for (host,
  *   scheme, port, path prefix, original URL): an origin that trusts its proxy (Express's `trust
  *   proxy`, Rack, Spring's ForwardedHeaderFilter, ASP.NET's forwarded headers, Symfony) builds links
@@ -97,54 +96,63 @@ function decodeUnreserved(segment: string): string {
  *   would have its own entry;
  * - `origin`, which an origin's CORS answer follows (`access-control-allow-origin`), often without
  *   `vary: origin` when the request had none (GraphQL Yoga): a browser's cross-origin request must
- *   not get an answer made without its `origin`.
+ *   not get an answer made without its `origin`;
+ * - for a request a CSRF-preventing origin may refuse, what its refusal reads (`preflightPart`).
  * '' when the request has none; otherwise each `name:value`, NUL-separated (no header value holds a
  * NUL), by name and, within a name, in the order sent: an origin reads each header by its name, and
  * of a repeated one the first or the last, so two clients sending the same headers in another order
- * get one entry. A request sent without a preflight adds a part no header can give.
+ * get one entry. One pass over the headers.
  */
 export function keyedHeaders(headers: HeaderList): string {
-  const sent = sentKeyedHeaders(headers);
-  return withoutPreflight(headers) ? `${sent}${WITHOUT_PREFLIGHT}` : sent;
+  let key = '';
+  let previous = '';
+  let inOrder = true;
+  let contentType: string | undefined;
+  let preflightHeaders: Array<[string, string]> | undefined;
+  for (const [name, value] of headers) {
+    if (isKeyedHeader(name)) {
+      // Envoy appends x-forwarded-proto: most requests have one such header, or several in order.
+      if (name < previous) inOrder = false;
+      previous = name;
+      key += keyedHeaderPart(name, value);
+    } else if (name === 'content-type') {
+      contentType ??= value;
+    } else if (PREFLIGHT_HEADERS.includes(name)) {
+      (preflightHeaders ??= []).push([name, value]);
+    }
+  }
+  return `${inOrder ? key : keyedHeadersByName(headers)}${preflightPart(contentType, preflightHeaders ?? [])}`;
 }
 
 /**
- * Whether an origin that prevents CSRF as Apollo Server 4 (`csrfPrevention`, on by default) and
- * GraphQL Yoga's CSRF plugin do refuses the request (400 or 403) as one a browser may send
- * cross-site without a preflight: no content type, or one a simple request may have, and none of the
- * headers they ask for. Keyed apart, such a request (most often a GET) is answered only from what the
- * origin gave a request like it, never from a POST's or a preflighted GET's entry.
+ * Apollo Server 4 (`csrfPrevention`, on by default) and GraphQL Yoga's CSRF plugin refuse (400 or
+ * 403) a request a page may send cross-site without a preflight, each by its own reading: Apollo
+ * parses the content type and asks for one of its headers with a value, Yoga tests whether the
+ * content type starts with a CORS-safelisted one, case included, and asks for its header sent at
+ * all. For a request either may refuse (no content type, or one that is or starts with a safelisted
+ * type in any case), the key holds what both read: the content type as sent and, for each of their
+ * headers, whether it was sent, empty or with a value. Such a request is answered only from what
+ * the origin gave a request it reads alike, never from a POST's entry. '' for any other request
+ * (`application/json`), which neither refuses.
  */
-function withoutPreflight(headers: HeaderList): boolean {
-  let contentType: string | undefined;
-  for (const [name, value] of headers) {
-    if (PREFLIGHT_HEADERS.has(name) && value !== '') return false;
-    if (name === 'content-type') contentType ??= value;
+function preflightPart(contentType: string | undefined, preflightHeaders: HeaderList): string {
+  if (contentType !== undefined) {
+    const lowered = contentType.trim().toLowerCase();
+    if (lowered !== '' && !SIMPLE_REQUEST_CONTENT_TYPES.some((type) => lowered.startsWith(type))) return '';
   }
-  return contentType === undefined || SIMPLE_REQUEST_CONTENT_TYPES.has(mediaType(contentType));
+  let states = '';
+  for (const name of PREFLIGHT_HEADERS) {
+    const values = preflightHeaders.filter(([sent]) => sent === name).map(([, value]) => value);
+    states += values.length === 0 ? '-' : values.every((value) => value === '') ? '0' : '1';
+  }
+  return `\u0000:preflight ${states} ${contentType === undefined ? 'none' : `=${contentType}`}`;
 }
 
-/** Apollo Server 4's default `csrfPrevention.requestHeaders`, and GraphQL Yoga's plugin's. */
-const PREFLIGHT_HEADERS: ReadonlySet<string> = new Set(['x-apollo-operation-name', 'apollo-require-preflight', 'x-graphql-yoga-csrf']);
+/** Apollo Server 4's default `csrfPrevention.requestHeaders`, then GraphQL Yoga's plugin's. */
+const PREFLIGHT_HEADERS: readonly string[] = ['x-apollo-operation-name', 'apollo-require-preflight', 'x-graphql-yoga-csrf'];
 
 /** The content types a browser sends cross-site without a preflight (Fetch standard, CORS-safelisted). */
-const SIMPLE_REQUEST_CONTENT_TYPES: ReadonlySet<string> = new Set(['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain']);
-
-/** A header name holds no `:`; the part marks a request sent without a preflight (withoutPreflight). */
-const WITHOUT_PREFLIGHT = '\u0000:without-preflight';
-
-function sentKeyedHeaders(headers: HeaderList): string {
-  let key = '';
-  let previous = '';
-  for (const [name, value] of headers) {
-    if (!isKeyedHeader(name)) continue;
-    // Envoy appends x-forwarded-proto: most requests have one such header, or several in order.
-    if (name < previous) return keyedHeadersByName(headers);
-    previous = name;
-    key += keyedHeaderPart(name, value);
-  }
-  return key;
-}
+const SIMPLE_REQUEST_CONTENT_TYPES: readonly string[] = ['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain'];
 
 function keyedHeadersByName(headers: HeaderList): string {
   const sent = headers.filter(([name]) => isKeyedHeader(name));

@@ -87,17 +87,19 @@ describe('query caching through the gateway', () => {
     expect(stack().origin.requests.at(-1)!.body).toContain('"extensions":{"sort":{"b":1,"a":2.0}}');
   });
 
-  it('caches GET requests; a GET with a preflight header shares a POST\'s entry, one without is keyed apart', async () => {
+  it('caches GET requests; a GET with a JSON content type shares a POST\'s entry, others are keyed by what CSRF checks read', async () => {
     // Apollo Server 4 (csrfPrevention) and Yoga's CSRF plugin refuse a GET that a page could send
-    // cross-site without a preflight: it must not be answered from an entry of a request they run.
+    // cross-site without a preflight, each by its own reading of the content type and its headers:
+    // such a GET must not be answered from an entry of a request they read otherwise.
     const first = await getGraphQL(stack().url, { query: TODOS });
     const second = await getGraphQL(stack().url, { query: TODOS });
     const post = await postGraphQL(stack().url, { query: TODOS });
-    const preflighted = await getGraphQL(stack().url, { query: TODOS }, { 'apollo-require-preflight': 'true' });
     const withJsonType = await getGraphQL(stack().url, { query: TODOS }, { 'content-type': 'application/json' });
-    expect([first, second, post, preflighted, withJsonType].map((answer) => answer.headers['svc-cache'])).toEqual(['MISS', 'HIT', 'MISS', 'HIT', 'HIT']);
-    expect(new Set([first, second, post, preflighted, withJsonType].map((answer) => answer.text)).size).toBe(1);
-    expect(stack().origin.requestCount()).toBe(2);
+    const preflighted = await getGraphQL(stack().url, { query: TODOS }, { 'apollo-require-preflight': 'true' });
+    const answers = [first, second, post, withJsonType, preflighted];
+    expect(answers.map((answer) => answer.headers['svc-cache'])).toEqual(['MISS', 'HIT', 'MISS', 'HIT', 'MISS']);
+    expect(new Set(answers.map((answer) => answer.text)).size).toBe(1);
+    expect(stack().origin.requestCount()).toBe(3);
   });
 
   it('keys the request\'s Origin, which CORS answers follow', async () => {
@@ -109,6 +111,13 @@ describe('query caching through the gateway', () => {
     const siteB = await postGraphQL(stack().url, { query: TODOS }, { origin: 'https://b.example' });
     expect([noOrigin, siteA, siteAAgain, siteB].map((answer) => answer.headers['svc-cache'])).toEqual(['MISS', 'MISS', 'HIT', 'MISS']);
     expect(stack().origin.requests.map((request) => request.headers['origin'])).toEqual([undefined, 'https://a.example', 'https://b.example']);
+  });
+
+  it('stores an answer that varies on Origin, which the key holds', async () => {
+    stack().origin.setBehaviour({ headers: { vary: 'Origin' } });
+    const first = await postGraphQL(stack().url, { query: TODOS }, { origin: 'https://a.example' });
+    const second = await postGraphQL(stack().url, { query: TODOS }, { origin: 'https://a.example' });
+    expect([first.headers['svc-cache'], second.headers['svc-cache'], second.headers['vary']]).toEqual(['MISS', 'HIT', 'Origin']);
   });
 
   it('keys without Accept: one origin request serves each GraphQL JSON type the client accepts', async () => {
@@ -130,11 +139,11 @@ describe('query caching through the gateway', () => {
     // GraphQL Yoga and other servers with GraphiQL answer a browser's navigation with an HTML page.
     const browser = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
     const stored = await postGraphQL(stack().url, { query: TODOS }, { accept: 'application/json' });
-    // With a preflight header, as Apollo Server 4 asks of a GET, so that the POST's entry serves them.
-    const preflight = { 'apollo-require-preflight': 'true' };
-    const navigation = await getGraphQL(stack().url, { query: TODOS }, { accept: browser, ...preflight });
-    const axios = await getGraphQL(stack().url, { query: TODOS }, { accept: 'application/json, text/plain, */*', ...preflight });
-    const anything = await getGraphQL(stack().url, { query: TODOS }, { accept: '*/*', ...preflight });
+    // With a JSON content type, which no CSRF check refuses, so that the POST's entry serves them.
+    const jsonType = { 'content-type': 'application/json' };
+    const navigation = await getGraphQL(stack().url, { query: TODOS }, { accept: browser, ...jsonType });
+    const axios = await getGraphQL(stack().url, { query: TODOS }, { accept: 'application/json, text/plain, */*', ...jsonType });
+    const anything = await getGraphQL(stack().url, { query: TODOS }, { accept: '*/*', ...jsonType });
     expect([stored, navigation, axios, anything].map((result) => [result.status, result.headers['svc-cache']])).toEqual([
       [200, 'MISS'],
       [200, 'PASS'],
@@ -148,11 +157,11 @@ describe('query caching through the gateway', () => {
   });
 
   it('sends a GET naming text/html anywhere to the origin, as Yoga answers it with GraphiQL; a POST naming it is a HIT', async () => {
-    const preflight = { 'apollo-require-preflight': 'true' };
+    const jsonType = { 'content-type': 'application/json' };
     const stored = await postGraphQL(stack().url, { query: TODOS }, { accept: 'application/json' });
     const answers = [
-      await getGraphQL(stack().url, { query: TODOS }, { accept: 'application/json, text/html', ...preflight }),
-      await getGraphQL(stack().url, { query: TODOS }, { accept: 'Text/HTML;q=0, application/json', ...preflight }),
+      await getGraphQL(stack().url, { query: TODOS }, { accept: 'application/json, text/html', ...jsonType }),
+      await getGraphQL(stack().url, { query: TODOS }, { accept: 'Text/HTML;q=0, application/json', ...jsonType }),
       await postGraphQL(stack().url, { query: TODOS }, { accept: 'application/json, text/html' }),
     ];
     expect([stored, ...answers].map((answer) => answer.headers['svc-cache'])).toEqual(['MISS', 'PASS', 'PASS', 'HIT']);
