@@ -419,8 +419,11 @@ function classifyMutation(config: Config, schema: GraphQLSchema): Verdict | Orig
   return config.mutationPolicy === 'None' ? passVerdict('mutation') : { kind: 'mutation', schema };
 }
 
-/** Request headers that can name whom the origin answers for (RFC 9111 section 3.5). */
-const CREDENTIAL_HEADERS = ['authorization', 'cookie'] as const;
+/**
+ * Request headers that can name whom the origin answers for (RFC 9111 section 3.5 names
+ * `Authorization`; `Proxy-Authorization` is one too, which a proxy in front of the origin reads).
+ */
+const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'cookie'] as const;
 
 function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: Config, schema: GraphQLSchema): Verdict | OriginBound {
   if (checked.selected.operation.operation === OperationTypeNode.SUBSCRIPTION) return passVerdict('subscription');

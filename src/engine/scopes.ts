@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { definitionOf, scopeSources, type ScopeConfig, type ScopeSource } from '../config/index.js';
-import { cookieReadOtherwise, cookieValues, headerSpeltOtherwise, headerValues, type HeaderList } from '../http/index.js';
+import { cookieReadOtherwise, cookieValues, headerSpeltOtherwise, headerValues, sendsOnlyCookies, type HeaderList } from '../http/index.js';
 
 /**
  * Scope buckets (docs/graphql-caching.md, Scopes). Each distinct key value is its own bucket. The bucket
@@ -64,11 +64,15 @@ export function sourcesOf(definitions: ScopeDefinitions, scope: string): readonl
 const sourcesByDefinitions = new WeakMap<ScopeDefinitions, Map<string, readonly ScopeSource[]>>();
 
 /**
- * True when a request carrying `credentials` (the `authorization` and `cookie` headers it sent)
- * falls, for one of the scopes at least, in that scope's share of "no value" (none of its sources
- * sent), and none of the scopes reads one of those credentials: that part of the bucket is shared by
- * every such request (every user of one tenant, under TENANT+USER), while the origin may answer for
- * whom the credentials name, so the answer is no more shareable than a PUBLIC one (README, Scopes).
+ * True when a request carrying `credentials` (the credential headers it sent: `authorization`,
+ * `proxy-authorization`, `cookie`) falls, for one of the scopes at least, in that scope's share of
+ * "no value" (none of its sources sent with a value: an empty one, such as the `authorization: ""`
+ * of Apollo's documented auth link without a token, is shared by every client that sends it too),
+ * and the scopes do not read all of those credentials: that part of the bucket is shared by every
+ * such request (every user of one tenant, under TENANT+USER), while the origin may answer for whom
+ * the credentials name, so the answer is no more shareable than a PUBLIC one (README, Scopes). A
+ * cookie scope reads its cookies only: a `cookie` header with any other cookie (a "remember me"
+ * cookie beside the session one) is a credential it does not read.
  */
 export function sharedBucketDespite(
   credentials: readonly string[],
@@ -76,17 +80,26 @@ export function sharedBucketDespite(
   definitions: ScopeDefinitions,
   headers: HeaderList,
 ): boolean {
-  const read = new Set<string>();
+  const readHeaders = new Set<string>();
+  const readCookies = new Set<string>();
   let someScopeWithoutValue = false;
   for (const scope of scopes) {
     let valueSent = false;
     for (const source of sourcesOf(definitions, scope)) {
-      if (sourceValue(source, headers) !== undefined) valueSent = true;
-      read.add(source.kind === 'header' ? source.name : 'cookie');
+      const value = sourceValue(source, headers);
+      if (value !== undefined && !isBlank(value)) valueSent = true;
+      (source.kind === 'header' ? readHeaders : readCookies).add(source.name);
     }
     if (!valueSent) someScopeWithoutValue = true;
   }
-  return someScopeWithoutValue && credentials.some((name) => !read.has(name));
+  const unread = (name: string): boolean =>
+    name === 'cookie' ? readCookies.size === 0 || !sendsOnlyCookies(headers, readCookies) : !readHeaders.has(name);
+  return someScopeWithoutValue && credentials.some(unread);
+}
+
+/** Whether a source's value is blank: whitespace, or the separators of a header's repeated values (sourceValue). */
+function isBlank(value: string): boolean {
+  return value.split(REPEAT_SEPARATOR).every((part) => part.trim() === '');
 }
 
 /**
@@ -143,5 +156,8 @@ export function scopeKeyedHeaders(scopes: readonly string[], definitions: ScopeD
 function sourceValue(source: ScopeSource, headers: HeaderList): string | undefined {
   if (source.kind === 'cookie') return cookieValues(headers, source.name)[0];
   const values = headerValues(headers, source.name);
-  return values.length === 0 ? undefined : values.join('\u0000');
+  return values.length === 0 ? undefined : values.join(REPEAT_SEPARATOR);
 }
+
+/** Joins a header's repeated values in a source's value: no header value holds a NUL. */
+const REPEAT_SEPARATOR = '\u0000';

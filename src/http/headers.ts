@@ -66,6 +66,21 @@ export function cookieValues(headers: HeaderList, name: string): readonly string
 }
 
 /**
+ * Whether every cookie the request sends is one of `names`; a pair without `=` counts as another
+ * cookie, which some parsers read (Go and PHP as a name, others as a value).
+ */
+export function sendsOnlyCookies(headers: HeaderList, names: ReadonlySet<string>): boolean {
+  for (const line of headerValues(headers, 'cookie')) {
+    for (const pair of line.split(';')) {
+      if (pair.trim() === '') continue;
+      const separator = pair.indexOf('=');
+      if (separator < 0 || !names.has(pair.slice(0, separator).trim())) return false;
+    }
+  }
+  return true;
+}
+
+/**
  * Whether an origin may read this request's `name` cookie otherwise than svc-cache does
  * (cookieValues: pairs split on `;`, names trimmed and matched exactly), so that svc-cache's bucket
  * need not be the one the origin answers for:

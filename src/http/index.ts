@@ -3,6 +3,6 @@ export { acceptsNoJson, hitNegotiation, namesHtml, namesStreamingType, ownAnswer
 export { forbidsTransform, hasInvalidAge, requestForbidsStoring, staleLimits, storability, upstreamAgeSeconds } from './cacheControl.js';
 export { contentCoding, decodedWithin } from './contentCoding.js';
 export { isCookieAttributeName } from './cookieLine.js';
-export { cookieReadOtherwise, cookieValues, headerSpeltOtherwise, headerValue, headerValues, mediaType, varyNames, type HeaderList } from './headers.js';
+export { cookieReadOtherwise, cookieValues, headerSpeltOtherwise, headerValue, headerValues, mediaType, sendsOnlyCookies, varyNames, type HeaderList } from './headers.js';
 export { endpointOf, keyedHeaders, hostKey, isBelowEndpoint, isEndpointVariant } from './requestTarget.js';
 export { CACHE_STATUS_HEADER, graphQLErrorResponse, type HttpResponse, type OwnErrorCode } from './responses.js';

@@ -322,6 +322,12 @@ describe('classify', () => {
       ['Authorization beside an absent session cookie', '{ users { id } }', [['authorization', 'Bearer a']]],
       ['Authorization beside a combined scope with neither value', '{ todo(id: "1") { id } }', [['authorization', 'Bearer a'], ['cookie', 'x=1']]],
       ['a cookie under TENANT+AUTH with the tenant alone', '{ me { id } }', [['x-tenant', 'acme'], ['cookie', 'sid=a']]],
+      // An empty value is a bucket every client sending it shares (Apollo's auth link sends "" without a token).
+      ['a cookie beside an Authorization scope sent empty', '{ todos { id } }', [['authorization', ''], ['cookie', 'sid=a']]],
+      ['Authorization beside a session cookie sent empty', '{ users { id } }', [['cookie', 'session='], ['authorization', 'Bearer a']]],
+      ['Proxy-Authorization beside an absent Authorization scope', '{ todos { id } }', [['proxy-authorization', 'Basic YTpi']]],
+      // A cookie scope reads its cookie, not the others: a "remember me" cookie may name the user.
+      ['other cookies beside an absent cookie scope', '{ users { id } }', [['cookie', 'remember=alice']]],
     ] as Array<[string, string, Array<[string, string]>]>)('passes %s', (_name, query, headers) => {
       const current = config(scoped);
       expect(classify(checked(query, current), { method: 'POST', headers }, current, schema)).toEqual({ kind: 'pass', reason: 'credentials-outside-scope' });
@@ -329,7 +335,8 @@ describe('classify', () => {
 
     it.each([
       ['Authorization with a cookie beside it', '{ todos { id } }', [['authorization', 'Bearer a'], ['cookie', 'sid=a']]],
-      ['other cookies beside a cookie scope, which reads the cookie header', '{ users { id } }', [['cookie', 'theme=dark']]],
+      ['the scope\'s own cookie sent empty, alone', '{ users { id } }', [['cookie', 'session=']]],
+      ['other cookies beside the scope\'s own cookie', '{ users { id } }', [['cookie', 'theme=dark; session=s1']]],
       ['one value of a combined scope, with Authorization', '{ todo(id: "1") { id } }', [['authorization', 'Bearer a'], ['x-team', 'red']]],
       ['no credentials at all', '{ todos { id } }', []],
       ['the tenant and Authorization under TENANT+AUTH, with a cookie', '{ me { id } }', [['x-tenant', 'acme'], ['authorization', 'Bearer a'], ['cookie', 'sid=a']]],
