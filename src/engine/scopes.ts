@@ -97,10 +97,17 @@ export function sharedBucketDespite(
   return someScopeWithoutValue && credentials.some(unread);
 }
 
-/** Whether a source's value is blank: whitespace, or the separators of a header's repeated values (sourceValue). */
+/**
+ * Whether every client may send a source's value: each of a header's repeated values (sourceValue)
+ * empty or whitespace, a cookie's `""`, or a placeholder a client sends without a token of its own
+ * (`Bearer`, `Bearer null`, `Bearer undefined`: a JavaScript client's missing token in a template).
+ */
 function isBlank(value: string): boolean {
-  return value.split(REPEAT_SEPARATOR).every((part) => part.trim() === '');
+  return value.split(REPEAT_SEPARATOR).every((part) => PLACEHOLDER.test(part));
 }
+
+/** An optional auth scheme, then nothing, `null`, `undefined` or an empty quoted string. */
+const PLACEHOLDER = /^\s*(?:(?:bearer|basic|token)(?:\s+|$))?\s*(?:|null|undefined|""|'')\s*$/i;
 
 /**
  * The first source of the scopes (JWT scopes included) whose value some origin may read otherwise

@@ -63,7 +63,11 @@ export function storability(status: number, headers: HeaderList, context: Storab
   // stored and replayed).
   const targeted = targetedDirectives(headers);
   if (targeted === undefined) return { storable: false, reason: 'origin-cache-control-invalid' };
-  return refusalIn(targeted) ?? withTargetedLifetime(freshness(directives, headers, context.now), targeted, headers, context.now);
+  for (const family of targeted) {
+    const refused = refusalIn(family);
+    if (refused) return refused;
+  }
+  return targeted.reduce((verdict, family) => withTargetedLifetime(verdict, family, headers, context.now), freshness(directives, headers, context.now));
 }
 
 /**
@@ -78,10 +82,20 @@ function refusalIn(directives: Map<string, string | undefined | null>): Storabil
   return undefined;
 }
 
-/** The directives of every `CDN-Cache-Control` and `Surrogate-Control` line; undefined when one is malformed. */
-function targetedDirectives(headers: HeaderList): Map<string, string | undefined | null> | undefined {
-  const lines = [...headerValues(headers, 'cdn-cache-control'), ...headerValues(headers, 'surrogate-control')];
-  return lines.every(wellFormedDirectives) ? directivesOf(lines) : undefined;
+/**
+ * The directives of the `CDN-Cache-Control` lines, then of the `Surrogate-Control` lines, each
+ * family read apart (their lifetimes may differ); undefined when a line is malformed. A
+ * Surrogate-Control directive's target (`max-age=30;edge`) is set aside, so it applies here too,
+ * and so is the stale part of its `max-age=30+60`.
+ */
+function targetedDirectives(headers: HeaderList): Array<Map<string, string | undefined | null>> | undefined {
+  const families = [headerValues(headers, 'cdn-cache-control'), headerValues(headers, 'surrogate-control').map(withoutSurrogateExtensions)];
+  const present = families.filter((lines) => lines.length > 0);
+  return present.every((lines) => lines.every(wellFormedDirectives)) ? present.map(directivesOf) : undefined;
+}
+
+function withoutSurrogateExtensions(line: string): string {
+  return line.replace(/;[^,]*/g, '').replace(/(max-age\s*=\s*"?[0-9]+)\+[0-9]+/gi, '$1');
 }
 
 /** The shorter of the two lifetimes, when the targeted directives give one. */
@@ -152,9 +166,15 @@ export interface StaleLimits {
  * revalidates, so such an answer is fresh or not served. Otherwise RFC 5861's windows bound it.
  */
 export function staleLimits(headers: HeaderList): StaleLimits {
-  const directives = cacheControlDirectives(headers);
-  if (STALE_FORBIDDING.some((name) => directives.has(name))) return { whileRevalidate: 0, ifError: 0 };
-  return { whileRevalidate: staleWindow(directives, 'stale-while-revalidate'), ifError: staleWindow(directives, 'stale-if-error') };
+  // CDN-Cache-Control and Surrogate-Control only restrict here too (storability).
+  const families = [cacheControlDirectives(headers), ...(targetedDirectives(headers) ?? [])];
+  if (families.some((directives) => STALE_FORBIDDING.some((name) => directives.has(name)))) return { whileRevalidate: 0, ifError: 0 };
+  const shortest = (name: string): number | undefined =>
+    families.reduce<number | undefined>((bound, directives) => {
+      const window = staleWindow(directives, name);
+      return window === undefined ? bound : Math.min(bound ?? window, window);
+    }, undefined);
+  return { whileRevalidate: shortest('stale-while-revalidate'), ifError: shortest('stale-if-error') };
 }
 
 /**

@@ -121,29 +121,31 @@ export function keyedHeaders(headers: HeaderList): string {
       (preflightHeaders ??= []).push([name, value]);
     }
   }
-  return `${inOrder ? key : keyedHeadersByName(headers)}${preflightPart(contentType, preflightHeaders ?? [])}`;
+  return `${inOrder ? key : keyedHeadersByName(headers)}${preflightPart(contentType, preflightHeaders)}`;
 }
 
 /**
  * Apollo Server 4 (`csrfPrevention`, on by default) and GraphQL Yoga's CSRF plugin refuse (400 or
  * 403) a request a page may send cross-site without a preflight, each by its own reading: Apollo
- * parses the content type and asks for one of its headers with a value, Yoga tests whether the
- * content type starts with a CORS-safelisted one, case included, and asks for its header sent at
- * all. For a request either may refuse (no content type, or one that is or starts with a safelisted
- * type in any case), the key holds what both read: the content type as sent and, for each of their
- * headers, whether it was sent, empty or with a value. Such a request is answered only from what
- * the origin gave a request it reads alike, never from a POST's entry. '' for any other request
- * (`application/json`), which neither refuses.
+ * parses the content type and asks for one of its headers with a value (repeated lines reach it
+ * joined, so never empty); Yoga tests whether the content type starts with a CORS-safelisted one
+ * and asks for its header sent at all (versions before that asked for it on every request). For a
+ * request either may refuse (no content type, or one that is or starts with a safelisted type in
+ * any case) and for one that sends any of their headers, the key holds what both read: the content
+ * type as sent and, for each header, whether it was sent, sent once empty, or otherwise. Such a
+ * request is answered only from what the origin gave a request it reads alike. '' for any other
+ * request (an `application/json` POST without those headers), which only an older Yoga refuses,
+ * and then for every such request alike.
  */
-function preflightPart(contentType: string | undefined, preflightHeaders: HeaderList): string {
-  if (contentType !== undefined) {
+function preflightPart(contentType: string | undefined, preflightHeaders: HeaderList | undefined): string {
+  if (preflightHeaders === undefined && contentType !== undefined) {
     const lowered = contentType.trim().toLowerCase();
     if (lowered !== '' && !SIMPLE_REQUEST_CONTENT_TYPES.some((type) => lowered.startsWith(type))) return '';
   }
   let states = '';
   for (const name of PREFLIGHT_HEADERS) {
-    const values = preflightHeaders.filter(([sent]) => sent === name).map(([, value]) => value);
-    states += values.length === 0 ? '-' : values.every((value) => value === '') ? '0' : '1';
+    const values = (preflightHeaders ?? []).filter(([sent]) => sent === name);
+    states += values.length === 0 ? '-' : values.length === 1 && values[0]![1] === '' ? '0' : '1';
   }
   return `\u0000:preflight ${states} ${contentType === undefined ? 'none' : `=${contentType}`}`;
 }

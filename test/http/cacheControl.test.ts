@@ -174,6 +174,13 @@ describe('storability', () => {
       expect(judge([[name, 'max-age="20']])).toEqual({ storable: false, reason: 'origin-cache-control-invalid' });
     });
 
+    it('reads each family apart, the shorter lifetime winning, and Surrogate-Control\'s targets and stale parts set aside', () => {
+      expect(judge([['cdn-cache-control', 'max-age=30'], ['surrogate-control', 'max-age=20']])).toEqual({ storable: true, freshSeconds: 20 });
+      expect(judge([['surrogate-control', 'max-age=30;edge, content="ESI/1.0";other']])).toEqual({ storable: true, freshSeconds: 30 });
+      expect(judge([['surrogate-control', 'max-age=30+60']])).toEqual({ storable: true, freshSeconds: 30 });
+      expect(judge([['surrogate-control', 'no-store;edge']])).toEqual({ storable: false, reason: 'origin-no-store' });
+    });
+
     it('never allows more than Cache-Control: a longer max-age, or one beside private, changes nothing', () => {
       expect(judge([['cache-control', 'max-age=60'], ['cdn-cache-control', 'max-age=600']])).toEqual({ storable: true, freshSeconds: 60 });
       expect(judge([['cache-control', 'private'], ['cdn-cache-control', 'max-age=600']])).toEqual({ storable: false, reason: 'origin-private' });
@@ -191,6 +198,15 @@ describe('storability', () => {
 
 describe('staleLimits', () => {
   const limits = (cacheControl: string) => staleLimits([['cache-control', cacheControl]]);
+
+  it('takes CDN-Cache-Control and Surrogate-Control as bounds too: their must-revalidate forbids stale, their windows may only be shorter', () => {
+    expect(staleLimits([['cache-control', 'max-age=60, stale-while-revalidate=300'], ['cdn-cache-control', 'max-age=30, must-revalidate']])).toEqual({ whileRevalidate: 0, ifError: 0 });
+    expect(staleLimits([['cache-control', 'stale-while-revalidate=300, stale-if-error=300'], ['cdn-cache-control', 'stale-while-revalidate=0'], ['surrogate-control', 'stale-if-error=60']])).toEqual({
+      whileRevalidate: 0,
+      ifError: 60,
+    });
+    expect(staleLimits([['cache-control', 'stale-while-revalidate=30'], ['cdn-cache-control', 'stale-while-revalidate=300']])).toEqual({ whileRevalidate: 30, ifError: undefined });
+  });
 
   it('leaves both windows to the rules when the origin says nothing of them', () => {
     expect(staleLimits([])).toEqual({ whileRevalidate: undefined, ifError: undefined });

@@ -133,9 +133,13 @@ describe('keyedHeaders', () => {
       '\u0000:preflight 1-- =multipart/form-data; boundary=b',
     );
     expect(keyedHeaders([['origin', 'https://a.example']])).toBe('\u0000origin:https://a.example\u0000:preflight --- none');
-    // A content type neither refuses: no part, whatever the headers.
+    // Apollo reads repeated lines joined, never empty: two empty lines are not one.
+    expect(keyedHeaders([['apollo-require-preflight', ''], ['apollo-require-preflight', '']])).toBe('\u0000:preflight -1- none');
+    // A content type neither refuses: no part without their headers; with one (an older Yoga asked
+    // for its header on every request), the part.
     for (const contentType of ['application/json', 'Application/JSON; charset=utf-8', 'application/graphql-response+json']) {
-      expect(keyedHeaders([['content-type', contentType], ['apollo-require-preflight', 'true']])).toBe('');
+      expect(keyedHeaders([['content-type', contentType]])).toBe('');
+      expect(keyedHeaders([['content-type', contentType], ['x-graphql-yoga-csrf', '1']])).toBe(`\u0000:preflight --1 =${contentType}`);
     }
   });
 
