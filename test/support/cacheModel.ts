@@ -397,8 +397,8 @@ export interface ResolvedRead {
   key: string;
   tags: ReadonlySet<string>;
   /**
-   * Passes uncached: a PUBLIC query with credentials, a scoped one in its bucket of "no value" with
-   * credentials its scopes do not read, or a user token that fails verification.
+   * Passes uncached: a PUBLIC query with credentials, a scoped one in its bucket of "no value" (or
+   * of an empty value) with credentials its scopes do not read, or a user token that fails verification.
    */
   passes: boolean;
   /** The body the origin answers with this data; undefined for `time`. */
@@ -417,13 +417,15 @@ export function resolveRead(read: Read): ResolvedRead {
         ? JSON.stringify(query.userToken ? [cookie.session, userToken.sub] : cookie.session)
         : '';
   const credentialedPublic = query.scope === 'PUBLIC' && (authorization.lines.length > 0 || cookie.header !== null);
-  // A scope's share of "no value" is shared too: a credential no scope reads passes it (README, Scopes).
+  // A scope's share of "no value", or of an empty value, is shared too: a credential no scope reads
+  // passes it (README, Scopes), and a cookie scope reads its own cookie only.
+  const otherCookies = cookie.header !== null && cookie.header.split(';').some((pair) => pair.split('=')[0]!.trim() !== 'session');
   const credentialedNoValue =
     query.scope === 'AUTHENTICATED'
-      ? authorization.lines.length === 0 && cookie.header !== null
+      ? authorization.lines.every((line) => line.trim() === '') && cookie.header !== null
       : query.scope === 'SESSION' &&
-        (cookie.session === null || (query.userToken === true && read.userToken === 'absent')) &&
-        authorization.lines.length > 0;
+        (cookie.session === null || cookie.session === '' || (query.userToken === true && read.userToken === 'absent')) &&
+        (authorization.lines.length > 0 || otherCookies);
   return {
     read,
     key: `${read.query} in ${query.scope}${query.userToken ? '+USER' : ''} ${bucket}`.trim(),
