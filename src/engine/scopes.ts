@@ -99,15 +99,15 @@ export function sharedBucketDespite(
 
 /**
  * Whether every client may send a source's value: each of a header's repeated values (sourceValue)
- * empty or whitespace, a cookie's `""`, or a placeholder a client sends without a token of its own
- * (`Bearer`, `Bearer null`, `Bearer undefined`: a JavaScript client's missing token in a template).
+ * empty or whitespace, a cookie's `""`, or a placeholder a client sends without a token of its own:
+ * a bare auth scheme (`Bearer`), or what a JavaScript template makes of a missing token (`Bearer
+ * null`, `JWT undefined`, `[object Object]`), under any scheme or none.
  */
 function isBlank(value: string): boolean {
   return value.split(REPEAT_SEPARATOR).every((part) => PLACEHOLDER.test(part));
 }
 
-/** An optional auth scheme, then nothing, `null`, `undefined` or an empty quoted string. */
-const PLACEHOLDER = /^\s*(?:(?:bearer|basic|token)(?:\s+|$))?\s*(?:|null|undefined|""|'')\s*$/i;
+const PLACEHOLDER = /^\s*(?:(?:bearer|basic|token|jwt)|(?:[a-z][\w.+-]*\s+)?(?:null|undefined|false|nan|\[object object\]|""|''))?\s*$/i;
 
 /**
  * The first source of the scopes (JWT scopes included) whose value some origin may read otherwise

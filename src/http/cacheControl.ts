@@ -95,7 +95,24 @@ function targetedDirectives(headers: HeaderList): Array<Map<string, string | und
 }
 
 function withoutSurrogateExtensions(line: string): string {
-  return line.replace(/;[^,]*/g, '').replace(/(max-age\s*=\s*"?[0-9]+)\+[0-9]+/gi, '$1');
+  return withoutTargets(line).replace(/(max-age\s*=\s*"?[0-9]+)\+[0-9]+/gi, '$1');
+}
+
+/** The line without each directive's `;target`, a `;` inside a quoted string left alone. One pass. */
+function withoutTargets(line: string): string {
+  let kept = '';
+  let quoted = false;
+  let skipping = false;
+  for (let index = 0; index < line.length; index++) {
+    const character = line[index]!;
+    if (!quoted && character === ',') skipping = false;
+    else if (!quoted && character === ';') skipping = true;
+    if (skipping) continue;
+    if (character === '"') quoted = !quoted;
+    else if (quoted && character === '\\') kept += line[index++] ?? '';
+    kept += line[index] ?? '';
+  }
+  return kept;
 }
 
 /** The shorter of the two lifetimes, when the targeted directives give one. */

@@ -328,6 +328,7 @@ describe('classify', () => {
       ['Proxy-Authorization beside an absent Authorization scope', '{ todos { id } }', [['proxy-authorization', 'Basic YTpi']]],
       ['a cookie beside an Authorization scope sent as a placeholder', '{ todos { id } }', [['authorization', 'Bearer null'], ['cookie', 'sid=a']]],
       ['a cookie beside an Authorization scope sent as a bare scheme', '{ todos { id } }', [['authorization', 'Bearer'], ['cookie', 'sid=a']]],
+      ['a cookie beside an Authorization scope sent as JWT [object Object]', '{ todos { id } }', [['authorization', 'JWT [object Object]'], ['cookie', 'sid=a']]],
       ['another cookie beside the scope\'s own quoted empty', '{ users { id } }', [['cookie', 'session=""; remember=alice']]],
       // A cookie scope reads its cookie, not the others: a "remember me" cookie may name the user.
       ['other cookies beside an absent cookie scope', '{ users { id } }', [['cookie', 'remember=alice']]],

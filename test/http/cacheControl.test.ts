@@ -179,6 +179,8 @@ describe('storability', () => {
       expect(judge([['surrogate-control', 'max-age=30;edge, content="ESI/1.0";other']])).toEqual({ storable: true, freshSeconds: 30 });
       expect(judge([['surrogate-control', 'max-age=30+60']])).toEqual({ storable: true, freshSeconds: 30 });
       expect(judge([['surrogate-control', 'no-store;edge']])).toEqual({ storable: false, reason: 'origin-no-store' });
+      expect(judge([['surrogate-control', 'content="ESI/1.0;x", max-age=30']])).toEqual({ storable: true, freshSeconds: 30 });
+      expect(judge([['surrogate-control', 'content="a\\";b", max-age=30;edge']])).toEqual({ storable: true, freshSeconds: 30 });
     });
 
     it('never allows more than Cache-Control: a longer max-age, or one beside private, changes nothing', () => {

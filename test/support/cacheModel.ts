@@ -165,6 +165,8 @@ export const AUTHORIZATIONS = {
   'bearer alice': { lines: ['bearer alice'], viewer: 'u1' },
   'Bearer mallory': { lines: ['Bearer mallory'], viewer: null },
   empty: { lines: [''], viewer: null },
+  // What a JavaScript client's template makes of a missing token: a bucket every client may share.
+  'Bearer null': { lines: ['Bearer null'], viewer: null },
   'Bearer bob, then Bearer alice': { lines: ['Bearer bob', 'Bearer alice'], viewer: 'u2' },
 } satisfies Record<string, { lines: string[]; viewer: UserId | null }>;
 export type AuthorizationName = keyof typeof AUTHORIZATIONS;
@@ -419,10 +421,10 @@ export function resolveRead(read: Read): ResolvedRead {
   const credentialedPublic = query.scope === 'PUBLIC' && (authorization.lines.length > 0 || cookie.header !== null);
   // A scope's share of "no value", or of an empty value, is shared too: a credential no scope reads
   // passes it (README, Scopes), and a cookie scope reads its own cookie only.
-  const otherCookies = cookie.header !== null && cookie.header.split(';').some((pair) => pair.split('=')[0]!.trim() !== 'session');
+  const otherCookies = cookie.header !== null && cookie.header.split(';').some((pair) => pair.trim() !== '' && pair.split('=')[0]!.trim() !== 'session');
   const credentialedNoValue =
     query.scope === 'AUTHENTICATED'
-      ? authorization.lines.every((line) => line.trim() === '') && cookie.header !== null
+      ? authorization.lines.every((line) => line.trim() === '' || line === 'Bearer null') && cookie.header !== null
       : query.scope === 'SESSION' &&
         (cookie.session === null || cookie.session === '' || (query.userToken === true && read.userToken === 'absent')) &&
         (authorization.lines.length > 0 || otherCookies);

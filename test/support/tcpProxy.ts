@@ -21,12 +21,16 @@ export interface ProxiedConnection {
   release(): void;
   /** Bytes held back so far. */
   heldBytes(): number;
+  /** What the client has sent the server on this connection so far, one byte a character. */
+  sentText(): string;
 }
 
 export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
   const connections: ProxiedConnection[] = [];
   const sockets = new Set<Socket>();
   const server = createServer((client) => {
+    const sent: Buffer[] = [];
+    client.on('data', (chunk: Buffer) => sent.push(chunk));
     const upstream = createConnection({ host: '127.0.0.1', port: targetPort });
     for (const socket of [client, upstream]) {
       sockets.add(socket);
@@ -36,7 +40,7 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
     client.pipe(upstream);
-    upstream.once('connect', () => connections.push(connectionThrough(client, upstream)));
+    upstream.once('connect', () => connections.push(connectionThrough(client, upstream, sent)));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -49,7 +53,7 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
   };
 }
 
-function connectionThrough(client: Socket, upstream: Socket): ProxiedConnection {
+function connectionThrough(client: Socket, upstream: Socket, sent: readonly Buffer[]): ProxiedConnection {
   let held: Buffer[] | undefined;
   upstream.on('data', (chunk: Buffer) => {
     if (held) held.push(chunk);
@@ -66,5 +70,6 @@ function connectionThrough(client: Socket, upstream: Socket): ProxiedConnection 
       for (const chunk of chunks) client.write(chunk);
     },
     heldBytes: () => (held ?? []).reduce((sum, chunk) => sum + chunk.length, 0),
+    sentText: () => Buffer.concat(sent).toString('latin1'),
   };
 }
