@@ -104,10 +104,11 @@ export function sharedBucketDespite(
  * null`, `JWT undefined`, `[object Object]`), under any scheme or none.
  */
 function isBlank(value: string): boolean {
-  return value.split(REPEAT_SEPARATOR).every((part) => PLACEHOLDER.test(part));
+  return value.split(REPEAT_SEPARATOR).every((part) => PLACEHOLDER.test(part.trim()));
 }
 
-const PLACEHOLDER = /^\s*(?:(?:bearer|basic|token|jwt)|(?:[a-z][\w.+-]*\s+)?(?:null|undefined|false|nan|\[object object\]|""|''))?\s*$/i;
+/** Matched against a trimmed value: no two runs of whitespace meet, so the test is linear in its length. */
+const PLACEHOLDER = /^(?:(?:bearer|basic|token|jwt)|(?:[a-z][\w.+-]*\s+)?(?:null|undefined|false|nan|\[object object\]|""|''))?$/i;
 
 /**
  * The first source of the scopes (JWT scopes included) whose value some origin may read otherwise
