@@ -6,7 +6,7 @@ import { batchWithoutIds, fragmentsOf, hasUrlParameter, parseDocument, rewritten
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { hitNegotiation, namesHtml, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, varyNames, type HeaderList } from '../http/index.js';
-import { endpointOf, forbidsTransform, keyedHeaders, hostKey, isBelowEndpoint, isEndpointVariant, requestForbidsStoring } from '../http/index.js';
+import { endpointOf, endpointRouting, forbidsTransform, keyedHeaders, hostKey, requestForbidsStoring } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { mutationInvalidationTags } from '../invalidation/index.js';
 import { operationsRootFieldTypeTags, rootFieldTypeTags } from '../invalidation/index.js';
@@ -319,8 +319,8 @@ export class DecisionEngine {
    * mutations). A GET there is refused when its URL holds a mutation.
    */
   private passOtherPath(exchange: Exchange, head: RequestHead, config: Config): RequestHeadDecision {
-    const routedToGraphQL = isEndpointVariant(head.path, config.endpoints) || isBelowEndpoint(head.path, config.endpoints);
-    if (!routedToGraphQL || (head.method !== 'POST' && head.method !== 'GET')) return this.passOn(exchange, 'not-an-endpoint');
+    // The method first: working out a long path's routing is the costlier test.
+    if ((head.method !== 'POST' && head.method !== 'GET') || endpointRouting(head.path, config.endpoints) === undefined) return this.passOn(exchange, 'not-an-endpoint');
     // A GET there is refused only when its URL holds a mutation, as the endpoint refuses it; any other
     // GET goes on, over the limits or ambiguous too: other GET routes may live below an endpoint.
     if (head.method === 'GET') return this.refusedMutationOverGet(exchange) ?? this.passOn(exchange, 'not-an-endpoint');
@@ -1111,7 +1111,8 @@ function tokenRemoval(head: RequestHead, config: Config): string[] {
  * Request headers an origin's `Vary` may name for its answer to be stored: those whose whole value
  * the key holds (the scopes' `header:` sources, `origin`), `accept` (a HIT is negotiated against the
  * client's Accept) and `accept-encoding` (svc-cache removes it from what the origin gets). Not
- * `content-type` or `content-length`: a GET and a POST, or two spellings of one body, share a key.
+ * `content-type` or `content-length`: requests with different ones (a JSON POST and a JSON-typed
+ * GET, two spellings of one body) share a key.
  */
 function keyedRequestHeaders(policy: CachePolicy, config: Config): ReadonlySet<string> {
   return new Set(['accept', 'accept-encoding', 'origin', ...scopeKeyedHeaders(policy.scopes, config.scopes)]);

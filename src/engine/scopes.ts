@@ -80,22 +80,41 @@ export function sharedBucketDespite(
   definitions: ScopeDefinitions,
   headers: HeaderList,
 ): boolean {
-  const readHeaders = new Set<string>();
-  const readCookies = new Set<string>();
-  let someScopeWithoutValue = false;
-  for (const scope of scopes) {
-    let valueSent = false;
-    for (const source of sourcesOf(definitions, scope)) {
+  const someScopeWithoutValue = scopes.some((scope) =>
+    sourcesOf(definitions, scope).every((source) => {
       const value = sourceValue(source, headers);
-      if (value !== undefined && !isBlank(value)) valueSent = true;
-      (source.kind === 'header' ? readHeaders : readCookies).add(source.name);
-    }
-    if (!valueSent) someScopeWithoutValue = true;
-  }
+      return value === undefined || isBlank(value);
+    }),
+  );
+  if (!someScopeWithoutValue) return false;
+  const { readHeaders, readCookies } = readBy(definitions, scopes);
   const unread = (name: string): boolean =>
     name === 'cookie' ? readCookies.size === 0 || !sendsOnlyCookies(headers, readCookies) : !readHeaders.has(name);
-  return someScopeWithoutValue && credentials.some(unread);
+  return credentials.some(unread);
 }
+
+/** The headers and cookies `scopes` read, worked out once per config and list of scopes. */
+function readBy(definitions: ScopeDefinitions, scopes: readonly string[]): { readHeaders: ReadonlySet<string>; readCookies: ReadonlySet<string> } {
+  let byScopes = readByDefinitions.get(definitions);
+  if (byScopes === undefined) {
+    byScopes = new Map();
+    readByDefinitions.set(definitions, byScopes);
+  }
+  const listed = scopes.join('+');
+  let read = byScopes.get(listed);
+  if (read === undefined) {
+    const readHeaders = new Set<string>();
+    const readCookies = new Set<string>();
+    for (const scope of scopes) {
+      for (const source of sourcesOf(definitions, scope)) (source.kind === 'header' ? readHeaders : readCookies).add(source.name);
+    }
+    read = { readHeaders, readCookies };
+    byScopes.set(listed, read);
+  }
+  return read;
+}
+
+const readByDefinitions = new WeakMap<ScopeDefinitions, Map<string, { readHeaders: ReadonlySet<string>; readCookies: ReadonlySet<string> }>>();
 
 /**
  * Whether every client may send a source's value: each of a header's repeated values (sourceValue)
@@ -104,6 +123,7 @@ export function sharedBucketDespite(
  * null`, `JWT undefined`, `[object Object]`), under any scheme or none.
  */
 function isBlank(value: string): boolean {
+  if (!value.includes(REPEAT_SEPARATOR)) return PLACEHOLDER.test(value.trim());
   return value.split(REPEAT_SEPARATOR).every((part) => PLACEHOLDER.test(part.trim()));
 }
 

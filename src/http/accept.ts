@@ -67,7 +67,7 @@ const STREAMING_TYPES = new Set(['text/event-stream', 'multipart/mixed']);
  * GraphiQL by that very substring test, so no reading of the ranges is as strict.
  */
 export function namesHtml(accept: string | undefined): boolean {
-  return accept !== undefined && accept.toLowerCase().includes('text/html');
+  return accept !== undefined && /text\/html/i.test(accept);
 }
 
 /**

@@ -100,19 +100,29 @@ function withoutSurrogateExtensions(line: string): string {
 
 /** The line without each directive's `;target`, a `;` inside a quoted string left alone. One pass. */
 function withoutTargets(line: string): string {
-  let kept = '';
+  if (!line.includes(';')) return line;
+  const kept: string[] = [];
+  let keptFrom = 0;
   let quoted = false;
   let skipping = false;
   for (let index = 0; index < line.length; index++) {
-    const character = line[index]!;
-    if (!quoted && character === ',') skipping = false;
-    else if (!quoted && character === ';') skipping = true;
-    if (skipping) continue;
-    if (character === '"') quoted = !quoted;
-    else if (quoted && character === '\\') kept += line[index++] ?? '';
-    kept += line[index] ?? '';
+    const character = line[index];
+    if (skipping) {
+      if (character === ',') {
+        skipping = false;
+        keptFrom = index;
+      }
+    } else if (character === '"') {
+      quoted = !quoted;
+    } else if (quoted && character === '\\') {
+      index++;
+    } else if (!quoted && character === ';') {
+      kept.push(line.slice(keptFrom, index));
+      skipping = true;
+    }
   }
-  return kept;
+  if (!skipping) kept.push(line.slice(keptFrom));
+  return kept.join('');
 }
 
 /** The shorter of the two lifetimes, when the targeted directives give one. */

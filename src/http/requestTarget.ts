@@ -22,31 +22,35 @@ export function endpointOf(path: string, endpoints: readonly string[] = DEFAULT_
 }
 
 /**
- * True when `path` is no configured endpoint but an origin may route it to one: the same path once
- * case, repeated and trailing slashes, matrix parameters (`;x`), dot segments and escapes of
- * unreserved characters are set aside, as Express, Yoga, servlet containers and others variously
- * do. Such a request is not cached (endpointOf), but a mutation in it is read for invalidation
- * (README, Invalidation after mutations).
+ * How an origin may route `path`, no configured endpoint, to an endpoint's handler:
+ * - `variant`: the same path once case, repeated and trailing slashes, matrix parameters (`;x`), dot
+ *   segments and escapes of unreserved characters are set aside, as Express, Yoga, servlet
+ *   containers and others variously do;
+ * - `below`: a path below one (`/graphql/x`, in any of the variants' spellings), which a handler
+ *   mounted on the endpoint as a prefix serves (Express's `app.use('/graphql', …)`, as Apollo
+ *   Server 4 documents it), as other routes may be.
+ * Undefined when neither. Such a request is not cached (endpointOf), but a mutation in it is read
+ * for invalidation (README, Invalidation after mutations).
  */
-export function isEndpointVariant(path: string, endpoints: readonly string[] = DEFAULT_ENDPOINTS): boolean {
+export function endpointRouting(path: string, endpoints: readonly string[] = DEFAULT_ENDPOINTS): 'variant' | 'below' | undefined {
   const shape = routingShape(routedPart(path));
-  return endpoints.some((endpoint) => routingShape(endpoint) === shape);
+  const shapes = endpointShapes(endpoints);
+  if (shapes.includes(shape)) return 'variant';
+  // Below `/` is every path: an endpoint at the root makes no prefix of its own.
+  return shapes.some((endpointShape) => endpointShape !== '' && shape.startsWith(`${endpointShape}/`)) ? 'below' : undefined;
 }
 
-/**
- * True when `path` is below an endpoint (`/graphql/x`, in any of the variants' spellings), which a
- * handler mounted on the endpoint as a prefix serves (Express's `app.use('/graphql', …)`, as Apollo
- * Server 4 documents it), as other routes may be. A request there is read as one to a variant is: a
- * mutation a reading of a POST finds invalidates (README, Invalidation after mutations).
- */
-export function isBelowEndpoint(path: string, endpoints: readonly string[] = DEFAULT_ENDPOINTS): boolean {
-  const shape = routingShape(routedPart(path));
-  // Below `/` is every path: an endpoint at the root makes no prefix of its own.
-  return endpoints.some((endpoint) => {
-    const endpointShape = routingShape(endpoint);
-    return endpointShape !== '' && shape.startsWith(`${endpointShape}/`);
-  });
+/** The endpoints' routing shapes, worked out once per configured list. */
+function endpointShapes(endpoints: readonly string[]): readonly string[] {
+  let shapes = shapesByEndpoints.get(endpoints);
+  if (shapes === undefined) {
+    shapes = endpoints.map(routingShape);
+    shapesByEndpoints.set(endpoints, shapes);
+  }
+  return shapes;
 }
+
+const shapesByEndpoints = new WeakMap<readonly string[], readonly string[]>();
 
 function withoutQuery(path: string): string {
   const queryStart = path.indexOf('?');
@@ -70,8 +74,11 @@ function routedPart(path: string): string {
 function routingShape(path: string): string {
   const segments: string[] = [];
   for (const raw of path.split(/[/\\]/)) {
-    const segment = decodeUnreserved(raw.split(';', 1)[0]!).toLowerCase();
-    if (segment === '' || segment === '.') continue;
+    const parameters = raw.indexOf(';');
+    const bare = parameters < 0 ? raw : raw.slice(0, parameters);
+    if (bare === '') continue;
+    const segment = (bare.includes('%') ? decodeUnreserved(bare) : bare).toLowerCase();
+    if (segment === '.') continue;
     if (segment === '..') segments.pop();
     else segments.push(segment);
   }
@@ -121,7 +128,10 @@ export function keyedHeaders(headers: HeaderList): string {
       (preflightHeaders ??= []).push([name, value]);
     }
   }
-  return `${inOrder ? key : keyedHeadersByName(headers)}${preflightPart(contentType, preflightHeaders)}`;
+  const keyed = inOrder ? key : keyedHeadersByName(headers);
+  // Most GETs: neither a content type nor a preflight header.
+  if (contentType === undefined && preflightHeaders === undefined) return `${keyed}${PLAIN_REQUEST_PART}`;
+  return `${keyed}${preflightPart(contentType, preflightHeaders)}`;
 }
 
 /**
@@ -149,6 +159,9 @@ function preflightPart(contentType: string | undefined, preflightHeaders: Header
   }
   return `\u0000:preflight ${states} ${contentType === undefined ? 'none' : `=${contentType}`}`;
 }
+
+/** preflightPart of a request with neither a content type nor any of the preflight headers. */
+const PLAIN_REQUEST_PART = '\u0000:preflight --- none';
 
 /** Apollo Server 4's default `csrfPrevention.requestHeaders`, then GraphQL Yoga's plugin's. */
 const PREFLIGHT_HEADERS: readonly string[] = ['x-apollo-operation-name', 'apollo-require-preflight', 'x-graphql-yoga-csrf'];
@@ -205,6 +218,7 @@ const KEYED_CGI_NAMES: ReadonlySet<string> = new Set([...KEYED_HEADERS].map(cgiN
  * origin (`for=192.0.2.1 host=evil`), so it stays in the key.
  */
 function withoutForParameters(forwarded: string): string {
+  if (!/for=/i.test(forwarded)) return forwarded;
   return forwarded
     .split(',')
     .map((element) =>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_ENDPOINTS, endpointOf, keyedHeaders, hostKey, isBelowEndpoint, isEndpointVariant } from '../../src/http/requestTarget.js';
+import { DEFAULT_ENDPOINTS, endpointOf, endpointRouting, keyedHeaders, hostKey } from '../../src/http/requestTarget.js';
 
 describe('endpointOf', () => {
   it('defaults to /graphql', () => {
@@ -27,24 +27,24 @@ describe('endpointOf', () => {
   it.each(['/graphql/', '/GRAPHQL', '//graphql', '/graphql;x', '/%67raphql', '/./graphql', '/x/../graphql', '/%2e/graphql', '/GraphQL/?x=1', '/graphql\\', '\\graphql', '/graphql#x', '/graphql#x?y'])(
     '%j is a variant an origin may route to /graphql',
     (path) => {
-      expect(isEndpointVariant(path, ['/graphql'])).toBe(true);
+      expect(endpointRouting(path, ['/graphql'])).toBe('variant');
     },
   );
 
   it.each(['/graphql%3F', '/graphq', '/graphqlx', '/', '', '/echo', '/graphql/x', '/x/graphql', '/graphql%2F'])('%j is no variant of /graphql', (path) => {
-    expect(isEndpointVariant(path, ['/graphql'])).toBe(false);
+    expect(endpointRouting(path, ['/graphql'])).not.toBe('variant');
   });
 
   it.each(['/graphql/x', '/graphql/x/y?z', '/Graphql//x', '/%67raphql/x', '/graphql\\x'])('%j is below /graphql', (path) => {
-    expect(isBelowEndpoint(path, ['/graphql'])).toBe(true);
+    expect(endpointRouting(path, ['/graphql'])).toBe('below');
   });
 
   it.each(['/graphql', '/graphql/', '/graphql.json', '/graphql/..', '/graphqlx/y', '/x/graphql'])('%j is not below /graphql', (path) => {
-    expect(isBelowEndpoint(path, ['/graphql'])).toBe(false);
+    expect(endpointRouting(path, ['/graphql'])).not.toBe('below');
   });
 
   it('takes no path for one below an endpoint at the root', () => {
-    expect(isBelowEndpoint('/other', ['/'])).toBe(false);
+    expect(endpointRouting('/other', ['/'])).toBeUndefined();
   });
 
   it('matches any configured endpoint and only those', () => {

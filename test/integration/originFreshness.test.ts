@@ -45,7 +45,7 @@ describe("the origin's freshness and Vary", () => {
     ['an invalid max-age', { 'cache-control': 'max-age=soon' }, 'origin-max-age-invalid'],
     ['Vary: *', { vary: '*' }, 'origin-vary-star'],
     ['Vary on a request header outside the key', { vary: 'X-Region' }, 'origin-vary'],
-    // A GET and a POST, or two spellings of one body, share a key.
+    // Requests with different ones (a JSON POST and a JSON-typed GET, two spellings of one body) share a key.
     ['Vary: Content-Type', { vary: 'Content-Type' }, 'origin-vary'],
     ['Vary: Content-Length', { vary: 'Content-Length' }, 'origin-vary'],
   ])('passes an answer with %s, as the origin sent it', async (_name, headers, reason) => {
