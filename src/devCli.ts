@@ -13,7 +13,7 @@ import {
   type Command,
   type Program,
 } from './commandLine/index.js';
-import { configSchema, demoConfigInput, loadConfig, type Config } from './config/index.js';
+import { configSchema, demoConfigFrom, demoConfigInput, loadConfig, type Config } from './config/index.js';
 import { startDemoOrigin } from './demo/index.js';
 import { startGateway } from './gateway/index.js';
 import { createLogger } from './observability/index.js';
@@ -58,7 +58,7 @@ const demoCommand: Command = {
     { name: 'origin-port', value: 'N', default: '4000', meaning: 'the demo Todo API' },
     { name: 'admin-port', value: 'N', default: '9901', meaning: "the sidecar's admin port" },
     { name: 'grpc-port', value: 'N', default: '0', meaning: "the sidecar's ext_proc port (0: a free one, printed at start)" },
-    { name: 'config', value: 'FILE', meaning: "run with this configuration instead of the demo's (its origin.url is replaced by the demo API)" },
+    { name: 'config', value: 'FILE', meaning: "run with this configuration instead of the demo's (its origin.url is replaced by the demo API, its redis set aside)" },
     { name: 'print-config', meaning: "print the demo's configuration as YAML and exit" },
   ],
   run: async (values) => {
@@ -71,9 +71,9 @@ const demoCommand: Command = {
     const logger = createLogger(userConfig?.logging.level ?? 'info');
     const signals = handleShutdownSignals(logger, SHUTDOWN_OVERRUN_MS);
     const origin = await startDemoOrigin({ port: originPort });
-    const config: Config = userConfig
-      ? { ...userConfig, origin: { url: origin.url } }
-      : configSchema.parse(demoConfigInput(origin.url));
+    const fromFile = userConfig && demoConfigFrom(userConfig, origin.url);
+    if (fromFile?.redisSetAside) logger.info({ config: values.config }, 'demo: the configuration\'s redis section is set aside; the demo runs the in-memory store');
+    const config: Config = fromFile?.config ?? configSchema.parse(demoConfigInput(origin.url));
     const sidecar = await startSidecar({
       config,
       grpcPort: portOption(values['grpc-port'] as string, '--grpc-port'),

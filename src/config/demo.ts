@@ -5,6 +5,16 @@ export function demoConfig(originUrl: string): Config {
   return configSchema.parse(demoConfigInput(originUrl));
 }
 
+/**
+ * A user's configuration as the demo runs it (`svc-cache demo --config FILE`): against the demo
+ * origin and, as the demo always does, on the in-memory store, its `redis` section set aside
+ * (`redisSetAside`, for the demo to say so).
+ */
+export function demoConfigFrom(userConfig: Config, originUrl: string): { config: Config; redisSetAside: boolean } {
+  const { redis, ...rest } = userConfig;
+  return { config: { ...rest, origin: { ...userConfig.origin, url: originUrl } }, redisSetAside: redis !== undefined };
+}
+
 /** The demo configuration as a file would hold it (`svc-cache demo --print-config`). */
 export function demoConfigInput(originUrl: string): ConfigInput {
   return {

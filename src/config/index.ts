@@ -1,4 +1,4 @@
-export { demoConfig, demoConfigInput } from './demo.js';
+export { demoConfig, demoConfigFrom, demoConfigInput } from './demo.js';
 export { ConfigError } from './error.js';
 export { formatKeyPath, valueAt, withValueAt } from './keyPath.js';
 export { secrecyAt, type Secrecy } from './issues.js';

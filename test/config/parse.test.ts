@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError, configSchema, demoConfig, loadConfig, parseConfig } from '../../src/config/index.js';
+import { ConfigError, configSchema, demoConfig, demoConfigFrom, loadConfig, parseConfig } from '../../src/config/index.js';
 
 const ORIGIN = 'origin:\n  url: http://origin.test/graphql\n';
 
@@ -431,6 +431,15 @@ describe('demoConfig', () => {
     ]);
     expect(config.purge.tokens).toEqual(['dev-purge-token']);
     expect(config.apq.enabled).toBe(true);
+  });
+});
+
+describe('demoConfigFrom', () => {
+  it("runs a user's configuration against the demo origin on the in-memory store", () => {
+    const userConfig = parseConfig('origin:\n  url: http://api.internal/graphql\nredis:\n  url: redis://redis:6379\nrules:\n  - types: [Query]\n    maxAge: 60\n', { source: 'config.yaml', env: {} });
+    const { config, redisSetAside } = demoConfigFrom(userConfig, 'http://127.0.0.1:4000/graphql');
+    expect([config.origin.url, config.redis, redisSetAside, config.rules]).toEqual(['http://127.0.0.1:4000/graphql', undefined, true, userConfig.rules]);
+    expect(demoConfigFrom(demoConfig('http://x.test/graphql'), 'http://127.0.0.1:4000/graphql').redisSetAside).toBe(false);
   });
 });
 
