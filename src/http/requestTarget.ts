@@ -26,25 +26,34 @@ export function endpointOf(path: string, endpoints: readonly string[] = DEFAULT_
  * - `variant`: the same path once case, repeated and trailing slashes, matrix parameters (`;x`), dot
  *   segments and escapes of unreserved characters are set aside, as Express, Yoga, servlet
  *   containers and others variously do;
- * - `below`: a path below one (`/graphql/x`, in any of the variants' spellings), which a handler
- *   mounted on the endpoint as a prefix serves (Express's `app.use('/graphql', …)`, as Apollo
- *   Server 4 documents it), as other routes may be.
- * Undefined when neither. Such a request is not cached (endpointOf), but a mutation in it is read
- * for invalidation (README, Invalidation after mutations).
+ * - `below`: a path below one (`/graphql/x`, in any of the variants' spellings; every path, below
+ *   an endpoint at `/`), which a handler mounted on the endpoint as a prefix serves (Express's
+ *   `app.use('/graphql', …)`, as Apollo Server 4 documents it), as other routes may be;
+ * - `suffix`: a URL, query string included, that ends with an endpoint path or it and a `/`, which
+ *   GraphQL Yoga serves whatever comes before (`/x/graphql`, `/echo?/graphql`).
+ * Dot segments are read both resolved and as sent: Express matches the raw path, so it routes
+ * `/graphql/..` to a handler mounted on `/graphql`. Undefined when none. Such a request is not
+ * cached (endpointOf), but a mutation in it is read for invalidation (README, Invalidation after
+ * mutations).
  */
-export function endpointRouting(path: string, endpoints: readonly string[] = DEFAULT_ENDPOINTS): 'variant' | 'below' | undefined {
-  const shape = routingShape(routedPart(path));
+export function endpointRouting(path: string, endpoints: readonly string[] = DEFAULT_ENDPOINTS): EndpointRouting | undefined {
+  const routed = routedPart(path);
   const shapes = endpointShapes(endpoints);
-  if (shapes.includes(shape)) return 'variant';
-  // Below `/` is every path: an endpoint at the root makes no prefix of its own.
-  return shapes.some((endpointShape) => endpointShape !== '' && shape.startsWith(`${endpointShape}/`)) ? 'below' : undefined;
+  const mayHoldDots = routed.includes('.') || routed.includes('%');
+  for (const shape of mayHoldDots ? [routingShape(routed), routingShape(routed, { keepDots: true })] : [routingShape(routed)]) {
+    if (shapes.includes(shape)) return 'variant';
+    if (shapes.some((endpointShape) => (endpointShape === '' ? shape !== '' : shape.startsWith(`${endpointShape}/`)))) return 'below';
+  }
+  return endpoints.some((endpoint) => path.endsWith(endpoint) || path.endsWith(`${endpoint}/`)) ? 'suffix' : undefined;
 }
+
+export type EndpointRouting = 'variant' | 'below' | 'suffix';
 
 /** The endpoints' routing shapes, worked out once per configured list. */
 function endpointShapes(endpoints: readonly string[]): readonly string[] {
   let shapes = shapesByEndpoints.get(endpoints);
   if (shapes === undefined) {
-    shapes = endpoints.map(routingShape);
+    shapes = endpoints.map((endpoint) => routingShape(endpoint));
     shapesByEndpoints.set(endpoints, shapes);
   }
   return shapes;
@@ -71,15 +80,16 @@ function routedPart(path: string): string {
  * separates segments as `/` does: WHATWG URL parsers (Node's `URL`, which Yoga and other Node
  * servers route with) read it so in an http(s) URL.
  */
-function routingShape(path: string): string {
+function routingShape(path: string, { keepDots = false }: { keepDots?: boolean } = {}): string {
   const segments: string[] = [];
   for (const raw of path.split(/[/\\]/)) {
     const parameters = raw.indexOf(';');
     const bare = parameters < 0 ? raw : raw.slice(0, parameters);
     if (bare === '') continue;
     const segment = (bare.includes('%') ? decodeUnreserved(bare) : bare).toLowerCase();
-    if (segment === '.') continue;
-    if (segment === '..') segments.pop();
+    if (keepDots) segments.push(segment);
+    else if (segment === '.') continue;
+    else if (segment === '..') segments.pop();
     else segments.push(segment);
   }
   return segments.join('/');

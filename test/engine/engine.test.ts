@@ -412,6 +412,14 @@ describe('DecisionEngine', () => {
     }
   });
 
+  // Express matches the raw path (/graphql/..), Yoga any URL ending with its endpoint (/x/graphql).
+  it.each(['/graphql/..', '/x/graphql', '/echo?/graphql'])('reads a JSON POST to %s, which an origin may route to its GraphQL handler', async (path) => {
+    const head = { method: 'POST' as const, path, headers: [[':method', 'POST'], [':path', path], ['content-type', 'application/json']] as Array<[string, string]>, hasBody: true };
+    expect(await decideHead(head)).toEqual({ kind: 'need-body' });
+    const body = Buffer.from(JSON.stringify({ query: 'mutation { updateTodo(id: "1", title: "x") { id } }' }));
+    expect(await decide(head, body)).toMatchObject({ plan: { kind: 'pass', reason: 'not-an-endpoint', unread: { tags: ['t:Todo'] } } });
+  });
+
   it.each(['/graphql/', '/graphql/x'])('reads the URL of a request without a body to %s: a POST invalidates, a GET mutation gets 405, other GETs pass', async (path) => {
     const head = (method: 'GET' | 'POST', query: string) => {
       const target = `${path}?${query}`;

@@ -35,16 +35,26 @@ describe('endpointOf', () => {
     expect(endpointRouting(path, ['/graphql'])).not.toBe('variant');
   });
 
-  it.each(['/graphql/x', '/graphql/x/y?z', '/Graphql//x', '/%67raphql/x', '/graphql\\x'])('%j is below /graphql', (path) => {
+  // Express matches the raw path: `/graphql/..` reaches a handler mounted on /graphql.
+  it.each(['/graphql/x', '/graphql/x/y?z', '/Graphql//x', '/%67raphql/x', '/graphql\\x', '/graphql/..', '/GraphQL/x/../..', '/graphql/%2e%2e'])('%j is below /graphql', (path) => {
     expect(endpointRouting(path, ['/graphql'])).toBe('below');
   });
 
-  it.each(['/graphql', '/graphql/', '/graphql.json', '/graphql/..', '/graphqlx/y', '/x/graphql'])('%j is not below /graphql', (path) => {
+  it.each(['/graphql', '/graphql/', '/graphql.json', '/graphqlx/y', '/x/graphql'])('%j is not below /graphql', (path) => {
     expect(endpointRouting(path, ['/graphql'])).not.toBe('below');
   });
 
-  it('takes no path for one below an endpoint at the root', () => {
-    expect(endpointRouting('/other', ['/'])).toBeUndefined();
+  it('takes every path for one below an endpoint at the root, which a server answering GraphQL on every path serves', () => {
+    expect([endpointRouting('/other', ['/']), endpointRouting('/a/b?c', ['/'])]).toEqual(['below', 'below']);
+  });
+
+  // GraphQL Yoga serves any request whose URL, query string included, ends with its endpoint path.
+  it.each(['/x/graphql', '/x/graphql/', '/echo?/graphql', '/?x=/graphql'])('%j ends with /graphql, as Yoga routes it', (path) => {
+    expect(endpointRouting(path, ['/graphql'])).toBe('suffix');
+  });
+
+  it.each(['/graphqlx', '/x/graphq', '/echo', '/x/GRAPHQL'])('%j is routed no way to /graphql', (path) => {
+    expect(endpointRouting(path, ['/graphql'])).toBeUndefined();
   });
 
   it('matches any configured endpoint and only those', () => {
