@@ -4,7 +4,7 @@ import type { PersistedQueryRegistry, PersistedQueryWarnings } from '../apq/inde
 import type { Config, MutationPolicy } from '../config/index.js';
 import { batchWithoutIds, fragmentsOf, hasUrlParameter, parseDocument, rewrittenForOrigin } from '../graphql/index.js';
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
-import { hitNegotiation, namesHtml, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
+import { hitNegotiation, mayAnswerWithHtml, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, varyNames, type HeaderList } from '../http/index.js';
 import { endpointOf, endpointRouting, forbidsTransform, keyedHeaders, hostKey, requestForbidsStoring } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
@@ -1022,15 +1022,14 @@ function replayFor(
 /**
  * The content type and coding an entry is answered in for this request, or undefined when the
  * client accepts neither; when the origin said its answer varies on `Accept` and the client names a
- * streaming type, as that origin may answer this request with a stream; and for a GET naming
- * `text/html`, which GraphQL Yoga answers with GraphiQL (it looks for `text/html` anywhere in
- * `Accept`) and Apollo Server 4 with its landing page (when `text/html` comes first at the highest
- * q), not the stored JSON (README, HIT, MISS, PASS).
+ * streaming type, as that origin may answer this request with a stream; and for a GET that an
+ * origin may answer with its IDE or landing page (mayAnswerWithHtml), not the stored JSON (README,
+ * HIT, MISS, PASS).
  */
 function negotiatedFor(head: RequestHead, entry: CachedResponse): HitNegotiation | undefined {
   const accept = headerValue(head.headers, 'accept');
   if (namesStreamingType(accept) && varyNames(entry.headers).includes('accept')) return undefined;
-  if (head.method === 'GET' && namesHtml(accept)) return undefined;
+  if (head.method === 'GET' && mayAnswerWithHtml(accept)) return undefined;
   return hitNegotiation(accept, headerValue(head.headers, 'accept-encoding'), entry.contentType, entry.encoding);
 }
 

@@ -63,12 +63,26 @@ export function namesStreamingType(accept: string | undefined): boolean {
 const STREAMING_TYPES = new Set(['text/event-stream', 'multipart/mixed']);
 
 /**
- * `Accept` holds `text/html` anywhere, in any case, at any q: GraphQL Yoga answers such a GET with
- * GraphiQL by that very substring test, so no reading of the ranges is as strict.
+ * Whether an origin with an IDE or landing page may answer a GET with this `Accept` in HTML:
+ * GraphQL Yoga shows GraphiQL when `text/html` is anywhere in it, in any case, at any q (a
+ * substring test, which no reading of the ranges is as strict as), and Apollo Server 4 its landing
+ * page when `negotiator` picks `text/html` among the types it serves (`text/*` first does). The
+ * second is remembered per `Accept`, as hitNegotiation is.
  */
-export function namesHtml(accept: string | undefined): boolean {
-  return accept !== undefined && /text\/html/i.test(accept);
+export function mayAnswerWithHtml(accept: string | undefined): boolean {
+  if (accept === undefined) return false;
+  if (/text\/html/i.test(accept)) return true;
+  return remembered(htmlPreferrers, accept, () => new Negotiator({ headers: { accept } }).mediaType(APOLLO_SERVER_TYPES) === 'text/html');
 }
+
+/** The types Apollo Server 4 picks among for a GET (its `prefersHtml`), in its order. */
+const APOLLO_SERVER_TYPES = [
+  'application/json; charset=utf-8',
+  'application/graphql-response+json; charset=utf-8',
+  'multipart/mixed; deferSpec=20220824',
+  'multipart/mixed',
+  'text/html',
+];
 
 /**
  * `compute()`, remembered under `key` for the last REMEMBERED_ANSWERS keys of at most
@@ -88,6 +102,7 @@ const MAX_REMEMBERED_KEY_CHARS = 512;
 const negotiations = new LRUCache<string, { answer: HitNegotiation | undefined }>({ max: REMEMBERED_ANSWERS });
 const jsonRefusals = new LRUCache<string, { answer: boolean }>({ max: REMEMBERED_ANSWERS });
 const streamingNamers = new LRUCache<string, { answer: boolean }>({ max: REMEMBERED_ANSWERS });
+const htmlPreferrers = new LRUCache<string, { answer: boolean }>({ max: REMEMBERED_ANSWERS });
 
 function negotiate(accept: string | undefined, acceptEncoding: string | undefined, storedType: string, storedEncoding: string): HitNegotiation | undefined {
   if (prefersAnotherType(accept)) return undefined;

@@ -1,5 +1,5 @@
 /** The folder's one door: what other folders of src/ may use. */
-export { acceptsNoJson, hitNegotiation, namesHtml, namesStreamingType, ownAnswerMediaType, type GraphQLResponseMediaType, type HitNegotiation } from './accept.js';
+export { acceptsNoJson, hitNegotiation, mayAnswerWithHtml, namesStreamingType, ownAnswerMediaType, type GraphQLResponseMediaType, type HitNegotiation } from './accept.js';
 export { forbidsTransform, hasInvalidAge, requestForbidsStoring, staleLimits, storability, upstreamAgeSeconds } from './cacheControl.js';
 export { contentCoding, decodedWithin } from './contentCoding.js';
 export { isCookieAttributeName } from './cookieLine.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { acceptedEncoding, acceptedGraphQLResponseType, acceptsNoJson, hitNegotiation, namesStreamingType, ownAnswerMediaType } from '../../src/http/accept.js';
+import { acceptedEncoding, acceptedGraphQLResponseType, acceptsNoJson, hitNegotiation, mayAnswerWithHtml, namesStreamingType, ownAnswerMediaType } from '../../src/http/accept.js';
 
 const GR = 'application/graphql-response+json';
 const JSON_TYPE = 'application/json';
@@ -207,6 +207,23 @@ describe('hitNegotiation: the type and coding of a HIT, remembered per pair of h
       expect(hitNegotiation(accept, 'gzip', STORED, 'gzip')).toEqual(refusing ? undefined : { contentType: STORED, encoding: 'gzip' });
     }
     expect(hitNegotiation('text/x-0', 'gzip', STORED, 'gzip')).toBeUndefined();
+  });
+});
+
+describe('mayAnswerWithHtml: a GET an origin may answer with its IDE or landing page', () => {
+  it.each([
+    // Yoga: text/html anywhere, in any case, at any q.
+    ['text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', true],
+    ['application/json, TEXT/HTML;q=0', true],
+    // Apollo Server 4: negotiator picks text/html among the types it serves.
+    ['text/*, */*;q=0.5', true],
+    ['text/*;q=0.9, application/json;q=0.8', true],
+    ['application/json, text/*', false],
+    ['*/*', false],
+    ['application/json, text/plain, */*', false],
+    [undefined, false],
+  ])('%j: %s', (accept, expected) => {
+    expect(mayAnswerWithHtml(accept)).toBe(expected);
   });
 });
 

@@ -162,10 +162,12 @@ describe('query caching through the gateway', () => {
     const answers = [
       await getGraphQL(stack().url, { query: TODOS }, { accept: 'application/json, text/html', ...jsonType }),
       await getGraphQL(stack().url, { query: TODOS }, { accept: 'Text/HTML;q=0, application/json', ...jsonType }),
+      // Apollo Server 4 picks text/html among its types for this one, and answers its landing page.
+      await getGraphQL(stack().url, { query: TODOS }, { accept: 'text/*, */*;q=0.5', ...jsonType }),
       await postGraphQL(stack().url, { query: TODOS }, { accept: 'application/json, text/html' }),
     ];
-    expect([stored, ...answers].map((answer) => answer.headers['svc-cache'])).toEqual(['MISS', 'PASS', 'PASS', 'HIT']);
-    expect(stack().origin.requestCount()).toBe(3);
+    expect([stored, ...answers].map((answer) => answer.headers['svc-cache'])).toEqual(['MISS', 'PASS', 'PASS', 'PASS', 'HIT']);
+    expect(stack().origin.requestCount()).toBe(4);
   });
 
   it('passes mutations to the origin every time with svc-cache: PASS', async () => {
