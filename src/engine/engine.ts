@@ -6,7 +6,7 @@ import { batchWithoutIds, fragmentsOf, hasUrlParameter, parseDocument, rewritten
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { hitNegotiation, mayAnswerWithHtml, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, varyNames, type HeaderList } from '../http/index.js';
-import { endpointOf, endpointRouting, forbidsTransform, keyedHeaders, hostKey, requestForbidsStoring } from '../http/index.js';
+import { endpointOf, endpointRouting, forbidsTransform, keyedHeaders, hostKey, requestForbidsStoring, type EndpointRouting } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { mutationInvalidationTags } from '../invalidation/index.js';
 import { operationsRootFieldTypeTags, rootFieldTypeTags } from '../invalidation/index.js';
@@ -232,9 +232,13 @@ export class DecisionEngine {
       const head = requestHeadOf(exchange);
       const operationBatch = head.method === 'POST' && runsOperationBatch(head.path);
       if (endpointOf(head.path, config.endpoints) === undefined) {
-        // A variant of an endpoint path, or a POST below one (passOtherPath), read only within an endpoint's limit.
-        if (body.length > config.limits.maxRequestBodyBytes || operationBatch) return this.passUnseen(exchange, config, { kind: 'pass', reason: operationBatch ? 'batch' : 'not-an-endpoint' });
-        return this.passUnread(exchange, 'not-an-endpoint', 'routed to an endpoint', body);
+        // A path an origin may route to an endpoint (passOtherPath), read only within an endpoint's limit.
+        const foundOnly = readsFoundMutationsOnly(endpointRouting(head.path, config.endpoints));
+        if (body.length > config.limits.maxRequestBodyBytes || operationBatch) {
+          const reason = operationBatch ? 'batch' : 'not-an-endpoint';
+          return foundOnly ? this.passOn(exchange, reason) : this.passUnseen(exchange, config, { kind: 'pass', reason });
+        }
+        return this.passUnread(exchange, 'not-an-endpoint', 'routed to an endpoint', body, { foundOnly });
       }
       if (head.method === 'GET' && body.length > 0) return this.passOn(exchange, 'get-with-body');
       if (body.length > config.limits.maxRequestBodyBytes) return this.conclude(exchange, payloadTooLarge(config.limits));
@@ -320,13 +324,17 @@ export class DecisionEngine {
    */
   private passOtherPath(exchange: Exchange, head: RequestHead, config: Config): RequestHeadDecision {
     // The method first: working out a long path's routing is the costlier test.
-    if ((head.method !== 'POST' && head.method !== 'GET') || endpointRouting(head.path, config.endpoints) === undefined) return this.passOn(exchange, 'not-an-endpoint');
+    const routing = head.method === 'POST' || head.method === 'GET' ? endpointRouting(head.path, config.endpoints) : undefined;
+    if (routing === undefined) return this.passOn(exchange, 'not-an-endpoint');
+    const foundOnly = readsFoundMutationsOnly(routing);
     // A GET there is refused only when its URL holds a mutation, as the endpoint refuses it; any other
     // GET goes on, over the limits or ambiguous too: other GET routes may live below an endpoint.
     if (head.method === 'GET') return this.refusedMutationOverGet(exchange) ?? this.passOn(exchange, 'not-an-endpoint');
     // A POST without a body is read by its URL (express-graphql takes a POST's `query` there).
-    if (!head.hasBody) return this.passUnread(exchange, 'not-an-endpoint', 'routed to an endpoint', NO_BODY);
-    if (Number(headerValue(head.headers, 'content-length')) > config.limits.maxRequestBodyBytes) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'not-an-endpoint' });
+    if (!head.hasBody) return this.passUnread(exchange, 'not-an-endpoint', 'routed to an endpoint', NO_BODY, { foundOnly });
+    if (Number(headerValue(head.headers, 'content-length')) > config.limits.maxRequestBodyBytes) {
+      return foundOnly ? this.passOn(exchange, 'not-an-endpoint') : this.passUnseen(exchange, config, { kind: 'pass', reason: 'not-an-endpoint' });
+    }
     return { kind: 'need-body' };
   }
 
@@ -674,14 +682,16 @@ export class DecisionEngine {
    * run a mutation (README, Bad input): any mutation a reading finds invalidates its root fields'
    * types once the origin answered, as an answer svc-cache cannot read does.
    */
-  private passUnread(exchange: Exchange, reason: PassReason, detail: string, body: Buffer): RequestDecision {
+  private passUnread(exchange: Exchange, reason: PassReason, detail: string, body: Buffer, { foundOnly = false }: { foundOnly?: boolean } = {}): RequestDecision {
     const { config, schema } = this.deps.state();
     const head = requestHeadOf(exchange);
     if (head.method === 'GET') return this.passUnreadGet(exchange, reason, detail);
     if (head.method !== 'POST' || !schema || config.mutationPolicy === 'None') return this.passOn(exchange, reason, detail);
     const possible = possibleMutations(head, body, config.limits);
-    if (isVerdict(possible)) return this.conclude(exchange, possible);
-    const { mutations, unseen } = possible;
+    // Another route's request (readsFoundMutationsOnly) is no one's to refuse.
+    if (isVerdict(possible)) return foundOnly ? this.passOn(exchange, reason, detail) : this.conclude(exchange, possible);
+    const { mutations } = possible;
+    const unseen = possible.unseen && !foundOnly;
     if (mutations.length === 0 && !unseen) return this.passOn(exchange, reason, detail);
     this.deps.logger.debug({ passReason: reason, detail, mutations: mutations.reduce((count, each) => count + each.operations.length, 0), unseen }, 'request passed; it may run mutations');
     const tags = new Set(mutations.flatMap(({ document, operations }) => operationsRootFieldTypeTags(schema, operations, fragmentsOf(document))));
@@ -1182,6 +1192,17 @@ function mayRunMutation(parameters: RequestParameters): boolean {
 const NO_COMPRESSION: CompressionSettings = { encoding: 'identity', minBytes: 0 };
 
 /** The key's host and endpoint; only requests for a configured endpoint get this far. */
+/**
+ * Whether a path is routed to an endpoint only as one of many routes may be (`root`, `suffix`: a
+ * login form at `/login?next=/graphql`, an upload beside a GraphQL server at `/`): its mutations a
+ * reading finds invalidate, but what cannot be read there, or is over the limits, passes as
+ * another route's request, neither refused nor emptying the store (README, Invalidation after
+ * mutations).
+ */
+function readsFoundMutationsOnly(routing: EndpointRouting | undefined): boolean {
+  return routing === 'root' || routing === 'suffix';
+}
+
 function keyedTargetOf(head: RequestHead, config: Config, otherUrlParameters: string): KeyedTarget {
   return {
     host: hostKey(headerValue(head.headers, ':authority') ?? '', headerValue(head.headers, ':scheme') ?? ''),

@@ -26,11 +26,14 @@ export function endpointOf(path: string, endpoints: readonly string[] = DEFAULT_
  * - `variant`: the same path once case, repeated and trailing slashes, matrix parameters (`;x`), dot
  *   segments and escapes of unreserved characters are set aside, as Express, Yoga, servlet
  *   containers and others variously do;
- * - `below`: a path below one (`/graphql/x`, in any of the variants' spellings; every path, below
- *   an endpoint at `/`), which a handler mounted on the endpoint as a prefix serves (Express's
- *   `app.use('/graphql', …)`, as Apollo Server 4 documents it), as other routes may be;
+ * - `below`: a path below one (`/graphql/x`, in any of the variants' spellings), which a handler
+ *   mounted on the endpoint as a prefix serves (Express's `app.use('/graphql', …)`, as Apollo
+ *   Server 4 documents it), as other routes may be;
+ * - `root`: any path, with an endpoint at `/` (Apollo's `startStandaloneServer` answers GraphQL on
+ *   every path), where other routes are likely too;
  * - `suffix`: a URL, query string included, that ends with an endpoint path or it and a `/`, which
- *   GraphQL Yoga serves whatever comes before (`/x/graphql`, `/echo?/graphql`).
+ *   GraphQL Yoga serves whatever comes before (`/x/graphql`, `/echo?/graphql`), and which other
+ *   routes' URLs may end with too (`/login?next=/graphql`).
  * Dot segments are read both resolved and as sent: Express matches the raw path, so it routes
  * `/graphql/..` to a handler mounted on `/graphql`. Undefined when none. Such a request is not
  * cached (endpointOf), but a mutation in it is read for invalidation (README, Invalidation after
@@ -42,12 +45,13 @@ export function endpointRouting(path: string, endpoints: readonly string[] = DEF
   const mayHoldDots = routed.includes('.') || routed.includes('%');
   for (const shape of mayHoldDots ? [routingShape(routed), routingShape(routed, { keepDots: true })] : [routingShape(routed)]) {
     if (shapes.includes(shape)) return 'variant';
-    if (shapes.some((endpointShape) => (endpointShape === '' ? shape !== '' : shape.startsWith(`${endpointShape}/`)))) return 'below';
+    if (shapes.some((endpointShape) => endpointShape !== '' && shape.startsWith(`${endpointShape}/`))) return 'below';
   }
-  return endpoints.some((endpoint) => path.endsWith(endpoint) || path.endsWith(`${endpoint}/`)) ? 'suffix' : undefined;
+  if (endpoints.some((endpoint) => path.endsWith(endpoint) || path.endsWith(`${endpoint}/`))) return 'suffix';
+  return shapes.includes('') ? 'root' : undefined;
 }
 
-export type EndpointRouting = 'variant' | 'below' | 'suffix';
+export type EndpointRouting = 'variant' | 'below' | 'root' | 'suffix';
 
 /** The endpoints' routing shapes, worked out once per configured list. */
 function endpointShapes(endpoints: readonly string[]): readonly string[] {

@@ -420,6 +420,25 @@ describe('DecisionEngine', () => {
     expect(await decide(head, body)).toMatchObject({ plan: { kind: 'pass', reason: 'not-an-endpoint', unread: { tags: ['t:Todo'] } } });
   });
 
+  it.each([
+    ['a URL ending with the endpoint', '/login?next=/graphql', ['/graphql']],
+    ['any path, under an endpoint at /', '/login', ['/']],
+  ] as const)('reads a POST to %s, which other routes share, for the mutations it finds only', async (_name, path, endpoints) => {
+    build({ endpoints: [...endpoints] });
+    const post = (body: string, contentType: string, length?: number) => ({
+      head: { method: 'POST' as const, path, headers: [[':method', 'POST'], [':path', path], ['content-type', contentType], ...(length === undefined ? [] : [['content-length', String(length)]])] as Array<[string, string]>, hasBody: true },
+      body: Buffer.from(body),
+    });
+    const passed = { kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'not-an-endpoint' } };
+    // A login form, repeated fields, a JSON body naming no query: another route's, neither refused nor emptying the store.
+    for (const request of [post('user=a&password=b', 'application/x-www-form-urlencoded'), post('a=1&a=2', 'application/x-www-form-urlencoded'), post('{"name":"x"}', 'application/json')]) {
+      expect(await decide(request.head, request.body)).toEqual(passed);
+    }
+    expect(await decideHead(post('', 'image/png', 50 * 1024 * 1024).head)).toEqual(passed);
+    const mutation = post(JSON.stringify({ query: 'mutation { updateTodo(id: "1", title: "x") { id } }' }), 'application/json');
+    expect(await decide(mutation.head, mutation.body)).toMatchObject({ plan: { kind: 'pass', reason: 'not-an-endpoint', unread: { tags: ['t:Todo'] } } });
+  });
+
   it.each(['/graphql/', '/graphql/x'])('reads the URL of a request without a body to %s: a POST invalidates, a GET mutation gets 405, other GETs pass', async (path) => {
     const head = (method: 'GET' | 'POST', query: string) => {
       const target = `${path}?${query}`;
