@@ -58,7 +58,7 @@ const demoCommand: Command = {
     { name: 'origin-port', value: 'N', default: '4000', meaning: 'the demo Todo API' },
     { name: 'admin-port', value: 'N', default: '9901', meaning: "the sidecar's admin port" },
     { name: 'grpc-port', value: 'N', default: '0', meaning: "the sidecar's ext_proc port (0: a free one, printed at start)" },
-    { name: 'config', value: 'FILE', meaning: "run with this configuration instead of the demo's (its origin.url is replaced by the demo API, its redis set aside)" },
+    { name: 'config', value: 'FILE', meaning: "run with this configuration instead of the demo's (its origin.url is replaced by the demo API, its redis and grpc.tls set aside)" },
     { name: 'print-config', meaning: "print the demo's configuration as YAML and exit" },
   ],
   run: async (values) => {
@@ -72,7 +72,9 @@ const demoCommand: Command = {
     const signals = handleShutdownSignals(logger, SHUTDOWN_OVERRUN_MS);
     const origin = await startDemoOrigin({ port: originPort });
     const fromFile = userConfig && demoConfigFrom(userConfig, origin.url);
-    if (fromFile?.redisSetAside) logger.info({ config: values.config }, 'demo: the configuration\'s redis section is set aside; the demo runs the in-memory store');
+    if (fromFile && fromFile.setAside.length > 0) {
+      logger.info({ config: values.config, setAside: fromFile.setAside }, 'demo: parts of the configuration are set aside; the demo runs the in-memory store and clear-text ext_proc');
+    }
     const config: Config = fromFile?.config ?? configSchema.parse(demoConfigInput(origin.url));
     const sidecar = await startSidecar({
       config,

@@ -7,12 +7,13 @@ export function demoConfig(originUrl: string): Config {
 
 /**
  * A user's configuration as the demo runs it (`svc-cache demo --config FILE`): against the demo
- * origin and, as the demo always does, on the in-memory store, its `redis` section set aside
- * (`redisSetAside`, for the demo to say so).
+ * origin and, as the demo always does, on the in-memory store and with clear-text ext_proc to its
+ * gateway, its `redis` section and `grpc.tls` set aside (`setAside`, for the demo to say so).
  */
-export function demoConfigFrom(userConfig: Config, originUrl: string): { config: Config; redisSetAside: boolean } {
-  const { redis, ...rest } = userConfig;
-  return { config: { ...rest, origin: { ...userConfig.origin, url: originUrl } }, redisSetAside: redis !== undefined };
+export function demoConfigFrom(userConfig: Config, originUrl: string): { config: Config; setAside: string[] } {
+  const { redis, grpc, ...rest } = userConfig;
+  const setAside = [...(redis === undefined ? [] : ['redis']), ...(grpc?.tls === undefined ? [] : ['grpc.tls'])];
+  return { config: { ...rest, origin: { ...userConfig.origin, url: originUrl } }, setAside };
 }
 
 /** The demo configuration as a file would hold it (`svc-cache demo --print-config`). */

@@ -437,9 +437,9 @@ describe('demoConfig', () => {
 describe('demoConfigFrom', () => {
   it("runs a user's configuration against the demo origin on the in-memory store", () => {
     const userConfig = parseConfig('origin:\n  url: http://api.internal/graphql\nredis:\n  url: redis://redis:6379\nrules:\n  - types: [Query]\n    maxAge: 60\n', { source: 'config.yaml', env: {} });
-    const { config, redisSetAside } = demoConfigFrom(userConfig, 'http://127.0.0.1:4000/graphql');
-    expect([config.origin.url, config.redis, redisSetAside, config.rules]).toEqual(['http://127.0.0.1:4000/graphql', undefined, true, userConfig.rules]);
-    expect(demoConfigFrom(demoConfig('http://x.test/graphql'), 'http://127.0.0.1:4000/graphql').redisSetAside).toBe(false);
+    const { config, setAside } = demoConfigFrom(userConfig, 'http://127.0.0.1:4000/graphql');
+    expect([config.origin.url, config.redis, config.grpc?.tls, setAside, config.rules]).toEqual(['http://127.0.0.1:4000/graphql', undefined, undefined, ['redis'], userConfig.rules]);
+    expect(demoConfigFrom(demoConfig('http://x.test/graphql'), 'http://127.0.0.1:4000/graphql').setAside).toEqual([]);
   });
 });
 
