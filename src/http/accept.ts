@@ -66,12 +66,14 @@ const STREAMING_TYPES = new Set(['text/event-stream', 'multipart/mixed']);
  * Whether an origin with an IDE or landing page may answer a GET with this `Accept` in HTML:
  * GraphQL Yoga shows GraphiQL when `text/html` is anywhere in it, in any case, at any q (a
  * substring test, which no reading of the ranges is as strict as), and Apollo Server 4 its landing
- * page when `negotiator` picks `text/html` among the types it serves (`text/*` first does). The
- * second is remembered per `Accept`, as hitNegotiation is.
+ * page when `negotiator` picks `text/html` among the types it serves (`text/*` first does). Apollo
+ * Server 4 reads with negotiator 0.6, svc-cache with 1.1, whose parsers differ on odd ranges
+ * (`text/*;q=0.9;ext=1`), so any `text/*` counts, as `text/html` does. The reading is remembered
+ * per `Accept`, as hitNegotiation is.
  */
 export function mayAnswerWithHtml(accept: string | undefined): boolean {
   if (accept === undefined) return false;
-  if (/text\/html/i.test(accept)) return true;
+  if (/text\/(?:html|\*)/i.test(accept)) return true;
   return remembered(htmlPreferrers, accept, () => new Negotiator({ headers: { accept } }).mediaType(APOLLO_SERVER_TYPES) === 'text/html');
 }
 

@@ -218,7 +218,9 @@ describe('mayAnswerWithHtml: a GET an origin may answer with its IDE or landing 
     // Apollo Server 4: negotiator picks text/html among the types it serves.
     ['text/*, */*;q=0.5', true],
     ['text/*;q=0.9, application/json;q=0.8', true],
-    ['application/json, text/*', false],
+    // negotiator 0.6 (Apollo's) and 1.1 (svc-cache's) read odd ranges apart: any text/* counts.
+    ['text/*;q=0.9;ext=1, application/json;q=0.8', true],
+    ['application/json, text/*', true],
     ['*/*', false],
     ['application/json, text/plain, */*', false],
     [undefined, false],
