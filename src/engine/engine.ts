@@ -329,9 +329,10 @@ export class DecisionEngine {
     const foundOnly = readsFoundMutationsOnly(routing);
     // A GET there is refused only when its URL holds a mutation, as the endpoint refuses it; any other
     // GET goes on, over the limits or ambiguous too: other GET routes may live below an endpoint.
-    if (head.method === 'GET') return this.refusedMutationOverGet(exchange) ?? this.passOn(exchange, 'not-an-endpoint');
     // A POST without a body is read by its URL (express-graphql takes a POST's `query` there).
-    if (!head.hasBody) return this.passUnread(exchange, 'not-an-endpoint', 'routed to an endpoint', NO_BODY, { foundOnly });
+    if (head.method === 'GET' || !head.hasBody) {
+      return this.passUnread(exchange, 'not-an-endpoint', 'routed to an endpoint', NO_BODY, { foundOnly: foundOnly || head.method === 'GET' });
+    }
     if (Number(headerValue(head.headers, 'content-length')) > config.limits.maxRequestBodyBytes) {
       return foundOnly ? this.passOn(exchange, 'not-an-endpoint') : this.passUnseen(exchange, config, { kind: 'pass', reason: 'not-an-endpoint' });
     }
@@ -685,7 +686,7 @@ export class DecisionEngine {
   private passUnread(exchange: Exchange, reason: PassReason, detail: string, body: Buffer, { foundOnly = false }: { foundOnly?: boolean } = {}): RequestDecision {
     const { config, schema } = this.deps.state();
     const head = requestHeadOf(exchange);
-    if (head.method === 'GET') return this.passUnreadGet(exchange, reason, detail);
+    if (head.method === 'GET') return this.passUnreadGet(exchange, reason, detail, foundOnly);
     if (head.method !== 'POST' || !schema || config.mutationPolicy === 'None') return this.passOn(exchange, reason, detail);
     const possible = possibleMutations(head, body, config.limits);
     // Another route's request (readsFoundMutationsOnly) is no one's to refuse.
@@ -699,20 +700,15 @@ export class DecisionEngine {
     return forwardUntouched(exchange, { kind: 'pass', reason, unread, ...(unseen ? { unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } } : {}) });
   }
 
-  /** The 405 for a GET whose URL a reading within the limits finds a mutation in, else undefined. */
-  private refusedMutationOverGet(exchange: Exchange): RequestDecision | undefined {
-    const possible = possibleMutations(requestHeadOf(exchange), NO_BODY, this.deps.state().config.limits);
-    return !isVerdict(possible) && possible.mutations.length > 0 ? this.conclude(exchange, mutationOverGet()) : undefined;
-  }
-
   /**
    * A GET whose URL some origin reads as a mutation is refused as a readable one would be (405), and
-   * one whose reading is ambiguous or over the limits as a readable one would be (400).
+   * one whose reading is ambiguous or over the limits as a readable one would be (400), but for
+   * `foundOnly` (another route's GET), which then goes on.
    */
-  private passUnreadGet(exchange: Exchange, reason: PassReason, detail: string): RequestDecision {
+  private passUnreadGet(exchange: Exchange, reason: PassReason, detail: string, foundOnly: boolean): RequestDecision {
     const { config } = this.deps.state();
     const possible = possibleMutations(requestHeadOf(exchange), NO_BODY, config.limits);
-    if (isVerdict(possible)) return this.conclude(exchange, possible);
+    if (isVerdict(possible)) return foundOnly ? this.passOn(exchange, reason, detail) : this.conclude(exchange, possible);
     if (possible.mutations.length > 0) return this.conclude(exchange, mutationOverGet());
     return this.passOn(exchange, reason, detail);
   }
@@ -1191,7 +1187,6 @@ function mayRunMutation(parameters: RequestParameters): boolean {
 /** Stored as the origin sent it. */
 const NO_COMPRESSION: CompressionSettings = { encoding: 'identity', minBytes: 0 };
 
-/** The key's host and endpoint; only requests for a configured endpoint get this far. */
 /**
  * Whether a path is routed to an endpoint only as one of many routes may be (`root`, `suffix`: a
  * login form at `/login?next=/graphql`, an upload beside a GraphQL server at `/`): its mutations a
@@ -1203,6 +1198,7 @@ function readsFoundMutationsOnly(routing: EndpointRouting | undefined): boolean 
   return routing === 'root' || routing === 'suffix';
 }
 
+/** The key's host and endpoint; only requests for a configured endpoint get this far. */
 function keyedTargetOf(head: RequestHead, config: Config, otherUrlParameters: string): KeyedTarget {
   return {
     host: hostKey(headerValue(head.headers, ':authority') ?? '', headerValue(head.headers, ':scheme') ?? ''),

@@ -174,14 +174,14 @@ function preflightPart(contentType: string | undefined, preflightHeaders: Header
   return `\u0000:preflight ${states} ${contentType === undefined ? 'none' : `=${contentType}`}`;
 }
 
-/** preflightPart of a request with neither a content type nor any of the preflight headers. */
-const PLAIN_REQUEST_PART = '\u0000:preflight --- none';
-
 /** Apollo Server 4's default `csrfPrevention.requestHeaders`, then GraphQL Yoga's plugin's. */
 const PREFLIGHT_HEADERS: readonly string[] = ['x-apollo-operation-name', 'apollo-require-preflight', 'x-graphql-yoga-csrf'];
 
 /** The content types a browser sends cross-site without a preflight (Fetch standard, CORS-safelisted). */
 const SIMPLE_REQUEST_CONTENT_TYPES: readonly string[] = ['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain'];
+
+/** preflightPart of a request with neither a content type nor any of the preflight headers, worked out once. */
+const PLAIN_REQUEST_PART = preflightPart(undefined, undefined);
 
 function keyedHeadersByName(headers: HeaderList): string {
   const sent = headers.filter(([name]) => isKeyedHeader(name));
