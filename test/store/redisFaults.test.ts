@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createStore, type CacheStore, type InvalidationMark } from '../../src/store/index.js';
 import { startRedisServer, type RedisServer } from '../support/redis.js';
-import { startTcpProxy, type ProxiedConnection } from '../support/tcpProxy.js';
+import { startTcpProxy, type ProxiedConnection, type TcpProxy } from '../support/tcpProxy.js';
 import { RedisKeyLayout } from '../../src/store/redisLayout.js';
 import { jsonResponse, sleep, untilReady } from './contract.js';
 
@@ -55,6 +55,18 @@ async function expectEveryOperationToRejectWithin(limitMs: number, mark: Invalid
 }
 
 
+/** A store whose connections go through a TCP proxy, so that a test can hold back Redis's replies on one. */
+async function throughProxy(keyPrefix: string, use: (store: CacheStore, proxy: TcpProxy) => Promise<void>): Promise<void> {
+  const proxy = await startTcpProxy(server.port);
+  const store = await untilReady(createStore({ url: `redis://127.0.0.1:${proxy.port}`, keyPrefix, commandTimeoutMs: COMMAND_TIMEOUT_MS }, { memoryMaxBytes: 0 }));
+  try {
+    await use(store, proxy);
+  } finally {
+    await store.close();
+    await proxy.close();
+  }
+}
+
 describe('Redis store faults', () => {
   it('fails fast while Redis is down and resumes by itself when it is back on the same port', async () => {
     const { mark } = await store.lookup('query');
@@ -92,11 +104,7 @@ describe('Redis store faults', () => {
   it('closes a connection whose Redis stopped answering, so that timed-out commands are not kept, and reconnects', async () => {
     // A stalled Redis (SIGSTOP, a network black hole) keeps the connection open and answers
     // nothing: ioredis keeps every command that timed out until a reply comes, one per request.
-    const proxy = await startTcpProxy(server.port);
-    const stalled = await untilReady(
-      createStore({ url: `redis://127.0.0.1:${proxy.port}`, keyPrefix: 'faults:', commandTimeoutMs: COMMAND_TIMEOUT_MS }, { memoryMaxBytes: 0 }),
-    );
-    try {
+    await throughProxy('faults:', async (stalled, proxy) => {
       await stalled.lookup('query');
       const [first] = proxy.connections();
       const connectionsBefore = proxy.connections().length;
@@ -108,19 +116,14 @@ describe('Redis store faults', () => {
       await vi.waitFor(() => stalled.lookup('query'), { timeout: 6000, interval: 100 });
       expect(proxy.connections().length).toBe(connectionsBefore + 1);
       expect(first!.heldBytes()).toBeGreaterThan(0);
-    } finally {
-      await stalled.close();
-      await proxy.close();
-    }
+    });
   });
 
   it('does not send the commands that timed out on a stalled connection again on the new one', async () => {
     // Each reached Redis once; ioredis would resend every command left unanswered once it
     // reconnects (autoResendUnfulfilledCommands), long after its caller went on without it.
-    const proxy = await startTcpProxy(server.port);
     const keyPrefix = 'resend:';
-    const stalled = await untilReady(createStore({ url: `redis://127.0.0.1:${proxy.port}`, keyPrefix, commandTimeoutMs: COMMAND_TIMEOUT_MS }, { memoryMaxBytes: 0 }));
-    try {
+    await throughProxy(keyPrefix, async (stalled, proxy) => {
       const layout = new RedisKeyLayout(keyPrefix);
       const heldKey = layout.entryKey(layout.locate('held'));
       const lookupsOfHeldKey = (connection: ProxiedConnection) => connection.sentText().split(heldKey).length - 1;
@@ -133,10 +136,7 @@ describe('Redis store faults', () => {
       expect(proxy.connections().length).toBe(connectionsBefore + 1);
       await sleep(300);
       expect([lookupsOfHeldKey(first!), lookupsOfHeldKey(proxy.connections().at(-1)!)]).toEqual([20, 0]);
-    } finally {
-      await stalled.close();
-      await proxy.close();
-    }
+    });
   });
 
   it('does not answer ping before a connection exists', async () => {
