@@ -101,7 +101,7 @@ svc-cache demo is up:
   GraphQL through the cache  ${endpoint}
   demo origin (Todo API)     ${origin.url}
   ext_proc (the sidecar)     127.0.0.1:${sidecar.grpcPort}
-  admin (health)             http://127.0.0.1:${sidecar.adminPort}/readyz
+${adminLines(sidecar.adminPort, config.dashboard.enabled)}
   configuration              ${typeof values.config === 'string' ? values.config : 'the demo\'s (`svc-cache demo --print-config`: purge token dev-purge-token, scope AUTHENTICATED on authorization)'}
 
 Try it twice and watch the svc-cache header go from MISS to HIT:
@@ -110,6 +110,16 @@ Try it twice and watch the svc-cache header go from MISS to HIT:
 `);
   },
 };
+
+/** The admin port's pages the banner names: the dashboard only where the configuration keeps it on. */
+function adminLines(adminPort: number, dashboard: boolean): string {
+  const admin = `http://127.0.0.1:${adminPort}`;
+  return [
+    ...(dashboard ? [`  dashboard                  ${admin}/`] : []),
+    `  metrics (Prometheus)       ${admin}/metrics`,
+    `  health                     ${admin}/healthz, ${admin}/readyz`,
+  ].join('\n');
+}
 
 const demoOriginCommand: Command = {
   name: 'demo-origin',

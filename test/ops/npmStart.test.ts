@@ -46,9 +46,17 @@ describe('npm start', () => {
         /GraphQL through the cache +http:\/\/127\.0\.0\.1:(\d+)/,
         /demo origin \(Todo API\) +http:\/\/127\.0\.0\.1:(\d+)/,
         /ext_proc \(the sidecar\) +127\.0\.0\.1:(\d+)/,
-        /admin \(health\) +http:\/\/127\.0\.0\.1:(\d+)/,
+        /health +http:\/\/127\.0\.0\.1:(\d+)\/healthz/,
       ].map((pattern) => Number(pattern.exec(banner)?.[1]));
       expect(ports.every((port) => port > 0), banner).toBe(true);
+      // The admin pages the banner names answer at the addresses it prints.
+      const dashboard = /dashboard +(http:\/\/\S+)/.exec(banner)?.[1];
+      const metrics = /metrics \(Prometheus\) +(http:\/\/\S+)/.exec(banner)?.[1];
+      expect(dashboard, banner).toBe(`http://127.0.0.1:${ports[3]}/`);
+      expect(metrics, banner).toBe(`http://127.0.0.1:${ports[3]}/metrics`);
+      const [page, scrape] = await Promise.all([fetch(dashboard!), fetch(metrics!)]);
+      expect([page.status, page.headers.get('content-type')]).toEqual([200, 'text/html; charset=utf-8']);
+      expect([scrape.status, (await scrape.text()).includes('svc_cache_requests_total')]).toEqual([200, true]);
       for (const port of ports) expect(await portRefused(port), `port ${port} open while the demo runs`).toBe(false);
 
       npm.kill('SIGTERM');
