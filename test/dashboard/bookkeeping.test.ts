@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.js';
 import { Dashboard, REDACTED, redactedConfig, TOP_OPERATIONS, type RequestSummary } from '../../src/dashboard/index.js';
 import { SHOWN_NAME_CHARACTERS } from '../../src/dashboard/shownNames.js';
+import { heapKeptBy } from '../support/heap.js';
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
 
@@ -110,6 +111,21 @@ describe('top operations', () => {
       Array.from({ length: TOP_OPERATIONS }, (_, i) => `Op${String(i).padStart(3, '0')}${'x'.repeat(95)}…[+98905]`),
     );
     expect(JSON.stringify({ operations: rows }).length).toBeLessThan(30_000);
+  });
+
+  it('keeps nothing of the query text an operation name was cut from', () => {
+    const dashboard = dashboardAt({ now: T0 });
+    const TEXT_BYTES = 100 * 1024;
+    const { keptBytes } = heapKeptBy(() => {
+      for (let i = 0; i < TOP_OPERATIONS; i += 1) {
+        // As graphql-js has it: a name cut out of the query text, which such a slice keeps alive.
+        const text = `query ALongOperationName${String(i).padStart(3, '0')} { todos { id } } #${'x'.repeat(TEXT_BYTES)}`;
+        dashboard.record(summary({ operationName: text.slice(6, 6 + 'ALongOperationName000'.length), documentHash: `hash${String(i).padStart(8, '0')}` }));
+      }
+    });
+    expect(dashboard.topOperations().map((row) => row.operationName)).toHaveLength(TOP_OPERATIONS);
+    // The texts themselves would be 10 MiB.
+    expect(keptBytes).toBeLessThan((TOP_OPERATIONS * TEXT_BYTES) / 10);
   });
 
   it('keeps two long names that share their first 100 characters as two rows, told apart by what was cut', () => {

@@ -1,9 +1,10 @@
-import { buildSchema, parse } from 'graphql';
+import { buildSchema, parse, type OperationDefinitionNode } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { prepareOperation, type PreparedOperation } from '../../src/invalidation/entityFields.js';
 import { mutationInvalidationTags, responseTags, type MutationPolicy } from '../../src/invalidation/responseTags.js';
 import { invalidationTag as tag } from '../../src/invalidation/tags.js';
 import { connectionSchema } from '../support/connectionOrigin.js';
+import { heapKeptBy } from '../support/heap.js';
 import { keyFields, originBody, prepare, schema, spreadChain } from './fixtures.js';
 
 /** Tags of what a graphql-js origin answers to the rewritten operation. */
@@ -20,6 +21,22 @@ async function mutationTags(query: string, policy: MutationPolicy): Promise<stri
 const sorted = (tags: readonly string[] | undefined): string[] => [...(tags ?? [])].sort();
 
 describe('responseTags', () => {
+  it('keeps nothing of the query text alive through its tags: an operation name is cut out of it', () => {
+    const TEXTS = 40;
+    const TEXT_BYTES = 256 * 1024;
+    const { keptBytes, result: kept } = heapKeptBy(() =>
+      Array.from({ length: TEXTS }, (_, i) => {
+        const text = `query ALongOperationName${i} { todos { title } } #${'x'.repeat(TEXT_BYTES)}`;
+        // As the engine has it: the name of the client's document, which graphql-js cuts out of the text.
+        const operationName = (parse(text, { noLocation: true }).definitions[0] as OperationDefinitionNode).name!.value;
+        return responseTags(schema, prepare(text), { data: { todos: [] } }, operationName) ?? [];
+      }),
+    );
+    expect(kept.map((tags) => tags.find((name) => name.startsWith('o:')))).toEqual(kept.map((_, i) => tag.operation(`ALongOperationName${i}`)));
+    // The texts themselves would be 10 MiB.
+    expect(keptBytes).toBeLessThan((TEXTS * TEXT_BYTES) / 10);
+  });
+
   it('tags every entity of a list, its type, the list and the root field', async () => {
     expect(sorted(await tagsOf('{ todos { title } }'))).toEqual(
       sorted([
