@@ -67,7 +67,7 @@ import { JwtScopes } from './jwtScopes.js';
 import { scopeKeyedHeaders } from './scopes.js';
 import { fitToEnvoyLimits, hitFitsEnvoyLimits, immediateFits } from './headerRoom.js';
 import { PendingInvalidations } from './pendingInvalidations.js';
-import { cacheStatusHeader, explanationHeaders, hitResponse, mergeScopeHeaders, type HeaderChanges, type Replay } from './responses.js';
+import { cacheStatusHeader, explanationHeaders, grantsSharedCaching, hitResponse, mergeScopeHeaders, scopedEntryHeaders, type HeaderChanges, type Replay } from './responses.js';
 import { failureByHead, isGraphQLResult, staleResponse, withinStaleIfError, type OriginFailure } from './staleIfError.js';
 import type { HttpResponse } from '../http/index.js';
 import { stripAddedFields } from '../invalidation/index.js';
@@ -873,7 +873,9 @@ export class DecisionEngine {
     }
     exchange.settle('MISS');
     const added = [...mergeScopeHeaders(headers, plan.scopeHeaders), ...explanationHeaders(exchange.explanation)];
-    return { ...withBody(clientBody, body), headers: cacheStatusHeader('MISS', added) };
+    const changes = cacheStatusHeader('MISS', added);
+    if (plan.scopeHeaders.length > 0) changes.remove = [...new Set(headers.map(([name]) => name).filter(grantsSharedCaching))];
+    return { ...withBody(clientBody, body), headers: changes };
   }
 
   /**
@@ -1022,7 +1024,8 @@ function replayFor(
   // The stored bytes as they are when the client accepts their coding, else decompressed.
   const served = negotiated.encoding === entry.encoding ? entry : { body: identityBodyOf(entry), encoding: 'identity' as const };
   const overrides = [...mergeScopeHeaders(entry.headers, scopeHeaders), ...explanationHeaders(explanation)];
-  return { entry: { ...entry, contentType: negotiated.contentType }, overrides, served };
+  const headers = scopeHeaders.length === 0 ? entry.headers : scopedEntryHeaders(entry.headers);
+  return { entry: { ...entry, headers, contentType: negotiated.contentType }, overrides, served };
 }
 
 /**

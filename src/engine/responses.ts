@@ -120,6 +120,24 @@ export function explanationHeaders(explain: Explanation | undefined, passReason?
   return headers.map(([name, value]) => [name, value.replace(/[^\x20-\x7e]/g, '?')]);
 }
 
+/**
+ * Origin headers that give a downstream cache a lifetime of their own, whatever `cache-control`
+ * says: RFC 9213's `CDN-Cache-Control` and the targeted fields named after it
+ * (`Cloudflare-CDN-Cache-Control`), `Surrogate-Control` (Varnish, Fastly, Akamai), Akamai's
+ * `Edge-Control` and nginx's `X-Accel-Expires`. A scoped answer goes out without them: beside them
+ * its `private, no-cache` would not keep a CDN from storing one user's answer for the next.
+ */
+export function grantsSharedCaching(name: string): boolean {
+  return name.endsWith('cdn-cache-control') || SHARED_CACHE_GRANTS.has(name);
+}
+
+const SHARED_CACHE_GRANTS: ReadonlySet<string> = new Set(['surrogate-control', 'edge-control', 'x-accel-expires']);
+
+/** A stored entry's headers as a scoped answer replays them: without what grants shared caching. */
+export function scopedEntryHeaders(headers: Array<[string, string]>): Array<[string, string]> {
+  return headers.some(([name]) => grantsSharedCaching(name)) ? headers.filter(([name]) => !grantsSharedCaching(name)) : headers;
+}
+
 /** Scope headers for a cached answer, with `vary` extended by the origin's own. */
 export function mergeScopeHeaders(origin: HeaderList, scopeHeaders: Array<[string, string]>): Array<[string, string]> {
   if (scopeHeaders.length === 0) return [];

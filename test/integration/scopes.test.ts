@@ -94,6 +94,28 @@ describe('scope buckets through the gateway', () => {
     expect(bodies([miss, hit])).toEqual([ALICE, ALICE]);
   });
 
+  it('withholds from a scoped answer every header that lets a CDN store it whatever cache-control says, MISS and HIT alike', async () => {
+    stack().origin.setBehaviour({
+      headers: {
+        'cache-control': 'public, max-age=60',
+        'cdn-cache-control': 'max-age=600',
+        'cloudflare-cdn-cache-control': 'max-age=600',
+        'surrogate-control': 'max-age=600',
+        'edge-control': 'cache-maxage=600s',
+        'x-accel-expires': '600',
+        'x-kept': 'yes',
+      },
+    });
+    const [miss, hit] = [await postGraphQL(stack().url, { query: ME }, { authorization: 'Bearer alice' }), await postGraphQL(stack().url, { query: ME }, { authorization: 'Bearer alice' })];
+    expect(statuses([miss, hit])).toEqual(['MISS', 'HIT']);
+    const grants = ['cdn-cache-control', 'cloudflare-cdn-cache-control', 'surrogate-control', 'edge-control', 'x-accel-expires'];
+    for (const answer of [miss, hit]) {
+      expect(grants.map((name) => answer.headers[name])).toEqual(grants.map(() => undefined));
+      expect([answer.headers['cache-control'], answer.headers['x-kept']]).toEqual(['private, no-cache', 'yes']);
+    }
+    expect(bodies([miss, hit])).toEqual([ALICE, ALICE]);
+  });
+
   it('names every header of a combined scope in vary, and cookie for a cookie scope', async () => {
     const team = await postGraphQL(stack().url, { query: USERS }, { 'x-team': 'red', cookie: 'team=1' });
     const teamHit = await postGraphQL(stack().url, { query: USERS }, { 'x-team': 'red', cookie: 'team=1' });
