@@ -15,6 +15,7 @@ import {
 } from 'graphql';
 import { entityKeyText } from './keyFields.js';
 import type { PreparedOperation } from './entityFields.js';
+import { lookedUpEntityTags } from './keyedLookups.js';
 import { heldTypes, HeldTypesWalk, possibleObjectTypes, type HeldTypes } from './heldTypes.js';
 import { queriedTypes } from './queriedTypes.js';
 import { rootFieldTypeTags } from './rootFieldTypes.js';
@@ -44,7 +45,9 @@ export type { MutationPolicy };
  * - `type` for each object type present, and `list` for each type present as a list element;
  * - for a field that came back `null` or as an empty list, `type` (and `list` for a list field, or
  *   one below a list in it) of every object type it could have held, through objects without a key
- *   down to entities (heldTypes.ts), so that "nothing yet" is invalidated when one appears;
+ *   down to entities (heldTypes.ts), so that "nothing yet" is invalidated when one appears; and
+ *   for a `null` asked for by key (`todo(id: "4")`), `entity` of the key it was asked for
+ *   (keyedLookups.ts), which the mutation that creates it and a purge by key name;
  * - `query` for each root field (its schema name, not its alias), `operation` for a named operation;
  * - with `prepared.lists`, `listField` for each list field present (also `null`), per object type it
  *   can hold, with its narrowing arguments' values read with `variables` (listArguments.ts).
@@ -71,7 +74,11 @@ export function responseTags(
     if (!name.startsWith('__')) tags.add(invalidationTag.query(name));
   }
   const { lists } = prepared;
-  const coerced = lists && coercedVariables(schema, operation.operation, variables);
+  let coerced: Record<string, unknown> | undefined | null = null;
+  /** The variables' coerced values, read once per answer, and only for an answer that needs them. */
+  const coercedOnce = (): Record<string, unknown> | undefined => (coerced === null ? (coerced = coercedVariables(schema, operation.operation, variables)) : coerced);
+  /** Null fields already tagged: a list of 1,000 items each with the same null lookup reads its arguments once. */
+  const taggedLookups = new Set<FieldNode>();
   /** Parent types each list field was tagged under: a field's tags are the same wherever it occurs. */
   const taggedLists = new Map<FieldNode, Set<string>>();
   // Each vacancy's types once per answer: a list of 1,000 items each with a `null` field costs a lookup per item.
@@ -87,13 +94,19 @@ export function responseTags(
       if (!parents) taggedLists.set(node, (parents = new Set()));
       if (parents.has(parent.name)) return true;
       parents.add(parent.name);
-      for (const tag of lists.entryTags(parent, definition, node, coerced)) tags.add(tag);
+      for (const tag of lists.entryTags(parent, definition, node, coercedOnce())) tags.add(tag);
       return tags.size <= maxTags;
     },
     object(type, key, inList) {
       tags.add(invalidationTag.type(type.name));
       if (inList) tags.add(invalidationTag.list(type.name));
       if (key !== undefined) tags.add(invalidationTag.entity(type.name, key));
+      return tags.size <= maxTags;
+    },
+    nullField(definition, node) {
+      if (taggedLookups.has(node)) return true;
+      taggedLookups.add(node);
+      for (const tag of lookedUpEntityTags(schema, definition, node, coercedOnce(), prepared.keyFields)) tags.add(tag);
       return tags.size <= maxTags;
     },
     vacancy: (held, list) => vacancies.walk(held, list),
@@ -250,6 +263,8 @@ interface ResponseVisitor {
    * `list` when the place is (or is in) a list.
    */
   vacancy(held: HeldTypes, list: boolean): boolean;
+  /** A field that came back `null`, reported before its `vacancy`: it may have been asked for an entity by key. */
+  nullField?(definition: GraphQLField<unknown, unknown>, node: FieldNode): boolean;
   /** An object of one of these types, which one not told by its `__typename`; what it holds is not walked. */
   unidentified(types: readonly GraphQLObjectType[]): boolean;
   /**
@@ -327,6 +342,7 @@ class ResponseWalk {
       if (!Object.hasOwn(object, field.responseKey)) continue;
       const { definition } = field;
       if (this.visitor.listField && field.tagsLists && !this.visitor.listField(type, definition, field.node)) return false;
+      if (this.visitor.nullField && object[field.responseKey] === null && !this.visitor.nullField(definition, field.node)) return false;
       if (!this.value(object[field.responseKey], definition.type, field.plan, inList, atRoot)) return false;
     }
     return true;

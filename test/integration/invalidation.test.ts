@@ -71,6 +71,17 @@ describe.each(['Entity', 'List', 'Type', 'None'] as const)('mutationPolicy %s', 
     }
   });
 
+  it('after adding the todo a cached lookup found nothing for', async () => {
+    const TODO_4 = '{ todo(id: "4") { id title } }';
+    await warm(stack(), [TODO_4, TODO_1]);
+    expect((await postGraphQL(stack().url, { query: TODO_4 })).text).toBe('{"data":{"todo":null}}');
+    const add = await postGraphQL(stack().url, { query: 'mutation { addTodo(title: "New") { id } }' });
+    expect(add.text).toBe('{"data":{"addTodo":{"id":"4"}}}');
+    // The answer names Todo:4, which the null was asked for; Type names every Todo.
+    expect(await cacheStatuses(stack(), [TODO_4, TODO_1])).toEqual({ Entity: ['MISS', 'HIT'], List: ['MISS', 'HIT'], Type: ['MISS', 'MISS'], None: ['HIT', 'HIT'] }[policy]);
+    if (policy !== 'None') expect((await postGraphQL(stack().url, { query: TODO_4 })).text).toBe('{"data":{"todo":{"id":"4","title":"New"}}}');
+  });
+
   it('after finishing todo 1', async () => {
     await warm(stack(), [OPEN_TODOS, DONE_TODOS, TODO_2]);
     const finish = await postGraphQL(stack().url, { query: 'mutation { updateTodo(id: "1", done: true) { id } }' });

@@ -22,6 +22,8 @@ const QUERIES = {
   list: '{ todos { id title } }',
   todo1: '{ todo(id: "1") { title } }',
   todo2: '{ todo(id: "2") { title } }',
+  /** Not found: cached as `null`. */
+  todo404: '{ todo(id: "404") { title } }',
   users: '{ users { name } }',
   named: 'query Team { users { id } }',
   product1: '{ product(sku: "sku-1") { name } }',
@@ -54,16 +56,17 @@ describe('purge mutations', () => {
   });
 
   it.each<[string, string, Name[]]>([
-    ['_purgeTodo', 'mutation { _purgeTodo }', ['list', 'todo1', 'todo2']],
+    ['_purgeTodo', 'mutation { _purgeTodo }', ['list', 'todo1', 'todo2', 'todo404']],
     ['purgeTodo(id)', 'mutation { purgeTodo(id: "1") }', ['list', 'todo1']],
+    ['purgeTodo(id) of the todo a lookup found nothing for', 'mutation { purgeTodo(id: "404") }', ['todo404']],
     ['purgeTodo(id: [..])', 'mutation { purgeTodo(id: ["1", "2"]) }', ['list', 'todo1', 'todo2']],
-    ['purgeTodo without a key', 'mutation { purgeTodo }', ['list', 'todo1', 'todo2']],
+    ['purgeTodo without a key', 'mutation { purgeTodo }', ['list', 'todo1', 'todo2', 'todo404']],
     ['_purgeUser', 'mutation { _purgeUser }', ['users', 'named']],
     ['purgeProduct(sku)', 'mutation { purgeProduct(sku: "sku-1") }', ['product1']],
     ['_purgeQuery', 'mutation { _purgeQuery(queries: [users]) }', ['users', 'named']],
     ['_purgeOperationName', 'mutation { _purgeOperationName(names: ["Team"]) }', ['named']],
     ['_purgeAll', 'mutation { _purgeAll }', ALL],
-    ['_purgeTodo() with empty parentheses', 'mutation { _purgeTodo() }', ['list', 'todo1', 'todo2']],
+    ['_purgeTodo() with empty parentheses', 'mutation { _purgeTodo() }', ['list', 'todo1', 'todo2', 'todo404']],
     ['_purgeType(type)', 'mutation { _purgeType(type: "User") }', ['users', 'named']],
     ['_purgeType(keyFields)', 'mutation { _purgeType(type: "Todo", keyFields: [{ name: "id", value: "2" }]) }', ['list', 'todo2']],
   ])('%s clears exactly its entries and answers true', async (field, mutation, misses) => {

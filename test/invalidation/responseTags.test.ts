@@ -10,7 +10,7 @@ import { keyFields, originBody, prepare, schema, spreadChain } from './fixtures.
 /** Tags of what a graphql-js origin answers to the rewritten operation. */
 async function tagsOf(query: string, operationName = '', variables: Record<string, unknown> = {}): Promise<string[] | undefined> {
   const prepared = prepare(query);
-  return responseTags(schema, prepared, JSON.parse(await originBody(prepared.document, variables)), operationName);
+  return responseTags(schema, prepared, JSON.parse(await originBody(prepared.document, variables)), operationName, variables);
 }
 
 async function mutationTags(query: string, policy: MutationPolicy): Promise<string[]> {
@@ -74,13 +74,33 @@ describe('responseTags', () => {
   it('tags a null field with the types it could have held', async () => {
     expect(sorted(await tagsOf('{ me { name } }'))).toEqual(sorted([tag.type('User'), tag.query('me')]));
     expect(sorted(await tagsOf('{ node(id: "nope") { id } }'))).toEqual(
-      sorted([tag.type('Todo'), tag.type('User'), tag.query('node')]),
+      sorted([tag.type('Todo'), tag.type('User'), tag.query('node'), tag.entity('Todo', 'nope'), tag.entity('User', 'nope')]),
     );
     const prepared = prepare('{ todo(id: "1") { author { name } } }');
     const result = { data: { todo: { author: null, _svc_id: '1' } } };
     expect(sorted(responseTags(schema, prepared, result, ''))).toEqual(
       sorted([tag.entity('Todo', '1'), tag.type('Todo'), tag.type('User'), tag.query('todo')]),
     );
+  });
+
+  it('tags a null asked for by key with the entity of that key, read from literals and variables alike', async () => {
+    expect(sorted(await tagsOf('{ todo(id: "404") { title } }'))).toEqual(sorted([tag.entity('Todo', '404'), tag.type('Todo'), tag.query('todo')]));
+    // An ID given as a number is the string an answer's key reads as.
+    expect(await tagsOf('{ todo(id: 404) { title } }')).toContain(tag.entity('Todo', '404'));
+    expect(await tagsOf('query ($id: ID!) { todo(id: $id) { title } }', '', { id: '404' })).toContain(tag.entity('Todo', '404'));
+    expect(sorted((await tagsOf('query ($id: ID!) { node(id: $id) { id } }', '', { id: '404' }))?.filter((name) => name.startsWith('e:')))).toEqual(
+      sorted([tag.entity('Todo', '404'), tag.entity('User', '404')]),
+    );
+    // Each null lookup of an aliased pair names its own key; a field no key argument names, none.
+    expect((await tagsOf('{ a: todo(id: "404") { id } b: todo(id: "405") { id } me { name } }'))?.filter((name) => name.startsWith('e:')).sort()).toEqual(
+      [tag.entity('Todo', '404'), tag.entity('Todo', '405')].sort(),
+    );
+  });
+
+  it('names the type of a null lookup whose key argument cannot be read, rather than no entity', () => {
+    // Variables that do not coerce (the origin would have refused them): the unkeyed tag, which every purge by key of the type names.
+    const prepared = prepare('query ($id: ID!) { todo(id: $id) { title } }');
+    expect(responseTags(schema, prepared, { data: { todo: null } }, '', { id: { not: 'an id' } })).toContain(tag.unkeyed('Todo'));
   });
 
   it('tags an empty list with the types and lists it could have held, union members included', async () => {
