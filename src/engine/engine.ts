@@ -67,7 +67,18 @@ import { JwtScopes } from './jwtScopes.js';
 import { scopeKeyedHeaders } from './scopes.js';
 import { fitToEnvoyLimits, hitFitsEnvoyLimits, immediateFits } from './headerRoom.js';
 import { PendingInvalidations } from './pendingInvalidations.js';
-import { cacheStatusHeader, explanationHeaders, grantsSharedCaching, hitResponse, mergeScopeHeaders, scopedEntryHeaders, type HeaderChanges, type Replay } from './responses.js';
+import {
+  cacheStatusHeader,
+  explanationHeaders,
+  hitResponse,
+  joinedChanges,
+  mergeScopeHeaders,
+  rewrittenBodyChanges,
+  scopedEntryHeaders,
+  withoutSharedCacheGrants,
+  type HeaderChanges,
+  type Replay,
+} from './responses.js';
 import { failureByHead, isGraphQLResult, staleResponse, withinStaleIfError, type OriginFailure } from './staleIfError.js';
 import type { HttpResponse } from '../http/index.js';
 import { stripAddedFields } from '../invalidation/index.js';
@@ -847,7 +858,8 @@ export class DecisionEngine {
 
   private passedResponse(exchange: Exchange, reason: PassReason, clientBody: Buffer, originBody: Buffer): ResponseBodyDecision {
     exchange.settle('PASS', { passReason: reason });
-    return { ...withBody(clientBody, originBody), headers: cacheStatusHeader('PASS', explanationHeaders(exchange.explanation, reason)) };
+    const status = cacheStatusHeader('PASS', explanationHeaders(exchange.explanation, reason));
+    return { ...withBody(clientBody, originBody), headers: joinedChanges(status, ...bodyChanges(exchange.responseHeaders, clientBody, originBody)) };
   }
 
   private async storeResponse(exchange: Exchange, plan: StorePlan, body: Buffer): Promise<ResponseBodyDecision> {
@@ -873,9 +885,8 @@ export class DecisionEngine {
     }
     exchange.settle('MISS');
     const added = [...mergeScopeHeaders(headers, plan.scopeHeaders), ...explanationHeaders(exchange.explanation)];
-    const changes = cacheStatusHeader('MISS', added);
-    if (plan.scopeHeaders.length > 0) changes.remove = [...new Set(headers.map(([name]) => name).filter(grantsSharedCaching))];
-    return { ...withBody(clientBody, body), headers: changes };
+    const scoped = plan.scopeHeaders.length > 0 ? [withoutSharedCacheGrants(headers)] : [];
+    return { ...withBody(clientBody, body), headers: joinedChanges(cacheStatusHeader('MISS', added), ...bodyChanges(headers, clientBody, body), ...scoped) };
   }
 
   /**
@@ -1010,6 +1021,11 @@ export class DecisionEngine {
       this.deps.logger.error({ err: errorMessage(error) }, 'reporting an engine event failed');
     }
   }
+}
+
+/** The changes the origin's headers need when the client gets other bytes than the origin sent (responses.ts, headersOfRewrittenBody). */
+function bodyChanges(originHeaders: HeaderList, clientBody: Buffer, originBody: Buffer): HeaderChanges[] {
+  return clientBody === originBody ? [] : [rewrittenBodyChanges(originHeaders)];
 }
 
 /** A stored entry as this request may be answered with it: in a type it accepts, with the scope and svc-debug headers. */

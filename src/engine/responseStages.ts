@@ -8,7 +8,7 @@ import type { CachedResponse } from '../store/index.js';
 import type { PassPlan, ResponsePlan, StorePlan } from './exchange.js';
 import { isEncoded, isGraphQLJson, isStreaming, storeVerdict, type EntryLifetime } from './originResponse.js';
 import type { PassReason } from './passReason.js';
-import { replayableHeaders } from './responses.js';
+import { headersOfRewrittenBody, replayableHeaders } from './responses.js';
 
 /**
  * What the origin's response comes to under a plan: first by its headers (whether the body is
@@ -130,7 +130,7 @@ export function entryToStore(
     encoding: 'identity',
     identityLength: clientBody.length,
     contentType: headerValue(responseHeaders, 'content-type') ?? 'application/json',
-    headers: replayableHeaders(responseHeaders),
+    headers: clientBody === body ? replayableHeaders(responseHeaders) : headersOfRewrittenBody(replayableHeaders(responseHeaders)),
     storedAt: now - upstreamAgeMs,
     maxAge: lifetime.maxAge + upstreamAgeMs / 1000,
     swr: lifetime.swr,

@@ -44,6 +44,27 @@ export function hitResponse(entry: CachedResponse, now: number, overrides: Heade
 const OF_THE_IDENTITY_BYTES: ReadonlySet<string> = new Set(['content-digest', 'repr-digest', 'digest', 'content-md5']);
 
 /**
+ * The origin's headers for a body svc-cache rewrote (the members it added for tagging cut out,
+ * docs/graphql-caching.md, Invalidation): without its digests, which the bytes sent would fail,
+ * and with its ETag weakened, since a strong one names the exact bytes the origin sent
+ * (`OF_THE_IDENTITY_BYTES`, `weakened`).
+ */
+export function headersOfRewrittenBody(headers: HeaderList): Array<[string, string]> {
+  return headers.flatMap(([name, value]): Array<[string, string]> =>
+    OF_THE_IDENTITY_BYTES.has(name) ? [] : [[name, name === 'etag' ? weakened(value) : value]],
+  );
+}
+
+/** What `headersOfRewrittenBody` changes, as changes to the origin's headers on their way to the client. */
+export function rewrittenBodyChanges(headers: HeaderList): HeaderChanges {
+  const etag = headerValue(headers, 'etag');
+  return {
+    set: etag === undefined ? [] : [['etag', weakened(etag)]],
+    remove: [...new Set(headers.map(([name]) => name).filter((name) => OF_THE_IDENTITY_BYTES.has(name)))],
+  };
+}
+
+/**
  * A strong validator names one representation's exact bytes (RFC 9110 section 8.8.1): the
  * compressed bytes are another, so a HIT that sends them weakens it, as nginx does when it gzips.
  */
@@ -103,6 +124,11 @@ export interface HeaderChanges {
   remove: string[];
 }
 
+/** Every change of each, in order: a header set twice is set, then appended (HeaderChanges). */
+export function joinedChanges(...changes: HeaderChanges[]): HeaderChanges {
+  return { set: changes.flatMap((change) => change.set), remove: changes.flatMap((change) => change.remove) };
+}
+
 /** `svc-cache: <status>` and any other headers to set. */
 export function cacheStatusHeader(status: 'HIT' | 'MISS' | 'PASS', extra: Array<[string, string]> = []): HeaderChanges {
   return { set: [[CACHE_STATUS_HEADER, status], ...extra], remove: [] };
@@ -132,6 +158,11 @@ export function grantsSharedCaching(name: string): boolean {
 }
 
 const SHARED_CACHE_GRANTS: ReadonlySet<string> = new Set(['surrogate-control', 'edge-control', 'x-accel-expires']);
+
+/** Removes, from a scoped answer on its way to the client, the origin's headers that grant shared caching. */
+export function withoutSharedCacheGrants(headers: HeaderList): HeaderChanges {
+  return { set: [], remove: [...new Set(headers.map(([name]) => name).filter(grantsSharedCaching))] };
+}
 
 /** A stored entry's headers as a scoped answer replays them: without what grants shared caching. */
 export function scopedEntryHeaders(headers: Array<[string, string]>): Array<[string, string]> {

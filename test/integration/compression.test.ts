@@ -109,6 +109,28 @@ describe('compressed storage, gzip (the default)', () => {
     expect((await post(stack().url, USERS, { 'accept-encoding': 'gzip' })).headers['vary']).toBe('Accept-Encoding');
   });
 
+  it("sends a body with the members svc-cache added cut out without the origin's digests, its strong ETag weakened: MISS, HIT and PASS", async () => {
+    // `title` alone: svc-cache adds `id` for tagging, and the client gets other bytes than the origin sent.
+    const QUERY = '{ todo(id: "1") { title } }';
+    const validators = { etag: '"v1"', 'content-digest': 'sha-256=:abc=:', 'repr-digest': 'sha-256=:abc=:', digest: 'SHA-256=abc=', 'content-md5': 'abc==', 'x-app': 'kept' };
+    stack().origin.setBehaviour({ headers: validators });
+    const seen = (answer: RawAnswer) => [
+      answer.headers['svc-cache'],
+      ...['etag', 'content-digest', 'repr-digest', 'digest', 'content-md5', 'x-app'].map((name) => answer.headers[name]),
+      answer.headers['content-encoding'] === undefined ? answer.body.toString() : gunzipSync(answer.body).toString(),
+    ];
+    const body = '{"data":{"todo":{"title":"Buy milk"}}}';
+    const answers = [await post(stack().url, QUERY), await post(stack().url, QUERY), await post(stack().url, QUERY, { 'accept-encoding': 'gzip' })];
+    stack().origin.setBehaviour({ headers: { ...validators, 'cache-control': 'no-store' } });
+    answers.push(await post(stack().url, '{ todo(id: "2") { title } }'));
+    expect(answers.map(seen)).toEqual([
+      ['MISS', 'W/"v1"', undefined, undefined, undefined, undefined, 'kept', body],
+      ['HIT', 'W/"v1"', undefined, undefined, undefined, undefined, 'kept', body],
+      ['HIT', 'W/"v1"', undefined, undefined, undefined, undefined, 'kept', body],
+      ['PASS', 'W/"v1"', undefined, undefined, undefined, undefined, 'kept', '{"data":{"todo":{"title":"Write the report"}}}'],
+    ]);
+  });
+
   it("passes an origin answer that comes encoded anyway, bytes and headers untouched, and stores nothing", async () => {
     const body = '{"data":{"users":[]}}';
     stack().origin.setBehaviour({
