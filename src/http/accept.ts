@@ -172,18 +172,22 @@ export function acceptedEncoding(acceptEncoding: string | undefined, stored: str
 }
 
 /**
- * The media type of svc-cache's own answers (errors, 405, purge results), per the GraphQL over
- * HTTP spec: `application/graphql-response+json` when the client names it with a q-value at least
- * that of `application/json`; else `application/json`, also when `Accept` is absent, names only
- * wildcards (the spec's legacy-client default) or names neither (the spec lets the server choose
- * rather than answer 406).
+ * The media type of svc-cache's own answers (errors, 405, purge results), and the one a HIT is
+ * labelled with when the client accepts it, as GraphQL origins negotiate it (Apollo Server 4 and
+ * graphql-http through `negotiator`; GraphQL Yoga agrees but where it ignores q-values): of the two
+ * GraphQL JSON types, the one the client gives the higher q-value, through the most specific range
+ * covering it (`*\/*;q=0.5, application/json;q=0.1` prefers `application/graphql-response+json`);
+ * on a tie the one its `Accept` lists first, and `application/json` when neither is listed apart
+ * (`*\/*`). `application/json` also when `Accept` is absent (the spec's legacy-client default) or
+ * accepts neither (the spec lets the server choose rather than answer 406).
  */
 export function ownAnswerMediaType(accept: string | undefined): GraphQLResponseMediaType {
-  if (isAbsent(accept)) return JSON_TYPE;
-  const ranges = mediaRanges(accept);
-  const graphQLResponse = qualityOf(ranges, GRAPHQL_RESPONSE_JSON, { exact: true });
-  return graphQLResponse > 0 && graphQLResponse >= qualityOf(ranges, JSON_TYPE, { exact: false }) ? GRAPHQL_RESPONSE_JSON : JSON_TYPE;
+  const preferred = acceptableTypes(accept, OWN_ANSWER_TYPES)[0];
+  return preferred === undefined || preferred.startsWith(JSON_TYPE) ? JSON_TYPE : GRAPHQL_RESPONSE_JSON;
 }
+
+/** As svc-cache sends them, and as Apollo Server 4 offers them: a range naming `charset=utf-8` accepts them. */
+const OWN_ANSWER_TYPES = [`${JSON_TYPE}; charset=utf-8`, `${GRAPHQL_RESPONSE_JSON}; charset=utf-8`];
 
 /**
  * The offered types the client accepts (q > 0), in the client's order of preference; none when a

@@ -113,14 +113,19 @@ describe('ownAnswerMediaType', () => {
     ['garbage', JSON_TYPE],
     [GR, GR],
     [`${GR}, application/json;q=0.9`, GR],
-    [`application/json, ${GR}`, GR],
+    // A tie goes to the type listed first, as Apollo Server 4, graphql-http and Yoga answer it.
+    [`application/json, ${GR}`, JSON_TYPE],
+    [`application/json;q=0.9, ${GR};q=0.9`, JSON_TYPE],
+    // The wildcard is what decides for application/graphql-response+json here.
+    ['*/*;q=0.5, application/json;q=0.1', GR],
     [`${GR};q=0.5, application/json`, JSON_TYPE],
     [`${GR};q=0, */*`, JSON_TYPE],
     [`${GR};q=0.5, */*;q=0.4`, GR],
     [`${GR};q=0.5, application/*;q=0.6`, JSON_TYPE],
     [`${GR};q=0.5, application/json;q=0.4, */*`, GR],
     [`${GR};q="0.8", application/json;q=0.7`, GR],
-    [`${GR};q=1.5, application/json`, JSON_TYPE],
+    // negotiator reads q=1.5 as 1.5, as Apollo Server 4 does.
+    [`${GR};q=1.5, application/json`, GR],
     [`${GR};q=abc, application/json`, JSON_TYPE],
     [`${GR};charset=utf-8`, GR],
     ['APPLICATION/GRAPHQL-RESPONSE+JSON', GR],
