@@ -5,7 +5,7 @@ import type { Config, MutationPolicy } from '../config/index.js';
 import { batchWithoutIds, fragmentsOf, hasUrlParameter, parseDocument, rewrittenForOrigin } from '../graphql/index.js';
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { hitNegotiation, mayAnswerWithHtml, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
-import { headerValue, varyNames, type HeaderList } from '../http/index.js';
+import { headerValue, isNotModified, varyNames, type HeaderList } from '../http/index.js';
 import { endpointOf, endpointRouting, forbidsTransform, keyedHeaders, hostKey, requestForbidsStoring, type EndpointRouting } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { mutationInvalidationTags } from '../invalidation/index.js';
@@ -73,6 +73,7 @@ import {
   hitResponse,
   joinedChanges,
   mergeScopeHeaders,
+  notModifiedResponse,
   rewrittenBodyChanges,
   scopedEntryHeaders,
   withoutSharedCacheGrants,
@@ -592,6 +593,7 @@ export class DecisionEngine {
     if (exchange.explanation && !immediateFits(response.headers)) {
       response = hitResponse(replay.entry, this.now(), replay.overrides.filter(([name]) => !name.startsWith('svc-debug-')), replay.served);
     }
+    if (isNotModified(context.head.method, context.head.headers, response.headers)) response = notModifiedResponse(response);
     exchange.settle('HIT', { servedBytes: response.body.length });
     return { kind: 'respond', response };
   }

@@ -37,6 +37,18 @@ export function hitResponse(entry: CachedResponse, now: number, overrides: Heade
 }
 
 /**
+ * A HIT's answer to a GET whose preconditions it meets (isNotModified): 304 with the headers the
+ * 200 would have (RFC 9110 section 15.4.5: `etag`, `cache-control`, `vary`, `age` and the rest),
+ * but none describing a body it does not have: a cache updating its stored answer from a 304 must
+ * not take another `content-encoding` for the bytes it kept.
+ */
+export function notModifiedResponse(response: HttpResponse): HttpResponse {
+  return { status: 304, headers: response.headers.filter(([name]) => !OF_THE_BODY.has(name)), body: Buffer.alloc(0) };
+}
+
+const OF_THE_BODY: ReadonlySet<string> = new Set(['content-type', 'content-encoding', 'content-length']);
+
+/**
  * The origin's digests of the bytes it sent (RFC 9530 `Content-Digest` and `Repr-Digest`, which
  * cover the content coding, RFC 3230 `Digest`, `Content-MD5`): a HIT that sends the stored
  * compressed bytes leaves them out rather than send digests its bytes fail.

@@ -120,6 +120,43 @@ describe('query caching through the gateway', () => {
     expect([first.headers['svc-cache'], second.headers['svc-cache'], second.headers['vary']]).toEqual(['MISS', 'HIT', 'Origin']);
   });
 
+  it("answers a GET whose preconditions the stored answer meets 304 Not Modified, as its origin would; a POST gets the 200", async () => {
+    const lastModified = 'Wed, 21 Oct 2026 07:28:00 GMT';
+    stack().origin.setBehaviour({ headers: { etag: '"v1"', 'last-modified': lastModified } });
+    const get = (headers: Record<string, string>) => getGraphQL(stack().url, { query: TODOS }, headers);
+    const answers = [
+      await get({}),
+      await get({ 'if-none-match': '"v1"' }),
+      await get({ 'if-none-match': '"v0", W/"v1"' }),
+      await get({ 'if-none-match': '*' }),
+      await get({ 'if-none-match': '"v2"' }),
+      await get({ 'if-modified-since': lastModified }),
+      await get({ 'if-modified-since': 'Wed, 21 Oct 2026 07:27:59 GMT' }),
+      // If-None-Match decides alone when sent.
+      await get({ 'if-none-match': '"v2"', 'if-modified-since': lastModified }),
+      await postGraphQL(stack().url, { query: TODOS }, { 'if-none-match': '"v1"' }),
+    ];
+    expect(answers.map((answer) => [answer.status, answer.headers['svc-cache'], answer.text === '' ? 'no body' : 'body'])).toEqual([
+      [200, 'MISS', 'body'],
+      [304, 'HIT', 'no body'],
+      [304, 'HIT', 'no body'],
+      [304, 'HIT', 'no body'],
+      [200, 'HIT', 'body'],
+      [304, 'HIT', 'no body'],
+      [200, 'HIT', 'body'],
+      [200, 'HIT', 'body'],
+      [200, 'MISS', 'body'],
+    ]);
+    const notModified = answers[1]!;
+    expect([notModified.headers['etag']?.replace(/^W\//, ''), notModified.headers['last-modified'], notModified.headers['content-type'], notModified.headers['content-encoding']]).toEqual([
+      '"v1"',
+      lastModified,
+      undefined,
+      undefined,
+    ]);
+    expect(stack().origin.requestCount()).toBe(2);
+  });
+
   it('keys without Accept: one origin request serves each GraphQL JSON type the client accepts', async () => {
     const json = await postGraphQL(stack().url, { query: TODOS }, { accept: 'application/json' });
     const graphqlResponse = await postGraphQL(stack().url, { query: TODOS }, { accept: 'application/graphql-response+json' });
