@@ -44,7 +44,16 @@ export class QueryTexts {
 }
 
 function boundedTexts(maxBytes: number): LRUCache<string, string> {
-  return new LRUCache<string, string>({ maxSize: maxBytes, sizeCalculation: (query, hash) => REGISTRATION_OVERHEAD_BYTES + hash.length + query.length });
+  return new LRUCache<string, string>({ maxSize: maxBytes, sizeCalculation: (query, hash) => REGISTRATION_OVERHEAD_BYTES + hash.length + heapBytesOf(query) });
+}
+
+/**
+ * The bytes V8 keeps a string in: one a character while every character fits in a byte, two
+ * otherwise. Counting characters alone, a query with one character past U+00FF took twice its share
+ * of the bound. Linear in the text, once per registration.
+ */
+function heapBytesOf(text: string): number {
+  return /[\u0100-\uffff]/.test(text) ? 2 * text.length : text.length;
 }
 
 /**

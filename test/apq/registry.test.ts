@@ -138,6 +138,21 @@ describeRegistryContract('memory', async (maxBytes) => ({
   close: async () => undefined,
 }));
 
+describe('the in-memory registry', () => {
+  it('counts a text with a character past U+00FF at two bytes a character, as V8 keeps it', async () => {
+    const registry = new MemoryPersistedQueryRegistry({ maxBytes: () => BOUND });
+    // Each about 1,000 bytes counted by characters: ten would fit, but V8 keeps them in about 1,500.
+    const wide = Array.from({ length: 10 }, (_, index) => {
+      const query = `query Q${index} { a } #${'€'.repeat(920)}`.slice(0, 936 - REGISTRATION_OVERHEAD_BYTES);
+      return { hash: createHash('sha256').update(query).digest('hex'), query };
+    });
+    for (const { hash, query } of wide) await registry.register(hash, query, 3600);
+    const held = [];
+    for (const { hash } of wide) held.push((await registry.get(hash)) !== undefined);
+    expect(held).toEqual([false, false, false, false, true, true, true, true, true, true]);
+  });
+});
+
 describe('the Redis registry', () => {
   const redis = redisServerForTests();
   let prefixNumber = 0;
