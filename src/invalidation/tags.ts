@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto';
 import { ownedCopy } from '../util/index.js';
 
 /**
@@ -5,30 +6,39 @@ import { ownedCopy } from '../util/index.js';
  * Every producer (responses, mutations, purges) names tags through these functions, so a purge
  * and the entries it must clear always agree on spelling. Each tag is a copy of its own: stores
  * and indexes keep tags long after the request, and one built from a name cut out of the query text
- * would keep that whole text alive (src/util/ownedCopy.ts).
+ * would keep that whole text alive (src/util/ownedCopy.ts). And each is at most MAX_TAG_CHARACTERS
+ * long: what bounds a store's invalidation records and the pending invalidations in entries then
+ * bounds them in bytes too, whatever key an answer holds or name a client gives its operation.
  */
 export const invalidationTag = {
   /** An object identified by `__typename` and its key field's value. */
-  entity: (type: string, key: string): string => ownedCopy(`e:${type}:${key}`),
+  entity: (type: string, key: string): string => spelt(`e:${type}:${key}`),
   /**
    * An object of an entity type whose key the answer does not hold (a stored document, which goes
    * to the origin without added key fields, that selects none): whatever names an entity of the
    * type names it too, since it may be that entity.
    */
-  unkeyed: (type: string): string => ownedCopy(`u:${type}`),
+  unkeyed: (type: string): string => spelt(`u:${type}`),
   /** Any object of the type (or a place where one could have been: a null field, an empty list). */
-  type: (type: string): string => ownedCopy(`t:${type}`),
+  type: (type: string): string => spelt(`t:${type}`),
   /** A list that holds (or could hold) objects of the type. */
-  list: (type: string): string => ownedCopy(`l:${type}`),
+  list: (type: string): string => spelt(`l:${type}`),
   /**
    * A list field (`Parent.field`) that can hold objects of the type, with the values of the
    * arguments that narrow it for that type (canonical JSON, hashed when long; see listArguments.ts).
    */
-  listField: (type: string, coordinate: string, narrowed: string): string => ownedCopy(`l:${type}:${coordinate}:${narrowed}`),
+  listField: (type: string, coordinate: string, narrowed: string): string => spelt(`l:${type}:${coordinate}:${narrowed}`),
   /** A root query field. */
-  query: (field: string): string => ownedCopy(`q:${field}`),
+  query: (field: string): string => spelt(`q:${field}`),
   /** An operation name. */
-  operation: (name: string): string => ownedCopy(`o:${name}`),
+  operation: (name: string): string => spelt(`o:${name}`),
   /** A scope bucket. */
-  bucket: (bucket: string): string => ownedCopy(`b:${bucket}`),
+  bucket: (bucket: string): string => spelt(`b:${bucket}`),
 } as const;
+
+/** Past this length a tag is spelt by its kind and a SHA-256 of the whole tag. */
+export const MAX_TAG_CHARACTERS = 256;
+
+function spelt(tag: string): string {
+  return tag.length <= MAX_TAG_CHARACTERS ? ownedCopy(tag) : `${tag.slice(0, 2)}#${hash('sha256', tag, 'base64url')}`;
+}
