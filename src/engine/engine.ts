@@ -824,7 +824,7 @@ export class DecisionEngine {
         const passed = passedBody(plan, exchange.responseHeaders, body, this.deps.state().config.limits.maxResponseBodyBytes);
         const response = this.passedResponse(exchange, plan.reason, passed.body, body);
         // Cut from a decoded body, the answer goes as identity (stream.ts sets its content-length).
-        return passed.decoded ? { ...response, headers: { ...response.headers, remove: ['content-encoding'] } } : response;
+        return passed.decoded ? { ...response, headers: joinedChanges(response.headers, { set: [], remove: ['content-encoding'] }) } : response;
       }
       case 'mutation':
         await this.invalidateAfterMutation(plan, body);

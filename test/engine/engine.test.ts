@@ -658,6 +658,20 @@ describe('DecisionEngine', () => {
       expect(await answered('{ todos { title } }', headers, body)).toEqual({ wantsBody: true, body: clientBody, remove: ['content-encoding'] });
     });
 
+    it("sends an answer it decoded and cut without the origin's digests of its bytes, its strong ETag weakened", async () => {
+      const request = post({ query: '{ todos { title } }' });
+      const exchange = engine.begin(request.head);
+      await engine.requestBody(exchange, request.body);
+      const validators: Array<[string, string]> = [['etag', '"v1"'], ['content-digest', 'sha-256=:abc=:'], ['repr-digest', 'sha-256=:abc=:']];
+      await engine.responseHead(exchange, 200, [[':status', '200'], ...JSON_HEADERS, ['content-encoding', 'gzip'], ...validators], false);
+      const decision = await engine.responseBody(exchange, gzipSync(added));
+      expect([decision.body?.toString(), decision.headers.set.find(([name]) => name === 'etag'), [...decision.headers.remove].sort()]).toEqual([
+        clientBody,
+        ['etag', 'W/"v1"'],
+        ['content-digest', 'content-encoding', 'repr-digest'],
+      ]);
+    });
+
     it('cuts them from a mutation answer it cannot read, which invalidates by type', async () => {
       const body = Buffer.from('{"data":{"updateTodo":{"title":"x","_svc_id":"1"}}}');
       const answer = await answered('mutation { updateTodo(id: "1", title: "x") { title } }', [['content-type', 'text/plain']], body);
