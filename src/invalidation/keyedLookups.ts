@@ -2,6 +2,7 @@ import { getArgumentValues, getNamedType, getNullableType, isCompositeType, isLi
 import { possibleObjectTypes } from './heldTypes.js';
 import { entityKeyField, entityKeyText, type KeyFields } from './keyFields.js';
 import { invalidationTag } from './tags.js';
+import { ownedCopy } from '../util/index.js';
 
 /**
  * The entities a field that came back `null` was asked for by their key: `todo(id: "4")` names
@@ -9,10 +10,12 @@ import { invalidationTag } from './tags.js';
  * is `id`. An answer holding such a null ("not found yet") is tagged with them, so that the
  * mutation whose answer returns that entity, and a purge of it by key, invalidate it (without
  * them, only the type's `type` tag named it, which neither emits: docs/graphql-caching.md,
- * Invalidation). A field returning a list, or with no argument named as a key field, names none.
- * `variables` are the operation's coerced variable values; undefined when they do not coerce, and
- * then, as for an argument whose value cannot be read, the type's `unkeyed` tag stands in, which
- * every entity invalidation of the type names too.
+ * Invalidation). A null asked for by other arguments (`user(email: "x")`, `productById(id: "1")`
+ * where Product's key is `sku`) may be an entity of any key: the type's `unkeyed` tag, which every
+ * entity invalidation of the type names too, and so does an argument whose value cannot be read
+ * (`variables`, the operation's coerced variable values, are undefined when they do not coerce).
+ * A field returning a list, or without arguments, names none. A key is copied out of the document,
+ * whose text it would otherwise keep alive in the tag (tags.ts).
  */
 export function lookedUpEntityTags(
   schema: GraphQLSchema,
@@ -27,11 +30,15 @@ export function lookedUpEntityTags(
   let values: Record<string, unknown> | undefined | null = null;
   for (const type of possibleObjectTypes(schema, getNamedType(nullable))) {
     const keyField = entityKeyField(type, keyFields);
-    if (keyField === undefined || !definition.args.some((argument) => argument.name === keyField)) continue;
+    if (keyField === undefined) continue;
+    if (!definition.args.some((argument) => argument.name === keyField)) {
+      tags.push(invalidationTag.unkeyed(type.name));
+      continue;
+    }
     if (values === null) values = argumentValues(definition, node, variables);
     const value = values?.[keyField];
     if (values === undefined) tags.push(invalidationTag.unkeyed(type.name));
-    else if (value !== null && value !== undefined) tags.push(invalidationTag.entity(type.name, entityKeyText(value)));
+    else if (value !== null && value !== undefined) tags.push(invalidationTag.entity(type.name, ownedCopy(entityKeyText(value))));
   }
   return tags;
 }

@@ -77,8 +77,11 @@ export function responseTags(
   let coerced: Record<string, unknown> | undefined | null = null;
   /** The variables' coerced values, read once per answer, and only for an answer that needs them. */
   const coercedOnce = (): Record<string, unknown> | undefined => (coerced === null ? (coerced = coercedVariables(schema, operation.operation, variables)) : coerced);
-  /** Null fields already tagged: a list of 1,000 items each with the same null lookup reads its arguments once. */
-  const taggedLookups = new Set<FieldNode>();
+  /**
+   * Null fields already tagged, per field definition (the same node under an interface may be
+   * another type's field): a list of 1,000 items each with the same null lookup reads its arguments once.
+   */
+  const taggedLookups = new Map<FieldNode, Set<GraphQLField<unknown, unknown>>>();
   /** Parent types each list field was tagged under: a field's tags are the same wherever it occurs. */
   const taggedLists = new Map<FieldNode, Set<string>>();
   // Each vacancy's types once per answer: a list of 1,000 items each with a `null` field costs a lookup per item.
@@ -104,8 +107,10 @@ export function responseTags(
       return tags.size <= maxTags;
     },
     nullField(definition, node) {
-      if (taggedLookups.has(node)) return true;
-      taggedLookups.add(node);
+      let definitions = taggedLookups.get(node);
+      if (!definitions) taggedLookups.set(node, (definitions = new Set()));
+      if (definitions.has(definition)) return true;
+      definitions.add(definition);
       for (const tag of lookedUpEntityTags(schema, definition, node, coercedOnce(), prepared.keyFields)) tags.add(tag);
       return tags.size <= maxTags;
     },

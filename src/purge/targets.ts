@@ -1,4 +1,5 @@
 import type { GraphQLError } from 'graphql';
+import { ownedCopy } from '../util/index.js';
 
 /**
  * What one purge request asks to invalidate. The purge schema's resolvers only add to it; the
@@ -14,10 +15,11 @@ export class PurgeTargets {
   /** Argument values the schema cannot check (an unknown `_purgeType` type): nothing is applied. */
   readonly errors: GraphQLError[] = [];
 
+  /** Each tag as a copy of its own: built from the purge's arguments, it would keep the purge's text alive (src/invalidation/tags.ts). */
   addTags(field: string, tags: Iterable<string>, soft: boolean): void {
     this.fields.push(field);
     const invalidation = soft ? this.soft : this.hard;
-    for (const tag of tags) invalidation.tags.add(tag);
+    for (const tag of tags) invalidation.tags.add(ownedCopy(tag));
   }
 
   addEverything(field: string, soft: boolean): void {

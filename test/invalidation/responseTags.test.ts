@@ -1,4 +1,4 @@
-import { buildSchema, parse, type OperationDefinitionNode } from 'graphql';
+import { buildSchema, execute, parse, type OperationDefinitionNode } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { prepareOperation, type PreparedOperation } from '../../src/invalidation/entityFields.js';
 import { mutationInvalidationTags, responseTags, type MutationPolicy } from '../../src/invalidation/responseTags.js';
@@ -21,18 +21,19 @@ async function mutationTags(query: string, policy: MutationPolicy): Promise<stri
 const sorted = (tags: readonly string[] | undefined): string[] => [...(tags ?? [])].sort();
 
 describe('responseTags', () => {
-  it('keeps nothing of the query text alive through its tags: an operation name is cut out of it', () => {
+  it('keeps nothing of the query text alive through its tags: an operation name and a key it names are cut out of it', () => {
     const TEXTS = 40;
     const TEXT_BYTES = 256 * 1024;
     const { keptBytes, result: kept } = heapKeptBy(() =>
       Array.from({ length: TEXTS }, (_, i) => {
-        const text = `query ALongOperationName${i} { todos { title } } #${'x'.repeat(TEXT_BYTES)}`;
+        const text = `query ALongOperationName${i} { todos { title } todo(id: "ALongTodoIdentifier${i}") { title } } #${'x'.repeat(TEXT_BYTES)}`;
         // As the engine has it: the name of the client's document, which graphql-js cuts out of the text.
         const operationName = (parse(text, { noLocation: true }).definitions[0] as OperationDefinitionNode).name!.value;
-        return responseTags(schema, prepare(text), { data: { todos: [] } }, operationName) ?? [];
+        return responseTags(schema, prepare(text), { data: { todos: [], todo: null } }, operationName) ?? [];
       }),
     );
     expect(kept.map((tags) => tags.find((name) => name.startsWith('o:')))).toEqual(kept.map((_, i) => tag.operation(`ALongOperationName${i}`)));
+    expect(kept.map((tags) => tags.find((name) => name.startsWith('e:')))).toEqual(kept.map((_, i) => tag.entity('Todo', `ALongTodoIdentifier${i}`)));
     // The texts themselves would be 10 MiB.
     expect(keptBytes).toBeLessThan((TEXTS * TEXT_BYTES) / 10);
   });
@@ -95,6 +96,22 @@ describe('responseTags', () => {
     expect((await tagsOf('{ a: todo(id: "404") { id } b: todo(id: "405") { id } me { name } }'))?.filter((name) => name.startsWith('e:')).sort()).toEqual(
       [tag.entity('Todo', '404'), tag.entity('Todo', '405')].sort(),
     );
+  });
+
+  it('tags a null lookup under each type whose field it is, and one by other arguments with the type of any key', async () => {
+    const covariant = buildSchema(`
+      interface Node { id: ID! sibling(id: ID): Node }
+      type A implements Node { id: ID! sibling(id: ID): A }
+      type B implements Node { id: ID! sibling(id: ID): B }
+      type User { id: ID! email: String }
+      type Query { nodes: [Node!]! userByEmail(email: String!): User }
+    `);
+    const document = parse('{ nodes { ... on Node { sibling(id: "5") { id } } } userByEmail(email: "x@example.com") { email } }');
+    const prepared = prepareOperation(covariant, document, keyFields);
+    const rootValue = { nodes: [{ __typename: 'A', id: '1', sibling: null }, { __typename: 'B', id: '2', sibling: null }], userByEmail: null };
+    const result = JSON.parse(JSON.stringify(await execute({ schema: covariant, document: prepared.document, rootValue })));
+    const tags = responseTags(covariant, prepared, result, '') ?? [];
+    expect(tags.filter((name) => /^[eu]:/.test(name)).sort()).toEqual([tag.entity('A', '1'), tag.entity('A', '5'), tag.entity('B', '2'), tag.entity('B', '5'), tag.unkeyed('User')].sort());
   });
 
   it('names the type of a null lookup whose key argument cannot be read, rather than no entity', () => {
