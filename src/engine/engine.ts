@@ -5,7 +5,7 @@ import type { Config, MutationPolicy } from '../config/index.js';
 import { batchWithoutIds, fragmentsOf, hasUrlParameter, parseDocument, rewrittenForOrigin } from '../graphql/index.js';
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
 import { hitNegotiation, mayAnswerWithHtml, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
-import { headerValue, isNotModified, varyNames, type HeaderList } from '../http/index.js';
+import { headerValue, preconditionVerdict, varyNames, type HeaderList } from '../http/index.js';
 import { endpointOf, endpointRouting, forbidsTransform, keyedHeaders, hostKey, requestForbidsStoring, type EndpointRouting } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { mutationInvalidationTags } from '../invalidation/index.js';
@@ -593,7 +593,9 @@ export class DecisionEngine {
     if (exchange.explanation && !immediateFits(response.headers)) {
       response = hitResponse(replay.entry, this.now(), replay.overrides.filter(([name]) => !name.startsWith('svc-debug-')), replay.served);
     }
-    if (isNotModified(context.head.method, context.head.headers, response.headers)) response = notModifiedResponse(response);
+    const preconditions = preconditionVerdict(context.head.method, context.head.headers, response.headers);
+    if (preconditions === 'for-the-origin') return this.passOn(exchange, 'precondition', undefined, context);
+    if (preconditions === 'not-modified') response = notModifiedResponse(response);
     exchange.settle('HIT', { servedBytes: response.body.length });
     return { kind: 'respond', response };
   }

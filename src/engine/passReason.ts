@@ -38,6 +38,8 @@ export type PassReason =
   | 'streaming-document'
   | 'introspection'
   | 'not-acceptable'
+  /** A GET with `If-Match` or `If-Unmodified-Since`, which the origin may answer 412 (README, Response headers stored and replayed). */
+  | 'precondition'
   | 'purge'
   | 'bypass-header'
   /** The request's `Cache-Control: no-store` (RFC 9111 section 5.2.1.5). */

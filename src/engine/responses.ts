@@ -160,13 +160,14 @@ export function explanationHeaders(explain: Explanation | undefined, passReason?
 
 /**
  * Origin headers that give a downstream cache a lifetime of their own, whatever `cache-control`
- * says: RFC 9213's `CDN-Cache-Control` and the targeted fields named after it
- * (`Cloudflare-CDN-Cache-Control`), `Surrogate-Control` (Varnish, Fastly, Akamai), Akamai's
- * `Edge-Control` and nginx's `X-Accel-Expires`. A scoped answer goes out without them: beside them
- * its `private, no-cache` would not keep a CDN from storing one user's answer for the next.
+ * says: RFC 9213's targeted fields, any `*-Cache-Control` (`CDN-Cache-Control`,
+ * `Cloudflare-CDN-Cache-Control`, `Akamai-Cache-Control`), `Surrogate-Control` (Varnish, Fastly,
+ * Akamai), Akamai's `Edge-Control` and nginx's `X-Accel-Expires`. A scoped answer goes out without
+ * them: beside them its `private, no-cache` would not keep a CDN from storing one user's answer for
+ * the next.
  */
 export function grantsSharedCaching(name: string): boolean {
-  return name.endsWith('cdn-cache-control') || SHARED_CACHE_GRANTS.has(name);
+  return name.endsWith('-cache-control') || SHARED_CACHE_GRANTS.has(name);
 }
 
 const SHARED_CACHE_GRANTS: ReadonlySet<string> = new Set(['surrogate-control', 'edge-control', 'x-accel-expires']);

@@ -173,12 +173,12 @@ export function acceptedEncoding(acceptEncoding: string | undefined, stored: str
 
 /**
  * The media type of svc-cache's own answers (errors, 405, purge results), and the one a HIT is
- * labelled with when the client accepts it, as GraphQL origins negotiate it (Apollo Server 4 and
- * graphql-http through `negotiator`; GraphQL Yoga agrees but where it ignores q-values): of the two
- * GraphQL JSON types, the one the client gives the higher q-value, through the most specific range
- * covering it (`*\/*;q=0.5, application/json;q=0.1` prefers `application/graphql-response+json`);
- * on a tie the one its `Accept` lists first, and `application/json` when neither is listed apart
- * (`*\/*`). `application/json` also when `Accept` is absent (the spec's legacy-client default) or
+ * labelled with when the client accepts it, as Apollo Server 4 negotiates it (through `negotiator`,
+ * as here): of the two GraphQL JSON types, the one the client gives the higher q-value, through the
+ * most specific range covering it (`*\/*;q=0.5, application/json;q=0.1` prefers
+ * `application/graphql-response+json`); on a tie the one its `Accept` lists first, as GraphQL Yoga
+ * and graphql-http answer too (they read no q-values), and `application/json` when neither is listed
+ * apart (`*\/*`). `application/json` also when `Accept` is absent (the spec's legacy-client default) or
  * accepts neither (the spec lets the server choose rather than answer 406).
  */
 export function ownAnswerMediaType(accept: string | undefined): GraphQLResponseMediaType {

@@ -1,28 +1,33 @@
 import { headerValue, headerValues, type HeaderList } from './headers.js';
 
 /**
- * Whether a GET's preconditions make the 200 it would get a 304 Not Modified, as the origin that
- * sent the stored answer's validators would decide (RFC 9110 section 13.2.2): `If-None-Match`
- * naming the answer's entity tag (weak comparison, section 8.8.3.2), or `*`; without
- * `If-None-Match`, `If-Modified-Since` no earlier than its `Last-Modified`. Browsers send them for a
- * GET whose answer they kept. Other methods are not answered 304 (a POST's matching `If-None-Match`
- * asks for 412): their preconditions are not evaluated, and they get the 200. Linear in the
- * headers' length.
+ * What a request's preconditions make of the 200 a stored answer would give it, as the origin that
+ * sent the answer's validators would decide (RFC 9110 section 13.2.2):
+ * - `not-modified`: a GET whose `If-None-Match` names the answer's entity tag (weak comparison,
+ *   section 8.8.3.2) or `*`, or, without `If-None-Match`, whose `If-Modified-Since` is no earlier
+ *   than its `Last-Modified`: the origin answers 304. Browsers send them for a GET whose answer they
+ *   kept.
+ * - `for-the-origin`: `If-Match` or `If-Unmodified-Since`, which the origin evaluates first and may
+ *   answer 412 for, with a body of its own.
+ * - `none`: the 200. So for any other method: a POST's matching `If-None-Match` asks for 412, but
+ *   origins answer GraphQL POSTs without reading it, as svc-cache does.
+ * Linear in the headers' length.
  */
-export function isNotModified(method: string, request: HeaderList, response: HeaderList): boolean {
-  if (method !== 'GET') return false;
+export function preconditionVerdict(method: string, request: HeaderList, response: HeaderList): PreconditionVerdict {
+  if (method !== 'GET') return 'none';
+  if (headerValue(request, 'if-match') !== undefined || headerValue(request, 'if-unmodified-since') !== undefined) return 'for-the-origin';
   const ifNoneMatch = headerValues(request, 'if-none-match');
   if (ifNoneMatch.length > 0) {
     const etag = headerValue(response, 'etag');
-    return ifNoneMatch.some((value) => value.trim() === '*') || (etag !== undefined && namesEntityTag(ifNoneMatch.join(','), etag));
+    const matched = ifNoneMatch.some((value) => value.trim() === '*') || (etag !== undefined && namesEntityTag(ifNoneMatch.join(','), etag));
+    return matched ? 'not-modified' : 'none';
   }
-  const since = headerValue(request, 'if-modified-since');
-  const lastModified = headerValue(response, 'last-modified');
-  if (since === undefined || lastModified === undefined) return false;
-  const sinceMs = Date.parse(since);
-  const lastModifiedMs = Date.parse(lastModified);
-  return Number.isFinite(sinceMs) && Number.isFinite(lastModifiedMs) && lastModifiedMs <= sinceMs;
+  const since = httpDateMs(headerValue(request, 'if-modified-since'));
+  const lastModified = httpDateMs(headerValue(response, 'last-modified'));
+  return since !== undefined && lastModified !== undefined && lastModified <= since ? 'not-modified' : 'none';
 }
+
+export type PreconditionVerdict = 'none' | 'not-modified' | 'for-the-origin';
 
 /** Whether the comma-separated entity tags of `list` hold `etag`'s opaque tag, weak or strong alike. */
 function namesEntityTag(list: string, etag: string): boolean {
@@ -46,3 +51,19 @@ function opaqueTag(etag: string): string | undefined {
   const tag = etag.startsWith('W/') ? etag.slice(2) : etag;
   return tag.length >= 2 && tag.startsWith('"') && tag.endsWith('"') && tag.indexOf('"', 1) === tag.length - 1 ? tag : undefined;
 }
+
+/**
+ * An HTTP-date in any of its three forms (RFC 9110 section 5.6.7: IMF-fixdate, RFC 850, asctime),
+ * in milliseconds; undefined for anything else, which a recipient ignores (`Date.parse` alone
+ * would read `2030` as a date).
+ */
+function httpDateMs(value: string | undefined): number | undefined {
+  const date = value?.trim();
+  if (date === undefined || !HTTP_DATE.test(date)) return undefined;
+  // asctime's form names no zone, and is GMT.
+  const ms = Date.parse(date.endsWith(' GMT') ? date : `${date} GMT`);
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+const HTTP_DATE =
+  /^(?:[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT|[A-Z][a-z]+, \d{2}-[A-Z][a-z]{2}-\d{2} \d{2}:\d{2}:\d{2} GMT|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4})$/;

@@ -1,7 +1,7 @@
 /** The folder's one door: what other folders of src/ may use. */
 export { acceptsNoJson, hitNegotiation, mayAnswerWithHtml, namesStreamingType, ownAnswerMediaType, type GraphQLResponseMediaType, type HitNegotiation } from './accept.js';
 export { forbidsTransform, hasInvalidAge, requestForbidsStoring, staleLimits, storability, upstreamAgeSeconds } from './cacheControl.js';
-export { isNotModified } from './conditional.js';
+export { preconditionVerdict, type PreconditionVerdict } from './conditional.js';
 export { contentCoding, decodedWithin } from './contentCoding.js';
 export { isCookieAttributeName } from './cookieLine.js';
 export { cookieReadOtherwise, cookieValues, headerSpeltOtherwise, headerValue, headerValues, mediaType, sendsOnlyCookies, varyNames, type HeaderList } from './headers.js';

@@ -100,6 +100,7 @@ describe('scope buckets through the gateway', () => {
         'cache-control': 'public, max-age=60',
         'cdn-cache-control': 'max-age=600',
         'cloudflare-cdn-cache-control': 'max-age=600',
+        'akamai-cache-control': 'max-age=600',
         'surrogate-control': 'max-age=600',
         'edge-control': 'cache-maxage=600s',
         'x-accel-expires': '600',
@@ -108,7 +109,7 @@ describe('scope buckets through the gateway', () => {
     });
     const [miss, hit] = [await postGraphQL(stack().url, { query: ME }, { authorization: 'Bearer alice' }), await postGraphQL(stack().url, { query: ME }, { authorization: 'Bearer alice' })];
     expect(statuses([miss, hit])).toEqual(['MISS', 'HIT']);
-    const grants = ['cdn-cache-control', 'cloudflare-cdn-cache-control', 'surrogate-control', 'edge-control', 'x-accel-expires'];
+    const grants = ['cdn-cache-control', 'cloudflare-cdn-cache-control', 'akamai-cache-control', 'surrogate-control', 'edge-control', 'x-accel-expires'];
     for (const answer of [miss, hit]) {
       expect(grants.map((name) => answer.headers[name])).toEqual(grants.map(() => undefined));
       expect([answer.headers['cache-control'], answer.headers['x-kept']]).toEqual(['private, no-cache', 'yes']);
