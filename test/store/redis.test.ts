@@ -1,9 +1,10 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createStore, type CacheStore } from '../../src/store/index.js';
+import { createStore, type CacheStore, type InvalidationMark } from '../../src/store/index.js';
 import { RedisKeyLayout, SHARD_COUNT } from '../../src/store/redisLayout.js';
 import { startRedisSentinel, startRedisServer } from '../support/redis.js';
 import { redisServerForTests } from '../support/redisForTests.js';
+import { startTcpProxy } from '../support/tcpProxy.js';
 import { bodyText, describeStoreContract, jsonResponse, sleep, untilReady } from './contract.js';
 import { keysInSameShard, scanKeys } from './redisInspection.js';
 
@@ -82,38 +83,48 @@ describe('race guard across a loss of Redis data', () => {
 });
 
 describe('Redis connection', () => {
-  /** The first `count` MGETs and EVALSHAs on keys under `keyPrefix` that Redis receives while `act` runs, in order. */
-  async function commandsReceived(keyPrefix: string, count: number, act: () => Promise<unknown>): Promise<string[]> {
-    const monitor = await redis.inspector.duplicate().monitor();
-    const commands: string[] = [];
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      const command = args[0]!.toLowerCase();
-      if (source !== 'lua' && ['mget', 'evalsha'].includes(command) && args.some((arg) => arg.startsWith(keyPrefix))) commands.push(command);
-    });
+  /**
+   * The first `count` MGETs and EVALSHAs a new store on keys under `keyPrefix` writes while `act`
+   * runs (after a first lookup, which gives `act` its mark), in the order its connection carries
+   * them to Redis: read from a TCP proxy in front of Redis. MONITOR showed the same, but its
+   * connection made ioredis throw "Command queue state error" now and then.
+   */
+  async function commandsSent(
+    keyPrefix: string,
+    count: number,
+    act: (store: CacheStore, mark: InvalidationMark) => Promise<unknown>,
+    { commandTimeoutMs = 1000, first = async () => undefined }: { commandTimeoutMs?: number; first?: (store: CacheStore) => Promise<void> } = {},
+  ): Promise<string[]> {
+    const proxy = await startTcpProxy(redis.server.port);
+    const store = await untilReady(createStore({ url: `redis://127.0.0.1:${proxy.port}`, keyPrefix, commandTimeoutMs }, { memoryMaxBytes: 0 }));
     try {
-      await act();
-      await vi.waitFor(() => expect(commands.length).toBeGreaterThanOrEqual(count));
-      return commands.slice(0, count);
+      const { mark } = await store.lookup('todos');
+      await first(store);
+      const before = proxy.connections().map((connection) => connection.sentText().length);
+      await act(store, mark);
+      const sent = () => proxy.connections().flatMap((connection, index) => commandNames(connection.sentText().slice(before[index] ?? 0)));
+      await vi.waitFor(() => expect(sent().length).toBeGreaterThanOrEqual(count));
+      return sent().slice(0, count);
     } finally {
-      monitor.disconnect();
+      await store.close();
+      await proxy.close();
     }
   }
 
+  /** The MGET and EVALSHA commands in what a client sent (RESP arrays of bulk strings), in order. */
+  function commandNames(resp: string): string[] {
+    return [...resp.matchAll(/\*\d+\r\n\$\d+\r\n(mget|evalsha)\r\n/gi)].map((match) => match[1]!.toLowerCase());
+  }
+
   it('writes a lookup at once while no other lookup waits on Redis, and a store at once too', async () => {
-    const keyPrefix = uniquePrefix('lookup-alone');
-    const store = await openStore(keyPrefix);
-    const { mark } = await store.lookup('todos');
-    const commands = await commandsReceived(keyPrefix, 2, () =>
+    const commands = await commandsSent(uniquePrefix('lookup-alone'), 2, (store, mark) =>
       Promise.all([store.lookup('users'), store.store('todos', jsonResponse('todos'), { tags: ['Todo'], ttlSeconds: 60, mark })]),
     );
     expect(commands).toEqual(['mget', 'evalsha']);
   });
 
   it('holds lookups made while one waits on Redis for the next turn of the event loop, and writes a store ahead of them', async () => {
-    const keyPrefix = uniquePrefix('pipelining');
-    const store = await openStore(keyPrefix);
-    const { mark } = await store.lookup('todos');
-    const commands = await commandsReceived(keyPrefix, 4, () =>
+    const commands = await commandsSent(uniquePrefix('pipelining'), 4, (store, mark) =>
       Promise.all([
         store.lookup('users'),
         store.lookup('tags'),
@@ -125,12 +136,9 @@ describe('Redis connection', () => {
   });
 
   it('trims the indexes a store joined only after the turn of the event loop its answer is written in', async () => {
-    const keyPrefix = uniquePrefix('trim-after');
-    const store = await openStore(keyPrefix);
-    const { mark } = await store.lookup('todos');
     // The lookup stands for the answer: made after the store resolved and a process.nextTick, as
     // late in that turn as anything the answer's writing does.
-    const commands = await commandsReceived(keyPrefix, 3, () =>
+    const commands = await commandsSent(uniquePrefix('trim-after'), 3, (store, mark) =>
       store
         .store('todos', jsonResponse('todos'), { tags: ['Todo'], ttlSeconds: 60, mark })
         .then(() => new Promise((resolve) => process.nextTick(resolve)))
@@ -140,19 +148,21 @@ describe('Redis connection', () => {
   });
 
   it('writes a lookup at once again after one that timed out', async () => {
-    const keyPrefix = uniquePrefix('lookup-after-timeout');
-    const store = await openStore(keyPrefix, 100);
-    const { mark } = await store.lookup('todos');
-    const admin = redis.inspector.duplicate();
-    try {
-      await admin.client('PAUSE', 300, 'ALL');
-      await expect(store.lookup('users')).rejects.toThrow(/timed out/);
-      await sleep(400);
-    } finally {
-      admin.disconnect();
-    }
-    const commands = await commandsReceived(keyPrefix, 2, () =>
-      Promise.all([store.lookup('lists'), store.store('todos', jsonResponse('todos'), { tags: ['Todo'], ttlSeconds: 60, mark })]),
+    const timedOut = async (store: CacheStore): Promise<void> => {
+      const admin = redis.inspector.duplicate();
+      try {
+        await admin.client('PAUSE', 300, 'ALL');
+        await expect(store.lookup('users')).rejects.toThrow(/timed out/);
+        await sleep(400);
+      } finally {
+        admin.disconnect();
+      }
+    };
+    const commands = await commandsSent(
+      uniquePrefix('lookup-after-timeout'),
+      2,
+      (store, mark) => Promise.all([store.lookup('lists'), store.store('todos', jsonResponse('todos'), { tags: ['Todo'], ttlSeconds: 60, mark })]),
+      { commandTimeoutMs: 100, first: timedOut },
     );
     expect(commands).toEqual(['mget', 'evalsha']);
   });
