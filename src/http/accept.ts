@@ -182,12 +182,8 @@ export function acceptedEncoding(acceptEncoding: string | undefined, stored: str
  * accepts neither (the spec lets the server choose rather than answer 406).
  */
 export function ownAnswerMediaType(accept: string | undefined): GraphQLResponseMediaType {
-  const preferred = acceptableTypes(accept, OWN_ANSWER_TYPES)[0];
-  return preferred === undefined || preferred.startsWith(JSON_TYPE) ? JSON_TYPE : GRAPHQL_RESPONSE_JSON;
+  return (acceptableTypes(accept, [JSON_TYPE, GRAPHQL_RESPONSE_JSON])[0] as GraphQLResponseMediaType | undefined) ?? JSON_TYPE;
 }
-
-/** As svc-cache sends them, and as Apollo Server 4 offers them: a range naming `charset=utf-8` accepts them. */
-const OWN_ANSWER_TYPES = [`${JSON_TYPE}; charset=utf-8`, `${GRAPHQL_RESPONSE_JSON}; charset=utf-8`];
 
 /**
  * The offered types the client accepts (q > 0), in the client's order of preference; none when a
@@ -198,7 +194,11 @@ const OWN_ANSWER_TYPES = [`${JSON_TYPE}; charset=utf-8`, `${GRAPHQL_RESPONSE_JSO
 function acceptableTypes(accept: string | undefined, offered: readonly string[]): string[] {
   if (isAbsent(accept)) return [...offered];
   const wildcardParameter = mediaRanges(accept).some((range) => range.wildcardParameter && offered.some((type) => specificityFor(range.type, type) >= 0));
-  return wildcardParameter ? [] : new Negotiator({ headers: { accept } }).mediaTypes(offered);
+  if (wildcardParameter) return [];
+  // Offered as svc-cache and Apollo Server 4 send them, so that a range naming `charset=utf-8`
+  // (`application/json; charset=utf-8`, which origins answer with JSON) accepts them.
+  const withCharset = offered.map((type) => `${type}; charset=utf-8`);
+  return new Negotiator({ headers: { accept } }).mediaTypes(withCharset).map((type) => offered[withCharset.indexOf(type)]!);
 }
 
 /**

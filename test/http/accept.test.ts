@@ -33,6 +33,14 @@ describe('acceptedGraphQLResponseType', () => {
     expect(acceptedGraphQLResponseType(`${GR};q=0, */*`, GR)).toBe(JSON_TYPE);
   });
 
+  it('accepts a range naming charset=utf-8, as origins answer it with JSON, and passes another charset to the origin', () => {
+    expect(acceptedGraphQLResponseType('application/json; charset=utf-8', JSON_TYPE)).toBe(JSON_TYPE);
+    expect(acceptedGraphQLResponseType('application/json;charset="UTF-8"', `${JSON_TYPE}; charset=utf-8`)).toBe(`${JSON_TYPE}; charset=utf-8`);
+    expect(acceptedGraphQLResponseType(`${GR}; charset=utf-8`, JSON_TYPE)).toBe(GR);
+    expect(acceptedGraphQLResponseType('application/json; charset=iso-8859-1', JSON_TYPE)).toBeUndefined();
+    expect(acceptsNoJson('application/json; charset=utf-8')).toBe(false);
+  });
+
   it('reads the stored type case-insensitively and keeps it as stored when accepted', () => {
     expect(acceptedGraphQLResponseType('application/json', 'Application/JSON;charset=UTF-8')).toBe('Application/JSON;charset=UTF-8');
   });

@@ -168,7 +168,8 @@ describe('query caching through the gateway', () => {
     // Ties go to the type listed first, and a wildcard decides for the type it covers, as origins negotiate.
     const jsonFirst = await postGraphQL(stack().url, { query: TODOS }, { accept: 'application/json, application/graphql-response+json' });
     const wildcardHigher = await postGraphQL(stack().url, { query: TODOS }, { accept: '*/*;q=0.5, application/json;q=0.1' });
-    const answers = [json, graphqlResponse, urql, anything, jsonFirst, wildcardHigher];
+    const withCharset = await postGraphQL(stack().url, { query: TODOS }, { accept: 'application/json; charset=utf-8' });
+    const answers = [json, graphqlResponse, urql, anything, jsonFirst, wildcardHigher, withCharset];
     expect(answers.map((result) => [result.headers['svc-cache'], result.headers['content-type']])).toEqual([
       ['MISS', 'application/json; charset=utf-8'],
       ['HIT', 'application/graphql-response+json; charset=utf-8'],
@@ -176,6 +177,7 @@ describe('query caching through the gateway', () => {
       ['HIT', 'application/json; charset=utf-8'],
       ['HIT', 'application/json; charset=utf-8'],
       ['HIT', 'application/graphql-response+json; charset=utf-8'],
+      ['HIT', 'application/json; charset=utf-8'],
     ]);
     expect(new Set(answers.map((result) => result.text)).size).toBe(1);
     expect(stack().origin.requestCount()).toBe(1);
