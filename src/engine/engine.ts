@@ -657,7 +657,7 @@ export class DecisionEngine {
     if (pathBytes > this.deps.maxRewrittenPathBytes && pathBytes > Buffer.byteLength(head.path)) return this.refuseLongPath(context);
     exchange.forward(plan);
     // Identity bodies are what the cache reads and replays (Envoy can compress in front).
-    const remove = plan.kind === 'pass' ? tokenRemoval(head, config) : [...tokenRemoval(head, config), 'accept-encoding'];
+    const remove = plan.kind === 'pass' ? tokenRemoval(head, config) : [...tokenRemoval(head, config), 'accept-encoding', ...validatorsKept(plan, head)];
     return {
       kind: 'forward',
       requestHeaders: { set: origin.path === undefined ? [] : [[':path', origin.path]], remove },
@@ -1026,6 +1026,19 @@ export class DecisionEngine {
     }
   }
 }
+
+/**
+ * The client's validators, kept from the origin when its answer may be stored: an origin that
+ * honours them would answer a 304, which cannot be stored, so a client that revalidates every time
+ * (a reload, a scoped `no-cache` answer) would never fill the cache. The stored 200 then meets the
+ * next conditional request itself (preconditionVerdict), as nginx and Varnish do.
+ */
+function validatorsKept(plan: ResponsePlan, head: RequestHead): string[] {
+  if (plan.kind !== 'store') return [];
+  return VALIDATORS.filter((name) => headerValue(head.headers, name) !== undefined);
+}
+
+const VALIDATORS = ['if-none-match', 'if-modified-since'];
 
 /** The changes the origin's headers need when the client gets other bytes than the origin sent (responses.ts, headersOfRewrittenBody). */
 function bodyChanges(originHeaders: HeaderList, clientBody: Buffer, originBody: Buffer): HeaderChanges[] {

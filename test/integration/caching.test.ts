@@ -160,6 +160,20 @@ describe('query caching through the gateway', () => {
     expect(stack().origin.requestCount()).toBe(3);
   });
 
+  it("keeps a MISS's validators from the origin, whose 304 could not be stored, and meets them from the entry next time", async () => {
+    stack().origin.setBehaviour({ headers: { etag: '"v1"' } });
+    const validators = { 'if-none-match': '"v1"', 'if-modified-since': 'Wed, 21 Oct 2026 07:28:00 GMT' };
+    const answers = [await getGraphQL(stack().url, { query: TODOS }, validators), await getGraphQL(stack().url, { query: TODOS }, validators)];
+    expect(answers.map((answer) => [answer.status, answer.headers['svc-cache']])).toEqual([
+      [200, 'MISS'],
+      [304, 'HIT'],
+    ]);
+    expect(stack().origin.requests.map((request) => [request.headers['if-none-match'], request.headers['if-modified-since']])).toEqual([[undefined, undefined]]);
+    // A request that cannot be stored keeps them: the origin answers it as it would without svc-cache.
+    await postGraphQL(stack().url, { query: 'mutation { addTodo(title: "x") { id } }' }, validators);
+    expect(stack().origin.requests[1]!.headers['if-none-match']).toBe('"v1"');
+  });
+
   it('keys without Accept: one origin request serves each GraphQL JSON type the client accepts', async () => {
     const json = await postGraphQL(stack().url, { query: TODOS }, { accept: 'application/json' });
     const graphqlResponse = await postGraphQL(stack().url, { query: TODOS }, { accept: 'application/graphql-response+json' });
