@@ -1,4 +1,4 @@
-import { headerValue, headerValues, type HeaderList } from './headers.js';
+import { headerValue, type HeaderList } from './headers.js';
 
 /**
  * What a request's preconditions make of the 200 a stored answer would give it, as the origin that
@@ -15,16 +15,24 @@ import { headerValue, headerValues, type HeaderList } from './headers.js';
  */
 export function preconditionVerdict(method: string, request: HeaderList, response: HeaderList): PreconditionVerdict {
   if (method !== 'GET') return 'none';
-  if (headerValue(request, 'if-match') !== undefined || headerValue(request, 'if-unmodified-since') !== undefined) return 'for-the-origin';
-  const ifNoneMatch = headerValues(request, 'if-none-match');
+  // One pass over a HIT's request headers, which usually hold none of them.
+  const ifNoneMatch: string[] = [];
+  let ifModifiedSince: string | undefined;
+  for (const [name, value] of request) {
+    if (!name.startsWith('if-')) continue;
+    if (name === 'if-match' || name === 'if-unmodified-since') return 'for-the-origin';
+    if (name === 'if-none-match') ifNoneMatch.push(value);
+    else if (name === 'if-modified-since') ifModifiedSince ??= value;
+  }
   if (ifNoneMatch.length > 0) {
     const etag = headerValue(response, 'etag');
     const matched = ifNoneMatch.some((value) => value.trim() === '*') || (etag !== undefined && namesEntityTag(ifNoneMatch.join(','), etag));
     return matched ? 'not-modified' : 'none';
   }
-  const since = httpDateMs(headerValue(request, 'if-modified-since'));
+  const since = httpDateMs(ifModifiedSince);
+  if (since === undefined) return 'none';
   const lastModified = httpDateMs(headerValue(response, 'last-modified'));
-  return since !== undefined && lastModified !== undefined && lastModified <= since ? 'not-modified' : 'none';
+  return lastModified !== undefined && lastModified <= since ? 'not-modified' : 'none';
 }
 
 export type PreconditionVerdict = 'none' | 'not-modified' | 'for-the-origin';
