@@ -11,9 +11,10 @@ import { ownedCopy } from '../util/index.js';
  * mutation whose answer returns that entity, and a purge of it by key, invalidate it (without
  * them, only the type's `type` tag named it, which neither emits: docs/graphql-caching.md,
  * Invalidation). A null asked for by other arguments (`user(email: "x")`, `productById(id: "1")`
- * where Product's key is `sku`) may be an entity of any key: the type's `unkeyed` tag, which every
- * entity invalidation of the type names too, and so does an argument whose value cannot be read
- * (`variables`, the operation's coerced variable values, are undefined when they do not coerce).
+ * where Product's key is `sku`, `user(id: ID, email: String)` asked by email) may be an entity of
+ * any key: the type's `unkeyed` tag, which every entity invalidation of the type names too, and so
+ * does an argument whose value cannot be read (`variables`, the operation's coerced variable values,
+ * are undefined when they do not coerce).
  * A field returning a list, or without arguments, names none. A key is copied out of the document,
  * whose text it would otherwise keep alive in the tag (tags.ts).
  */
@@ -37,8 +38,8 @@ export function lookedUpEntityTags(
     }
     if (values === null) values = argumentValues(definition, node, variables);
     const value = values?.[keyField];
-    if (values === undefined) tags.push(invalidationTag.unkeyed(type.name));
-    else if (value !== null && value !== undefined) tags.push(invalidationTag.entity(type.name, ownedCopy(entityKeyText(value))));
+    // A key argument left out or null (`user(id: ID, email: String)` asked by email) names no key.
+    tags.push(value === null || value === undefined ? invalidationTag.unkeyed(type.name) : invalidationTag.entity(type.name, ownedCopy(entityKeyText(value))));
   }
   return tags;
 }

@@ -104,14 +104,26 @@ describe('responseTags', () => {
       type A implements Node { id: ID! sibling(id: ID): A }
       type B implements Node { id: ID! sibling(id: ID): B }
       type User { id: ID! email: String }
-      type Query { nodes: [Node!]! userByEmail(email: String!): User }
+      type Account { id: ID! }
+      type Query { nodes: [Node!]! userByEmail(email: String!): User account(id: ID, email: String): Account }
     `);
-    const document = parse('{ nodes { ... on Node { sibling(id: "5") { id } } } userByEmail(email: "x@example.com") { email } }');
-    const prepared = prepareOperation(covariant, document, keyFields);
-    const rootValue = { nodes: [{ __typename: 'A', id: '1', sibling: null }, { __typename: 'B', id: '2', sibling: null }], userByEmail: null };
-    const result = JSON.parse(JSON.stringify(await execute({ schema: covariant, document: prepared.document, rootValue })));
-    const tags = responseTags(covariant, prepared, result, '') ?? [];
-    expect(tags.filter((name) => /^[eu]:/.test(name)).sort()).toEqual([tag.entity('A', '1'), tag.entity('A', '5'), tag.entity('B', '2'), tag.entity('B', '5'), tag.unkeyed('User')].sort());
+    const tagsOf = async (query: string, variables: Record<string, unknown> = {}) => {
+      const prepared = prepareOperation(covariant, parse(query), keyFields);
+      const rootValue = { nodes: [{ __typename: 'A', id: '1', sibling: null }, { __typename: 'B', id: '2', sibling: null }], userByEmail: null, account: null };
+      const result = JSON.parse(JSON.stringify(await execute({ schema: covariant, document: prepared.document, rootValue, variableValues: variables })));
+      return (responseTags(covariant, prepared, result, '', variables) ?? []).filter((name) => /^[eu]:/.test(name)).sort();
+    };
+    expect(await tagsOf('{ nodes { ... on Node { sibling(id: "5") { id } } } userByEmail(email: "x@example.com") { email } }')).toEqual(
+      [tag.entity('A', '1'), tag.entity('A', '5'), tag.entity('B', '2'), tag.entity('B', '5'), tag.unkeyed('User')].sort(),
+    );
+    // The key argument left out, null, or a variable left out: any Account.
+    for (const [query, variables] of [
+      ['{ account(email: "x@example.com") { id } }', {}],
+      ['{ account(id: null, email: "x@example.com") { id } }', {}],
+      ['query ($id: ID, $email: String) { account(id: $id, email: $email) { id } }', { email: 'x@example.com' }],
+    ] as const) {
+      expect(await tagsOf(query, variables)).toEqual([tag.unkeyed('Account')]);
+    }
   });
 
   it('names the type of a null lookup whose key argument cannot be read, rather than no entity', () => {
