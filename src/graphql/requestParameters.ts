@@ -1,4 +1,3 @@
-import { parse as parseContentType } from 'content-type';
 import { LRUCache } from 'lru-cache';
 import type { GraphQLResponseMediaType } from '../http/index.js';
 import { contentCoding, headerValues, mediaType, type HeaderList } from '../http/index.js';
@@ -146,20 +145,16 @@ export function readPostRequest(path: string, headers: HeaderList, body: Uint8Ar
  * parameter, so such a request is the origin's to answer, and never a HIT. The type is taken only as
  * every origin reads it, written in lower case with nothing between it and its parameters: media
  * types are case-insensitive (RFC 9110 section 8.3.1), but GraphQL Yoga answers 415 to
- * `Application/JSON` and to `application/json ;charset=utf-8`.
+ * `Application/JSON` and to `application/json ;charset=utf-8`. And the charset unquoted:
+ * graphql-http compares the text, and answers `charset="utf-8"` 415.
  */
 function isUtf8Json(contentType: string | undefined): boolean {
   // What nearly every client sends, checked first: a HIT pays no parsing for it.
   if (contentType === 'application/json') return true;
-  if (!contentType?.startsWith('application/json;')) return false;
-  let parameters: Record<string, string>;
-  try {
-    parameters = parseContentType(contentType!).parameters;
-  } catch {
-    return false;
-  }
-  return Object.entries(parameters).every(([name, value]) => name === 'charset' && value.toLowerCase() === 'utf-8');
+  return contentType !== undefined && contentType.startsWith('application/json;') && UTF8_CHARSET_PARAMETER.test(contentType.slice('application/json'.length));
 }
+
+const UTF8_CHARSET_PARAMETER = /^;[ \t]*charset=utf-8[ \t]*$/i;
 
 /**
  * Popular queries arrive as the same bytes again and again, and reading them (strict JSON, canonical

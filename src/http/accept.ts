@@ -187,14 +187,14 @@ export function ownAnswerMediaType(accept: string | undefined): GraphQLResponseM
 
 /**
  * The offered types the client accepts (q > 0), in the client's order of preference; none when a
- * range covering one of them has a parameter valued `*` (`application/json;charset=*`), which
- * `negotiator` reads as matching anything but origins read otherwise (graphql-http answers 406,
- * Yoga streams): such a request goes to the origin.
+ * range covering one of them has a parameter origins read otherwise than `negotiator`
+ * (`MediaRange.readOtherwise`: `application/json;charset=*`, which graphql-http answers 406 and
+ * Yoga streams; `charset="utf-8"`): such a request goes to the origin.
  */
 function acceptableTypes(accept: string | undefined, offered: readonly string[]): string[] {
   if (isAbsent(accept)) return [...offered];
-  const wildcardParameter = mediaRanges(accept).some((range) => range.wildcardParameter && offered.some((type) => specificityFor(range.type, type) >= 0));
-  if (wildcardParameter) return [];
+  const readOtherwise = mediaRanges(accept).some((range) => range.readOtherwise && offered.some((type) => specificityFor(range.type, type) >= 0));
+  if (readOtherwise) return [];
   // Offered as svc-cache and Apollo Server 4 send them, so that a range naming `charset=utf-8`
   // (`application/json; charset=utf-8`, which origins answer with JSON) accepts them.
   const withCharset = offered.map((type) => `${type}; charset=utf-8`);
@@ -239,7 +239,8 @@ function mediaRanges(accept: string): MediaRange[] {
     try {
       const parsed = parseContentType(accept, { comma: true, start: index });
       const wildcardParameter = Object.entries(parsed.parameters).some(([name, value]) => name !== 'q' && value === '*');
-      ranges.push({ type: parsed.type, q: qValue(parsed.parameters['q']), wildcardParameter });
+      const charsetSpeltOtherwise = parsed.parameters['charset'] !== undefined && !LITERAL_UTF8_CHARSET.test(accept.slice(index, parsed.index));
+      ranges.push({ type: parsed.type, q: qValue(parsed.parameters['q']), readOtherwise: wildcardParameter || charsetSpeltOtherwise });
       index = parsed.index + 1;
     } catch {
       const next = accept.indexOf(',', index);
@@ -253,9 +254,15 @@ interface MediaRange {
   /** Lower-cased, without parameters. */
   type: string;
   q: number;
-  /** A parameter other than `q` is valued `*` (acceptableTypes). */
-  wildcardParameter: boolean;
+  /**
+   * A parameter origins read otherwise than `negotiator` does (acceptableTypes): one other than `q`
+   * valued `*`, or a charset not written `charset=utf-8` (in any case, unquoted): `negotiator`
+   * unquotes `charset="utf-8"`, which GraphQL Yoga and graphql-http compare as text and answer 406.
+   */
+  readOtherwise: boolean;
 }
+
+const LITERAL_UTF8_CHARSET = /;[ \t]*charset=utf-8[ \t]*(?:[;,]|$)/i;
 
 function qValue(raw: string | undefined): number {
   if (raw === undefined) return 1;

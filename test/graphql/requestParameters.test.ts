@@ -485,12 +485,13 @@ describe('readPostRequest', () => {
     );
 
     it('application/json with charset=utf-8 is read, in the spellings every origin takes', () => {
-      for (const contentType of ['application/json; charset=utf-8', 'application/json;charset=UTF-8', 'application/json; charset="utf-8"']) {
+      for (const contentType of ['application/json; charset=utf-8', 'application/json;charset=UTF-8', 'application/json;  charset=utf-8 ']) {
         expect(post('{"query":"a"}', '/graphql', [['content-type', contentType]]), contentType).toMatchObject({ kind: 'graphql' });
       }
     });
 
-    it.each(['Application/JSON', 'APPLICATION/JSON; charset=utf-8', 'application/json ;charset=utf-8', 'application/jsonx', 'application/json; charset=latin1'])(
+    // graphql-http compares the text and answers a quoted charset 415.
+    it.each(['Application/JSON', 'APPLICATION/JSON; charset=utf-8', 'application/json ;charset=utf-8', 'application/jsonx', 'application/json; charset=latin1', 'application/json; charset="utf-8"'])(
       'a spelling some origins refuse is theirs to answer (%s)',
       (contentType) => {
         expect(post('{"query":"a"}', '/graphql', [['content-type', contentType]])).toEqual({ kind: 'uninterpretable', reason: 'content-type' });

@@ -35,7 +35,10 @@ describe('acceptedGraphQLResponseType', () => {
 
   it('accepts a range naming charset=utf-8, as origins answer it with JSON, and passes another charset to the origin', () => {
     expect(acceptedGraphQLResponseType('application/json; charset=utf-8', JSON_TYPE)).toBe(JSON_TYPE);
-    expect(acceptedGraphQLResponseType('application/json;charset="UTF-8"', `${JSON_TYPE}; charset=utf-8`)).toBe(`${JSON_TYPE}; charset=utf-8`);
+    expect(acceptedGraphQLResponseType('application/json;charset=UTF-8', `${JSON_TYPE}; charset=utf-8`)).toBe(`${JSON_TYPE}; charset=utf-8`);
+    // Quoted, as GraphQL Yoga and graphql-http compare it: 406.
+    expect(acceptedGraphQLResponseType('application/json;charset="utf-8"', JSON_TYPE)).toBeUndefined();
+    expect(acceptsNoJson('application/json;charset="utf-8"')).toBe(true);
     expect(acceptedGraphQLResponseType(`${GR}; charset=utf-8`, JSON_TYPE)).toBe(GR);
     expect(acceptedGraphQLResponseType('application/json; charset=iso-8859-1', JSON_TYPE)).toBeUndefined();
     expect(acceptsNoJson('application/json; charset=utf-8')).toBe(false);
