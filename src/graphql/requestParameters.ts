@@ -80,6 +80,8 @@ export type UninterpretableReason =
   | 'semicolon-in-parameter'
   /** More pairs than origins' parsers read (urlParameters). */
   | 'too-many-parameters'
+  /** A GraphQL parameter of the URL given twice with the same value, which origins answer differently (urlParameters). */
+  | 'parameter-repeated'
   | 'invalid-json'
   | 'body-not-object'
   | 'empty-batch'
@@ -199,11 +201,10 @@ function readQueryString(path: string): RequestParameters {
   const members = new Map<string, JsonValue>();
   for (const [name, value] of url.values) {
     if (name === 'variables' || name === 'extensions') {
-      // An empty value is the parameter left out, as graphql-http and the spec's examples read it.
-      if (value === '') continue;
-      const json = readJson(value);
+      // Empty, or `null`: graphql-http reads the parameter left out, Apollo Server 4 answers 400.
+      const json = value === '' ? 'invalid-json' : readJson(value);
       if (json === 'ambiguous') return { kind: 'ambiguous', reason: 'repeated-member' };
-      if (json === 'invalid-json') return { kind: 'uninterpretable', reason: name === 'variables' ? 'variables-not-object' : 'extensions-not-object' };
+      if (json === 'invalid-json' || json.kind === 'null') return { kind: 'uninterpretable', reason: name === 'variables' ? 'variables-not-object' : 'extensions-not-object' };
       members.set(name, json);
     } else {
       members.set(name, stringValue(value));
@@ -438,7 +439,10 @@ function urlParameters(path: string): UrlParameters {
     const value = formDecode(separator < 0 ? '' : pair.slice(separator + 1));
     if (value === undefined) return { kind: 'uninterpretable', reason: 'invalid-percent-encoding' };
     const seen = values.get(name);
-    if (seen !== undefined && !sameRepeat(name, seen, value)) return { kind: 'ambiguous', reason: 'repeated-parameter' };
+    if (seen !== undefined) {
+      // The same value twice is one request to GraphQL Yoga and graphql-http, a 400 from Apollo Server 4.
+      return sameRepeat(name, seen, value) ? { kind: 'uninterpretable', reason: 'parameter-repeated' } : { kind: 'ambiguous', reason: 'repeated-parameter' };
+    }
     values.set(name, value);
   }
   return { kind: 'parameters', values, others: others.join('&') };

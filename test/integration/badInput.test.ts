@@ -106,6 +106,19 @@ describe('bad input through the gateway', () => {
     expect(stack().origin.requestCount()).toBe(0);
   });
 
+  it('passes a GET whose GraphQL parameters origins read differently, and still refuses a mutation in one', async () => {
+    const query = encodeURIComponent('{ todos { id } }');
+    for (const search of [`query=${query}&query=${query}`, `query=${query}&variables=`, `query=${query}&variables=null`, `query=${query}&extensions=`]) {
+      const answer = await fetch(`${stack().url}?${search}`, { headers: { accept: 'application/json' } });
+      expect([search, answer.status, answer.headers.get('svc-cache')]).toEqual([search, 200, 'PASS']);
+    }
+    expect(stack().origin.requestCount()).toBe(4);
+    const mutation = encodeURIComponent('mutation { addTodo(title: "x") { id } }');
+    const refused = await fetch(`${stack().url}?query=${mutation}&query=${mutation}`, { headers: { accept: 'application/json' } });
+    expect(refused.status).toBe(405);
+    expect(stack().origin.requestCount()).toBe(4);
+  });
+
   it('passes a GET with variables that are not JSON', async () => {
     const url = `${stack().url}?query=${encodeURIComponent('{ todos { id } }')}&variables=%7Bnope`;
     const direct = await fetch(url.replace(stack().url, stack().origin.url));
