@@ -657,7 +657,7 @@ export class DecisionEngine {
     if (pathBytes > this.deps.maxRewrittenPathBytes && pathBytes > Buffer.byteLength(head.path)) return this.refuseLongPath(context);
     exchange.forward(plan);
     // Identity bodies are what the cache reads and replays (Envoy can compress in front).
-    const remove = plan.kind === 'pass' ? tokenRemoval(head, config) : [...tokenRemoval(head, config), 'accept-encoding', ...validatorsKept(plan, head)];
+    const remove = plan.kind === 'pass' ? tokenRemoval(head, config) : [...tokenRemoval(head, config), 'accept-encoding', ...validatorsWithheld(plan, head)];
     return {
       kind: 'forward',
       requestHeaders: { set: origin.path === undefined ? [] : [[':path', origin.path]], remove },
@@ -1033,7 +1033,7 @@ export class DecisionEngine {
  * (a reload, a scoped `no-cache` answer) would never fill the cache. The stored 200 then meets the
  * next conditional request itself (preconditionVerdict), as nginx and Varnish do.
  */
-function validatorsKept(plan: ResponsePlan, head: RequestHead): string[] {
+function validatorsWithheld(plan: ResponsePlan, head: RequestHead): string[] {
   if (plan.kind !== 'store') return [];
   return VALIDATORS.filter((name) => headerValue(head.headers, name) !== undefined);
 }

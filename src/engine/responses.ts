@@ -37,7 +37,7 @@ export function hitResponse(entry: CachedResponse, now: number, overrides: Heade
 }
 
 /**
- * A HIT's answer to a GET whose preconditions it meets (isNotModified): 304 with the headers the
+ * A HIT's answer to a GET whose preconditions it meets (preconditionVerdict): 304 with the headers the
  * 200 would have (RFC 9110 section 15.4.5: `etag`, `cache-control`, `vary`, `age` and the rest),
  * but none describing a body it does not have: a cache updating its stored answer from a 304 must
  * not take another `content-encoding` for the bytes it kept.
