@@ -404,6 +404,7 @@ export class DecisionEngine {
     if (next.kind === 'mutation') return this.forwardMutation(context, checked, next.schema);
     // A GET (a mutation in it was refused above) may run the query its id names instead: not stored.
     if (runsDocumentByIdInstead(parameters)) return this.passOn(exchange, 'query-beside-document-id', undefined, context);
+    if (parameters.readDifferently !== undefined) return this.passOn(exchange, 'uninterpretable-body', parameters.readDifferently, context);
     return this.decideQuery(context, checked, next.schema, next.policy);
   }
 

@@ -95,6 +95,13 @@ export type RequestParameters =
   | ({
       kind: 'graphql';
       /**
+       * Set when origins read the URL otherwise (an empty or `null` GET `variables`, a GraphQL URL
+       * parameter given twice with the same value): read as graphql-http reads it, so that a
+       * mutation in it is still refused over GET and invalidates over POST, but a query in it is
+       * the origin's to answer, never stored nor answered from the cache (README, Bad input).
+       */
+      readDifferently?: UninterpretableReason;
+      /**
        * The query string's parameters other than GraphQL's, as sent: an origin may read them (a
        * tenant, a version), so they are keyed (README, Cache key); '' when there are none.
        */
@@ -199,18 +206,29 @@ function readQueryString(path: string): RequestParameters {
   const url = urlParameters(path);
   if (url.kind !== 'parameters') return url;
   const members = new Map<string, JsonValue>();
+  let readDifferently: UninterpretableReason | undefined = url.repeated ? 'parameter-repeated' : undefined;
   for (const [name, value] of url.values) {
     if (name === 'variables' || name === 'extensions') {
       // Empty, or `null`: graphql-http reads the parameter left out, Apollo Server 4 answers 400.
-      const json = value === '' ? 'invalid-json' : readJson(value);
+      if (value === '') {
+        readDifferently = `${name}-not-object`;
+        continue;
+      }
+      const json = readJson(value);
       if (json === 'ambiguous') return { kind: 'ambiguous', reason: 'repeated-member' };
-      if (json === 'invalid-json' || json.kind === 'null') return { kind: 'uninterpretable', reason: name === 'variables' ? 'variables-not-object' : 'extensions-not-object' };
+      if (json === 'invalid-json') return { kind: 'uninterpretable', reason: `${name}-not-object` };
+      if (json.kind === 'null') readDifferently = `${name}-not-object`;
       members.set(name, json);
     } else {
       members.set(name, stringValue(value));
     }
   }
-  return operationOf(members, url.others);
+  return readDifferently === undefined ? operationOf(members, url.others) : readByOrigins(operationOf(members, url.others), readDifferently);
+}
+
+/** `parameters`, marked as read otherwise by some origins, when they are an operation. */
+function readByOrigins(parameters: RequestParameters, readDifferently: UninterpretableReason): RequestParameters {
+  return parameters.kind === 'graphql' ? { ...parameters, readDifferently } : parameters;
 }
 
 /** The body's JSON and the URL's GraphQL parameters, which must agree with it. */
@@ -230,7 +248,7 @@ function readJsonBody(path: string, body: Uint8Array): RequestParameters {
     const member = members.get(name);
     if (member === undefined || !sameParameter(name, value, member)) return { kind: 'ambiguous', reason: 'url-parameter' };
   }
-  return operationOf(members, url.others);
+  return url.repeated ? readByOrigins(operationOf(members, url.others), 'parameter-repeated') : operationOf(members, url.others);
 }
 
 /** svc-cache's answer to an ambiguous request: 400 with a GraphQL error, in the negotiated type. */
@@ -403,8 +421,11 @@ function stringValue(value: string): JsonValue {
 }
 
 type UrlParameters =
-  /** `others`: the pairs of other parameters, as sent, joined by `&`. */
-  | { kind: 'parameters'; values: Map<ParameterName, string>; others: string }
+  /**
+   * `others`: the pairs of other parameters, as sent, joined by `&`; `repeated`: a GraphQL
+   * parameter came twice with the same value.
+   */
+  | { kind: 'parameters'; values: Map<ParameterName, string>; others: string; repeated: boolean }
   | Extract<RequestParameters, { kind: 'ambiguous' | 'uninterpretable' }>;
 
 /**
@@ -422,8 +443,9 @@ type UrlParameters =
 function urlParameters(path: string): UrlParameters {
   const values = new Map<ParameterName, string>();
   const others: string[] = [];
+  let repeated = false;
   const queryStart = path.indexOf('?');
-  if (queryStart < 0) return { kind: 'parameters', values, others: '' };
+  if (queryStart < 0) return { kind: 'parameters', values, others: '', repeated };
   const pairs = path.slice(queryStart + 1).split('&', MAX_QUERY_STRING_PAIRS + 1);
   if (pairs.length > MAX_QUERY_STRING_PAIRS) return { kind: 'uninterpretable', reason: 'too-many-parameters' };
   for (const pair of pairs) {
@@ -440,12 +462,13 @@ function urlParameters(path: string): UrlParameters {
     if (value === undefined) return { kind: 'uninterpretable', reason: 'invalid-percent-encoding' };
     const seen = values.get(name);
     if (seen !== undefined) {
+      if (!sameRepeat(name, seen, value)) return { kind: 'ambiguous', reason: 'repeated-parameter' };
       // The same value twice is one request to GraphQL Yoga and graphql-http, a 400 from Apollo Server 4.
-      return sameRepeat(name, seen, value) ? { kind: 'uninterpretable', reason: 'parameter-repeated' } : { kind: 'ambiguous', reason: 'repeated-parameter' };
+      repeated = true;
     }
     values.set(name, value);
   }
-  return { kind: 'parameters', values, others: others.join('&') };
+  return { kind: 'parameters', values, others: others.join('&'), repeated };
 }
 
 /** Node's `querystring` and `qs` read this many pairs of a query string, and drop the rest. */

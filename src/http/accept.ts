@@ -239,7 +239,7 @@ function mediaRanges(accept: string): MediaRange[] {
     try {
       const parsed = parseContentType(accept, { comma: true, start: index });
       const wildcardParameter = Object.entries(parsed.parameters).some(([name, value]) => name !== 'q' && value === '*');
-      const charsetSpeltOtherwise = parsed.parameters['charset'] !== undefined && !LITERAL_UTF8_CHARSET.test(accept.slice(index, parsed.index));
+      const charsetSpeltOtherwise = parsed.parameters['charset'] !== undefined && !charsetsAreLiteralUtf8(accept.slice(index, parsed.index));
       ranges.push({ type: parsed.type, q: qValue(parsed.parameters['q']), readOtherwise: wildcardParameter || charsetSpeltOtherwise });
       index = parsed.index + 1;
     } catch {
@@ -262,7 +262,13 @@ interface MediaRange {
   readOtherwise: boolean;
 }
 
-const LITERAL_UTF8_CHARSET = /;[ \t]*charset=utf-8[ \t]*(?:[;,]|$)/i;
+/** Whether every `charset` parameter of one range's text is written `charset=utf-8` (in any case, unquoted). */
+function charsetsAreLiteralUtf8(range: string): boolean {
+  return range
+    .split(';')
+    .slice(1)
+    .every((parameter) => !/^[ \t]*charset[ \t]*=/i.test(parameter) || /^[ \t]*charset=utf-8[ \t]*$/i.test(parameter));
+}
 
 function qValue(raw: string | undefined): number {
   if (raw === undefined) return 1;

@@ -17,19 +17,20 @@ export function preconditionVerdict(method: string, request: HeaderList, respons
   if (method !== 'GET') return 'none';
   // One pass over a HIT's request headers, which usually hold none of them.
   const ifNoneMatch: string[] = [];
-  let ifModifiedSince: string | undefined;
+  const ifModifiedSince: string[] = [];
   for (const [name, value] of request) {
     if (!name.startsWith('if-')) continue;
     if (name === 'if-match' || name === 'if-unmodified-since') return 'for-the-origin';
     if (name === 'if-none-match') ifNoneMatch.push(value);
-    else if (name === 'if-modified-since') ifModifiedSince ??= value;
+    else if (name === 'if-modified-since') ifModifiedSince.push(value);
   }
   if (ifNoneMatch.length > 0) {
     const etag = headerValue(response, 'etag');
     const matched = ifNoneMatch.some((value) => value.trim() === '*') || (etag !== undefined && namesEntityTag(ifNoneMatch.join(','), etag));
     return matched ? 'not-modified' : 'none';
   }
-  const since = httpDateMs(ifModifiedSince);
+  // Sent twice, it is no one date, and is ignored (RFC 9110 section 13.1.3).
+  const since = ifModifiedSince.length === 1 ? httpDateMs(ifModifiedSince[0]) : undefined;
   if (since === undefined) return 'none';
   const lastModified = httpDateMs(headerValue(response, 'last-modified'));
   return lastModified !== undefined && lastModified <= since ? 'not-modified' : 'none';

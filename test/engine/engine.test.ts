@@ -1195,6 +1195,16 @@ describe('DecisionEngine', () => {
       expect(query).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'query-beside-document-id' } });
     });
 
+    it('refuses a GET naming a stored mutation with 405 also in a URL origins read otherwise, and passes such a query unstored', async () => {
+      withManifest({});
+      for (const extra of ['&variables=', '&variables=null', '&extensions=null', '&documentId=rename', '&variables=%7B%7D&variables=%7B%7D']) {
+        const mutation = await decideHead(get(`/graphql?documentId=rename${extra}`));
+        expect(mutation.kind === 'respond' && [extra, mutation.response.status]).toEqual([extra, 405]);
+      }
+      const query = await decideHead(get('/graphql?documentId=todoAuthors&variables='));
+      expect(query).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'uninterpretable-body' } });
+    });
+
     it('refuses a GET naming a stored mutation over the limits with 405, as within them, and passes such a query', async () => {
       withManifest({ limits: { maxQueryBytes: 20 } });
       const mutation = await decideHead(get('/graphql?documentId=rename'));

@@ -38,12 +38,13 @@ describe('readGetRequest', () => {
     }
   });
 
-  it('leaves empty and null variables and extensions to the origin: graphql-http reads none, Apollo Server 4 answers 400', () => {
+  it('reads empty and null variables and extensions as none, as graphql-http does, marked as read otherwise: Apollo Server 4 answers 400', () => {
     for (const name of ['variables', 'extensions']) {
       for (const path of [`/graphql?query=x&${name}=`, `/graphql?query=x&${name}`, `/graphql?query=x&${name}=null`]) {
-        expect(readGetRequest(path), path).toEqual({ kind: 'uninterpretable', reason: `${name}-not-object` });
+        expect(readGetRequest(path), path).toMatchObject({ kind: 'graphql', canonicalVariables: '{}', canonicalExtensions: '', readDifferently: `${name}-not-object` });
       }
     }
+    expect(readGetRequest('/graphql?query=x&variables=%7B%7D')).not.toHaveProperty('readDifferently');
   });
 
   it('an empty operationName is a name, not none: origins differ on it', () => {
@@ -51,9 +52,14 @@ describe('readGetRequest', () => {
     expect(post('{"query":"x","operationName":""}')).toMatchObject({ params: { operationName: '' } });
   });
 
-  it('leaves identical repeats to the origin, also when spelled differently: Yoga reads one, Apollo Server 4 answers 400', () => {
-    expect(readGetRequest('/graphql?query=a&query=%61')).toEqual({ kind: 'uninterpretable', reason: 'parameter-repeated' });
-    expect(readGetRequest('/graphql?query=a&variables=%7B%22x%22:1%7D&variables=%7B+%22x%22+:+1%7D')).toEqual({ kind: 'uninterpretable', reason: 'parameter-repeated' });
+  it('reads identical repeats once, also when spelled differently, as Yoga does, marked as read otherwise: Apollo Server 4 answers 400', () => {
+    expect(readGetRequest('/graphql?query=a&query=%61')).toMatchObject({ kind: 'graphql', params: { query: 'a' }, readDifferently: 'parameter-repeated' });
+    expect(readGetRequest('/graphql?query=a&variables=%7B%22x%22:1%7D&variables=%7B+%22x%22+:+1%7D')).toMatchObject({
+      kind: 'graphql',
+      canonicalVariables: '{"x":1}',
+      readDifferently: 'parameter-repeated',
+    });
+    expect(post('{"query":"a"}', '/graphql?query=a&query=a')).toMatchObject({ kind: 'graphql', readDifferently: 'parameter-repeated' });
   });
 
   it.each([

@@ -39,6 +39,9 @@ describe('acceptedGraphQLResponseType', () => {
     // Quoted, as GraphQL Yoga and graphql-http compare it: 406.
     expect(acceptedGraphQLResponseType('application/json;charset="utf-8"', JSON_TYPE)).toBeUndefined();
     expect(acceptsNoJson('application/json;charset="utf-8"')).toBe(true);
+    // Origins read the first charset, negotiator too, but as text: every one must be written plainly.
+    expect(acceptedGraphQLResponseType('application/json;charset="utf-8";charset=utf-8', JSON_TYPE)).toBeUndefined();
+    expect(acceptedGraphQLResponseType('application/json;q=0.9;CHARSET=UTF-8', JSON_TYPE)).toBe(JSON_TYPE);
     expect(acceptedGraphQLResponseType(`${GR}; charset=utf-8`, JSON_TYPE)).toBe(GR);
     expect(acceptedGraphQLResponseType('application/json; charset=iso-8859-1', JSON_TYPE)).toBeUndefined();
     expect(acceptsNoJson('application/json; charset=utf-8')).toBe(false);

@@ -19,6 +19,7 @@ describe('preconditionVerdict', () => {
     ['no later change, in asctime form', [['if-modified-since', 'Wed Oct 21 07:28:00 2026']], 'not-modified'],
     ['a change since', [['if-modified-since', 'Wed, 21 Oct 2026 07:27:59 GMT']], 'none'],
     ['a date that is no HTTP-date', [['if-modified-since', '2030']], 'none'],
+    ['two dates, which are no one date', [['if-modified-since', LAST_MODIFIED], ['if-modified-since', 'Wed, 21 Oct 2026 07:27:59 GMT']], 'none'],
     ['If-None-Match, which decides alone', [['if-none-match', '"a"'], ['if-modified-since', LAST_MODIFIED]], 'none'],
     ['If-Match, which the origin evaluates first', [['if-match', '"a,b"'], ['if-none-match', '"a,b"']], 'for-the-origin'],
     ['If-Unmodified-Since, which the origin evaluates first', [['if-unmodified-since', LAST_MODIFIED]], 'for-the-origin'],

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   getGraphQL,
+  graphQLGetUrl,
   persistedQueryExtensions,
   postGraphQL,
   type GraphQLHttpResult,
@@ -179,6 +180,10 @@ describe('automatic persisted queries', () => {
     expect(registered.headers['svc-cache']).toBe('PASS');
     const overGet = await getGraphQL(stack().url, { extensions });
     expect(overGet.status).toBe(405);
+    // Also in a URL origins read otherwise (README, Bad input), which svc-cache leaves to the origin when it holds a query.
+    for (const extra of ['&variables=', '&variables=null', `&extensions=${encodeURIComponent(JSON.stringify(extensions))}`]) {
+      expect((await fetch(`${graphQLGetUrl(stack().url, { extensions })}${extra}`)).status).toBe(405);
+    }
     expect(overGet.json).toEqual({
       errors: [{ message: 'Mutations cannot be sent with GET; use POST', extensions: { code: 'METHOD_NOT_ALLOWED' } }],
     });
