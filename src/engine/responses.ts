@@ -26,8 +26,8 @@ export function hitResponse(entry: CachedResponse, now: number, overrides: Heade
   const encoded = served.encoding !== 'identity';
   const headers: Array<[string, string]> = [['content-type', entry.contentType]];
   for (const [name, value] of entry.headers) {
-    if (overridden.has(name) || (encoded && OF_THE_IDENTITY_BYTES.has(name))) continue;
-    headers.push([name, encoded && name === 'etag' ? weakened(value) : value]);
+    const replayed = encoded ? withOtherBytes(name, value) : value;
+    if (!overridden.has(name) && replayed !== undefined) headers.push([name, replayed]);
   }
   for (const [name, value] of overrides) headers.push([name, value]);
   if (encoded) headers.push(['content-encoding', served.encoding]);
@@ -62,18 +62,30 @@ const OF_THE_IDENTITY_BYTES: ReadonlySet<string> = new Set(['content-digest', 'r
  * (`OF_THE_IDENTITY_BYTES`, `weakened`).
  */
 export function headersOfRewrittenBody(headers: HeaderList): Array<[string, string]> {
-  return headers.flatMap(([name, value]): Array<[string, string]> =>
-    OF_THE_IDENTITY_BYTES.has(name) ? [] : [[name, name === 'etag' ? weakened(value) : value]],
-  );
+  return headers.flatMap(([name, value]): Array<[string, string]> => {
+    const kept = withOtherBytes(name, value);
+    return kept === undefined ? [] : [[name, kept]];
+  });
 }
 
 /** What `headersOfRewrittenBody` changes, as changes to the origin's headers on their way to the client. */
 export function rewrittenBodyChanges(headers: HeaderList): HeaderChanges {
   const etag = headerValue(headers, 'etag');
-  return {
-    set: etag === undefined ? [] : [['etag', weakened(etag)]],
-    remove: [...new Set(headers.map(([name]) => name).filter((name) => OF_THE_IDENTITY_BYTES.has(name)))],
-  };
+  return { set: etag === undefined ? [] : [['etag', weakened(etag)]], remove: namesAmong(headers, (name) => OF_THE_IDENTITY_BYTES.has(name)) };
+}
+
+/**
+ * An origin header's value beside other bytes than the origin sent (compressed, or rewritten): none
+ * for its digests of its own bytes, its ETag weakened, any other as it is.
+ */
+function withOtherBytes(name: string, value: string): string | undefined {
+  if (OF_THE_IDENTITY_BYTES.has(name)) return undefined;
+  return name === 'etag' ? weakened(value) : value;
+}
+
+/** The names of `headers` that pass `test`, each once: what a HeaderChanges removes. */
+function namesAmong(headers: HeaderList, test: (name: string) => boolean): string[] {
+  return [...new Set(headers.map(([name]) => name).filter(test))];
 }
 
 /**
@@ -166,7 +178,7 @@ export function explanationHeaders(explain: Explanation | undefined, passReason?
  * them: beside them its `private, no-cache` would not keep a CDN from storing one user's answer for
  * the next.
  */
-export function grantsSharedCaching(name: string): boolean {
+function grantsSharedCaching(name: string): boolean {
   return name.endsWith('-cache-control') || SHARED_CACHE_GRANTS.has(name);
 }
 
@@ -174,7 +186,7 @@ const SHARED_CACHE_GRANTS: ReadonlySet<string> = new Set(['surrogate-control', '
 
 /** Removes, from a scoped answer on its way to the client, the origin's headers that grant shared caching. */
 export function withoutSharedCacheGrants(headers: HeaderList): HeaderChanges {
-  return { set: [], remove: [...new Set(headers.map(([name]) => name).filter(grantsSharedCaching))] };
+  return { set: [], remove: namesAmong(headers, grantsSharedCaching) };
 }
 
 /** A stored entry's headers as a scoped answer replays them: without what grants shared caching. */
