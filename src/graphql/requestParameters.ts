@@ -223,12 +223,12 @@ function readQueryString(path: string): RequestParameters {
       members.set(name, stringValue(value));
     }
   }
-  return readDifferently === undefined ? operationOf(members, url.others) : readByOrigins(operationOf(members, url.others), readDifferently);
+  return readByOrigins(operationOf(members, url.others), readDifferently);
 }
 
-/** `parameters`, marked as read otherwise by some origins, when they are an operation. */
-function readByOrigins(parameters: RequestParameters, readDifferently: UninterpretableReason): RequestParameters {
-  return parameters.kind === 'graphql' ? { ...parameters, readDifferently } : parameters;
+/** `parameters`, marked as read otherwise by some origins (`readDifferently` given) when they are an operation. */
+function readByOrigins(parameters: RequestParameters, readDifferently: UninterpretableReason | undefined): RequestParameters {
+  return readDifferently !== undefined && parameters.kind === 'graphql' ? { ...parameters, readDifferently } : parameters;
 }
 
 /** The body's JSON and the URL's GraphQL parameters, which must agree with it. */
@@ -248,7 +248,7 @@ function readJsonBody(path: string, body: Uint8Array): RequestParameters {
     const member = members.get(name);
     if (member === undefined || !sameParameter(name, value, member)) return { kind: 'ambiguous', reason: 'url-parameter' };
   }
-  return url.repeated ? readByOrigins(operationOf(members, url.others), 'parameter-repeated') : operationOf(members, url.others);
+  return readByOrigins(operationOf(members, url.others), url.repeated ? 'parameter-repeated' : undefined);
 }
 
 /** svc-cache's answer to an ambiguous request: 400 with a GraphQL error, in the negotiated type. */
