@@ -42,6 +42,11 @@ export type PassReason =
   | 'precondition'
   | 'purge'
   | 'bypass-header'
+  /**
+   * A request asking the origin to trace its own run (`apollo-federation-include-trace`): the
+   * origin's answer would carry that run's trace (README, HIT, MISS, PASS).
+   */
+  | 'trace-requested'
   /** The request's `Cache-Control: no-store` (RFC 9111 section 5.2.1.5). */
   | 'request-no-store'
   | 'no-rule'

@@ -425,6 +425,14 @@ function classifyMutation(config: Config, schema: GraphQLSchema): Verdict | Orig
  */
 const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'cookie'] as const;
 
+/**
+ * Apollo Federation's request for an inline trace, which a router sends to a subgraph on the
+ * requests it samples: Apollo Server's and Yoga's inline-trace plugins then answer with the trace
+ * of that run in `extensions.ftv1`, which no stored answer holds, and a stored traced answer would
+ * hand one run's trace to every client (README, HIT, MISS, PASS).
+ */
+const TRACE_REQUEST_HEADER = 'apollo-federation-include-trace';
+
 function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: Config, schema: GraphQLSchema): Verdict | OriginBound {
   if (checked.selected.operation.operation === OperationTypeNode.SUBSCRIPTION) return passVerdict('subscription');
   if (checked.analysis.streams) return passVerdict('streaming-document');
@@ -434,6 +442,7 @@ function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: C
   if (config.cache.bypassCacheHeaders.some((name) => headerValue(headers, name.toLowerCase()) !== undefined)) {
     return passVerdict('bypass-header');
   }
+  if (headerValue(headers, TRACE_REQUEST_HEADER) !== undefined) return passVerdict('trace-requested');
   const { policy } = checked.analysis;
   if (!policy) return passVerdict('no-rule');
   if (policy.maxAge <= 0) return passVerdict('max-age-zero');

@@ -289,6 +289,7 @@ describe('classify', () => {
     ['introspection under a type rule', '{ __schema { queryType { name } } }', {}, [], 'introspection'],
     ['__type under a type rule', '{ __type(name: "Todo") { name } }', {}, [], 'introspection'],
     ['a bypass header', '{ todos { id } }', { cache: { bypassCacheHeaders: ['X-Bypass'] } }, [['x-bypass', '1']], 'bypass-header'],
+    ['a request for an Apollo Federation inline trace', '{ todos { id } }', {}, [['apollo-federation-include-trace', 'ftv1']], 'trace-requested'],
     ['no matching rule', '{ todos { id } }', { rules: [{ types: ['User'], maxAge: 60 }] }, [], 'no-rule'],
     ['a rule with maxAge 0', '{ todos { id } }', { rules: [{ types: ['Query'], maxAge: 0 }] }, [], 'max-age-zero'],
     ['credentials on PUBLIC', '{ todos { id } }', {}, [['cookie', 'a=b']], 'credentials-on-public'],
