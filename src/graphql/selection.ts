@@ -23,7 +23,10 @@ import {
 /**
  * What a query selects, in the terms caching rules are written in: type names, and schema
  * coordinates `Type.field`. An interface or union counts as each of its possible types, so a rule on
- * `Todo` also matches `node(id:) { id }`.
+ * `Todo` also matches `node(id:) { id }`. A field the schema lacks on a type it has, and a type
+ * condition naming a type it lacks, count by their names: a rule may name what the origin is about
+ * to gain (README, Every key), and a scoped rule written before the deploy must match the query
+ * that selects it, or the answer would be stored under another rule's scope.
  */
 export interface Selection {
   types: ReadonlySet<string>;
@@ -41,10 +44,9 @@ export function selectionOf(schema: GraphQLSchema, document: DocumentNode): Sele
   for (const definition of document.definitions) {
     if (definition.kind === Kind.OPERATION_DEFINITION) {
       const root = schema.getRootType(definition.operation) ?? undefined;
-      if (root) walk.addType(root);
-      walk.read(definition.selectionSet, root);
+      walk.read(definition.selectionSet, root && walk.addType(root), root);
     } else if (definition.kind === Kind.FRAGMENT_DEFINITION) {
-      walk.read(definition.selectionSet, conditionType(schema, definition.typeCondition));
+      walk.readUnder(definition.typeCondition, definition.selectionSet);
     }
   }
   return { types: walk.types, fields: walk.fields };
@@ -56,21 +58,40 @@ class SelectionWalk {
 
   constructor(private readonly schema: GraphQLSchema) {}
 
-  /** The selections of a set whose own type is `type` (undefined where the schema does not say). */
-  read(selectionSet: SelectionSetNode, type: GraphQLOutputType | undefined): void {
+  /**
+   * The selections of a set whose own type is `type` (undefined where the schema does not say),
+   * its fields owned by the type names `owners` (none where the document does not name one either).
+   */
+  read(selectionSet: SelectionSetNode, owners: readonly string[] | undefined, type: GraphQLOutputType | undefined): void {
     const named = type && getNamedType(type);
     const parent = isCompositeType(named) ? named : undefined;
     for (const selection of selectionSet.selections) {
       if (selection.kind === Kind.FIELD) {
+        for (const owner of owners ?? []) this.fields.add(`${owner}.${selection.name.value}`);
         const returned = parent && fieldDefinition(this.schema, parent, selection.name.value)?.type;
-        if (parent && returned) {
-          for (const owner of this.addType(parent)) this.fields.add(`${owner}.${selection.name.value}`);
-          this.addType(getNamedType(returned));
-        }
-        if (selection.selectionSet) this.read(selection.selectionSet, returned);
+        const returnedType = returned && getNamedType(returned);
+        const returnedOwners = returnedType && this.addType(returnedType);
+        // Fields of a scalar (invalid) belong to no type.
+        if (selection.selectionSet) this.read(selection.selectionSet, isCompositeType(returnedType) ? returnedOwners : undefined, returned);
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-        this.read(selection.selectionSet, selection.typeCondition ? conditionType(this.schema, selection.typeCondition) : named);
+        if (selection.typeCondition) this.readUnder(selection.typeCondition, selection.selectionSet);
+        else this.read(selection.selectionSet, owners, named);
       }
+    }
+  }
+
+  /** A fragment's selections: under its type, or under the name alone of a type the schema lacks. */
+  readUnder(condition: NamedTypeNode, selectionSet: SelectionSetNode): void {
+    const type = conditionType(this.schema, condition);
+    const named = type && getNamedType(type);
+    if (isCompositeType(named)) {
+      this.read(selectionSet, this.addType(named), type);
+    } else if (this.schema.getType(condition.name.value) === undefined) {
+      this.types.add(condition.name.value);
+      this.read(selectionSet, [condition.name.value], undefined);
+    } else {
+      // A scalar, enum or input type as a condition: invalid, and no object the answer holds is of it.
+      this.read(selectionSet, undefined, undefined);
     }
   }
 

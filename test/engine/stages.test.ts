@@ -420,6 +420,21 @@ describe('classify', () => {
   });
 });
 
+describe('cachePolicyFor', () => {
+  // The scope audit: the rule was written before the origin's deploy gave it the field; svc-cache's
+  // schema still lacked it, the scoped rule matched nothing, and the answer went to PUBLIC under
+  // `[Query]`, where another team's request got it.
+  it('applies a scoped rule on a field the schema lacks yet to a query selecting it', () => {
+    const current = config({
+      scopes: { TEAM: 'header:x-team' },
+      rules: [{ types: { Query: ['teamBalance'] }, maxAge: 60, scope: 'TEAM' }, { types: ['Query'], maxAge: 60 }],
+    });
+    for (const query of ['{ teamBalance }', '{ todos { id } teamBalance }', '{ ... on Query { teamBalance } }']) {
+      expect(cachePolicyFor(current.rules, selectionOf(schema, parse(query)))?.scopes).toEqual(['TEAM']);
+    }
+  });
+});
+
 describe('scopeAndKey', () => {
   const scoped = config({
     scopes: { AUTHENTICATED: 'header:authorization' },

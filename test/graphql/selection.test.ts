@@ -56,15 +56,37 @@ describe('selectionOf', () => {
     ['an interface implementing another, and fragments on either', '{ node(id: 1) { ... on Entry { title ... on Node { id } } } }'],
     ['nested lists and arguments', '{ me { name todos(first: 2) { id tags author { name } } } }'],
     ['a union, its __typename and fragments on its members', '{ search(text: "a") { __typename ... on User { name } ... on Todo { title } } }'],
-    ['meta fields on the query root and elsewhere', '{ __typename __schema { types { name } } __type(name: "Todo") { name } me { __typename __schema { x } } }'],
+    ['meta fields on the query root and elsewhere', '{ __typename __schema { types { name } } __type(name: "Todo") { name } me { __typename } }'],
     ['fragment definitions, used or not, and spreads not followed', 'query Q { me { ...U } } fragment U on User { name todos { ...T } } fragment T on Todo { title } fragment N on Node { id }'],
-    ['unknown fields, whose inline fragments with a condition are still read', '{ nope { id ... on Todo { title } ... { name } } me { nope { ... on User { name } } } }'],
-    ['fragments on unknown, input and scalar types', '{ me { ... on Missing { id } ... on TodoFilter { done } ... on String { x } } } fragment F on Missing { id }'],
     ['a selection set on a scalar, and inline fragments without a condition', '{ me { name { length } ... { id ... { name } } } }'],
     ['a mutation, and an operation type the schema lacks', 'mutation { addTodo(title: "a") { id author { id } } } subscription S { me { id } }'],
     ['type-system definitions beside the operation', 'type Extra { me: User } { todos { id } }'],
   ])('reads %s as TypeInfo does', (_, query) => {
     const document = parse(query);
     expect(sorted(selectionOf(schema, document))).toEqual(sorted(typeInfoSelection(schema, document)));
+  });
+
+  // The audit's reproduction: a scoped rule on `Query.teamBalance`, written before the origin's
+  // deploy, matched nothing, and the answer was stored under the `[Query]` rule's PUBLIC.
+  it('names a field the schema lacks on a type it has, as rules name it', () => {
+    expect(sorted(selectionOf(schema, parse('{ teamBalance me { nope { ... on User { name } } __schema { x } } }')))).toEqual({
+      types: ['Query', 'String', 'User'],
+      fields: ['Query.me', 'Query.teamBalance', 'User.__schema', 'User.name', 'User.nope'],
+    });
+  });
+
+  it('names what an unknown field holds only through the type conditions of its fragments', () => {
+    expect(sorted(selectionOf(schema, parse('{ nope { id ... on Todo { title } ... { name } } }')))).toEqual({
+      types: ['Query', 'String', 'Todo'],
+      fields: ['Query.nope', 'Todo.title'],
+    });
+  });
+
+  it('names a fragment on a type the schema lacks, and what it selects, by their names; not an input or scalar condition', () => {
+    const query = '{ me { ... on Missing { id secret } ... on TodoFilter { done } ... on String { x } } } fragment F on Later { id }';
+    expect(sorted(selectionOf(schema, parse(query)))).toEqual({
+      types: ['Later', 'Missing', 'Query', 'User'],
+      fields: ['Later.id', 'Missing.id', 'Missing.secret', 'Query.me'],
+    });
   });
 });
