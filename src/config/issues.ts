@@ -83,7 +83,9 @@ function valueProblem(message: string, path: KeyPath, context: IssueContext): Pr
   const value = valueAt(context.written, path);
   if (value === undefined) return [{ line, text: `${where}: required, ${message}` }];
   if (context.alreadyReported(value)) return [];
-  const secrecy = secrecyAt(context.schema, path);
+  // A mapping or list is described by its kind alone, never quoted; a scalar in its place may be a secret it holds.
+  const scalar = typeof value !== 'object' || value === null;
+  const secrecy = secrecyAt(context.schema, path) ?? (scalar ? secrecyWithin(schemaAt(context.schema, path)) : undefined);
   const shown =
     secrecy === 'value' ? describeSecret(value) : context.showValue(value, secrecy === 'url-password' ? describeUrlWithoutCredentials : describeWrittenValue);
   const found = message.startsWith('expected ') ? `, got ${shown}` : '';
@@ -120,6 +122,28 @@ export function secrecyAt(root: z.core.$ZodType, path: KeyPath): Secrecy | undef
     }
   }
   return undefined;
+}
+
+/**
+ * The secrecy of what a setting holds, for a scalar given in its place: a token
+ * written as `tokens: abc` where a list of tokens belongs is a token all the same. A secret anywhere
+ * in a mapping or list makes the value one (`value` before `url-password`); the branches of a union
+ * (a scope's string form or its JWT mapping) do not, so a mistyped scope definition is still quoted.
+ */
+function secrecyWithin(schema: z.core.$ZodType | undefined): Secrecy | undefined {
+  let found: Secrecy | undefined;
+  for (let layer = schema; layer; layer = innerOf(layer)) {
+    const secret = z.globalRegistry.get(layer)?.secret;
+    if (secret === 'value' || secret === 'url-password') return secret;
+  }
+  const def = schema && (unwrap(schema) as z.core.$ZodTypes)._zod.def;
+  const children = def?.type === 'object' ? Object.values(def.shape) : def?.type === 'array' ? [def.element] : def?.type === 'record' ? [def.valueType] : [];
+  for (const child of children) {
+    const secrecy = secrecyWithin(child);
+    if (secrecy === 'value') return secrecy;
+    found ??= secrecy;
+  }
+  return found;
 }
 
 /**

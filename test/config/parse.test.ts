@@ -350,6 +350,20 @@ logging: verbose
     ]);
   });
 
+  // The new user's run: `tokens: <token>` quoted the token on stderr, in the reload log and on the
+  // admin port's /api/config, where the element's mark was never reached.
+  it('never quotes a secret given where a list or mapping of secrets belongs', () => {
+    expect(problems(`${ORIGIN}purge:\n  tokens: literal-purge-secret-XYZ\n`)).toEqual([
+      'config.yaml: purge.tokens: expected a list of non-empty strings, got a secret of 24 characters (not shown) (line 4)',
+    ]);
+    expect(problems(`${ORIGIN}purge: literal-purge-secret-XYZ\n`)).toEqual([
+      'config.yaml: purge: expected a mapping with the keys tokens, header, got a secret of 24 characters (not shown) (line 3)',
+    ]);
+    expect(problems(`${ORIGIN}redis: redis://:hunter2@redis:6379\n`)).toEqual([
+      'config.yaml: redis: expected a mapping with the keys url, keyPrefix, cluster, sentinel, commandTimeoutMs, localCache, got "redis://[redacted]@redis:6379" (line 3)',
+    ]);
+  });
+
   it('refuses a file that is empty or not a mapping', () => {
     expect(problems('')).toEqual(['config.yaml: the file is empty: expected a mapping with at least origin.url']);
     expect(problems('# nothing yet\n')).toEqual(['config.yaml: the file is empty: expected a mapping with at least origin.url']);
