@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, hash } from 'node:crypto';
 import { definitionOf, scopeSources, type ScopeConfig, type ScopeSource } from '../config/index.js';
 import { cookieReadOtherwise, cookieValues, headerSpeltOtherwise, headerValues, sendsOnlyCookies, type HeaderList } from '../http/index.js';
 
@@ -32,7 +32,7 @@ export function scopeBucketKey(
   // an update per part; the bytes hashed are the same, so are the keys (a test pins two).
   let message = '';
   for (const scope of scopes) {
-    message += `${scope}\u0000`;
+    message += `${scope}\u0000${readingOf(definitions, scope).definitionDigest}\u0000`;
     if (jwtIdentities.has(scope)) {
       const identity = jwtIdentities.get(scope);
       message += identity === undefined ? '\u0001absent\u0000' : `\u0003jwt:${identity}\u0000`;
@@ -48,20 +48,39 @@ export function scopeBucketKey(
 
 /** A scope's sources, parsed once per config's scope definitions rather than on every request. */
 export function sourcesOf(definitions: ScopeDefinitions, scope: string): readonly ScopeSource[] {
-  let byScope = sourcesByDefinitions.get(definitions);
-  if (byScope === undefined) {
-    byScope = new Map();
-    sourcesByDefinitions.set(definitions, byScope);
-  }
-  let sources = byScope.get(scope);
-  if (sources === undefined) {
-    sources = scopeSources(definitionOf(definitions[scope]));
-    byScope.set(scope, sources);
-  }
-  return sources;
+  return readingOf(definitions, scope).sources;
 }
 
-const sourcesByDefinitions = new WeakMap<ScopeDefinitions, Map<string, readonly ScopeSource[]>>();
+/**
+ * A scope's sources, and a digest of its whole definition: the bucket holds it, so that a scope
+ * defined otherwise after a reload (another header, another JWT claim or issuer or key) starts with
+ * buckets of its own. The buckets of its old definition held other people's answers under the same
+ * values: `sub: 42` of another claim or issuer is another person (README, Hot reload).
+ */
+function readingOf(definitions: ScopeDefinitions, scope: string): ScopeReading {
+  let byScope = readingsByDefinitions.get(definitions);
+  if (byScope === undefined) {
+    byScope = new Map();
+    readingsByDefinitions.set(definitions, byScope);
+  }
+  let reading = byScope.get(scope);
+  if (reading === undefined) {
+    const definition = definitions[scope];
+    reading = {
+      sources: scopeSources(definitionOf(definition)),
+      definitionDigest: hash('sha256', JSON.stringify(definition ?? null), 'base64url'),
+    };
+    byScope.set(scope, reading);
+  }
+  return reading;
+}
+
+interface ScopeReading {
+  sources: readonly ScopeSource[];
+  definitionDigest: string;
+}
+
+const readingsByDefinitions = new WeakMap<ScopeDefinitions, Map<string, ScopeReading>>();
 
 /**
  * True when a request carrying `credentials` (the credential headers it sent: `authorization`,

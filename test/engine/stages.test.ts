@@ -459,13 +459,26 @@ describe('scopeAndKey', () => {
     ]);
   });
 
-  it('names buckets by the same keyed hash as before, so replicas of two versions key alike', () => {
+  it('names buckets by a keyed hash pinned here, so that a change of it is deliberate (README, Upgrading)', () => {
     const definitions = { TEAM: 'header:x-team', SESSION: 'cookie:session|header:authorization', USER: 'header:authorization' };
     const headers: Array<[string, string]> = [['x-team', 'team-12345'], ['cookie', 'a=1; session=xyz']];
     const secret32 = Buffer.alloc(32, 7);
     const identities = new Map([['USER', 'user-1']]);
-    expect(scopeBucketKey(['TEAM', 'SESSION', 'USER'], definitions, headers, secret32, identities)).toBe('TEAM+SESSION+USER:J7zQXWjTxLniS943i02f5uMq2UMIipX6sFCqNMSkkvI');
-    expect(scopeBucketKey(['SESSION'], definitions, [], secret32, identities)).toBe('SESSION:QMgOpP7KOOpj5A4hZhXGaZMy3mcVi8g3OIoRGZNs7NY');
+    expect(scopeBucketKey(['TEAM', 'SESSION', 'USER'], definitions, headers, secret32, identities)).toBe('TEAM+SESSION+USER:9Ak36nR985rYxp-cwZiM9U-g6lwvsKAgSG6hdzxxZUY');
+    expect(scopeBucketKey(['SESSION'], definitions, [], secret32, identities)).toBe('SESSION:f17HHcSXsW6FMNWMuDYHB1qNcOqwXxt4k7b5v1b70fU');
+  });
+
+  // The scope audit: after a reload moved USER from the `org.id` claim to `sub`, a token whose `sub`
+  // was 42 got the answer stored for org 42's member, from the bucket of the same name and value.
+  it('names another bucket for the same values once the scope is defined otherwise', () => {
+    const secret = Buffer.alloc(32, 7);
+    const jwt = (claim: string) => config({ scopes: { USER: { definition: 'header:authorization', jwt: { claim, algorithms: ['HS256'], secret: 's'.repeat(32) } } } }).scopes;
+    const identities = new Map([['USER', 'digest-of-42']]);
+    const byOrg = scopeBucketKey(['USER'], jwt('org.id'), [], secret, identities);
+    expect(scopeBucketKey(['USER'], jwt('sub'), [], secret, identities)).not.toBe(byOrg);
+    expect(scopeBucketKey(['USER'], jwt('org.id'), [], secret, identities)).toBe(byOrg);
+    const both: Array<[string, string]> = [['x-team', 'a'], ['x-org', 'a']];
+    expect(scopeBucketKey(['TEAM'], { TEAM: 'header:x-team' }, both, secret, new Map())).not.toBe(scopeBucketKey(['TEAM'], { TEAM: 'header:x-org' }, both, secret, new Map()));
   });
 
   it('keys the canonical variables text, host and endpoint, but not Accept', () => {
