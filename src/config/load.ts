@@ -40,6 +40,8 @@ interface ConfigText {
   lineOf: YamlFile['lineOf'];
   /** The value written at `key` when it is a non-empty string that no problem already names. */
   pathAt(key: KeyPath): string | undefined;
+  /** The names written under `scopes`. */
+  scopeNames: string[];
 }
 
 function readConfigText(text: string, options: ParseConfigOptions): ConfigText {
@@ -78,7 +80,9 @@ function readConfigText(text: string, options: ParseConfigOptions): ConfigText {
   };
   const baseDir = options.baseDir ?? dirname(resolve(source));
   const config = problems.length > 0 || !result.success ? undefined : withJwksFilesResolved(withSchemaAndManifestResolved(result.data, baseDir), baseDir);
-  return { config, problems, lineOf: file.lineOf, pathAt };
+  const scopes = valueAt(written, ['scopes']);
+  const scopeNames = typeof scopes === 'object' && scopes !== null && !Array.isArray(scopes) ? Object.keys(scopes) : [];
+  return { config, problems, lineOf: file.lineOf, pathAt, scopeNames };
 }
 
 /**
@@ -105,7 +109,7 @@ export async function loadConfigSnapshot(path: string, env?: NodeJS.ProcessEnv):
  */
 export type ConfigSnapshot = {
   fingerprint: string;
-  /** The configuration file and the files it names (schema, manifest, TLS). */
+  /** The configuration file and the files it names (schema, manifest, TLS, JWKS). */
   files: string[];
 } & (
   | { config: Config }
@@ -132,7 +136,7 @@ export async function readConfigSnapshot(path: string, env?: NodeJS.ProcessEnv):
     if (error instanceof ConfigError) return { fingerprint: sha256(text), files: [path], unreadable: false, error };
     throw error;
   }
-  const named = await readNamedFiles(read.pathAt, dirname(resolve(path)));
+  const named = await readNamedFiles(read.pathAt, read.scopeNames, dirname(resolve(path)));
   const fingerprint = [sha256(text), ...named.map((file) => file.fingerprint)].join(' ');
   const files = [path, ...named.map((file) => file.path)];
   const problems = [

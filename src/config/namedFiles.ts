@@ -8,15 +8,16 @@ import { errorMessage } from '../util/index.js';
 import type { KeyPath } from './keyPath.js';
 
 /**
- * The files a configuration names that `serve` reads at start: `schema.file` (README, Every key),
- * `persistedDocuments.manifest`, and the `grpc.tls` certificate, key and client CA. They are read when the configuration is
- * loaded, so that `check`, `serve` and a reload refuse a missing or unusable one alike, under its key
- * (README, Configuration). A JWKS file (`jwksFile`) is not among them: it is read when a token first
- * needs it (README, JWT-claim scopes).
+ * The files a configuration names that `serve` reads: `schema.file` (README, Every key),
+ * `persistedDocuments.manifest`, the `grpc.tls` certificate, key and client CA, and each JWT
+ * scope's `jwksFile`. They are read when the configuration is loaded, so that `check`, `serve` and a
+ * reload refuse a missing or unusable one alike, under its key (README, Configuration), and a change
+ * of one that matters reloads the configuration (README, Hot reload): a key taken out of a JWKS file
+ * must stop verifying tokens, those verified with it before included.
  */
 
 /** What a named file must hold. */
-type Content = 'sdl' | 'manifest' | 'certificate' | 'private-key' | 'ca-certificates';
+type Content = 'sdl' | 'manifest' | 'certificate' | 'private-key' | 'ca-certificates' | 'jwks';
 
 interface NamedFileKey {
   key: KeyPath;
@@ -36,8 +37,21 @@ const NAMED_FILE_KEYS: readonly NamedFileKey[] = [
   { key: ['grpc', 'tls', 'clientCa'], content: 'ca-certificates', relativeTo: 'working-directory' },
 ];
 
+/** The `jwksFile` of each scope written, as `jwksFile` is read (src/config/load.ts, withJwksFilesResolved). */
+function jwksFileKeys(scopeNames: readonly string[]): NamedFileKey[] {
+  return scopeNames.map((name) => ({ key: ['scopes', name, 'jwt', 'jwksFile'], content: 'jwks', relativeTo: 'config-directory' }));
+}
+
 /** Why a named file cannot be used. */
-type FileProblem = 'unreadable' | 'not-a-schema' | 'not-a-manifest' | 'not-a-certificate' | 'not-a-private-key' | 'no-ca-certificate' | 'key-not-of-certificate';
+type FileProblem =
+  | 'unreadable'
+  | 'not-a-schema'
+  | 'not-a-manifest'
+  | 'not-a-certificate'
+  | 'not-a-private-key'
+  | 'no-ca-certificate'
+  | 'key-not-of-certificate'
+  | 'not-a-jwks';
 
 export interface NamedFile {
   key: KeyPath;
@@ -48,7 +62,7 @@ export interface NamedFile {
   /** A usable manifest's documents. */
   documents?: PersistedDocuments;
   /**
-   * Tells a change of the file that matters: the schema's or the manifest's text, which a reload applies; for the TLS
+   * Tells a change of the file that matters: the schema's, the manifest's or the JWKS's text, which a reload applies; for the TLS
    * files, read only at start, whether they can be used (so that a refused configuration is taken
    * once the file is fixed) but not their content (a renewed certificate changes no configuration).
    */
@@ -58,10 +72,11 @@ export interface NamedFile {
 /**
  * Reads the files that `written` (the configuration as written, before validation, so that these
  * problems are reported beside every other) names. `path` gives a key's value when it is a usable
- * path, undefined otherwise (missing, of the wrong type, or already reported).
+ * path, undefined otherwise (missing, of the wrong type, or already reported); `scopeNames` are the
+ * names written under `scopes`.
  */
-export async function readNamedFiles(path: (key: KeyPath) => string | undefined, configDirectory: string): Promise<NamedFile[]> {
-  const named = NAMED_FILE_KEYS.flatMap((entry) => {
+export async function readNamedFiles(path: (key: KeyPath) => string | undefined, scopeNames: readonly string[], configDirectory: string): Promise<NamedFile[]> {
+  const named = [...NAMED_FILE_KEYS, ...jwksFileKeys(scopeNames)].flatMap((entry) => {
     const written = path(entry.key);
     if (written === undefined) return [];
     const file = entry.relativeTo === 'config-directory' ? resolve(configDirectory, written) : resolve(written);
@@ -74,7 +89,7 @@ export async function readNamedFiles(path: (key: KeyPath) => string | undefined,
     if (problem === undefined && entry.content === 'private-key' && certificate && !belongTogether(certificate.bytes, entry.bytes)) {
       problem = { code: 'key-not-of-certificate' };
     }
-    const contentMatters = entry.content === 'sdl' || entry.content === 'manifest';
+    const contentMatters = entry.content === 'sdl' || entry.content === 'manifest' || entry.content === 'jwks';
     return {
       key: entry.key,
       path: entry.path,
@@ -140,7 +155,24 @@ function contentProblem(bytes: Buffer, content: Exclude<Content, 'manifest'>): F
       // Node takes anything as a CA list, and would then refuse every client: at least one
       // certificate must be there.
       return bytes.toString('latin1').includes('-----BEGIN CERTIFICATE-----') && parsesAsCertificate(bytes) ? undefined : { code: 'no-ca-certificate' };
+    case 'jwks':
+      return jwksProblemOf(bytes);
   }
+}
+
+/** RFC 7517 section 5: a JSON object whose `keys` is an array of objects; each key is checked when a token names it. */
+function jwksProblemOf(bytes: Buffer): Found | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(bytes.toString('utf8'));
+  } catch (error) {
+    return { code: 'not-a-jwks', reason: `not JSON: ${errorMessage(error)}` };
+  }
+  const keys = typeof parsed === 'object' && parsed !== null ? (parsed as { keys?: unknown }).keys : undefined;
+  if (!Array.isArray(keys) || !keys.every((key) => typeof key === 'object' && key !== null && !Array.isArray(key))) {
+    return { code: 'not-a-jwks', reason: 'expected an object whose "keys" is a list of keys' };
+  }
+  return undefined;
 }
 
 function belongTogether(cert: Buffer, key: Buffer): boolean {
@@ -182,6 +214,8 @@ function describe(problem: Found, path: string): string {
       return `expected one or more PEM CA certificates ("-----BEGIN CERTIFICATE-----...") in ${file}`;
     case 'key-not-of-certificate':
       return `the key in ${file} is not the key of the certificate in grpc.tls.cert`;
+    case 'not-a-jwks':
+      return `${file} is not a JWKS: ${problem.reason}`;
   }
 }
 

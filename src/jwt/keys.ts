@@ -57,6 +57,8 @@ function fetchBackingOff(options: KeySetOptions): typeof fetch {
 
 /**
  * A JWKS file, read when first needed and read again on an unknown `kid` once the cooldown is over.
+ * A change of its content also reloads the configuration, and so makes a new verifier with nothing
+ * remembered (src/config/namedFiles.ts): a key taken out of it stops verifying at once.
  * A read that failed (file missing, not a JWKS) is not tried again within the failure backoff: every
  * token would otherwise read and parse the file.
  */

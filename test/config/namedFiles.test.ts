@@ -60,6 +60,16 @@ describe('files named by the configuration', () => {
     ]);
   });
 
+  it("refuses a JWT scope's jwksFile that is missing or holds no JWKS, under its key and line", async () => {
+    const scope = (path: string) =>
+      `${ORIGIN}scopes:\n  USER:\n    definition: header:authorization\n    jwt:\n      claim: sub\n      algorithms: [RS256]\n      jwksFile: ${path}\n`;
+    expect(await problems(scope('keys/jwks.json'))).toEqual([`scopes.USER.jwt.jwksFile: cannot read "${file('keys/jwks.json')}": no such file (line 9)`]);
+    await writeFile(file('jwks.json'), '{"keys": {}}');
+    expect(await problems(scope('jwks.json'))).toEqual([`scopes.USER.jwt.jwksFile: "${file('jwks.json')}" is not a JWKS: expected an object whose "keys" is a list of keys (line 9)`]);
+    await writeFile(file('jwks.json'), '{"keys": [');
+    expect((await problems(scope('jwks.json')))[0]).toMatch(/^scopes\.USER\.jwt\.jwksFile: ".*" is not a JWKS: not JSON: /);
+  });
+
   describe('schema.file', () => {
     const SCHEMA = `${ORIGIN}schema:\n  file: schema.graphql\n`;
 

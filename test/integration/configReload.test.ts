@@ -1,6 +1,10 @@
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { REGISTRATION_OVERHEAD_BYTES } from '../../src/apq/index.js';
 import { startFileConfiguredStack, RELOADED, REFUSED, type FileConfiguredStack } from '../support/fileConfiguredStack.js';
+import { rsaKey, rsToken, type SigningKey } from '../support/jwt.js';
 import { persistedQueryExtensions, postGraphQL, type GraphQLHttpResult } from '../support/origin.js';
 
 /**
@@ -65,9 +69,13 @@ async function twice(
 describe('configuration file hot reload through the gateway', () => {
   let stack: FileConfiguredStack | undefined;
 
+  let jwksDirectory: string | undefined;
+
   afterEach(async () => {
     await stack?.close();
     stack = undefined;
+    if (jwksDirectory !== undefined) await rm(jwksDirectory, { recursive: true, force: true });
+    jwksDirectory = undefined;
   });
 
   it('applies changed rules to the next requests without a restart', async () => {
@@ -203,6 +211,33 @@ describe('configuration file hot reload through the gateway', () => {
     await register([8]);
     expect(await registered()).toEqual([7, 8]);
     expect(stack.log.messages).not.toContain(NEEDS_RESTART);
+  });
+
+  // The scope audit: a key taken out of the JWKS file kept verifying tokens, new ones too, until a
+  // token named an unknown kid; the file is now followed as schema.file is.
+  it('stops verifying with a key taken out of a jwksFile, for tokens verified with it before too', async () => {
+    const [kept, removed] = await Promise.all([rsaKey('kept'), rsaKey('removed')]);
+    jwksDirectory = await mkdtemp(join(tmpdir(), 'svc-cache-jwks-'));
+    const jwksFile = join(jwksDirectory, 'jwks.json');
+    const writeJwks = async (keys: readonly SigningKey[]): Promise<void> => {
+      await writeFile(`${jwksFile}.new`, JSON.stringify({ keys: keys.map((key) => key.publicJwk) }));
+      await rename(`${jwksFile}.new`, jwksFile);
+    };
+    await writeJwks([kept, removed]);
+    const scope = `scopes:\n  USER:\n    definition: header:authorization\n    jwt:\n      claim: sub\n      algorithms: [RS256]\n      audience: api\n      jwksFile: ${jwksFile}\n`;
+    stack = await startFileConfiguredStack(configFile('  - types: [Query]\n    maxAge: 60\n    scope: USER\n', scope));
+    const bearer = async (key: SigningKey, sub: string) => ({ authorization: `Bearer ${await rsToken(key, { sub, aud: 'api' })}` });
+    const alice = await bearer(removed, 'alice');
+    expect(statuses(await twice(stack, TIME, alice))).toEqual(['MISS', 'HIT']);
+
+    await writeJwks([kept]);
+    await stack.log.waitFor(RELOADED, 1);
+    const after = [
+      await postGraphQL(stack.url, { query: TIME }, alice),
+      await postGraphQL(stack.url, { query: TIME }, await bearer(removed, 'bob')),
+      await postGraphQL(stack.url, { query: TIME }, await bearer(kept, 'carol')),
+    ];
+    expect(statuses(after)).toEqual(['PASS', 'PASS', 'MISS']);
   });
 
   it('warns of a JWT scope without an audience at start and after each reload that still has one', async () => {
