@@ -1,4 +1,4 @@
-import { contentCoding, hasInvalidAge, staleLimits, storability, upstreamAgeSeconds } from '../http/index.js';
+import { contentCoding, hasInvalidAge, staleLimits, storability, initialAgeSeconds } from '../http/index.js';
 import { headerValue, mediaType, type HeaderList } from '../http/index.js';
 import type { PassReason } from './passReason.js';
 import type { CachePolicy } from './rules.js';
@@ -18,7 +18,7 @@ export interface StoreContext {
   rules: Pick<CachePolicy, 'maxAge' | 'swr' | 'staleIfError'>;
   /** README, Every key: the origin's freshness then no longer shortens or refuses the lifetime. */
   ignoreOriginCacheControl: boolean;
-  /** Epoch milliseconds, for `Expires` without a valid `Date`. */
+  /** Epoch milliseconds: the answer's age from its `Date`, and `Expires` without a valid `Date`. */
   now: number;
 }
 
@@ -67,10 +67,10 @@ export function storeVerdict(status: number, headers: HeaderList, context: Store
   if (Number(headerValue(headers, 'content-length')) > context.maxResponseBodyBytes) return { reason: 'response-too-large' };
   const { rules } = context;
   // RFC 9111 section 4.2: the rule's lifetime, as any lifetime, is compared with the answer's age,
-  // which an upstream cache's `Age` starts (`originSeconds` is already less it).
+  // which an upstream cache's `Age` or the origin's `Date` starts (`originSeconds` is already less it).
   // An `Age` that cannot be read may be any age: expired, as `freshness` takes it with the origin's own lifetime.
   if (!context.ignoreOriginCacheControl && hasInvalidAge(headers)) return { reason: 'origin-expired' };
-  const ruleSeconds = context.ignoreOriginCacheControl ? rules.maxAge : rules.maxAge - upstreamAgeSeconds(headers);
+  const ruleSeconds = context.ignoreOriginCacheControl ? rules.maxAge : rules.maxAge - initialAgeSeconds(headers, context.now);
   const maxAge = context.ignoreOriginCacheControl || originSeconds === undefined ? ruleSeconds : Math.min(ruleSeconds, originSeconds);
   if (maxAge <= 0) return { reason: 'origin-expired' };
   // The origin's bounds on serving stale hold under ignoreOriginCacheControl too (LIFETIME_REASONS).

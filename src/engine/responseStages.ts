@@ -1,5 +1,5 @@
 import type { HeaderList } from '../http/index.js';
-import { contentCoding, decodedWithin, headerValue, upstreamAgeSeconds } from '../http/index.js';
+import { contentCoding, decodedWithin, headerValue, initialAgeSeconds } from '../http/index.js';
 import { isPlainObject } from '../util/index.js';
 import { stripAddedFields, type PreparedOperation } from '../invalidation/index.js';
 import { responseTags } from '../invalidation/index.js';
@@ -124,7 +124,7 @@ export function entryToStore(
   const clientBody = stripAddedFields(plan.prepared, body);
   // Dated from when the origin made it, so that a HIT's `age` counts an upstream cache's time too
   // (RFC 9111 section 4.2.3); its windows, from then, are as long after now as before.
-  const upstreamAgeMs = upstreamAgeSeconds(responseHeaders) * 1000;
+  const upstreamAgeMs = initialAgeSeconds(responseHeaders, now) * 1000;
   const entry: CachedResponse = {
     body: clientBody,
     encoding: 'identity',

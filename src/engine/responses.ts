@@ -109,10 +109,13 @@ function varyOnAcceptEncoding(headers: Array<[string, string]>): void {
 
 /**
  * Origin response headers that are never stored or replayed: hop-by-hop ones (RFC 9110 section
- * 7.6.1; every `proxy-*` besides, `replayableHeaders`), per-user ones (`authentication-info` answers
- * one client's credentials, `clear-site-data` clears one browser's), framing that is recomputed for
- * the stored bytes, and what the proxy adds. RFC 9111 section 3.1 forbids storing
- * `proxy-authentication-info` by name.
+ * 7.6.1, those `connection` names too; every `proxy-*` besides, `replayableHeaders`), per-user ones
+ * (`authentication-info` answers one client's credentials, `clear-site-data` clears one browser's),
+ * framing that is recomputed for the stored bytes, and what the proxy adds, svc-cache's own
+ * `svc-cache-*` and `svc-debug-*` included. RFC 9111 section 3.1 forbids storing
+ * `proxy-authentication-info` by name. `date` is kept: it is when the origin made the answer, which
+ * a HIT passes on as any cache does (RFC 9110 section 6.6.1), so that a cache after svc-cache counts
+ * the answer's age from it as svc-cache did (initialAgeSeconds).
  */
 const NOT_REPLAYED = new Set([
   'connection',
@@ -130,16 +133,28 @@ const NOT_REPLAYED = new Set([
   'content-length',
   'content-type',
   'content-encoding',
-  'date',
   'age',
   'x-request-id',
   CACHE_STATUS_HEADER,
 ]);
 
 export function replayableHeaders(headers: HeaderList): Array<[string, string]> {
+  const nominated = connectionOptions(headers);
   return headers
-    .filter(([name]) => !name.startsWith(':') && !name.startsWith('x-envoy-') && !name.startsWith('proxy-') && !NOT_REPLAYED.has(name))
+    .filter(([name]) => !name.startsWith(':') && !OWN_PREFIXES.some((prefix) => name.startsWith(prefix)) && !NOT_REPLAYED.has(name) && !nominated.has(name))
     .map(([name, value]) => [name, value]);
+}
+
+const OWN_PREFIXES = ['x-envoy-', 'proxy-', `${CACHE_STATUS_HEADER}-`, 'svc-debug-'];
+
+/** RFC 9110 section 7.6.1: the names `connection` lists are of fields for this connection only. */
+function connectionOptions(headers: HeaderList): ReadonlySet<string> {
+  const names = new Set<string>();
+  for (const [name, value] of headers) {
+    if (name !== 'connection') continue;
+    for (const option of value.split(',')) names.add(option.trim().toLowerCase());
+  }
+  return names;
 }
 
 /** Changes to a set of HTTP headers: set (a repeated name appends) and remove. */

@@ -29,7 +29,7 @@ export type Storability =
 export interface StorabilityContext {
   /** Lower-case names of the request headers whose whole value is in the cache key. */
   keyedRequestHeaders: ReadonlySet<string>;
-  /** Epoch milliseconds, for `Expires` when the response has no valid `Date`. */
+  /** Epoch milliseconds: the answer's apparent age from its `Date`, and `Expires` when it has no valid `Date`. */
   now: number;
 }
 
@@ -205,12 +205,17 @@ export function staleLimits(headers: HeaderList): StaleLimits {
 }
 
 /**
- * RFC 9111 section 5.1: seconds an upstream cache says the answer had been held before svc-cache got
- * it (`Age`), which a HIT's own `age` goes on from; 0 when absent or invalid (an invalid one makes an
- * answer with a lifetime of its own unstorable: `freshness`).
+ * RFC 9111 section 4.2.3: how old the answer already was when svc-cache got it, which a HIT's own
+ * `age` goes on from: the larger of what an upstream cache says (`Age`, 0 when absent or invalid:
+ * an invalid one makes an answer with a lifetime of its own unstorable, `freshness`) and what its
+ * `Date` shows (the apparent age; 0 for a `Date` ahead of svc-cache's clock). An upstream cache that
+ * sends no `Age` (an HTTP/1.0 one, nginx's `proxy_cache`) shows how long it held the answer only by
+ * the origin's `Date` it kept. `Date` has whole seconds, as the ages do.
  */
-export function upstreamAgeSeconds(headers: HeaderList): number {
-  return deltaSeconds(singleValue(headers, 'age')) ?? 0;
+export function initialAgeSeconds(headers: HeaderList, now: number): number {
+  const age = deltaSeconds(singleValue(headers, 'age')) ?? 0;
+  const date = httpDate(singleValue(headers, 'date') ?? '');
+  return date === undefined ? age : Math.max(age, Math.floor((now - date) / 1000));
 }
 
 /** An `Age` that is there but not one delta-seconds (a list, lines that disagree): how long the answer was held is unknown. */
@@ -269,10 +274,10 @@ function freshness(directives: Map<string, string | undefined | null>, headers: 
     if (expiresAt === undefined) return { storable: false, reason: 'origin-expired' };
     lifetime = Math.floor((expiresAt - (date ?? now)) / 1000);
   }
-  // Section 4.2.3: an upstream cache's Age has already used part of the lifetime. (The apparent
-  // age from Date is not used: the origin's clock is not the sidecar's, and Date has whole seconds.)
+  // Section 4.2.3: the answer's age, from an upstream cache's Age or its Date, has already used
+  // part of the lifetime.
   if (hasInvalidAge(headers)) return { storable: false, reason: 'origin-expired' };
-  const remaining = lifetime - upstreamAgeSeconds(headers);
+  const remaining = lifetime - initialAgeSeconds(headers, now);
   return remaining > 0 ? { storable: true, freshSeconds: remaining } : { storable: false, reason: 'origin-expired' };
 }
 

@@ -1,6 +1,6 @@
 /** The folder's one door: what other folders of src/ may use. */
 export { acceptsNoJson, hitNegotiation, mayAnswerWithHtml, namesStreamingType, ownAnswerMediaType, type GraphQLResponseMediaType, type HitNegotiation } from './accept.js';
-export { forbidsTransform, hasInvalidAge, requestForbidsStoring, staleLimits, storability, upstreamAgeSeconds } from './cacheControl.js';
+export { forbidsTransform, hasInvalidAge, requestForbidsStoring, staleLimits, storability, initialAgeSeconds } from './cacheControl.js';
 export { preconditionVerdict, type PreconditionVerdict } from './conditional.js';
 export { contentCoding, decodedWithin } from './contentCoding.js';
 export { isCookieAttributeName } from './cookieLine.js';

@@ -600,15 +600,21 @@ describe('DecisionEngine', () => {
       expect((await decide(request.head, request.body)).kind).toBe('respond');
     });
 
-    it('replays safe origin headers on a HIT and never per-user or hop-by-hop ones', async () => {
+    // The response audit: headers `connection` names, and an origin's copies of svc-cache's own
+    // headers, were replayed on every HIT; the origin's `date` was not, so a HIT of an answer an
+    // upstream cache had held looked new to the caches after svc-cache.
+    it('replays safe origin headers on a HIT, its date included, and never per-user, hop-by-hop or svc-cache\'s own', async () => {
       const request = post({ query: '{ todos { id } }' });
       await roundTrip(request, {
         headers: [
           ...JSON_HEADERS,
           ['cache-control', 'public, max-age=60'],
           ['x-origin', 'kept'],
-          ['connection', 'keep-alive'],
+          ['connection', 'keep-alive, X-Hop'],
+          ['x-hop', 'conn-1'],
           ['x-envoy-upstream-service-time', '4'],
+          ['svc-cache-stale', 'error'],
+          ['svc-debug-pass-reason', 'origin-status'],
           ['date', 'Tue, 01 Jan 2030 00:00:00 GMT'],
           ['content-length', String(ORIGIN_BODY.length)],
         ],
@@ -618,6 +624,7 @@ describe('DecisionEngine', () => {
         ['content-type', 'application/json; charset=utf-8'],
         ['cache-control', 'public, max-age=60'],
         ['x-origin', 'kept'],
+        ['date', 'Tue, 01 Jan 2030 00:00:00 GMT'],
         ['svc-cache', 'HIT'],
         ['age', '0'],
       ]);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { HeaderList } from '../../src/http/headers.js';
-import { forbidsTransform, httpDate, staleLimits, storability, upstreamAgeSeconds } from '../../src/http/cacheControl.js';
+import { forbidsTransform, httpDate, initialAgeSeconds, staleLimits, storability } from '../../src/http/cacheControl.js';
 
 const NOW = Date.UTC(2026, 10, 23, 12, 0, 0);
 const context = { keyedRequestHeaders: new Set(['accept', 'authorization']), now: NOW };
@@ -106,10 +106,11 @@ describe('storability', () => {
       expect(judge([['expires', at(0)]])).toEqual({ storable: false, reason: 'origin-expired' });
     });
 
-    it('counts from Date when present, else from now', () => {
+    it('counts from Date when present, else from now, less the age that Date shows (RFC 9111 section 4.2.3)', () => {
       expect(judge([['expires', at(120)]])).toEqual({ storable: true, freshSeconds: 120 });
-      expect(judge([['expires', at(120)], ['date', at(-30)]])).toEqual({ storable: true, freshSeconds: 150 });
-      expect(judge([['expires', at(-10)], ['date', at(-30)]])).toEqual({ storable: true, freshSeconds: 20 });
+      expect(judge([['expires', at(120)], ['date', at(-30)]])).toEqual({ storable: true, freshSeconds: 120 });
+      expect(judge([['expires', at(-10)], ['date', at(-30)]])).toEqual({ storable: false, reason: 'origin-expired' });
+      expect(judge([['expires', at(150)], ['date', at(30)]])).toEqual({ storable: true, freshSeconds: 120 });
       expect(judge([['expires', at(120)], ['date', 'nonsense']])).toEqual({ storable: true, freshSeconds: 120 });
     });
 
@@ -257,9 +258,31 @@ describe('httpDate', () => {
   );
 });
 
-describe('upstreamAgeSeconds and forbidsTransform', () => {
+describe('initialAgeSeconds and forbidsTransform', () => {
+  const now = Date.parse('2026-11-27T12:00:00.500Z');
+  const secondsBefore = (seconds: number): string => new Date(now - seconds * 1000).toUTCString();
+
   it("reads an upstream cache's Age, 0 when absent or invalid", () => {
-    expect([upstreamAgeSeconds([['age', '50']]), upstreamAgeSeconds([]), upstreamAgeSeconds([['age', 'soon']]), upstreamAgeSeconds([['age', '1'], ['age', '2']])]).toEqual([50, 0, 0, 0]);
+    expect([initialAgeSeconds([['age', '50']], now), initialAgeSeconds([], now), initialAgeSeconds([['age', 'soon']], now), initialAgeSeconds([['age', '1'], ['age', '2']], now)]).toEqual([50, 0, 0, 0]);
+  });
+
+  // The response audit: an answer nginx's proxy_cache held for 58 s (its Date kept, no Age) was
+  // served fresh for the origin's whole max-age=60 after svc-cache stored it.
+  it("counts the apparent age a Date in the past shows, the larger of it and Age, and not a Date ahead of svc-cache's clock", () => {
+    expect([
+      initialAgeSeconds([['date', secondsBefore(58)]], now),
+      initialAgeSeconds([['date', secondsBefore(58)], ['age', '70']], now),
+      initialAgeSeconds([['date', secondsBefore(5)], ['age', '30']], now),
+      initialAgeSeconds([['date', secondsBefore(-120)]], now),
+      initialAgeSeconds([['date', 'yesterday']], now),
+      initialAgeSeconds([['date', secondsBefore(0)]], now),
+    ]).toEqual([58, 70, 30, 0, 0, 0]);
+  });
+
+  it('stores an answer an upstream cache held, only for what is left of its lifetime by its Date', () => {
+    const context = { keyedRequestHeaders: new Set<string>(), now };
+    expect(storability(200, [['cache-control', 'max-age=60'], ['date', secondsBefore(58)]], context)).toEqual({ storable: true, freshSeconds: 2 });
+    expect(storability(200, [['cache-control', 'max-age=60'], ['date', secondsBefore(61)]], context)).toEqual({ storable: false, reason: 'origin-expired' });
   });
 
   it('finds no-transform on any cache-control line, in any case', () => {
