@@ -1,4 +1,4 @@
-import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -179,11 +179,14 @@ describe('files named by the configuration', () => {
       await eventually(() => expect(errors).toEqual([`${file('config.yaml')}: grpc.tls.cert: cannot read "${file('renewed.crt')}": no such file (line 5)`]));
       expect(changes).toEqual([]);
 
-      await copyFile(file('server.crt'), file('renewed.crt'));
+      await copyFile(file('server.crt'), file('renewed.crt.new'));
+      await rename(file('renewed.crt.new'), file('renewed.crt'));
       await eventually(() => expect(changes).toHaveLength(1));
 
       // Read only at start: new content in a usable certificate (here the chain made longer) is no new configuration.
-      await writeFile(file('renewed.crt'), Buffer.concat([await readFile(file('server.crt')), await readFile(file('ca.crt'))]));
+      // Renamed over it, as cert-manager's Secret mounts swap it: the poll must not read it half-written.
+      await writeFile(file('renewed.crt.new'), Buffer.concat([await readFile(file('server.crt')), await readFile(file('ca.crt'))]));
+      await rename(file('renewed.crt.new'), file('renewed.crt'));
       await new Promise((resolve) => setTimeout(resolve, 250));
       expect(changes).toHaveLength(1);
       expect(errors).toHaveLength(1);
