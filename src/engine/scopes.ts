@@ -138,8 +138,9 @@ const readByDefinitions = new WeakMap<ScopeDefinitions, Map<string, { readHeader
 /**
  * Whether every client may send a source's value: each of a header's repeated values (sourceValue)
  * empty or whitespace, a cookie's `""`, or a placeholder a client sends without a token of its own:
- * a bare auth scheme (`Bearer`), or what a JavaScript template makes of a missing token (`Bearer
- * null`, `JWT undefined`, `[object Object]`), under any scheme or none.
+ * a bare auth scheme (`Bearer`), what a template makes of a missing token (JavaScript's `null`,
+ * `undefined`, `[object Object]`, Python's `None`, Go's `<nil>` and `nil`), or a template left
+ * unfilled (`%s`, `${token}`, `{{token}}`), under any scheme or none.
  */
 function isBlank(value: string): boolean {
   if (!value.includes(REPEAT_SEPARATOR)) return PLACEHOLDER.test(value.trim());
@@ -147,7 +148,8 @@ function isBlank(value: string): boolean {
 }
 
 /** Matched against a trimmed value: no two runs of whitespace meet, so the test is linear in its length. */
-const PLACEHOLDER = /^(?:(?:bearer|basic|token|jwt)|(?:[a-z][\w.+-]*\s+)?(?:null|undefined|false|nan|\[object object\]|""|''))?$/i;
+const PLACEHOLDER =
+  /^(?:(?:bearer|basic|token|jwt)|(?:[a-z][\w.+-]*\s+)?(?:null|undefined|none|nil|<nil>|false|nan|\[object object\]|""|''|%[sv]|\$\{[^{}]*\}|\{\{[^{}]*\}\}))?$/i;
 
 /**
  * The first source of the scopes (JWT scopes included) whose value some origin may read otherwise

@@ -330,6 +330,10 @@ describe('classify', () => {
       ['a cookie beside an Authorization scope sent as a placeholder', '{ todos { id } }', [['authorization', 'Bearer null'], ['cookie', 'sid=a']]],
       ['a cookie beside an Authorization scope sent as a bare scheme', '{ todos { id } }', [['authorization', 'Bearer'], ['cookie', 'sid=a']]],
       ['a cookie beside an Authorization scope sent as JWT [object Object]', '{ todos { id } }', [['authorization', 'JWT [object Object]'], ['cookie', 'sid=a']]],
+      // The scope audit: what Python, Go and unfilled templates send without a token.
+      ...['Bearer None', 'Bearer <nil>', 'Bearer nil', 'Bearer %s', 'Bearer ${token}', 'Bearer {{token}}'].map(
+        (value): [string, string, Array<[string, string]>] => [`a cookie beside an Authorization scope sent as ${value}`, '{ todos { id } }', [['authorization', value], ['cookie', 'sid=a']]],
+      ),
       ['another cookie beside the scope\'s own quoted empty', '{ users { id } }', [['cookie', 'session=""; remember=alice']]],
       // A cookie scope reads its cookie, not the others: a "remember me" cookie may name the user.
       ['other cookies beside an absent cookie scope', '{ users { id } }', [['cookie', 'remember=alice']]],
