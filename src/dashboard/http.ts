@@ -45,9 +45,11 @@ export function dashboardRoutes(options: DashboardRoutesOptions): AdminRoutes {
   const { dashboard } = options;
   return (request, response) => {
     const url = new URL(request.url ?? '/', 'http://admin');
-    const route = `${request.method ?? 'GET'} ${url.pathname}`;
+    // HEAD is GET without the body, which Node's server leaves out itself (RFC 9110 section 9.3.2).
+    const method = request.method === 'HEAD' ? 'GET' : (request.method ?? 'GET');
+    const route = `${method} ${url.pathname}`;
     if (!options.config().dashboard.enabled) return false;
-    const asset = request.method === 'GET' ? pageAsset(url.pathname) : undefined;
+    const asset = method === 'GET' ? pageAsset(url.pathname) : undefined;
     if (asset) {
       response.writeHead(200, { 'content-type': asset.contentType, 'cache-control': 'no-cache' }).end(asset.body);
       return true;

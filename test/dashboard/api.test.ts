@@ -62,6 +62,11 @@ describe('dashboard API', () => {
     }
     expect(pageSizeBytes()).toBeLessThan(300 * 1024);
     expect((await fetch(`${admin}/api/nothing`)).status).toBe(404);
+    // The new user's run: HEAD, which the README lets the admin port take, was 404 on these routes.
+    for (const path of ['/', '/dashboard/app.js', '/api/summary', '/api/config']) {
+      const head = await fetch(`${admin}${path}`, { method: 'HEAD' });
+      expect([path, head.status, head.headers.get('content-type'), await head.text()]).toEqual([path, 200, (await fetch(`${admin}${path}`)).headers.get('content-type'), '']);
+    }
     expect((await fetch(`${admin}/healthz`)).status).toBe(200);
   });
 
