@@ -26,17 +26,14 @@ const MESSAGE_PHASES = ['request_headers', 'request_body', 'request_trailers', '
 /** The ext_proc message being answered. */
 export type MessagePhase = (typeof MESSAGE_PHASES)[number];
 
-export type StoreOperation =
-  | 'lookup'
-  | 'store'
-  | 'invalidate'
-  | 'invalidateAll'
-  | 'markStale'
-  | 'markAllStale'
-  | 'ping';
+const STORE_OPERATIONS = ['lookup', 'store', 'invalidate', 'invalidateAll', 'markStale', 'markAllStale', 'ping'] as const;
+
+export type StoreOperation = (typeof STORE_OPERATIONS)[number];
 
 /** How a purge request ended: applied, the store failed, refused for its token, or invalid GraphQL. */
-export type PurgeResult = 'purged' | 'store-failed' | 'not-confirmed' | 'unauthorized' | 'invalid';
+export type PurgeResult = (typeof PURGE_RESULTS)[number];
+
+const PURGE_RESULTS = ['purged', 'store-failed', 'not-confirmed', 'unauthorized', 'invalid'] as const;
 
 /** `registered`: a hash and its query were stored; otherwise why the request was refused (`not-found`: PersistedQueryNotFound was answered). */
 export type PersistedQueryEvent =
@@ -56,10 +53,19 @@ export interface CompletedRequest {
   bytesServedFromCache: number;
 }
 
-export type ConfigReloadResult = 'ok' | 'refused';
+export type ConfigReloadResult = (typeof CONFIG_RELOAD_RESULTS)[number];
+
+const CONFIG_RELOAD_RESULTS = ['ok', 'refused'] as const;
+
+/** Why an expired entry answered for the origin (stale-if-error). */
+export type StaleIfErrorFailure = (typeof STALE_IF_ERROR_FAILURES)[number];
+
+const STALE_IF_ERROR_FAILURES = ['origin-status', 'origin-not-graphql'] as const;
 
 /** The gRPC status an ext_proc stream was ended with when svc-cache ended it with an error. */
-export type StreamErrorCode = 'INVALID_ARGUMENT' | 'INTERNAL';
+export type StreamErrorCode = (typeof STREAM_ERROR_CODES)[number];
+
+const STREAM_ERROR_CODES = ['INVALID_ARGUMENT', 'INTERNAL'] as const;
 
 export interface MetricsOptions {
   /** Process and Node.js runtime metrics (CPU, memory, event loop lag, GC); on unless turned off. */
@@ -218,6 +224,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly storeUp = new Gauge({
+    name: 'svc_cache_store_up',
+    help: '1 when the last ping of the cache store succeeded, 0 when it failed: pinged every 15 s, and at each /readyz.',
+    registers: [this.registry],
+  });
+
   private readonly lastConfigReloadSuccessful = new Gauge({
     name: 'svc_cache_config_last_reload_successful',
     help: '1 when the last change of the configuration file was applied (or none happened yet), 0 when it was refused.',
@@ -226,6 +238,14 @@ export class Metrics {
 
   constructor(options: MetricsOptions = {}) {
     this.lastConfigReloadSuccessful.set(1);
+    // A counter with a closed set of labels is at 0 from the first scrape: a series that appears
+    // at 1 is nothing to increase() and rate(), so the first store error after a restart, or the
+    // first refused reload, would never show.
+    for (const code of STREAM_ERROR_CODES) this.streamErrors.inc({ code }, 0);
+    for (const operation of STORE_OPERATIONS) this.storeErrors.inc({ operation }, 0);
+    for (const result of PURGE_RESULTS) this.purges.inc({ result }, 0);
+    for (const result of CONFIG_RELOAD_RESULTS) this.configReloads.inc({ result }, 0);
+    for (const failure of STALE_IF_ERROR_FAILURES) this.staleIfErrorAnswers.inc({ failure }, 0);
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -307,7 +327,7 @@ export class Metrics {
     this.coalescedCount += 1;
   }
 
-  recordStaleIfError(failure: 'origin-status' | 'origin-not-graphql'): void {
+  recordStaleIfError(failure: StaleIfErrorFailure): void {
     this.staleIfErrorAnswers.inc({ failure });
   }
 
@@ -319,6 +339,11 @@ export class Metrics {
   /** One lookup of a store with a replica-local cache; on every HIT, so it only adds to a number. */
   recordLocalCacheLookup(result: 'hit' | 'miss'): void {
     this.localCacheCounts.add(result);
+  }
+
+  /** The last ping of the store: answered, or failed. */
+  setStoreUp(up: boolean): void {
+    this.storeUp.set(up ? 1 : 0);
   }
 
   setLocalCacheEnabled(enabled: boolean): void {

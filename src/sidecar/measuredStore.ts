@@ -49,8 +49,15 @@ export class MeasuredStore implements CacheStore {
     return this.measure('markAllStale', () => this.inner.markAllStale());
   }
 
+  /** Also tells whether the store is up (`svc_cache_store_up`). */
   ping(): Promise<void> {
-    return this.measure('ping', () => this.inner.ping());
+    return this.measure('ping', () => this.inner.ping()).then(
+      () => this.metrics.setStoreUp(true),
+      (error: unknown) => {
+        this.metrics.setStoreUp(false);
+        throw error;
+      },
+    );
   }
 
   close(): Promise<void> {

@@ -190,6 +190,10 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     'svc-cache serving',
   );
   for (const warning of configWarnings(config)) logger.warn({ warning }, 'configuration warning');
+  // svc_cache_store_up follows the store with no traffic and no probe: an alert on it needs no
+  // request to notice Redis down (README, Metrics). A failed ping is counted and logged nowhere else.
+  const storeWatch = setInterval(() => void store.ping().catch(() => undefined), STORE_PING_INTERVAL_MS).unref();
+  void store.ping().catch(() => undefined);
   return {
     grpcPort: extProc.port,
     adminPort: admin.port,
@@ -200,6 +204,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     schemaReady: schemaSource.ready,
     close: async (graceMs) => {
       closing = true;
+      clearInterval(storeWatch);
       watcher?.close();
       await extProc.close(graceMs);
       await admin.close();
@@ -208,6 +213,9 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
     },
   };
 }
+
+/** How often the store is pinged for `svc_cache_store_up`, besides each /readyz and dashboard refresh. */
+const STORE_PING_INTERVAL_MS = 15_000;
 
 /** One ping's round trip and the store errors counted since start, for the dashboard. */
 async function storeHealth(store: CacheStore, metrics: Metrics): Promise<StoreHealth> {

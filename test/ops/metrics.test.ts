@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { MeasuredStore } from '../../src/sidecar/measuredStore.js';
@@ -116,6 +116,22 @@ describe('metrics with real traffic', () => {
     expect(increase('svc_cache_purged_entries_total', { mode: 'soft' })).toBe(1);
   });
 
+  // The new user's run: a series that appears at 1 is nothing to increase() and rate().
+  it('reports counters of closed label sets at 0 from the first scrape, and the store up', async () => {
+    const text = await new Metrics({ processMetrics: false }).exposition();
+    const closedSets: Array<[name: string, label: string, values: readonly string[]]> = [
+      ['svc_cache_store_errors_total', 'operation', ['lookup', 'store', 'invalidate', 'invalidateAll', 'markStale', 'markAllStale', 'ping']],
+      ['svc_cache_purges_total', 'result', ['purged', 'store-failed', 'not-confirmed', 'unauthorized', 'invalid']],
+      ['svc_cache_config_reloads_total', 'result', ['ok', 'refused']],
+      ['svc_cache_stream_errors_total', 'code', ['INVALID_ARGUMENT', 'INTERNAL']],
+      ['svc_cache_stale_if_error_total', 'failure', ['origin-status', 'origin-not-graphql']],
+    ];
+    const samples = (read: (name: string, label: string, value: string) => number | undefined) =>
+      closedSets.flatMap(([name, label, values]) => values.map((value) => [name, value, read(name, label, value)]));
+    expect(samples((name, label, value) => sampleValue(text, name, { [label]: value }))).toEqual(samples(() => 0));
+    expect(sampleValue(await scrape(stack().sidecar.adminPort), 'svc_cache_store_up')).toBe(1);
+  });
+
   it('declares every svc-cache metric with its type, and the process metrics', async () => {
     const types = metricTypes(await scrape(stack().sidecar.adminPort));
     expect(Object.fromEntries([...types].filter(([name]) => name.startsWith('svc_cache_')))).toEqual({
@@ -139,6 +155,7 @@ describe('metrics with real traffic', () => {
       svc_cache_local_cache_enabled: 'gauge',
       svc_cache_purge_ack_seconds: 'histogram',
       svc_cache_config_reloads_total: 'counter',
+      svc_cache_store_up: 'gauge',
       svc_cache_config_last_reload_successful: 'gauge',
     });
     expect(types.get('process_cpu_seconds_total')).toBe('counter');
@@ -178,8 +195,11 @@ describe('store errors', () => {
     stack = undefined;
   });
 
-  it('are counted by operation while requests still pass to the origin', async () => {
+  it('are counted by operation while requests still pass to the origin, and the store is down from the first ping', async () => {
     stack = await startStack({ redis: { url: 'redis://127.0.0.1:1', commandTimeoutMs: 100 } });
+    // The new user's run: nothing on /metrics said Redis was down until a request or probe came.
+    const sidecar = stack.sidecar;
+    await vi.waitFor(async () => expect(sampleValue(await scrape(sidecar.adminPort), 'svc_cache_store_up')).toBe(0), { timeout: 5_000, interval: 50 });
     const response = await postGraphQL(stack.url, { query: TODOS_QUERY });
     expect(response.status).toBe(200);
     expect(response.headers.get('svc-cache')).toBe('PASS');
@@ -204,7 +224,8 @@ describe('the measured store', () => {
     expect((await store.lookup('key')).entry).toBeUndefined();
     const text = await metrics.exposition();
     expect(sampleValue(text, 'svc_cache_store_errors_total', { operation: 'ping' })).toBe(1);
-    expect(sampleValue(text, 'svc_cache_store_errors_total', { operation: 'lookup' })).toBeUndefined();
+    expect(sampleValue(text, 'svc_cache_store_errors_total', { operation: 'lookup' })).toBe(0);
+    expect(sampleValue(text, 'svc_cache_store_up')).toBe(0);
     expect(sampleValue(text, 'svc_cache_store_duration_seconds_count', { operation: 'lookup' })).toBe(1);
   });
 
