@@ -156,6 +156,17 @@ describe.skipIf(kubectlMissing !== undefined)('the sidecar component added to th
     expect(policy.spec.ingress).toEqual([{ from: [{ podSelector: { matchLabels: SIDECAR_LABEL } }], ports: [{ port: 6379, protocol: 'TCP' }] }]);
   });
 
+  // The new user's run: the Secret's URL carried a password that the shipped Redis never asked for.
+  it("makes the shipped Redis require the password of the Secret whose url svc-cache reads, its probe included", () => {
+    const redis = find('Deployment', 'svc-cache-redis').spec.template.spec.containers[0];
+    const fromSecret = (name: string) => redis.env.find((each: Yaml) => each.name === name)?.valueFrom?.secretKeyRef;
+    expect([fromSecret('REDIS_PASSWORD'), fromSecret('REDISCLI_AUTH')]).toEqual([{ name: 'svc-cache-redis', key: 'password' }, { name: 'svc-cache-redis', key: 'password' }]);
+    expect(redis.args.slice(0, 3)).toEqual(['redis-server', '--requirepass', '$(REDIS_PASSWORD)']);
+    expect(redis.readinessProbe.exec.command).toEqual(['redis-cli', 'ping']);
+    const url = container('svc-cache').env.find((each: Yaml) => each.name === 'SVC_REDIS_URL');
+    expect(url.valueFrom.secretKeyRef).toEqual({ name: 'svc-cache-redis', key: 'url' });
+  });
+
   it('keeps pod readiness independent of Redis and the origin schema', () => {
     expect(container('envoy').readinessProbe.httpGet.path).toBe('/ready');
     expect(container('svc-cache').readinessProbe.httpGet).toEqual({ path: '/healthz', port: 'svc-cache-admin' });
