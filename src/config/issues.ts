@@ -20,9 +20,10 @@ export interface IssueContext {
   lineOf(path: KeyPath, key?: string): number | undefined;
   /**
    * How to show a value that was written, so that values from the environment are never shown;
-   * `describe` shows one written in the file itself.
+   * `describe` shows one written in the file itself. A URL `describe` quotes without its
+   * credentials (`fromEnvironmentToo`) is shown so from the environment too, naming the variables.
    */
-  showValue(value: unknown, describe: (value: unknown) => string): string;
+  showValue(value: unknown, describe: (value: unknown) => string, fromEnvironmentToo?: boolean): string;
   /** Whether a problem about this value only repeats one already reported. */
   alreadyReported(value: unknown): boolean;
 }
@@ -87,7 +88,9 @@ function valueProblem(message: string, path: KeyPath, context: IssueContext): Pr
   const scalar = typeof value !== 'object' || value === null;
   const secrecy = secrecyAt(context.schema, path) ?? (scalar ? secrecyWithin(schemaAt(context.schema, path)) : undefined);
   const shown =
-    secrecy === 'value' ? describeSecret(value) : context.showValue(value, secrecy === 'url-password' ? describeUrlWithoutCredentials : describeWrittenValue);
+    secrecy === 'value' ? describeSecret(value) : secrecy === 'url-password'
+        ? context.showValue(value, describeUrlWithoutCredentials, true)
+        : context.showValue(value, describeWrittenValue);
   const found = message.startsWith('expected ') ? `, got ${shown}` : '';
   return [{ line, text: `${where}: ${message}${found}` }];
 }
@@ -149,17 +152,20 @@ function secrecyWithin(schema: z.core.$ZodType | undefined): Secrecy | undefined
 /**
  * A URL that may hold a password, quoted only where what follows its last "@" cannot be part of the
  * password: written as `scheme://...` without spaces, "?" or "#" (which would end a password written
- * unencoded, README, Every key: redis.url) and parsed as a URL. Everything between "://" and the last
- * "@" is replaced, since a password may hold an unencoded "/" or "@". Anything else is not quoted.
+ * unencoded, README, Every key: redis.url). Everything between "://" and the last "@" is replaced,
+ * since a password may hold an unencoded "/" or "@". Without an "@", the value is quoted when it
+ * parses as a URL or is a host, a numeric port and a database (`redis://host:99999/0`, whose port
+ * is the mistake); `redis://:hunter2` is neither. Anything else is not quoted.
  */
 function describeUrlWithoutCredentials(value: unknown): string {
   // `host:port` is the usual slip, but the value may as well be a password pasted alone.
   if (typeof value === 'string' && !value.includes('://')) return `a value of ${value.length} characters without "://" (not shown: it may be a password)`;
-  const parts = typeof value === 'string' && URL.canParse(value) ? /^([a-z][a-z0-9+.-]*:\/\/)([^\s?#]*)$/i.exec(value) : null;
+  const parts = typeof value === 'string' ? /^([a-z][a-z0-9+.-]*:\/\/)([^\s?#]*)$/i.exec(value) : null;
   if (!parts) return describeSecret(value);
   const [, scheme = '', rest = ''] = parts;
   const at = rest.lastIndexOf('@');
-  return describeWrittenValue(at === -1 ? value : `${scheme}[redacted]${rest.slice(at)}`);
+  if (at !== -1) return describeWrittenValue(`${scheme}[redacted]${rest.slice(at)}`);
+  return URL.canParse(String(value)) || /^[\w.-]+:\d+(\/\d*)?$/.test(rest) ? describeWrittenValue(value) : describeSecret(value);
 }
 
 function suggestKey(key: string, known: readonly string[]): string {

@@ -62,10 +62,11 @@ function readConfigText(text: string, options: ParseConfigOptions): ConfigText {
         written,
         schema: configSchema,
         lineOf: file.lineOf,
-        showValue: (value, describe) => {
+        showValue: (value, describe, fromEnvironmentToo = false) => {
           const variables = isScalarValue(value) ? substitution.fromEnvironment.get(String(value)) : undefined;
           if (!variables) return describe(value);
           const references = variables.map((name) => `\${${name}}`).join(' and ');
+          if (fromEnvironmentToo) return `${describe(value)} (with the value of ${references})`;
           return typeof value === 'string' && /^(-?\d+(\.\d+)?|true|false)$/.test(value)
             ? `the value of ${references} as a string (leave the reference unquoted for a number or true/false)`
             : `the value of ${references}`;

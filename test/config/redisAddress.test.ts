@@ -22,8 +22,11 @@ function problems(redis: string): readonly string[] {
 describe('redis.url', () => {
   it.each([
     ['"redis://:pw@local host:6379"', 'expected a URL of the form redis[s]://[[user]:password@]host[:port][/db], with the password URL-encoded, got a secret of 27 characters (not shown)'],
-    ['"redis://:pw@localhost:99999"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got a secret of 27 characters (not shown)'],
-    ['"redis://:pw@localhost:abc"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got a secret of 25 characters (not shown)'],
+    // The new user's run: a port out of range hid the whole URL as a secret, where the README shows it quoted.
+    ['"redis://:pw@localhost:99999"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got "redis://[redacted]@localhost:99999"'],
+    ['"redis://:pw@localhost:abc"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got "redis://[redacted]@localhost:abc"'],
+    ['"redis://127.0.0.1:99999/0"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got "redis://127.0.0.1:99999/0"'],
+    ['"redis://:hunter2"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got a secret of 16 characters (not shown)'],
     ['"redis://:pw@localhost:0"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got "redis://[redacted]@localhost:0"'],
     ['redis://localhost:6379/abc', 'expected a redis:// or rediss:// URL whose path is a database number (redis://host:6379/0), got "redis://localhost:6379/abc"'],
     [
@@ -41,9 +44,16 @@ describe('redis.url', () => {
     expect(problems(`  url: ${url}\n`)).toEqual([`config.yaml: redis.url: ${message} (line 4)`]);
   });
 
-  it('quotes no URL that comes from the environment', () => {
+  // The new user's run: "got the value of ${REDIS_PASSWORD}" pointed at the password, when the port was wrong.
+  it('quotes a URL from the environment as one written in the file, without its credentials, naming the variables', () => {
     expect(() => parseConfig(`${ORIGIN}redis:\n  url: \${REDIS_URL}\n`, { source: 'config.yaml', env: { REDIS_URL: 'http://redis:6379' } })).toThrow(
-      'config.yaml: redis.url: expected a redis:// or rediss:// URL such as redis://host:6379, got the value of ${REDIS_URL} (line 4)',
+      'config.yaml: redis.url: expected a redis:// or rediss:// URL such as redis://host:6379, got "http://redis:6379" (with the value of ${REDIS_URL}) (line 4)',
+    );
+    expect(() => parseConfig(`${ORIGIN}redis:\n  url: redis://:\${REDIS_PASSWORD}@127.0.0.1:99999/0\n`, { source: 'config.yaml', env: { REDIS_PASSWORD: 'hunter2' } })).toThrow(
+      'config.yaml: redis.url: expected a redis:// or rediss:// URL with a port from 1 to 65535, got "redis://[redacted]@127.0.0.1:99999/0" (with the value of ${REDIS_PASSWORD}) (line 4)',
+    );
+    expect(() => parseConfig(`${ORIGIN}redis:\n  url: \${REDIS_URL}\n`, { source: 'config.yaml', env: { REDIS_URL: 'redis://:hunter2' } })).toThrow(
+      'config.yaml: redis.url: expected a redis:// or rediss:// URL with a port from 1 to 65535, got a secret of 16 characters (not shown) (with the value of ${REDIS_URL}) (line 4)',
     );
   });
 

@@ -141,7 +141,7 @@ describe('watchConfig', () => {
     await writeFile(path, configText(60, 'redis:\n  url: "redis://:pw@localhost:99999"\n'));
     await eventually(() => expect(observed.errors).toHaveLength(1));
     expect(observed.errors[0]?.message).toBe(
-      `${path}: redis.url: expected a redis:// or rediss:// URL with a port from 1 to 65535, got a secret of 27 characters (not shown) (line 7)`,
+      `${path}: redis.url: expected a redis:// or rediss:// URL with a port from 1 to 65535, got "redis://[redacted]@localhost:99999" (line 7)`,
     );
     expect(observed.changes).toEqual([]);
   });
