@@ -37,6 +37,12 @@ export type PassReason =
   | 'subscription'
   | 'streaming-document'
   | 'introspection'
+  /**
+   * A selection within a field svc-cache's schema lacks (the origin deployed it first): what it
+   * holds has no type svc-cache knows, so no rule on its type can match, and objects in it could
+   * not be tagged (README, Fields svc-cache's schema lacks).
+   */
+  | 'schema-lacks-field'
   | 'not-acceptable'
   /** A GET with `If-Match` or `If-Unmodified-Since`, which the origin may answer 412 (README, Response headers stored and replayed). */
   | 'precondition'

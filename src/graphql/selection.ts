@@ -31,6 +31,11 @@ import {
 export interface Selection {
   types: ReadonlySet<string>;
   fields: ReadonlySet<string>;
+  /**
+   * It selects within a field the schema lacks: what that field holds has no type svc-cache knows,
+   * so no rule naming its type can be matched to it (a fragment's type condition aside).
+   */
+  withinUnknownField: boolean;
 }
 
 /**
@@ -49,12 +54,13 @@ export function selectionOf(schema: GraphQLSchema, document: DocumentNode): Sele
       walk.readUnder(definition.typeCondition, definition.selectionSet);
     }
   }
-  return { types: walk.types, fields: walk.fields };
+  return { types: walk.types, fields: walk.fields, withinUnknownField: walk.withinUnknownField };
 }
 
 class SelectionWalk {
   readonly types = new Set<string>();
   readonly fields = new Set<string>();
+  withinUnknownField = false;
 
   constructor(private readonly schema: GraphQLSchema) {}
 
@@ -71,8 +77,11 @@ class SelectionWalk {
         const returned = parent && fieldDefinition(this.schema, parent, selection.name.value)?.type;
         const returnedType = returned && getNamedType(returned);
         const returnedOwners = returnedType && this.addType(returnedType);
-        // Fields of a scalar (invalid) belong to no type.
-        if (selection.selectionSet) this.read(selection.selectionSet, isCompositeType(returnedType) ? returnedOwners : undefined, returned);
+        if (selection.selectionSet) {
+          if (parent && returned === undefined) this.withinUnknownField = true;
+          // Fields of a scalar (invalid) belong to no type.
+          this.read(selection.selectionSet, isCompositeType(returnedType) ? returnedOwners : undefined, returned);
+        }
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
         if (selection.typeCondition) this.readUnder(selection.typeCondition, selection.selectionSet);
         else this.read(selection.selectionSet, owners, named);

@@ -51,6 +51,7 @@ function analyse(current: Config) {
     policy: cachePolicyFor(current.rules, selectionOf(schema, document)),
     streams: usesIncrementalDelivery(document),
     unnamedIntrospection: selectsUnnamedIntrospection(current.rules, selectionOf(schema, document)),
+    withinUnknownField: selectionOf(schema, document).withinUnknownField,
   });
 }
 
@@ -290,6 +291,8 @@ describe('classify', () => {
     ['__type under a type rule', '{ __type(name: "Todo") { name } }', {}, [], 'introspection'],
     ['a bypass header', '{ todos { id } }', { cache: { bypassCacheHeaders: ['X-Bypass'] } }, [['x-bypass', '1']], 'bypass-header'],
     ['a request for an Apollo Federation inline trace', '{ todos { id } }', {}, [['apollo-federation-include-trace', 'ftv1']], 'trace-requested'],
+    // The review of the audit's fix: under a field the schema lacks, a type the rules name cannot be seen.
+    ['a selection within a field the schema lacks', '{ teamBalance { amount } }', {}, [], 'schema-lacks-field'],
     ['no matching rule', '{ todos { id } }', { rules: [{ types: ['User'], maxAge: 60 }] }, [], 'no-rule'],
     ['a rule with maxAge 0', '{ todos { id } }', { rules: [{ types: ['Query'], maxAge: 0 }] }, [], 'max-age-zero'],
     ['credentials on PUBLIC', '{ todos { id } }', {}, [['cookie', 'a=b']], 'credentials-on-public'],

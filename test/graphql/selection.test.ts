@@ -43,6 +43,7 @@ function typeInfoSelection(schema: GraphQLSchema, document: DocumentNode): { typ
 }
 
 const sorted = (selection: { types: ReadonlySet<string>; fields: ReadonlySet<string> }) => ({ types: [...selection.types].sort(), fields: [...selection.fields].sort() });
+const within = (query: string): boolean => selectionOf(schema, parse(query)).withinUnknownField;
 
 describe('selectionOf', () => {
   it('names the types and fields a query selects, an abstract type as each of its possible types', () => {
@@ -73,6 +74,16 @@ describe('selectionOf', () => {
       types: ['Query', 'String', 'User'],
       fields: ['Query.me', 'Query.teamBalance', 'User.__schema', 'User.name', 'User.nope'],
     });
+  });
+
+  it('says whether it selects within a field the schema lacks, not for a scalar it lacks or a fragment on a type it lacks', () => {
+    expect([within('{ nope { id } }'), within('{ me { nope { id } } }'), within('{ nope me { id } }'), within('{ me { ... on Missing { id } } }'), within('{ me { name { length } } }')]).toEqual([
+      true,
+      true,
+      false,
+      false,
+      false,
+    ]);
   });
 
   it('names what an unknown field holds only through the type conditions of its fragments', () => {
