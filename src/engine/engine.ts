@@ -54,6 +54,7 @@ import {
   parseBatchResults,
   parseGraphQLResult,
   ranUnseenMutation,
+  serverErrorMayHaveRun,
   isSuccess,
   isHoldable,
   passedBody,
@@ -901,7 +902,7 @@ export class DecisionEngine {
    */
   private async invalidateAfterMutation(plan: MutationPlan, body: Buffer): Promise<void> {
     const result = body.length > plan.maxResponseBodyBytes ? undefined : parseGraphQLResult(body);
-    if (!result) return this.invalidateByRootFieldTypes(plan);
+    if (!result || serverErrorMayHaveRun(plan, result)) return this.invalidateByRootFieldTypes(plan);
     await this.invalidate(plan.policy, mutationInvalidationTags(plan.schema, plan.prepared, result, plan.policy), 'answer');
   }
 
@@ -926,7 +927,7 @@ export class DecisionEngine {
       if (!mutation) return;
       policy = mutation.policy;
       const answer = answers?.[index];
-      if (isPlainObject(answer)) for (const tag of mutationInvalidationTags(mutation.schema, mutation.prepared, answer, mutation.policy)) fromAnswers.add(tag);
+      if (isPlainObject(answer) && !serverErrorMayHaveRun(plan, answer)) for (const tag of mutationInvalidationTags(mutation.schema, mutation.prepared, answer, mutation.policy)) fromAnswers.add(tag);
       else for (const tag of rootFieldTypeTags(mutation.schema, mutation.prepared)) fromRootFields.add(tag);
     });
     if (plan.unseen.some((index) => answers === undefined || ranUnseenMutation(answers[index]))) await this.invalidateEverything('unseen-operation');

@@ -271,6 +271,8 @@ export interface MutationPlan {
   policy: MutationPolicy;
   /** Past this an answer is not read: the root fields' types are invalidated instead. */
   maxResponseBodyBytes: number;
+  /** The answer came with a 5xx (serverErrorMayHaveRun). */
+  serverError?: true;
 }
 
 /** A batch (a JSON array of operations) holding mutations: never stored, its answers invalidate. */
@@ -282,6 +284,8 @@ export interface BatchPlan {
   unseen: readonly number[];
   /** Past this the answers are not read: each mutation invalidates its root fields' types. */
   maxResponseBodyBytes: number;
+  /** The answer came with a 5xx (serverErrorMayHaveRun). */
+  serverError?: true;
 }
 
 /**

@@ -25,13 +25,12 @@ export function planAfterResponseHead(plan: ResponsePlan, status: number, header
     case 'pass':
       return plan.unseen && isSuccess(status) && isReadable(headers) && isHoldable(headers, endOfStream, plan.unseen.maxResponseBodyBytes) ? { ...plan, readUnseen: true } : plan;
     case 'mutation':
-      return isReadable(headers) && isHoldable(headers, endOfStream, plan.maxResponseBodyBytes)
-        ? plan
-        : { kind: 'pass', reason: 'mutation', ...addedFields(plan.prepared) };
+      if (!isReadable(headers) || !isHoldable(headers, endOfStream, plan.maxResponseBodyBytes)) return { kind: 'pass', reason: 'mutation', ...addedFields(plan.prepared) };
+      return status >= 500 ? { ...plan, serverError: true } : plan;
     case 'batch':
       // Elements svc-cache could not see ran nothing to answer for when the origin refused the batch.
       if (!isReadable(headers) || !isHoldable(headers, endOfStream, plan.maxResponseBodyBytes)) return { kind: 'pass', reason: 'batch' };
-      return isSuccess(status) ? plan : { ...plan, unseen: [] };
+      return isSuccess(status) ? plan : { ...plan, unseen: [], ...(status >= 500 && { serverError: true as const }) };
     case 'store': {
       const verdict = storeVerdict(status, headers, {
         keyedRequestHeaders: plan.keyedRequestHeaders,
@@ -55,6 +54,16 @@ export function planAfterResponseHead(plan: ResponsePlan, status: number, header
 export function wantsResponseBody(plan: ResponsePlan, headers: HeaderList, endOfStream: boolean, maxBodyBytes: number): boolean {
   if (plan.kind !== 'pass' || plan.readUnseen) return true;
   return plan.added !== undefined && isHoldable(headers, endOfStream, maxBodyBytes) && contentCoding(headers) !== undefined;
+}
+
+/**
+ * Whether a mutation's answer without `data` may still come after it ran: a request error (no
+ * `data`, GraphQL spec section 7.1.2) ran nothing, unless it came with a 5xx, which a gateway in
+ * front of the origin may answer when it gave up on a mutation the origin went on running (Apollo
+ * Router's timeout answers so). Such an answer invalidates its root fields' types.
+ */
+export function serverErrorMayHaveRun(plan: { serverError?: true }, result: Record<string, unknown>): boolean {
+  return plan.serverError === true && !Object.hasOwn(result, 'data');
 }
 
 /** A 2xx status: the origin ran the request (a 4xx or 5xx ran nothing svc-cache must answer for). */

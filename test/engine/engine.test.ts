@@ -288,6 +288,18 @@ describe('DecisionEngine', () => {
     await vi.waitFor(() => expect([invalidate.mock.calls, flush.mock.calls.length]).toEqual([[[['t:Todo']]], 1]));
   });
 
+  // The new user's run: a mutation refused in validation emptied entries; the review: a gateway's 504
+  // without data may come while the origin runs the mutation on, so that one still invalidates.
+  it('invalidates nothing for a request error without data, but the root fields\' types when it came with a 5xx', async () => {
+    build({ mutationPolicy: 'Entity' });
+    const invalidate = vi.spyOn(store, 'invalidate');
+    const mutation = post({ query: 'mutation { updateTodo(id: "1", title: "x") { id } }' });
+    const refused = Buffer.from('{"errors":[{"message":"Cannot query field \\"nope\\""}]}');
+    for (const status of [200, 400, 504]) await roundTrip(mutation, { status, body: refused });
+    await roundTrip(post([{ query: 'mutation { updateTodo(id: "2", title: "y") { id } }' }]), { status: 502, body: Buffer.from(`[${refused}]`) });
+    expect(invalidate.mock.calls).toEqual([[['t:Todo']], [['t:Todo']]]);
+  });
+
   it('does not retry an invalidation the store applied but a replica did not confirm', async () => {
     build({ mutationPolicy: 'Entity' });
     const unconfirmed = vi.spyOn(store, 'invalidate').mockRejectedValueOnce(new UnconfirmedInvalidation('a replica did not answer'));
