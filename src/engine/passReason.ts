@@ -49,8 +49,8 @@ export type PassReason =
   | 'purge'
   | 'bypass-header'
   /**
-   * A request asking the origin to trace its own run (`apollo-federation-include-trace`): the
-   * origin's answer would carry that run's trace (README, HIT, MISS, PASS).
+   * A request asking the origin to trace its own run or show its plan (`apollo-federation-include-trace`,
+   * `x-apollo-tracing` and others): the origin's answer would carry them (README, HIT, MISS, PASS).
    */
   | 'trace-requested'
   /** The request's `Cache-Control: no-store` (RFC 9111 section 5.2.1.5). */

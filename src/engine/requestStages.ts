@@ -429,12 +429,14 @@ function classifyMutation(config: Config, schema: GraphQLSchema): Verdict | Orig
 const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'cookie'] as const;
 
 /**
- * Apollo Federation's request for an inline trace, which a router sends to a subgraph on the
- * requests it samples: Apollo Server's and Yoga's inline-trace plugins then answer with the trace
- * of that run in `extensions.ftv1`, which no stored answer holds, and a stored traced answer would
- * hand one run's trace to every client (README, HIT, MISS, PASS).
+ * Request headers that ask the origin to put the trace or plan of this very run in the answer's
+ * `extensions`, which no stored answer holds, and which a stored answer would hand to every client
+ * (README, HIT, MISS, PASS): Apollo Federation's inline trace (`ftv1`, which a router asks of a
+ * subgraph on the requests it samples, and Apollo Server and Yoga answer), Apollo tracing
+ * (`extensions.tracing`, read by Hot Chocolate and Sangria), Hot Chocolate's `GraphQL-Tracing` and
+ * Fusion query plan, and Apollo Gateway's query plan.
  */
-const TRACE_REQUEST_HEADER = 'apollo-federation-include-trace';
+const TRACE_REQUEST_HEADERS = ['apollo-federation-include-trace', 'x-apollo-tracing', 'graphql-tracing', 'graphql-query-plan', 'apollo-query-plan-experimental'];
 
 function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: Config, schema: GraphQLSchema): Verdict | OriginBound {
   if (checked.selected.operation.operation === OperationTypeNode.SUBSCRIPTION) return passVerdict('subscription');
@@ -446,7 +448,7 @@ function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: C
   if (config.cache.bypassCacheHeaders.some((name) => headerValue(headers, name.toLowerCase()) !== undefined)) {
     return passVerdict('bypass-header');
   }
-  if (headerValue(headers, TRACE_REQUEST_HEADER) !== undefined) return passVerdict('trace-requested');
+  if (TRACE_REQUEST_HEADERS.some((name) => headerValue(headers, name) !== undefined)) return passVerdict('trace-requested');
   const { policy } = checked.analysis;
   if (!policy) return passVerdict('no-rule');
   if (policy.maxAge <= 0) return passVerdict('max-age-zero');

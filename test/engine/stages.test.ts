@@ -291,6 +291,10 @@ describe('classify', () => {
     ['__type under a type rule', '{ __type(name: "Todo") { name } }', {}, [], 'introspection'],
     ['a bypass header', '{ todos { id } }', { cache: { bypassCacheHeaders: ['X-Bypass'] } }, [['x-bypass', '1']], 'bypass-header'],
     ['a request for an Apollo Federation inline trace', '{ todos { id } }', {}, [['apollo-federation-include-trace', 'ftv1']], 'trace-requested'],
+    // The review: Hot Chocolate and Sangria trace on other headers, and gateways show their plan.
+    ...['x-apollo-tracing', 'graphql-tracing', 'graphql-query-plan', 'apollo-query-plan-experimental'].map(
+      (name): [string, string, Record<string, unknown>, Array<[string, string]>, string] => [`a request with ${name}`, '{ todos { id } }', {}, [[name, '1']], 'trace-requested'],
+    ),
     // The review of the audit's fix: under a field the schema lacks, a type the rules name cannot be seen.
     ['a selection within a field the schema lacks', '{ teamBalance { amount } }', {}, [], 'schema-lacks-field'],
     ['no matching rule', '{ todos { id } }', { rules: [{ types: ['User'], maxAge: 60 }] }, [], 'no-rule'],
