@@ -1,4 +1,4 @@
-import { createHmac, hash } from 'node:crypto';
+import { createHmac, createPublicKey, hash } from 'node:crypto';
 import { definitionOf, scopeSources, type ScopeConfig, type ScopeSource } from '../config/index.js';
 import { cookieReadOtherwise, cookieValues, headerSpeltOtherwise, headerValues, sendsOnlyCookies, type HeaderList } from '../http/index.js';
 
@@ -52,10 +52,12 @@ export function sourcesOf(definitions: ScopeDefinitions, scope: string): readonl
 }
 
 /**
- * A scope's sources, and a digest of its whole definition: the bucket holds it, so that a scope
- * defined otherwise after a reload (another header, another JWT claim or issuer or key) starts with
- * buckets of its own. The buckets of its old definition held other people's answers under the same
- * values: `sub: 42` of another claim or issuer is another person (README, Hot reload).
+ * A scope's sources, and a digest of what makes its values name someone: the bucket holds it, so
+ * that a scope defined otherwise after a reload (another header or cookie, another JWT claim,
+ * issuer, audience or key) starts with buckets of its own. The buckets of its old definition held
+ * other people's answers under the same values: `sub: 42` of another claim or issuer is another
+ * person (README, Hot reload). Nothing else is in it (algorithms, clock tolerance, how the
+ * definition is spelt), so such a change, or a setting a later version adds, keeps the entries.
  */
 function readingOf(definitions: ScopeDefinitions, scope: string): ScopeReading {
   let byScope = readingsByDefinitions.get(definitions);
@@ -66,13 +68,25 @@ function readingOf(definitions: ScopeDefinitions, scope: string): ScopeReading {
   let reading = byScope.get(scope);
   if (reading === undefined) {
     const definition = definitions[scope];
-    reading = {
-      sources: scopeSources(definitionOf(definition)),
-      definitionDigest: hash('sha256', JSON.stringify(definition ?? null), 'base64url'),
-    };
+    const sources = scopeSources(definitionOf(definition));
+    reading = { sources, definitionDigest: hash('sha256', JSON.stringify(identifyingParts(sources, definition)), 'base64url') };
     byScope.set(scope, reading);
   }
   return reading;
+}
+
+/** The sources a scope reads, and a JWT scope's claim, issuer, audience and key (a secret or public key by its digest). */
+function identifyingParts(sources: readonly ScopeSource[], definition: ScopeConfig | undefined): unknown[] {
+  const read = sources.map((source) => `${source.kind}:${source.name}`);
+  if (definition === undefined || typeof definition === 'string') return [read];
+  const { claim, issuer, audience, secret, publicKey, jwksFile, jwksUrl } = definition.jwt;
+  const key =
+    secret !== undefined
+      ? ['secret', hash('sha256', secret, 'base64url')]
+      : publicKey !== undefined
+        ? ['publicKey', createPublicKey(publicKey).export({ type: 'spki', format: 'der' }).toString('base64url')]
+        : ['jwks', jwksUrl ?? jwksFile];
+  return [read, claim, issuer ?? null, audience ?? null, key];
 }
 
 interface ScopeReading {

@@ -475,8 +475,26 @@ describe('scopeAndKey', () => {
     const headers: Array<[string, string]> = [['x-team', 'team-12345'], ['cookie', 'a=1; session=xyz']];
     const secret32 = Buffer.alloc(32, 7);
     const identities = new Map([['USER', 'user-1']]);
-    expect(scopeBucketKey(['TEAM', 'SESSION', 'USER'], definitions, headers, secret32, identities)).toBe('TEAM+SESSION+USER:9Ak36nR985rYxp-cwZiM9U-g6lwvsKAgSG6hdzxxZUY');
-    expect(scopeBucketKey(['SESSION'], definitions, [], secret32, identities)).toBe('SESSION:f17HHcSXsW6FMNWMuDYHB1qNcOqwXxt4k7b5v1b70fU');
+    expect(scopeBucketKey(['TEAM', 'SESSION', 'USER'], definitions, headers, secret32, identities)).toBe('TEAM+SESSION+USER:_d97eSdhr3YAOgLZNwEMJT0nVx0-bRZIAEDTNgXRU-U');
+    expect(scopeBucketKey(['SESSION'], definitions, [], secret32, identities)).toBe('SESSION:gz5LnxKkjsoa0B3GuGchK2eholgCfENj9LQsAT_hkLM');
+    const jwt = config({
+      scopes: { USER: { definition: 'header:authorization', jwt: { claim: 'sub', algorithms: ['HS256'], secret: 's'.repeat(32), issuer: 'https://auth.test', audience: 'api' } } },
+    }).scopes;
+    expect(scopeBucketKey(['USER'], jwt, [], secret32, identities)).toBe('USER:h2ViJe1qsVKPpTiMwfK8Wt_rHpwNNCbfNTM-u7aF79w');
+  });
+
+  // The review: a digest of the whole parsed definition changed with its spelling, a clock
+  // tolerance, or any setting with a default a later version adds.
+  it('keeps the bucket when only what names no one changes: spelling, algorithms, clock tolerance', () => {
+    const secret = Buffer.alloc(32, 7);
+    const identities = new Map([['USER', 'digest-of-42']]);
+    const user = (jwt: Record<string, unknown>, definition = 'header:authorization') =>
+      scopeBucketKey(['USER'], config({ scopes: { USER: { definition, jwt: { claim: 'sub', algorithms: ['HS256'], secret: 's'.repeat(32), ...jwt } } } }).scopes, [], secret, identities);
+    const plain = user({});
+    expect([user({ algorithms: ['HS256', 'HS512'] }), user({ clockToleranceSeconds: 30 }), user({}, 'header:Authorization')]).toEqual([plain, plain, plain]);
+    expect([user({ issuer: 'https://other.test' }), user({ audience: 'other' }), user({ secret: 't'.repeat(32) }), user({ claim: 'org.id' })].filter((bucket) => bucket === plain)).toEqual([]);
+    const team = (definition: string) => scopeBucketKey(['TEAM'], { TEAM: definition }, [['x-team', 'a']], secret, new Map());
+    expect(team(' header:X-Team ')).toBe(team('header:x-team'));
   });
 
   // The scope audit: after a reload moved USER from the `org.id` claim to `sub`, a token whose `sub`
