@@ -643,6 +643,21 @@ describe('DecisionEngine', () => {
     });
   });
 
+  // The review: nothing held that a stored entry's age, and so its HIT's `age` and lifetime, count the origin's Date.
+  it("counts the age the origin's Date shows in a HIT's age and in how long the entry stays fresh", async () => {
+    const request = post({ query: '{ todos { id } }' });
+    const twentySecondsAgo = new Date(now - 20_000).toUTCString();
+    expect((await roundTrip(request, { headers: [...JSON_HEADERS, ['cache-control', 'public, max-age=60'], ['date', twentySecondsAgo]] })).status).toBe('MISS');
+    now += 30_000;
+    const hit = await decide(request.head, request.body);
+    expect(hit.kind === 'respond' && hit.response.headers.filter(([name]) => name === 'age' || name === 'date')).toEqual([
+      ['date', twentySecondsAgo],
+      ['age', '50'],
+    ]);
+    now += 10_001;
+    expect((await decide(request.head, request.body)).kind).toBe('forward');
+  });
+
   describe('fields svc-cache added, in answers it does not store (README, Invalidation after mutations)', () => {
     const added = Buffer.from('{"data":{"todos":[{"title":"Buy milk","_svc_id":"1"}]}}');
     const clientBody = '{"data":{"todos":[{"title":"Buy milk"}]}}';
