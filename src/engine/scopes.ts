@@ -153,8 +153,10 @@ const readByDefinitions = new WeakMap<ScopeDefinitions, Map<string, { readHeader
  * Whether every client may send a source's value: each of a header's repeated values (sourceValue)
  * empty or whitespace, a cookie's `""`, or a placeholder a client sends without a token of its own:
  * a bare auth scheme (`Bearer`), what a template makes of a missing token (JavaScript's `null`,
- * `undefined`, `[object Object]`, Python's `None`, Go's `<nil>` and `nil`), or a template left
- * unfilled (`%s`, `${token}`, `{{token}}`), under any scheme or none.
+ * `undefined`, `[object Object]`, `[object Promise]` of a getter never awaited, Python's `None`,
+ * Go's `<nil>` and `nil`), or a template left unfilled (`%s`, `%(token)s`, `${token}`, `$TOKEN`,
+ * `{token}`, `{{token}}`, `<token>`, `#{token}`), under any scheme or none. (A short credential is
+ * not taken for one: the demo's own tokens are `Bearer alice` and `Bearer bob`.)
  */
 function isBlank(value: string): boolean {
   if (!value.includes(REPEAT_SEPARATOR)) return PLACEHOLDER.test(value.trim());
@@ -163,7 +165,7 @@ function isBlank(value: string): boolean {
 
 /** Matched against a trimmed value: no two runs of whitespace meet, so the test is linear in its length. */
 const PLACEHOLDER =
-  /^(?:(?:bearer|basic|token|jwt)|(?:[a-z][\w.+-]*\s+)?(?:null|undefined|none|nil|<nil>|false|nan|\[object object\]|""|''|%[sv]|\$\{[^{}]*\}|\{\{[^{}]*\}\}))?$/i;
+  /^(?:(?:bearer|basic|token|jwt)|(?:[a-z][\w.+-]*\s+)?(?:null|undefined|none|nil|<nil>|false|nan|\[object \w+\]|""|''|%[sv]|%\(\w+\)s|\$\w+|[$#]?\{[^{}]*\}|\{\{[^{}]*\}\}|<[\w-]+>))?$/i;
 
 /**
  * The first source of the scopes (JWT scopes included) whose value some origin may read otherwise

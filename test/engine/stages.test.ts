@@ -338,7 +338,8 @@ describe('classify', () => {
       ['a cookie beside an Authorization scope sent as a bare scheme', '{ todos { id } }', [['authorization', 'Bearer'], ['cookie', 'sid=a']]],
       ['a cookie beside an Authorization scope sent as JWT [object Object]', '{ todos { id } }', [['authorization', 'JWT [object Object]'], ['cookie', 'sid=a']]],
       // The scope audit: what Python, Go and unfilled templates send without a token.
-      ...['Bearer None', 'Bearer <nil>', 'Bearer nil', 'Bearer %s', 'Bearer ${token}', 'Bearer {{token}}'].map(
+      // The review: a getter never awaited, shell and other templates.
+      ...['Bearer None', 'Bearer <nil>', 'Bearer nil', 'Bearer %s', 'Bearer ${token}', 'Bearer {{token}}', 'Bearer [object Promise]', 'Bearer $TOKEN', 'Bearer {token}', 'Bearer <token>', 'Bearer #{token}', 'Bearer %(token)s'].map(
         (value): [string, string, Array<[string, string]>] => [`a cookie beside an Authorization scope sent as ${value}`, '{ todos { id } }', [['authorization', value], ['cookie', 'sid=a']]],
       ),
       ['another cookie beside the scope\'s own quoted empty', '{ users { id } }', [['cookie', 'session=""; remember=alice']]],
@@ -350,12 +351,12 @@ describe('classify', () => {
     });
 
     it.each([
-      ['Authorization with a cookie beside it', '{ todos { id } }', [['authorization', 'Bearer a'], ['cookie', 'sid=a']]],
+      ['Authorization with a cookie beside it', '{ todos { id } }', [['authorization', 'Bearer a-token-0123456789'], ['cookie', 'sid=a']]],
       ['the scope\'s own cookie sent empty, alone', '{ users { id } }', [['cookie', 'session=']]],
       ['other cookies beside the scope\'s own cookie', '{ users { id } }', [['cookie', 'theme=dark; session=s1']]],
-      ['one value of a combined scope, with Authorization', '{ todo(id: "1") { id } }', [['authorization', 'Bearer a'], ['x-team', 'red']]],
+      ['one value of a combined scope, with Authorization', '{ todo(id: "1") { id } }', [['authorization', 'Bearer a-token-0123456789'], ['x-team', 'red']]],
       ['no credentials at all', '{ todos { id } }', []],
-      ['the tenant and Authorization under TENANT+AUTH, with a cookie', '{ me { id } }', [['x-tenant', 'acme'], ['authorization', 'Bearer a'], ['cookie', 'sid=a']]],
+      ['the tenant and Authorization under TENANT+AUTH, with a cookie', '{ me { id } }', [['x-tenant', 'acme'], ['authorization', 'Bearer a-token-0123456789'], ['cookie', 'sid=a']]],
     ] as Array<[string, string, Array<[string, string]>]>)('caches %s', (_name, query, headers) => {
       const current = config(scoped);
       expect(classify(checked(query, current), { method: 'POST', headers }, current, schema)).toMatchObject({ kind: 'query' });
