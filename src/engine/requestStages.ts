@@ -169,8 +169,8 @@ export interface DocumentAnalysis {
   streams: boolean;
   /** It selects introspection (`__schema`, `__type`) that no rule names: not cached. */
   unnamedIntrospection: boolean;
-  /** It selects within a field the schema lacks, whose type no rule can be matched to: not cached. */
-  withinUnknownField: boolean;
+  /** It selects within a field the schema gives no object type, whose type no rule can be matched to: not cached. */
+  untypedSelection: boolean;
 }
 
 /**
@@ -188,7 +188,7 @@ export function analyseDocument(document: DocumentNode, config: Config, schema: 
     policy: selection && cachePolicyFor(config.rules, selection),
     streams: !violation && usesIncrementalDelivery(document),
     unnamedIntrospection: selection !== undefined && selectsUnnamedIntrospection(config.rules, selection),
-    withinUnknownField: selection?.withinUnknownField === true,
+    untypedSelection: selection?.untypedSelection === true,
   };
 }
 
@@ -444,7 +444,7 @@ function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: C
   // Decided only now, so APQ, the limits and the GET-mutation rule apply to such clients too.
   if (acceptsNoJson(headerValue(headers, 'accept'))) return passVerdict('streaming-request');
   if (checked.analysis.unnamedIntrospection) return passVerdict('introspection');
-  if (checked.analysis.withinUnknownField) return passVerdict('schema-lacks-field');
+  if (checked.analysis.untypedSelection) return passVerdict('schema-lacks-field');
   if (config.cache.bypassCacheHeaders.some((name) => headerValue(headers, name.toLowerCase()) !== undefined)) {
     return passVerdict('bypass-header');
   }

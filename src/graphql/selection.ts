@@ -32,10 +32,11 @@ export interface Selection {
   types: ReadonlySet<string>;
   fields: ReadonlySet<string>;
   /**
-   * It selects within a field the schema lacks: what that field holds has no type svc-cache knows,
-   * so no rule naming its type can be matched to it (a fragment's type condition aside).
+   * It selects within a field whose type the schema does not give as an object: one it lacks, one
+   * within a fragment on a type it lacks, or one it has as a scalar. What such a field holds has no
+   * type svc-cache knows, so no rule naming its type can be matched to it.
    */
-  withinUnknownField: boolean;
+  untypedSelection: boolean;
 }
 
 /**
@@ -54,13 +55,13 @@ export function selectionOf(schema: GraphQLSchema, document: DocumentNode): Sele
       walk.readUnder(definition.typeCondition, definition.selectionSet);
     }
   }
-  return { types: walk.types, fields: walk.fields, withinUnknownField: walk.withinUnknownField };
+  return { types: walk.types, fields: walk.fields, untypedSelection: walk.untypedSelection };
 }
 
 class SelectionWalk {
   readonly types = new Set<string>();
   readonly fields = new Set<string>();
-  withinUnknownField = false;
+  untypedSelection = false;
 
   constructor(private readonly schema: GraphQLSchema) {}
 
@@ -78,9 +79,9 @@ class SelectionWalk {
         const returnedType = returned && getNamedType(returned);
         const returnedOwners = returnedType && this.addType(returnedType);
         if (selection.selectionSet) {
-          if (parent && returned === undefined) this.withinUnknownField = true;
-          // Fields of a scalar (invalid) belong to no type.
-          this.read(selection.selectionSet, isCompositeType(returnedType) ? returnedOwners : undefined, returned);
+          const typed = isCompositeType(returnedType);
+          if (!typed) this.untypedSelection = true;
+          this.read(selection.selectionSet, typed ? returnedOwners : undefined, returned);
         }
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
         if (selection.typeCondition) this.readUnder(selection.typeCondition, selection.selectionSet);

@@ -102,7 +102,7 @@ describe('storeVerdict', () => {
 });
 
 describe('cachePolicyFor', () => {
-  const selection = { types: new Set(['Query', 'Todo']), fields: new Set(['Query.todos', 'Todo.id', 'Todo.title']), withinUnknownField: false };
+  const selection = { types: new Set(['Query', 'Todo']), fields: new Set(['Query.todos', 'Todo.id', 'Todo.title']), untypedSelection: false };
 
   it('takes the smallest maxAge, swr and staleIfError and the union of scopes of every matched rule', () => {
     const rules = [

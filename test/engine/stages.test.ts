@@ -51,7 +51,7 @@ function analyse(current: Config) {
     policy: cachePolicyFor(current.rules, selectionOf(schema, document)),
     streams: usesIncrementalDelivery(document),
     unnamedIntrospection: selectsUnnamedIntrospection(current.rules, selectionOf(schema, document)),
-    withinUnknownField: selectionOf(schema, document).withinUnknownField,
+    untypedSelection: selectionOf(schema, document).untypedSelection,
   });
 }
 
