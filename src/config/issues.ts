@@ -50,7 +50,8 @@ function describeWrittenValue(value: unknown): string {
  * (README, Configuration: never quotes a secret back).
  */
 function withoutUrlCredentials(text: string): string {
-  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/).*@/i, '$1[redacted]@');
+  // A node written without its scheme (`:password@host:6379`) is redacted as well.
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/)?.*@/i, '$1[redacted]@');
 }
 
 function problemsOf(issue: z.core.$ZodIssue, path: KeyPath, context: IssueContext): Problem[] {
@@ -153,9 +154,9 @@ function secrecyWithin(schema: z.core.$ZodType | undefined): Secrecy | undefined
  * A URL that may hold a password, quoted only where what follows its last "@" cannot be part of the
  * password: written as `scheme://...` without spaces, "?" or "#" (which would end a password written
  * unencoded, README, Every key: redis.url). Everything between "://" and the last "@" is replaced,
- * since a password may hold an unencoded "/" or "@". Without an "@", the value is quoted when it
- * parses as a URL or is a host, a numeric port and a database (`redis://host:99999/0`, whose port
- * is the mistake); `redis://:hunter2` is neither. Anything else is not quoted.
+ * since a password may hold an unencoded "/" or "@". Without an "@", the value is quoted only when
+ * it parses as a URL: `redis://host:99999` and `redis://default:98765432` (a user and password
+ * written without the "@") read alike, so neither is. Anything else is not quoted.
  */
 function describeUrlWithoutCredentials(value: unknown): string {
   // `host:port` is the usual slip, but the value may as well be a password pasted alone.
@@ -165,7 +166,7 @@ function describeUrlWithoutCredentials(value: unknown): string {
   const [, scheme = '', rest = ''] = parts;
   const at = rest.lastIndexOf('@');
   if (at !== -1) return describeWrittenValue(`${scheme}[redacted]${rest.slice(at)}`);
-  return URL.canParse(String(value)) || /^[\w.-]+:\d+(\/\d*)?$/.test(rest) ? describeWrittenValue(value) : describeSecret(value);
+  return URL.canParse(String(value)) ? describeWrittenValue(value) : describeSecret(value);
 }
 
 function suggestKey(key: string, known: readonly string[]): string {

@@ -25,7 +25,9 @@ describe('redis.url', () => {
     // The new user's run: a port out of range hid the whole URL as a secret, where the README shows it quoted.
     ['"redis://:pw@localhost:99999"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got "redis://[redacted]@localhost:99999"'],
     ['"redis://:pw@localhost:abc"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got "redis://[redacted]@localhost:abc"'],
-    ['"redis://127.0.0.1:99999/0"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got "redis://127.0.0.1:99999/0"'],
+    // The review: without an "@", a port reads like a password (redis://default:98765432).
+    ['"redis://127.0.0.1:99999/0"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got a secret of 25 characters (not shown)'],
+    ['"redis://default:98765432"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got a secret of 24 characters (not shown)'],
     ['"redis://:hunter2"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got a secret of 16 characters (not shown)'],
     ['"redis://:pw@localhost:0"', 'expected a redis:// or rediss:// URL with a port from 1 to 65535, got "redis://[redacted]@localhost:0"'],
     ['redis://localhost:6379/abc', 'expected a redis:// or rediss:// URL whose path is a database number (redis://host:6379/0), got "redis://localhost:6379/abc"'],
@@ -83,8 +85,10 @@ describe('redis.cluster.nodes and redis.sentinel.sentinels', () => {
       'config.yaml: redis.cluster.nodes[3]: expected "host:port" or a redis:// URL, got "node:7000/1" (line 5)',
       'config.yaml: redis.cluster.nodes[4]: expected "host:port" or a redis:// URL whose path is a database number (redis://host:6379/0), got "redis://node/x" (line 5)',
     ]);
-    expect(problems('  sentinel:\n    name: mymaster\n    sentinels: ["sentinel:0"]\n')).toEqual([
+    // The review: an address with a password but no scheme was quoted whole.
+    expect(problems('  sentinel:\n    name: mymaster\n    sentinels: ["sentinel:0", ":hunter2@s-0:26379"]\n')).toEqual([
       'config.yaml: redis.sentinel.sentinels[0]: expected "host:port" or a redis:// URL with a port from 1 to 65535, got "sentinel:0" (line 6)',
+      'config.yaml: redis.sentinel.sentinels[1]: expected "host:port" or a redis:// URL, got "[redacted]@s-0:26379" (line 6)',
     ]);
   });
 

@@ -121,7 +121,7 @@ describe('svc-cache check', () => {
         'svc-cache: invalid configuration',
         `${unusable}: purge.header: expected a header name: letters, digits and !#$%&'*+-.^_\`|~ (an RFC 9110 token), got "bad header" (line 14)`,
         `${unusable}: endpoints[0]: expected a path without a query string or fragment ("?", "#"): requests are matched on their path alone, got "/graphql?x=1" (line 16)`,
-        `${unusable}: redis.url: expected a redis:// or rediss:// URL with a port from 1 to 65535, got a secret of 27 characters (not shown) (line 18)`,
+        `${unusable}: redis.url: expected a redis:// or rediss:// URL with a port from 1 to 65535, got "redis://[redacted]@localhost:99999" (line 18)`,
         `${unusable}: redis.cluster.nodes[0]: expected "host:port" or a redis:// URL with a port from 1 to 65535, got "localhost:abc" (line 20)`,
         '',
       ].join('\n'),
