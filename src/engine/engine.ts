@@ -54,7 +54,7 @@ import {
   parseBatchResults,
   parseGraphQLResult,
   ranUnseenMutation,
-  serverErrorMayHaveRun,
+  ranNothing,
   isSuccess,
   isHoldable,
   passedBody,
@@ -781,8 +781,10 @@ export class DecisionEngine {
     if (forwarded.kind === 'pass' && forwarded.unread) await this.invalidate(forwarded.unread.policy, forwarded.unread.tags, 'root-field-types');
     // An answer svc-cache will not read cannot show that nothing ran (nor can one it means to read
     // that never comes: whenBodyLost).
-    if (forwarded.kind === 'pass' && forwarded.unseen && plan.kind === 'pass' && !plan.readUnseen && isSuccess(status)) await this.invalidateEverything('unseen-operation');
-    if (forwarded.kind === 'batch' && plan.kind !== 'batch') await this.invalidateAfterBatch({ ...forwarded, unseen: isSuccess(status) ? forwarded.unseen : [] }, undefined);
+    // A 4xx ran nothing; a 5xx may come from a gateway that gave up on an operation the origin ran on (ranNothing).
+    const mayHaveRun = isSuccess(status) || status >= 500;
+    if (forwarded.kind === 'pass' && forwarded.unseen && plan.kind === 'pass' && !plan.readUnseen && mayHaveRun) await this.invalidateEverything('unseen-operation');
+    if (forwarded.kind === 'batch' && plan.kind !== 'batch') await this.invalidateAfterBatch({ ...forwarded, unseen: mayHaveRun ? forwarded.unseen : [] }, undefined);
     const { maxResponseBodyBytes } = this.deps.state().config.limits;
     const holdable = isHoldable(headers, endOfStream, maxResponseBodyBytes);
     if (status !== 200 || !holdable || !isReadable(headers)) exchange.registration = undefined;
@@ -902,7 +904,8 @@ export class DecisionEngine {
    */
   private async invalidateAfterMutation(plan: MutationPlan, body: Buffer): Promise<void> {
     const result = body.length > plan.maxResponseBodyBytes ? undefined : parseGraphQLResult(body);
-    if (!result || serverErrorMayHaveRun(plan, result)) return this.invalidateByRootFieldTypes(plan);
+    if (!result) return this.invalidateByRootFieldTypes(plan);
+    if (ranNothing(result, plan)) return;
     await this.invalidate(plan.policy, mutationInvalidationTags(plan.schema, plan.prepared, result, plan.policy), 'answer');
   }
 
@@ -927,10 +930,10 @@ export class DecisionEngine {
       if (!mutation) return;
       policy = mutation.policy;
       const answer = answers?.[index];
-      if (isPlainObject(answer) && !serverErrorMayHaveRun(plan, answer)) for (const tag of mutationInvalidationTags(mutation.schema, mutation.prepared, answer, mutation.policy)) fromAnswers.add(tag);
-      else for (const tag of rootFieldTypeTags(mutation.schema, mutation.prepared)) fromRootFields.add(tag);
+      if (!isPlainObject(answer)) for (const tag of rootFieldTypeTags(mutation.schema, mutation.prepared)) fromRootFields.add(tag);
+      else if (!ranNothing(answer, plan)) for (const tag of mutationInvalidationTags(mutation.schema, mutation.prepared, answer, mutation.policy)) fromAnswers.add(tag);
     });
-    if (plan.unseen.some((index) => answers === undefined || ranUnseenMutation(answers[index]))) await this.invalidateEverything('unseen-operation');
+    if (plan.unseen.some((index) => answers === undefined || ranUnseenMutation(answers[index], plan))) await this.invalidateEverything('unseen-operation');
     if (policy === undefined) return;
     await this.invalidate(policy, [...fromAnswers], 'answer');
     await this.invalidate(policy, [...fromRootFields], 'root-field-types');

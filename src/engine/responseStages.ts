@@ -30,7 +30,9 @@ export function planAfterResponseHead(plan: ResponsePlan, status: number, header
     case 'batch':
       // Elements svc-cache could not see ran nothing to answer for when the origin refused the batch.
       if (!isReadable(headers) || !isHoldable(headers, endOfStream, plan.maxResponseBodyBytes)) return { kind: 'pass', reason: 'batch' };
-      return isSuccess(status) ? plan : { ...plan, unseen: [], ...(status >= 500 && { serverError: true as const }) };
+      // A 5xx may have come from a gateway that gave up while the origin ran on (ranNothing).
+      if (status >= 500) return { ...plan, serverError: true };
+      return isSuccess(status) ? plan : { ...plan, unseen: [] };
     case 'store': {
       const verdict = storeVerdict(status, headers, {
         keyedRequestHeaders: plan.keyedRequestHeaders,
@@ -57,13 +59,14 @@ export function wantsResponseBody(plan: ResponsePlan, headers: HeaderList, endOf
 }
 
 /**
- * Whether a mutation's answer without `data` may still come after it ran: a request error (no
- * `data`, GraphQL spec section 7.1.2) ran nothing, unless it came with a 5xx, which a gateway in
- * front of the origin may answer when it gave up on a mutation the origin went on running (Apollo
- * Router's timeout answers so). Such an answer invalidates its root fields' types.
+ * Whether an answer shows that its operation never ran: a request error, with no `data` (GraphQL
+ * spec section 7.1.2, as when the origin refuses a mutation in validation), unless it came with a
+ * 5xx, which a gateway in front of the origin may answer when it gave up on a mutation the origin
+ * went on running (Apollo Router's timeout answers so). Any client could send a request error, so
+ * one invalidates nothing.
  */
-export function serverErrorMayHaveRun(plan: { serverError?: true }, result: Record<string, unknown>): boolean {
-  return plan.serverError === true && !Object.hasOwn(result, 'data');
+export function ranNothing(result: Record<string, unknown>, plan: { serverError?: true }): boolean {
+  return plan.serverError !== true && !Object.hasOwn(result, 'data');
 }
 
 /** A 2xx status: the origin ran the request (a 4xx or 5xx ran nothing svc-cache must answer for). */
@@ -77,9 +80,9 @@ export function isSuccess(status: number): boolean {
  * HTTP). Its root keys cannot tell a query from a mutation, since an alias may name a mutation's
  * field as a query's (`todos: addTodo(…)`). An answer that cannot be read may be a mutation's.
  */
-export function ranUnseenMutation(result: unknown): boolean {
+export function ranUnseenMutation(result: unknown, plan: { serverError?: true } = {}): boolean {
   if (!isPlainObject(result)) return true;
-  if (!Object.hasOwn(result, 'data')) return false;
+  if (ranNothing(result, plan)) return false;
   const { data } = result;
   return !isPlainObject(data) || Object.keys(data).length > 0;
 }

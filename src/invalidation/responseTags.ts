@@ -160,10 +160,7 @@ export function mutationInvalidationTags(
   // that failed after the write nulls its parent, up to `data`). Such a place invalidates the
   // types it could have held (README, Invalidation after mutations).
   const trusted = !isPlainObject(result) || result.errors === undefined;
-  // A request error (no `data` at all: the GraphQL spec's section 7.1.2, the operation never ran,
-  // as when the origin refuses it in validation) changed nothing; any client could send one.
-  if (!trusted && !('data' in result)) return [];
-  if (!trusted && !isPlainObject(result.data)) return rootFieldTypeTags(schema, prepared);
+  if (!trusted && !isPlainObject((result as { data?: unknown }).data)) return rootFieldTypeTags(schema, prepared);
   const lists = policy === 'List' && prepared.lists?.matching && trusted ? new ReturnedLists(prepared.lists, prepared.keyFields) : undefined;
   const vacancies = new HeldTypesWalk((held) => {
     for (const type of held.types) unnamedTypes.add(type.name);

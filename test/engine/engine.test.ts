@@ -300,6 +300,18 @@ describe('DecisionEngine', () => {
     expect(invalidate.mock.calls).toEqual([[['t:Todo']], [['t:Todo']]]);
   });
 
+  // The review: the same holds for operations svc-cache cannot see, which a 5xx used to let through.
+  it('empties the store for an operation it cannot see answered with a 5xx, alone or in a batch, and not for a 4xx', async () => {
+    const flush = vi.spyOn(store, 'invalidateAll');
+    const refused = Buffer.from('{"errors":[{"message":"upstream timed out"}]}');
+    await roundTrip(post({ documentId: 'rename' }), { status: 400, body: refused });
+    await roundTrip(post([{ documentId: 'rename' }]), { status: 400, body: Buffer.from(`[${refused}]`) });
+    expect(flush).not.toHaveBeenCalled();
+    await roundTrip(post({ documentId: 'rename' }), { status: 504, body: refused });
+    await roundTrip(post([{ documentId: 'rename' }]), { status: 502, body: Buffer.from(`[${refused}]`) });
+    expect(flush).toHaveBeenCalledTimes(2);
+  });
+
   it('does not retry an invalidation the store applied but a replica did not confirm', async () => {
     build({ mutationPolicy: 'Entity' });
     const unconfirmed = vi.spyOn(store, 'invalidate').mockRejectedValueOnce(new UnconfirmedInvalidation('a replica did not answer'));

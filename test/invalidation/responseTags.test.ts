@@ -420,14 +420,6 @@ describe('mutationInvalidationTags', () => {
     expect(sorted(mutationInvalidationTags(schema, prepared, nulledAuthor, 'Entity'))).toEqual(sorted([tag.entity('Todo', '1'), tag.unkeyed('Todo'), tag.type('User')]));
   });
 
-  // The new user's run: a mutation the origin refused in validation (no `data`) emptied the
-  // entries of its return type, and any client may send one.
-  it('invalidates nothing for a request error, whose answer has no data: the operation never ran', () => {
-    const prepared = prepare('mutation { updateTodo(id: "1", title: "x") { id title } }');
-    const refused = { errors: [{ message: 'Cannot query field "nope" on type "Todo".', locations: [{ line: 1, column: 40 }] }] };
-    expect(mutationInvalidationTags(schema, prepared, refused, 'Entity')).toEqual([]);
-    expect(mutationInvalidationTags(schema, prepared, refused, 'Type')).toEqual([]);
-  });
 
   it('invalidates every type an object could be when its __typename is unknown', () => {
     const nodeSchema = buildSchema(`
