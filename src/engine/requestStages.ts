@@ -434,9 +434,19 @@ const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'cookie'] as
  * (README, HIT, MISS, PASS): Apollo Federation's inline trace (`ftv1`, which a router asks of a
  * subgraph on the requests it samples, and Apollo Server and Yoga answer), Apollo tracing
  * (`extensions.tracing`, read by Hot Chocolate and Sangria), Hot Chocolate's `GraphQL-Tracing` and
- * Fusion query plan, and Apollo Gateway's query plan.
+ * Fusion query plan, and the query plans of Apollo Router (`Apollo-Expose-Query-Plan`, and Apollo
+ * Gateway's older `Apollo-Query-Plan-Experimental`), Hive Gateway and WunderGraph Cosmo.
  */
-const TRACE_REQUEST_HEADERS = ['apollo-federation-include-trace', 'x-apollo-tracing', 'graphql-tracing', 'graphql-query-plan', 'apollo-query-plan-experimental'];
+const TRACE_REQUEST_HEADERS = [
+  'apollo-federation-include-trace',
+  'x-apollo-tracing',
+  'graphql-tracing',
+  'graphql-query-plan',
+  'apollo-expose-query-plan',
+  'apollo-query-plan-experimental',
+  'hive-expose-query-plan',
+  'x-wg-include-query-plan',
+];
 
 function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: Config, schema: GraphQLSchema): Verdict | OriginBound {
   if (checked.selected.operation.operation === OperationTypeNode.SUBSCRIPTION) return passVerdict('subscription');

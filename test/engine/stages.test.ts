@@ -292,7 +292,7 @@ describe('classify', () => {
     ['a bypass header', '{ todos { id } }', { cache: { bypassCacheHeaders: ['X-Bypass'] } }, [['x-bypass', '1']], 'bypass-header'],
     ['a request for an Apollo Federation inline trace', '{ todos { id } }', {}, [['apollo-federation-include-trace', 'ftv1']], 'trace-requested'],
     // The review: Hot Chocolate and Sangria trace on other headers, and gateways show their plan.
-    ...['x-apollo-tracing', 'graphql-tracing', 'graphql-query-plan', 'apollo-query-plan-experimental'].map(
+    ...['x-apollo-tracing', 'graphql-tracing', 'graphql-query-plan', 'apollo-query-plan-experimental', 'apollo-expose-query-plan', 'hive-expose-query-plan', 'x-wg-include-query-plan'].map(
       (name): [string, string, Record<string, unknown>, Array<[string, string]>, string] => [`a request with ${name}`, '{ todos { id } }', {}, [[name, '1']], 'trace-requested'],
     ),
     // The review of the audit's fix: under a field the schema lacks, a type the rules name cannot be seen.
