@@ -19,7 +19,12 @@ export type RequestOutcome = 'HIT' | 'MISS' | 'PASS' | 'ERROR';
  * the answer could not be read, or an operation svc-cache could not read at all (`unseen-operation`:
  * the whole store is emptied); `retry` applies again those the store failed (src/engine/pendingInvalidations.ts).
  */
-export type InvalidationSource = 'answer' | 'root-field-types' | 'unseen-operation' | 'retry';
+export type InvalidationSource = (typeof INVALIDATION_SOURCES)[number];
+
+const INVALIDATION_SOURCES = ['answer', 'root-field-types', 'unseen-operation', 'retry'] as const;
+
+/** The policies that invalidate (`None` never does), for the series reported from the start. */
+const INVALIDATING_POLICIES: readonly MutationPolicy[] = ['Entity', 'List', 'Type'];
 
 const MESSAGE_PHASES = ['request_headers', 'request_body', 'request_trailers', 'response_headers', 'response_body', 'response_trailers'] as const;
 
@@ -36,14 +41,9 @@ export type PurgeResult = (typeof PURGE_RESULTS)[number];
 const PURGE_RESULTS = ['purged', 'store-failed', 'not-confirmed', 'unauthorized', 'invalid'] as const;
 
 /** `registered`: a hash and its query were stored; otherwise why the request was refused (`not-found`: PersistedQueryNotFound was answered). */
-export type PersistedQueryEvent =
-  | 'registered'
-  | 'not-found'
-  | 'not-supported'
-  | 'bad-version'
-  | 'bad-hash'
-  | 'hash-mismatch'
-  | 'bad-shape';
+export type PersistedQueryEvent = (typeof PERSISTED_QUERY_EVENTS)[number];
+
+const PERSISTED_QUERY_EVENTS = ['registered', 'not-found', 'not-supported', 'bad-version', 'bad-hash', 'hash-mismatch', 'bad-shape'] as const;
 
 /** What `recordRequest` reads of a finished request's summary. */
 export interface CompletedRequest {
@@ -246,6 +246,11 @@ export class Metrics {
     for (const result of PURGE_RESULTS) this.purges.inc({ result }, 0);
     for (const result of CONFIG_RELOAD_RESULTS) this.configReloads.inc({ result }, 0);
     for (const failure of STALE_IF_ERROR_FAILURES) this.staleIfErrorAnswers.inc({ failure }, 0);
+    for (const event of PERSISTED_QUERY_EVENTS) this.persistedQueries.inc({ event }, 0);
+    // A failed invalidation is stale data served: the series to alert on must be there before it.
+    for (const policy of INVALIDATING_POLICIES) {
+      for (const from of INVALIDATION_SOURCES) for (const result of ['ok', 'failed']) this.invalidations.inc({ policy, from, result }, 0);
+    }
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 

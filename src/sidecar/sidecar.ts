@@ -38,6 +38,8 @@ export interface SidecarOptions {
    * (a dashboard subscribes here). An observer that throws is logged, never felt by the request.
    */
   onRequestCompleted?: (summary: RequestSummary) => void;
+  /** How often the store is pinged for `svc_cache_store_up`: 15 s unless a test says otherwise. */
+  storePingIntervalMs?: number;
 }
 
 export interface Sidecar {
@@ -192,7 +194,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
   for (const warning of configWarnings(config)) logger.warn({ warning }, 'configuration warning');
   // svc_cache_store_up follows the store with no traffic and no probe: an alert on it needs no
   // request to notice Redis down (README, Metrics). A failed ping is counted and logged nowhere else.
-  const storeWatch = setInterval(() => void store.ping().catch(() => undefined), STORE_PING_INTERVAL_MS).unref();
+  const storeWatch = setInterval(() => void store.ping().catch(() => undefined), options.storePingIntervalMs ?? STORE_PING_INTERVAL_MS).unref();
   void store.ping().catch(() => undefined);
   return {
     grpcPort: extProc.port,

@@ -3,7 +3,8 @@ import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
+import { configSchema, loadConfig } from '../../src/config/index.js';
+import { startRedisServer } from '../support/redis.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { MeasuredStore } from '../../src/sidecar/measuredStore.js';
 import { Metrics } from '../../src/observability/metrics.js';
@@ -125,10 +126,15 @@ describe('metrics with real traffic', () => {
       ['svc_cache_config_reloads_total', 'result', ['ok', 'refused']],
       ['svc_cache_stream_errors_total', 'code', ['INVALID_ARGUMENT', 'INTERNAL']],
       ['svc_cache_stale_if_error_total', 'failure', ['origin-status', 'origin-not-graphql']],
+      ['svc_cache_persisted_queries_total', 'event', ['registered', 'not-found', 'not-supported', 'bad-version', 'bad-hash', 'hash-mismatch', 'bad-shape']],
     ];
     const samples = (read: (name: string, label: string, value: string) => number | undefined) =>
       closedSets.flatMap(([name, label, values]) => values.map((value) => [name, value, read(name, label, value)]));
     expect(samples((name, label, value) => sampleValue(text, name, { [label]: value }))).toEqual(samples(() => 0));
+    // The review: a failed invalidation (stale answers served) is the series most worth an alert.
+    for (const policy of ['Entity', 'List', 'Type']) {
+      expect(sampleValue(text, 'svc_cache_invalidations_total', { policy, from: 'answer', result: 'failed' })).toBe(0);
+    }
     expect(sampleValue(await scrape(stack().sidecar.adminPort), 'svc_cache_store_up')).toBe(1);
   });
 
@@ -206,6 +212,28 @@ describe('store errors', () => {
     await response.arrayBuffer();
     const text = await scrape(stack.sidecar.adminPort);
     expect(sampleValue(text, 'svc_cache_store_errors_total', { operation: 'lookup' })).toBeGreaterThanOrEqual(1);
+  });
+});
+
+// The review: the start-up ping alone passed the test above; the store must be watched after it.
+describe('svc_cache_store_up', () => {
+  it('follows a Redis that goes away and comes back, with no request and no probe', async () => {
+    const redis = await startRedisServer();
+    const origin = await startDemoOrigin({ port: 0 });
+    const config = configSchema.parse({ origin: { url: origin.url }, redis: { url: redis.url, commandTimeoutMs: 200 }, rules: [] });
+    const sidecar = await startSidecar({ config, grpcPort: 0, adminPort: 0, host: '127.0.0.1', logger: silentLogger(), storePingIntervalMs: 100 });
+    try {
+      const up = async () => sampleValue(await scrape(sidecar.adminPort), 'svc_cache_store_up');
+      await vi.waitFor(async () => expect(await up()).toBe(1), { timeout: 5_000, interval: 50 });
+      await redis.kill();
+      await vi.waitFor(async () => expect(await up()).toBe(0), { timeout: 5_000, interval: 50 });
+      await redis.restart();
+      await vi.waitFor(async () => expect(await up()).toBe(1), { timeout: 10_000, interval: 50 });
+    } finally {
+      await sidecar.close(0);
+      await origin.close();
+      await redis.stop();
+    }
   });
 });
 
