@@ -75,18 +75,22 @@ function readingOf(definitions: ScopeDefinitions, scope: string): ScopeReading {
   return reading;
 }
 
-/** The sources a scope reads, and a JWT scope's claim, issuer, audience and key (a secret or public key by its digest). */
+/**
+ * The sources a scope reads, and every JWT setting but those known to name no one (the algorithms
+ * accepted, the clock tolerance): its claim, issuer, audience, key source, and any setting a later
+ * version adds, which then starts new buckets rather than risk sharing old ones. A secret counts by
+ * its digest, a public key by its DER, so neither its spelling nor its line breaks do.
+ */
 function identifyingParts(sources: readonly ScopeSource[], definition: ScopeConfig | undefined): unknown[] {
   const read = sources.map((source) => `${source.kind}:${source.name}`);
   if (definition === undefined || typeof definition === 'string') return [read];
-  const { claim, issuer, audience, secret, publicKey, jwksFile, jwksUrl } = definition.jwt;
-  const key =
-    secret !== undefined
-      ? ['secret', hash('sha256', secret, 'base64url')]
-      : publicKey !== undefined
-        ? ['publicKey', createPublicKey(publicKey).export({ type: 'spki', format: 'der' }).toString('base64url')]
-        : ['jwks', jwksUrl ?? jwksFile];
-  return [read, claim, issuer ?? null, audience ?? null, key];
+  const { algorithms: _algorithms, clockToleranceSeconds: _clockTolerance, secret, publicKey, ...named } = definition.jwt;
+  return [
+    read,
+    named,
+    secret === undefined ? null : hash('sha256', secret, 'base64url'),
+    publicKey === undefined ? null : createPublicKey(publicKey).export({ type: 'spki', format: 'der' }).toString('base64url'),
+  ];
 }
 
 interface ScopeReading {

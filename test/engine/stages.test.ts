@@ -481,7 +481,7 @@ describe('scopeAndKey', () => {
     const jwt = config({
       scopes: { USER: { definition: 'header:authorization', jwt: { claim: 'sub', algorithms: ['HS256'], secret: 's'.repeat(32), issuer: 'https://auth.test', audience: 'api' } } },
     }).scopes;
-    expect(scopeBucketKey(['USER'], jwt, [], secret32, identities)).toBe('USER:h2ViJe1qsVKPpTiMwfK8Wt_rHpwNNCbfNTM-u7aF79w');
+    expect(scopeBucketKey(['USER'], jwt, [], secret32, identities)).toBe('USER:yXdFEeCfjlrrI9s1vt0zLBsOkvI6UD_NdaGKyAaWslY');
   });
 
   // The review: a digest of the whole parsed definition changed with its spelling, a clock
