@@ -32,7 +32,7 @@ import {
   classify,
   isVerdict,
   lookupOrCoalesce,
-  isStoredMutation,
+  isUnreadMutation,
   mutationOverGet,
   possibleMutations,
   readParameters,
@@ -384,7 +384,7 @@ export class DecisionEngine {
     const context: RequestContext = { exchange, head, config, request: keyed, resolved };
     const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
     if (isVerdict(checked)) {
-      if (head.method === 'GET' && isStoredMutation(checked, resolved, params.operationName)) return this.conclude(exchange, mutationOverGet());
+      if (head.method === 'GET' && isUnreadMutation(checked, resolved, params.operationName)) return this.conclude(exchange, mutationOverGet());
       const purge = await this.emptyParenthesesPurge(context, checked, schema);
       if (purge === undefined && checked.kind === 'pass' && runsUnseen(checked.reason, resolved.query)) return this.passUnseen(exchange, config, checked);
       return this.conclude(exchange, purge ?? checked, context);
@@ -1197,11 +1197,11 @@ const UNSEEN_REASONS: ReadonlySet<PassReason> = new Set(['no-query', 'unknown-do
  * Whether a POST passed for `reason` may run an operation svc-cache cannot see (passUnseen): one
  * from a stored document, or, when the operation to run is unknown, any mutation of its document
  * (origins differ on what an unknown or empty operationName runs; Hot Chocolate's
- * `batchOperations` runs several).
+ * `batchOperations` runs several); or a mutation in a document nested deeper than svc-cache reads.
  */
 function runsUnseen(reason: PassReason, query: string | undefined): boolean {
   if (UNSEEN_REASONS.has(reason)) return true;
-  return reason === 'unknown-operation' && query !== undefined && mayMutate(query);
+  return (reason === 'unknown-operation' || reason === 'nested-too-deep') && query !== undefined && mayMutate(query);
 }
 
 /** Whether a text may run a mutation: it holds one, or does not parse (an origin may read it otherwise). */

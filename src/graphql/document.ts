@@ -17,6 +17,12 @@ import { fragmentsOf, fragmentsUsedBy } from './fragments.js';
 export interface ParsedDocument {
   document: DocumentNode;
   operations: readonly OperationDefinitionNode[];
+  /**
+   * The most selection sets nested in one another anywhere in it, fields and inline fragments
+   * alike: printing it (the normalised text, the query with key fields added) indents each line
+   * that deep, so its printed size is its size times this (README, Bad input).
+   */
+  nesting: number;
 }
 
 export type SelectedOperation =
@@ -46,7 +52,7 @@ export function parseDocument(query: string): ParsedDocument | { kind: 'syntax-e
   const operations = document.definitions.filter(
     (definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION,
   );
-  const parsed: ParsedDocument = { document, operations };
+  const parsed: ParsedDocument = { document, operations, nesting: selectionNesting(document) };
   parsedByText.set(query, parsed, { size: retainedBytesOf(document, query) });
   textOfDocument.set(parsed, query);
   return parsed;
@@ -130,6 +136,23 @@ function chargeForOperation(parsed: ParsedDocument, separated: DocumentNode): vo
   const base = retainedBytesOf(parsed.document, text);
   charged.extraBytes += Math.ceil((base * selectionCount(separated)) / charged.selections);
   parsedByText.set(text, parsed, { size: base + charged.extraBytes });
+}
+
+/** ParsedDocument.nesting, walked with a stack of its own: inline fragments nest thousands deep. */
+function selectionNesting(document: DocumentNode): number {
+  let deepest = 0;
+  const pending: Array<[SelectionSetNode, number]> = [];
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.OPERATION_DEFINITION || definition.kind === Kind.FRAGMENT_DEFINITION) pending.push([definition.selectionSet, 1]);
+  }
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [selectionSet, level] = next;
+    deepest = Math.max(deepest, level);
+    for (const selection of selectionSet.selections) {
+      if (selection.kind !== Kind.FRAGMENT_SPREAD && selection.selectionSet) pending.push([selection.selectionSet, level + 1]);
+    }
+  }
+  return deepest;
 }
 
 /** Fields, spreads and inline fragments in the document's definitions, walked with a stack of its own. */

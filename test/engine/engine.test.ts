@@ -300,6 +300,18 @@ describe('DecisionEngine', () => {
     expect(invalidate.mock.calls).toEqual([[['t:Todo']], [['t:Todo']]]);
   });
 
+  it('passes a document nested deeper than it reads unread: a query is not stored, a mutation empties the store once it ran', async () => {
+    const flush = vi.spyOn(store, 'invalidateAll');
+    const nested = (operation: string) => `${operation} { ${'... { '.repeat(60)}__typename${' }'.repeat(60)} }`;
+    const query = await roundTrip(post({ query: nested('query') }), { body: Buffer.from('{"data":{"__typename":"Query"}}') });
+    expect([query.status, flush.mock.calls.length]).toEqual(['PASS', 0]);
+    await roundTrip(post({ query: nested('mutation') }), { body: Buffer.from('{"data":{"__typename":"Mutation"}}') });
+    expect(flush).toHaveBeenCalledTimes(1);
+    const path = `/graphql?query=${encodeURIComponent(nested('mutation'))}`;
+    const overGet = await decideHead({ method: 'GET', path, headers: [[':method', 'GET'], [':path', path]], hasBody: false });
+    expect(overGet.kind === 'respond' && overGet.response.status).toBe(405);
+  });
+
   // The review: the same holds for operations svc-cache cannot see, which a 5xx used to let through.
   it('empties the store for an operation it cannot see answered with a 5xx, alone or in a batch, and not for a 4xx', async () => {
     const flush = vi.spyOn(store, 'invalidateAll');

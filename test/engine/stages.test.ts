@@ -210,6 +210,21 @@ describe('checkSentQueryText and checkLimits', () => {
     expect(checkLimits(resolved(query), current.limits, operationName, analyse(current))).toEqual(verdict);
   });
 
+  // The CPU audit: 1,900 inline fragments nested in one another (15 KB, no depth) printed to 7 MB.
+  it('passes a document nested deeper than twice maxDepth unread, fields and inline fragments alike, before it is printed', () => {
+    const nested = (levels: number) => `{ todos { ${'... { '.repeat(levels)}title${' }'.repeat(levels)} } }`;
+    const current = config();
+    expect(checkLimits(resolved(nested(48)), current.limits, undefined, analyse(current))).toHaveProperty('selected');
+    expect(checkLimits(resolved(nested(49)), current.limits, undefined, analyse(current))).toEqual({
+      kind: 'pass',
+      reason: 'nested-too-deep',
+      detail: 'selection sets nested 51 deep; svc-cache reads 50 at most',
+    });
+    const shallow = config({ limits: { maxDepth: 3 } });
+    expect(checkLimits(resolved(nested(30)), shallow.limits, undefined, analyse(shallow))).toHaveProperty('selected');
+    expect(checkLimits(resolved(nested(1_900)), current.limits, undefined, analyse(current))).toMatchObject({ reason: 'nested-too-deep' });
+  });
+
   it('refuses what the document analysis found over the limits', () => {
     const current = config();
     const violating = (document: DocumentNode): DocumentAnalysis => ({
