@@ -17,7 +17,7 @@ export interface KeyedTarget {
 
 /**
  * The cache key (docs/graphql-caching.md, Cache key): scope bucket, host, endpoint path, operation
- * name, normalised document and canonical variables (their literal text, canonicalVariables.ts),
+ * name, normalised document (the SHA-256 of its printed text: selectOperation) and canonical variables (their literal text, canonicalVariables.ts),
  * then the other URL parameters, `extensions` but for those that change no answer, the keyed
  * headers, and a POST body's members other than GraphQL's, when a request has any of them.
  * `Accept` is not in it: a cacheable answer has the same body under both GraphQL JSON types, and a

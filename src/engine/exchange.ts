@@ -169,7 +169,7 @@ export class Exchange {
 
 /** What one request came to, emitted once its ext_proc stream ends. */
 /**
- * The first 12 hex digits of the SHA-256 of a normalised document, worked out once per parsed
+ * The first 12 hex digits of the SHA-256 of a normalised document's digest and the operation's name, worked out once per parsed
  * document (documents are remembered by query text) rather than once per request: a HIT repeats a
  * popular document again and again.
  */
@@ -177,7 +177,7 @@ export function documentHashOf(selected: { document: DocumentNode; name: string;
   let documentHash = hashesByDocument.get(selected.document);
   if (documentHash === undefined) {
     // One-shot, as the cache key's (cacheKey.ts): no Hash object per new document.
-    // The name too: the normalised text is the whole document, which each of its operations shares.
+    // The name too: the normalised digest is the whole document's, which each of its operations shares.
     documentHash = hash('sha256', `${selected.name}\u0000${selected.normalised}`, 'hex').slice(0, 12);
     hashesByDocument.set(selected.document, documentHash);
   }

@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import {
   GraphQLError,
@@ -31,7 +32,11 @@ export type SelectedOperation =
       operation: OperationDefinitionNode;
       /** The operation's name, or '' for an anonymous one. */
       name: string;
-      /** The whole document printed: the normalised form in the cache key. */
+      /**
+       * The SHA-256 (base64url) of the whole document printed: the normalised form the cache key
+       * holds. Its digest rather than its text: a HIT hashes its key, and the text of a large
+       * document made every HIT of it hash that much (README, Cache key).
+       */
       normalised: string;
       /** The operation chosen with the fragments it uses, as a document (for rule matching against the schema). */
       document: DocumentNode;
@@ -58,7 +63,7 @@ export function parseDocument(query: string): ParsedDocument | { kind: 'syntax-e
   return parsed;
 }
 
-/** Picks the operation to run as GraphQL's "GetOperation" does, and its normalised text. */
+/** Picks the operation to run as GraphQL's "GetOperation" does, and the digest of its normalised text. */
 export function selectOperation(parsed: ParsedDocument, operationName: string | undefined): SelectedOperation {
   const { operations } = parsed;
   let operation: OperationDefinitionNode | undefined;
@@ -85,7 +90,7 @@ export function selectOperation(parsed: ParsedDocument, operationName: string | 
   }
   // The whole document, not the operation alone: an origin validates every operation and fragment
   // in it, and answers errors for a document whose other operation is invalid (README, Cache key).
-  return { kind: 'operation', operation: operation!, name, normalised: printedDocument(parsed), document, wholeDocument: operations.length === 1 };
+  return { kind: 'operation', operation: operation!, name, normalised: normalisedDigest(parsed), document, wholeDocument: operations.length === 1 };
 }
 
 /**
@@ -102,7 +107,7 @@ const parsedByText = new LRUCache<string, ParsedDocument>({
  * An upper bound of the heap a remembered document keeps, in bytes, from the parser's count of its
  * lexical tokens (each becomes at most a node or two): measured at 50-185 bytes of nodes a token,
  * fields being the most, twice over for what is derived from the document and kept as long as it
- * is (the operation prepared for tagging, with its added key fields; the printed normalised text).
+ * is (the operation prepared for tagging, with its added key fields and its printed text).
  */
 function retainedBytesOf(document: DocumentNode, text: string): number {
   return DERIVED_COPIES * NODE_BYTES_PER_TOKEN * (document.tokenCount ?? text.length) + 2 * text.length;
@@ -172,15 +177,16 @@ function selectionCount(document: DocumentNode): number {
 }
 
 const separatedByDocument = new WeakMap<ParsedDocument, Map<string, DocumentNode>>();
-const printedByDocument = new WeakMap<ParsedDocument, string>();
+const digestByDocument = new WeakMap<ParsedDocument, string>();
 
-function printedDocument(parsed: ParsedDocument): string {
-  let printed = printedByDocument.get(parsed);
-  if (printed === undefined) {
-    printed = print(parsed.document);
-    printedByDocument.set(parsed, printed);
+/** Printed once per parsed document, and only its digest kept: the printed text may be many times the sent one. */
+function normalisedDigest(parsed: ParsedDocument): string {
+  let digest = digestByDocument.get(parsed);
+  if (digest === undefined) {
+    digest = hash('sha256', print(parsed.document), 'base64url');
+    digestByDocument.set(parsed, digest);
   }
-  return printed;
+  return digest;
 }
 
 /** The operation and the fragments it uses, in document order, as graphql's `separateOperations` keeps them. */

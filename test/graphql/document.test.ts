@@ -1,3 +1,5 @@
+import { hash } from 'node:crypto';
+import { print } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { parseDocument, selectOperation } from '../../src/graphql/document.js';
 import { heapKeptBy } from '../support/heap.js';
@@ -53,7 +55,7 @@ describe('selectOperation', () => {
     const names = selected.document.definitions.map((definition) => ('name' in definition ? definition.name?.value : undefined));
     expect(names).toEqual(['B', ...Array.from({ length: 20_001 }, (_, i) => `F${i}`)]);
     // An origin validates every definition: the other operation and its fragment are keyed too.
-    expect(selected.normalised.startsWith('fragment Other on Todo {\n  done\n}\n\nquery A {\n  todos {\n    ...Other\n  }\n}\n\nquery B {')).toBe(true);
+    expect(selected.normalised).toBe(hash('sha256', print(parsed.document), 'base64url'));
     const other = selectOperation(parsed, 'A');
     expect(other.kind === 'operation' && other.normalised).toBe(selected.normalised);
   });
