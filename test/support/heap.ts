@@ -16,3 +16,13 @@ export function heapKeptBy<T>(run: () => T): { keptBytes: number; result: T } {
   collectGarbage();
   return { keptBytes: process.memoryUsage().heapUsed - before, result };
 }
+
+/** heapKeptBy for a `run` that resolves later; the Buffers' backing stores (ArrayBuffers) count too. */
+export async function memoryKeptByAsync<T>(run: () => Promise<T>): Promise<{ keptBytes: number; result: T }> {
+  collectGarbage();
+  const before = process.memoryUsage();
+  const result = await run();
+  collectGarbage();
+  const after = process.memoryUsage();
+  return { keptBytes: after.heapUsed - before.heapUsed + (after.arrayBuffers - before.arrayBuffers), result };
+}
