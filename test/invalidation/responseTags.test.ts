@@ -51,6 +51,13 @@ describe('responseTags', () => {
     );
   });
 
+  // The CPU audit: an origin's list nested 16,000 deep under a key the document does not select
+  // overflowed the call stack, and the answer passed as an engine error, logged each time.
+  it('reads a list nested 16,000 deep under a key it did not ask for without running out of stack', () => {
+    const deep: unknown = JSON.parse(`${'['.repeat(16_000)}1${']'.repeat(16_000)}`);
+    expect(responseTags(schema, prepare('{ todos { id } }'), { data: { todos: [], extra: deep } }, '')).toContain(tag.query('todos'));
+  });
+
   it('tags the entities a chain of 20,000 spreads selects', () => {
     const prepared = prepare(spreadChain('{ todos { ...F0 } }', 'Todo', 'id title'));
     const result = { data: { todos: [{ id: '1', title: 'a' }] } };
