@@ -77,6 +77,7 @@ import {
   notModifiedResponse,
   rewrittenBodyChanges,
   scopedEntryHeaders,
+  withoutOriginsCopiesOfOwnHeaders,
   withoutSharedCacheGrants,
   type HeaderChanges,
   type Replay,
@@ -288,7 +289,7 @@ export class DecisionEngine {
 
   /** The changes to the origin's answer headers within Envoy's limits, or a warning that they cannot be. */
   private fitted(origin: HeaderList, changes: HeaderChanges, replacedBody?: Buffer): HeaderChanges {
-    const fitted = fitToEnvoyLimits(origin, changes, replacedBody);
+    const fitted = fitToEnvoyLimits(origin, withoutOriginsCopiesOfOwnHeaders(origin, changes), replacedBody);
     if (!fitted.fits) {
       this.deps.logger.warn({ headerCount: origin.length }, "origin answer's headers over Envoy's limits after svc-cache's changes; Envoy answers 500");
     }

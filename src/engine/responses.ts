@@ -145,7 +145,19 @@ export function replayableHeaders(headers: HeaderList): Array<[string, string]> 
     .map(([name, value]) => [name, value]);
 }
 
-const OWN_PREFIXES = ['x-envoy-', 'proxy-', `${CACHE_STATUS_HEADER}-`, 'svc-debug-'];
+/** The prefixes of svc-cache's own response headers beside `svc-cache` itself (`svc-cache-stale`, `svc-debug-*`). */
+const SVC_CACHE_PREFIXES = [`${CACHE_STATUS_HEADER}-`, 'svc-debug-'];
+const OWN_PREFIXES = ['x-envoy-', 'proxy-', ...SVC_CACHE_PREFIXES];
+
+/**
+ * The changes to an origin's answer, and the origin's own copies of svc-cache's headers removed, as
+ * a HIT never replays them (replayableHeaders): a client must not take an origin's
+ * `svc-cache-stale` or `svc-debug-pass-reason` for svc-cache's. Those the changes set are svc-cache's.
+ */
+export function withoutOriginsCopiesOfOwnHeaders(origin: HeaderList, changes: HeaderChanges): HeaderChanges {
+  const copies = namesAmong(origin, (name) => SVC_CACHE_PREFIXES.some((prefix) => name.startsWith(prefix)) && !changes.set.some(([set]) => set === name));
+  return copies.length === 0 ? changes : { set: changes.set, remove: [...changes.remove, ...copies] };
+}
 
 /** RFC 9110 section 7.6.1: the names `connection` lists are of fields for this connection only. */
 function connectionOptions(headers: HeaderList): ReadonlySet<string> {
