@@ -32,7 +32,7 @@ import {
   classify,
   isVerdict,
   lookupOrCoalesce,
-  isUnreadMutation,
+  isStoredMutation,
   mutationOverGet,
   possibleMutations,
   readParameters,
@@ -54,7 +54,7 @@ import {
   parseBatchResults,
   parseGraphQLResult,
   ranUnseenMutation,
-  ranNothing,
+  whatRan,
   isSuccess,
   isHoldable,
   passedBody,
@@ -385,7 +385,7 @@ export class DecisionEngine {
     const context: RequestContext = { exchange, head, config, request: keyed, resolved };
     const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
     if (isVerdict(checked)) {
-      if (head.method === 'GET' && isUnreadMutation(checked, resolved, params.operationName)) return this.conclude(exchange, mutationOverGet());
+      if (head.method === 'GET' && isStoredMutation(checked, resolved, params.operationName)) return this.conclude(exchange, mutationOverGet());
       const purge = await this.emptyParenthesesPurge(context, checked, schema);
       if (purge === undefined && checked.kind === 'pass' && runsUnseen(checked.reason, resolved.query)) return this.passUnseen(exchange, config, checked);
       return this.conclude(exchange, purge ?? checked, context);
@@ -782,10 +782,8 @@ export class DecisionEngine {
     if (forwarded.kind === 'pass' && forwarded.unread) await this.invalidate(forwarded.unread.policy, forwarded.unread.tags, 'root-field-types');
     // An answer svc-cache will not read cannot show that nothing ran (nor can one it means to read
     // that never comes: whenBodyLost).
-    // A 4xx ran nothing; a 5xx may come from a gateway that gave up on an operation the origin ran on (ranNothing).
-    const mayHaveRun = isSuccess(status) || status >= 500;
-    if (forwarded.kind === 'pass' && forwarded.unseen && plan.kind === 'pass' && !plan.readUnseen && mayHaveRun) await this.invalidateEverything('unseen-operation');
-    if (forwarded.kind === 'batch' && plan.kind !== 'batch') await this.invalidateAfterBatch({ ...forwarded, unseen: mayHaveRun ? forwarded.unseen : [] }, undefined);
+    if (forwarded.kind === 'pass' && forwarded.unseen && plan.kind === 'pass' && !plan.readUnseen && isSuccess(status)) await this.invalidateEverything('unseen-operation');
+    if (forwarded.kind === 'batch' && plan.kind !== 'batch') await this.invalidateAfterBatch({ ...forwarded, unseen: isSuccess(status) ? forwarded.unseen : [] }, undefined);
     const { maxResponseBodyBytes } = this.deps.state().config.limits;
     const holdable = isHoldable(headers, endOfStream, maxResponseBodyBytes);
     if (status !== 200 || !holdable || !isReadable(headers)) exchange.registration = undefined;
@@ -905,8 +903,9 @@ export class DecisionEngine {
    */
   private async invalidateAfterMutation(plan: MutationPlan, body: Buffer): Promise<void> {
     const result = body.length > plan.maxResponseBodyBytes ? undefined : parseGraphQLResult(body);
-    if (!result) return this.invalidateByRootFieldTypes(plan);
-    if (ranNothing(result, plan)) return;
+    const ran = result && whatRan(result, plan);
+    if (ran === 'nothing') return;
+    if (!result || ran === 'unknown') return this.invalidateByRootFieldTypes(plan);
     await this.invalidate(plan.policy, mutationInvalidationTags(plan.schema, plan.prepared, result, plan.policy), 'answer');
   }
 
@@ -931,10 +930,11 @@ export class DecisionEngine {
       if (!mutation) return;
       policy = mutation.policy;
       const answer = answers?.[index];
-      if (!isPlainObject(answer)) for (const tag of rootFieldTypeTags(mutation.schema, mutation.prepared)) fromRootFields.add(tag);
-      else if (!ranNothing(answer, plan)) for (const tag of mutationInvalidationTags(mutation.schema, mutation.prepared, answer, mutation.policy)) fromAnswers.add(tag);
+      const ran = isPlainObject(answer) ? whatRan(answer, plan) : 'unknown';
+      if (ran === 'has-data') for (const tag of mutationInvalidationTags(mutation.schema, mutation.prepared, answer as Record<string, unknown>, mutation.policy)) fromAnswers.add(tag);
+      else if (ran === 'unknown') for (const tag of rootFieldTypeTags(mutation.schema, mutation.prepared)) fromRootFields.add(tag);
     });
-    if (plan.unseen.some((index) => answers === undefined || ranUnseenMutation(answers[index], plan))) await this.invalidateEverything('unseen-operation');
+    if (plan.unseen.some((index) => answers === undefined || ranUnseenMutation(answers[index]))) await this.invalidateEverything('unseen-operation');
     if (policy === undefined) return;
     await this.invalidate(policy, [...fromAnswers], 'answer');
     await this.invalidate(policy, [...fromRootFields], 'root-field-types');
@@ -1198,11 +1198,11 @@ const UNSEEN_REASONS: ReadonlySet<PassReason> = new Set(['no-query', 'unknown-do
  * Whether a POST passed for `reason` may run an operation svc-cache cannot see (passUnseen): one
  * from a stored document, or, when the operation to run is unknown, any mutation of its document
  * (origins differ on what an unknown or empty operationName runs; Hot Chocolate's
- * `batchOperations` runs several); or a mutation in a document nested deeper than svc-cache reads.
+ * `batchOperations` runs several).
  */
 function runsUnseen(reason: PassReason, query: string | undefined): boolean {
   if (UNSEEN_REASONS.has(reason)) return true;
-  return (reason === 'unknown-operation' || reason === 'nested-too-deep') && query !== undefined && mayMutate(query);
+  return reason === 'unknown-operation' && query !== undefined && mayMutate(query);
 }
 
 /** Whether a text may run a mutation: it holds one, or does not parse (an origin may read it otherwise). */

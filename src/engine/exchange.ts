@@ -271,7 +271,7 @@ export interface MutationPlan {
   policy: MutationPolicy;
   /** Past this an answer is not read: the root fields' types are invalidated instead. */
   maxResponseBodyBytes: number;
-  /** The answer came with a 5xx (ranNothing). */
+  /** The answer came with a 5xx (whatRan). */
   serverError?: true;
 }
 
@@ -284,7 +284,7 @@ export interface BatchPlan {
   unseen: readonly number[];
   /** Past this the answers are not read: each mutation invalidates its root fields' types. */
   maxResponseBodyBytes: number;
-  /** The answer came with a 5xx (ranNothing). */
+  /** The answer came with a 5xx (whatRan). */
   serverError?: true;
 }
 

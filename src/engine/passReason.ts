@@ -18,8 +18,6 @@ export type PassReason =
   | 'uninterpretable-body'
   | 'no-query'
   | 'syntax-error'
-  /** Selection sets nested deeper than svc-cache reads (README, Bad input): passed unread, as a syntax error is. */
-  | 'nested-too-deep'
   | 'unknown-operation'
   /** An id the manifest does not hold (README, Stored documents sent by id). */
   | 'unknown-document-id'

@@ -268,8 +268,8 @@ export function checkLimits(
   const parsed = parseDocument(query);
   if ('kind' in parsed) return passVerdict('syntax-error', parsed.message);
   // Before anything prints it: the printed size grows as its size times its nesting.
-  const nestingLimit = maxSelectionNesting(limits);
-  if (parsed.nesting > nestingLimit) return passVerdict('nested-too-deep', `selection sets nested ${parsed.nesting} deep; svc-cache reads ${nestingLimit} at most`);
+  const tooNested = nestingViolation(parsed.nesting, limits);
+  if (tooNested) return overLimits(resolved, tooNested);
   const selected = operationToRun(parsed, operationName);
   if (selected.kind === 'invalid') return passVerdict('unknown-operation', selected.reason);
   const analysis = analyse(selected.document);
@@ -278,32 +278,31 @@ export function checkLimits(
 }
 
 /**
- * How deep selection sets may nest, fields and inline fragments alike, for svc-cache to read a
- * document: twice `limits.maxDepth`, and never less than 32. Inline fragments nested within one
- * another add no depth, and graphql-js parses them a few thousand deep; printing such a document
- * (its normalised text, the query sent with key fields) took 116 ms and 7 MB for 15 KB of them. A
- * document nested deeper goes to the origin unread, as one that does not parse (README, Bad input).
+ * Selection sets nested deeper than twice `limits.maxDepth` (never fewer than 32), fields and inline
+ * fragments alike, are over the depth limit too (README, Bad input). Inline fragments nested within
+ * one another add no depth, and graphql-js parses them a few thousand deep; printing such a document
+ * (its normalised text, the query sent with key fields) took 116 ms and 7 MB for 15 KB of them.
  */
-function maxSelectionNesting(limits: Config['limits']): number {
-  return Math.max(MIN_SELECTION_NESTING, 2 * limits.maxDepth);
+function nestingViolation(nesting: number, limits: Config['limits']): LimitViolation | undefined {
+  const most = Math.max(MIN_SELECTION_NESTING, 2 * limits.maxDepth);
+  if (nesting <= most) return undefined;
+  return { code: 'QUERY_TOO_DEEP', message: `Query nests selection sets ${nesting} deep, inline fragments included; the limit is ${most}` };
 }
 
 const MIN_SELECTION_NESTING = 32;
 
 /**
- * Whether a document passed unread for its size or nesting (`stored-document-over-limits`,
- * `nested-too-deep`) holds a mutation the origin may run: over GET it is refused as one within the
- * limits is (classify). The manifest's text is the operator's, so parsing it whatever its size is
- * bounded by the manifest; a sent one parsed within `limits.maxQueryBytes`, and is not printed.
+ * Whether a stored document the limits stopped (`stored-document-over-limits`) holds a mutation the
+ * origin may run: over GET it is refused as one within them is (classify). The manifest's text is
+ * the operator's, so parsing it whatever its size is bounded by the manifest; it is not printed,
+ * since its nesting may be what stopped it.
  */
-export function isUnreadMutation(verdict: Verdict, resolved: ResolvedQuery, operationName: string | undefined): boolean {
-  if (verdict.kind !== 'pass' || !UNREAD_FOR_LIMITS.has(verdict.reason) || resolved.query === undefined) return false;
+export function isStoredMutation(verdict: Verdict, resolved: ResolvedQuery, operationName: string | undefined): boolean {
+  if (verdict.kind !== 'pass' || verdict.reason !== 'stored-document-over-limits' || resolved.query === undefined) return false;
   const parsed = parseDocument(resolved.query);
   if ('kind' in parsed) return false;
   return parsed.operations.some((operation) => mayRun(operation, parsed.operations.length, operationName));
 }
-
-const UNREAD_FOR_LIMITS: ReadonlySet<PassReason> = new Set(['stored-document-over-limits', 'nested-too-deep']);
 
 /**
  * A sent query over the limits is refused; a stored document the origin runs whatever svc-cache's

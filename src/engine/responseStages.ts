@@ -30,9 +30,11 @@ export function planAfterResponseHead(plan: ResponsePlan, status: number, header
     case 'batch':
       // Elements svc-cache could not see ran nothing to answer for when the origin refused the batch.
       if (!isReadable(headers) || !isHoldable(headers, endOfStream, plan.maxResponseBodyBytes)) return { kind: 'pass', reason: 'batch' };
-      // A 5xx may have come from a gateway that gave up while the origin ran on (ranNothing).
-      if (status >= 500) return { ...plan, serverError: true };
-      return isSuccess(status) ? plan : { ...plan, unseen: [] };
+      if (isSuccess(status)) return plan;
+      // Its mutations read their answers (whatRan); the elements svc-cache cannot see are taken as
+      // not run, as alone (decideResponseHead): flushing the store on a 5xx would wipe what
+      // stale-if-error serves through an outage.
+      return { ...plan, unseen: [], ...(status >= 500 && { serverError: true as const }) };
     case 'store': {
       const verdict = storeVerdict(status, headers, {
         keyedRequestHeaders: plan.keyedRequestHeaders,
@@ -59,14 +61,15 @@ export function wantsResponseBody(plan: ResponsePlan, headers: HeaderList, endOf
 }
 
 /**
- * Whether an answer shows that its operation never ran: a request error, with no `data` (GraphQL
- * spec section 7.1.2, as when the origin refuses a mutation in validation), unless it came with a
- * 5xx, which a gateway in front of the origin may answer when it gave up on a mutation the origin
- * went on running (Apollo Router's timeout answers so). Any client could send a request error, so
- * one invalidates nothing.
+ * What an answer to a mutation shows of whether it ran: its `data` (`has-data`); `nothing` when it
+ * has no `data` at all, a request error (GraphQL spec section 7.1.2, as when the origin refuses a
+ * mutation in validation), which any client could send, so it invalidates nothing; `unknown` when
+ * that came with a 5xx, which a gateway in front of the origin may answer when it gave up on a
+ * mutation the origin went on running (Apollo Router's timeout answers so).
  */
-export function ranNothing(result: Record<string, unknown>, plan: { serverError?: true }): boolean {
-  return plan.serverError !== true && !Object.hasOwn(result, 'data');
+export function whatRan(result: Record<string, unknown>, plan: { serverError?: true }): 'has-data' | 'nothing' | 'unknown' {
+  if (Object.hasOwn(result, 'data')) return 'has-data';
+  return plan.serverError === true ? 'unknown' : 'nothing';
 }
 
 /** A 2xx status: the origin ran the request (a 4xx or 5xx ran nothing svc-cache must answer for). */
@@ -80,9 +83,9 @@ export function isSuccess(status: number): boolean {
  * HTTP). Its root keys cannot tell a query from a mutation, since an alias may name a mutation's
  * field as a query's (`todos: addTodo(…)`). An answer that cannot be read may be a mutation's.
  */
-export function ranUnseenMutation(result: unknown, plan: { serverError?: true } = {}): boolean {
+export function ranUnseenMutation(result: unknown): boolean {
   if (!isPlainObject(result)) return true;
-  if (ranNothing(result, plan)) return false;
+  if (whatRan(result, {}) === 'nothing') return false;
   const { data } = result;
   return !isPlainObject(data) || Object.keys(data).length > 0;
 }

@@ -211,18 +211,23 @@ describe('checkSentQueryText and checkLimits', () => {
   });
 
   // The CPU audit: 1,900 inline fragments nested in one another (15 KB, no depth) printed to 7 MB.
-  it('passes a document nested deeper than twice maxDepth unread, fields and inline fragments alike, before it is printed', () => {
+  it('refuses a document nested deeper than twice maxDepth, fields and inline fragments alike, before it is printed; a stored one passes', () => {
     const nested = (levels: number) => `{ todos { ${'... { '.repeat(levels)}title${' }'.repeat(levels)} } }`;
     const current = config();
     expect(checkLimits(resolved(nested(48)), current.limits, undefined, analyse(current))).toHaveProperty('selected');
-    expect(checkLimits(resolved(nested(49)), current.limits, undefined, analyse(current))).toEqual({
-      kind: 'pass',
-      reason: 'nested-too-deep',
-      detail: 'selection sets nested 51 deep; svc-cache reads 50 at most',
+    expect(checkLimits(resolved(nested(49)), current.limits, undefined, analyse(current))).toMatchObject({
+      kind: 'respond',
+      errorCode: 'QUERY_TOO_DEEP',
+      response: { status: 400 },
     });
     const shallow = config({ limits: { maxDepth: 3 } });
     expect(checkLimits(resolved(nested(30)), shallow.limits, undefined, analyse(shallow))).toHaveProperty('selected');
-    expect(checkLimits(resolved(nested(1_900)), current.limits, undefined, analyse(current))).toMatchObject({ reason: 'nested-too-deep' });
+    expect(checkLimits(resolved(nested(1_900)), current.limits, undefined, analyse(current))).toMatchObject({ errorCode: 'QUERY_TOO_DEEP' });
+    expect(checkLimits(resolved(nested(1_900), false, true), current.limits, undefined, analyse(current))).toEqual({
+      kind: 'pass',
+      reason: 'stored-document-over-limits',
+      detail: 'Query nests selection sets 1902 deep, inline fragments included; the limit is 50',
+    });
   });
 
   it('refuses what the document analysis found over the limits', () => {
