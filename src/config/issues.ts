@@ -50,8 +50,9 @@ function describeWrittenValue(value: unknown): string {
  * (README, Configuration: never quotes a secret back).
  */
 function withoutUrlCredentials(text: string): string {
-  // A node written without its scheme (`:password@host:6379`) is redacted as well.
-  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/)?.*@/i, '$1[redacted]@');
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return text.replace(/^([a-z][a-z0-9+.-]*:\/\/).*@/i, '$1[redacted]@');
+  // A node written without its scheme (`:password@host:6379`): one word holding an "@".
+  return /^\S*@\S*$/.test(text) ? text.replace(/^.*@/, '[redacted]@') : text;
 }
 
 function problemsOf(issue: z.core.$ZodIssue, path: KeyPath, context: IssueContext): Problem[] {

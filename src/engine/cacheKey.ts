@@ -32,17 +32,15 @@ export function cacheKey(
   canonicalExtensions: string,
   otherMembers: string,
 ): string {
-  // The parts joined by NUL hash the same UTF-8 bytes as the update per part of earlier versions,
-  // so their keys stay: a NUL stands between any two parts, so no surrogate pair is split or joined
+  // The parts are joined by NUL, which no part's text holds, so no surrogate pair is split or joined
   // by the joining. One-shot `hash` (Node 20.12) spares the Hash object: createHash, update and
   // digest were 3% of a GET HIT's CPU in a `--cpu-prof` profile (docs/performance.md).
-  // A request without the later parts keeps the key it had before they were keyed.
+  // The later parts are left out when empty: a plain request hashes the fewest bytes.
   const keyedParameters = target.parameters === '' && canonicalExtensions === '' ? '' : `\u0000${target.parameters}\u0000${canonicalExtensions}`;
   // The headers part is a NUL, a CR and its entries, each a NUL and a header name or `:` mark
   // (keyedHeaders); the members follow four NULs. No part's text holds a NUL, and none but the
   // headers part a CR (no header value, path or name can; JSON and printed strings escape it), so
-  // the CR marks where the headers part starts, here and against the keys of earlier versions
-  // (which keyed forwarded host headers after two NULs), and a run of four NULs where the members do.
+  // the CR marks where the headers part starts, and a run of four NULs where the members do.
   const withHeaders = target.keyedHeaders === '' ? keyedParameters : `${keyedParameters}\u0000\r${target.keyedHeaders}`;
   const later = otherMembers === '' ? withHeaders : `${withHeaders}\u0000\u0000\u0000\u0000${otherMembers}`;
   const hashed = `${target.host}\u0000${target.endpoint}\u0000${operationName}\u0000${normalisedDocument}\u0000${canonicalVariables}${later}`;

@@ -42,6 +42,8 @@ export class MemoryStore implements CacheStore {
     const ttlMs = Math.ceil(options.ttlSeconds * 1000);
     if (!(ttlMs > 0) || !this.isMarkCurrent(options.mark, options.tags)) return false;
     const tags = [...new Set(options.tags)];
+    // The entry it replaces first lets go of its tags, so that a set only it held counts as new again.
+    this.entries.delete(key);
     const entry: MemoryEntry = { response, tags, newTagSets: tags.filter((tag) => !this.keysByTag.has(tag)).length };
     this.entries.set(key, entry, { ttl: ttlMs });
     // lru-cache declines (and drops any previous value) when one entry alone exceeds maxBytes.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createStore } from '../../src/store/index.js';
+import { MemoryStore } from '../../src/store/memory.js';
 import { describeStoreContract, jsonResponse } from './contract.js';
 import { memoryKeptByAsync } from '../support/heap.js';
 
@@ -42,6 +43,20 @@ describe('memory store bounds', () => {
     });
     expect((await store.lookup(`PUBLIC/${'k'.repeat(40)}19999`)).entry).toBeDefined();
     expect(keptBytes).toBeLessThan(bound * 1.1);
+  });
+
+  // The review: a key stored again (an SWR refresh) counted none of the sets its first entry made.
+  it('counts the tag sets of an entry stored again under the same key', async () => {
+    const store = new MemoryStore({ maxBytes: 1024 * 1024 });
+    const tags = Array.from({ length: 20 }, (_, tag) => `e:Todo:1:${tag}`);
+    for (let round = 0; round < 2; round += 1) {
+      const { mark } = await store.lookup('PUBLIC/todo');
+      await store.store('PUBLIC/todo', jsonResponse('x'), { tags, ttlSeconds: 60, mark });
+    }
+    const sizes = (store as unknown as { entries: { calculatedSize: number } }).entries;
+    const fresh = new MemoryStore({ maxBytes: 1024 * 1024 });
+    await fresh.store('PUBLIC/todo', jsonResponse('x'), { tags, ttlSeconds: 60, mark: (await fresh.lookup('PUBLIC/todo')).mark });
+    expect(sizes.calculatedSize).toBe((fresh as unknown as { entries: { calculatedSize: number } }).entries.calculatedSize);
   });
 
   it('declines an entry larger than the whole store', async () => {
