@@ -50,9 +50,9 @@ function describeWrittenValue(value: unknown): string {
  * (README, Configuration: never quotes a secret back).
  */
 function withoutUrlCredentials(text: string): string {
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return text.replace(/^([a-z][a-z0-9+.-]*:\/\/).*@/i, '$1[redacted]@');
-  // A node written without its scheme (`:password@host:6379`): one word holding an "@".
-  return /^\S*@\S*$/.test(text) ? text.replace(/^.*@/, '[redacted]@') : text;
+  // A node written without its scheme (`:password@host:6379`, a space in the password too): what
+  // precedes any "@" may be a password, whatever the key; an "@" elsewhere loses a little text.
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/)?.*@/is, '$1[redacted]@');
 }
 
 function problemsOf(issue: z.core.$ZodIssue, path: KeyPath, context: IssueContext): Problem[] {

@@ -151,11 +151,13 @@ const OWN_PREFIXES = ['x-envoy-', 'proxy-', ...SVC_CACHE_PREFIXES];
 
 /**
  * The changes to an origin's answer, and the origin's own copies of svc-cache's headers removed, as
- * a HIT never replays them (replayableHeaders): a client must not take an origin's
- * `svc-cache-stale` or `svc-debug-pass-reason` for svc-cache's. Those the changes set are svc-cache's.
+ * a HIT never replays them (replayableHeaders): a client must not take an origin's `svc-cache`,
+ * `svc-cache-stale` or `svc-debug-pass-reason` for svc-cache's, also when svc-cache leaves its own
+ * out to fit Envoy's limits (headerRoom.ts). Envoy removes before it sets (docs/ext-proc.md, Header
+ * mutations), so the headers the changes set are svc-cache's whatever the origin sent.
  */
 export function withoutOriginsCopiesOfOwnHeaders(origin: HeaderList, changes: HeaderChanges): HeaderChanges {
-  const copies = namesAmong(origin, (name) => SVC_CACHE_PREFIXES.some((prefix) => name.startsWith(prefix)) && !changes.set.some(([set]) => set === name));
+  const copies = namesAmong(origin, (name) => name === CACHE_STATUS_HEADER || SVC_CACHE_PREFIXES.some((prefix) => name.startsWith(prefix)));
   return copies.length === 0 ? changes : { set: changes.set, remove: [...changes.remove, ...copies] };
 }
 

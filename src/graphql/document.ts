@@ -90,7 +90,17 @@ export function selectOperation(parsed: ParsedDocument, operationName: string | 
   }
   // The whole document, not the operation alone: an origin validates every operation and fragment
   // in it, and answers errors for a document whose other operation is invalid (README, Cache key).
-  return { kind: 'operation', operation: operation!, name, normalised: normalisedDigest(parsed), document, wholeDocument: operations.length === 1 };
+  // Printed only when asked for: after the limits, which stop a document that nests too deep to print (README, Bad input).
+  return {
+    kind: 'operation',
+    operation: operation!,
+    name,
+    get normalised() {
+      return normalisedDigest(parsed);
+    },
+    document,
+    wholeDocument: operations.length === 1,
+  };
 }
 
 /**

@@ -86,9 +86,10 @@ describe('redis.cluster.nodes and redis.sentinel.sentinels', () => {
       'config.yaml: redis.cluster.nodes[4]: expected "host:port" or a redis:// URL whose path is a database number (redis://host:6379/0), got "redis://node/x" (line 5)',
     ]);
     // The review: an address with a password but no scheme was quoted whole.
-    expect(problems('  sentinel:\n    name: mymaster\n    sentinels: ["sentinel:0", ":hunter2@s-0:26379"]\n')).toEqual([
+    expect(problems('  sentinel:\n    name: mymaster\n    sentinels: ["sentinel:0", ":hunter2@s-0:26379", ":my pw@s-0:26379"]\n')).toEqual([
       'config.yaml: redis.sentinel.sentinels[0]: expected "host:port" or a redis:// URL with a port from 1 to 65535, got "sentinel:0" (line 6)',
       'config.yaml: redis.sentinel.sentinels[1]: expected "host:port" or a redis:// URL, got "[redacted]@s-0:26379" (line 6)',
+      'config.yaml: redis.sentinel.sentinels[2]: expected "host:port" or a redis:// URL, got "[redacted]@s-0:26379" (line 6)',
     ]);
   });
 

@@ -673,18 +673,22 @@ describe('DecisionEngine', () => {
   });
 
   // The review: an origin's svc-cache-stale or svc-debug-* reached the client of a MISS or PASS.
-  it("removes the origin's copies of svc-cache's own headers from a MISS and a PASS, but never its own", async () => {
-    const origin: Array<[string, string]> = [[':status', '200'], ...JSON_HEADERS, ['svc-cache-stale', 'error'], ['svc-debug-pass-reason', 'no-rule']];
+  it("removes the origin's copies of svc-cache's own headers from a MISS and a PASS, and sets its own", async () => {
+    const origin: Array<[string, string]> = [[':status', '200'], ...JSON_HEADERS, ['svc-cache', 'HIT'], ['svc-cache-stale', 'error'], ['svc-debug-pass-reason', 'no-rule']];
     const miss = engine.begin(post({ query: '{ todos { id } }' }).head);
     await engine.requestBody(miss, post({ query: '{ todos { id } }' }).body);
     await engine.responseHead(miss, 200, origin, false);
     const missBody = await engine.responseBody(miss, ORIGIN_BODY);
-    expect([miss.summary().outcome, missBody.headers.remove]).toEqual(['MISS', ['svc-cache-stale', 'svc-debug-pass-reason']]);
+    expect([miss.summary().outcome, missBody.headers.remove, missBody.headers.set.find(([name]) => name === 'svc-cache')]).toEqual([
+      'MISS',
+      ['svc-cache', 'svc-cache-stale', 'svc-debug-pass-reason'],
+      ['svc-cache', 'MISS'],
+    ]);
     build({ rules: [{ types: ['User'], maxAge: 60 }] });
     const pass = engine.begin(post({ query: '{ todos { id } }' }).head);
     await engine.requestBody(pass, post({ query: '{ todos { id } }' }).body);
     const passHead = await engine.responseHead(pass, 200, origin, false);
-    expect([pass.summary().outcome, passHead.headers.remove]).toEqual(['PASS', ['svc-cache-stale', 'svc-debug-pass-reason']]);
+    expect([pass.summary().outcome, passHead.headers.remove]).toEqual(['PASS', ['svc-cache', 'svc-cache-stale', 'svc-debug-pass-reason']]);
   });
 
   // The review: nothing held that a stored entry's age, and so its HIT's `age` and lifetime, count the origin's Date.

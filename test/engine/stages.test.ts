@@ -214,8 +214,12 @@ describe('checkSentQueryText and checkLimits', () => {
   it('refuses a document nested deeper than twice maxDepth, fields and inline fragments alike, before it is printed; a stored one passes', () => {
     const nested = (levels: number) => `{ todos { ${'... { '.repeat(levels)}title${' }'.repeat(levels)} } }`;
     const current = config();
-    expect(checkLimits(resolved(nested(48)), current.limits, undefined, analyse(current))).toHaveProperty('selected');
-    expect(checkLimits(resolved(nested(49)), current.limits, undefined, analyse(current))).toMatchObject({
+    expect(checkLimits(resolved(nested(50)), current.limits, undefined, analyse(current))).toHaveProperty('selected');
+    // The review: a query as deep as maxDepth with an inline fragment at each level is within it.
+    const fragmentEachLevel = `{ ${'todos { ... on Todo { '.repeat(20)}id${' } }'.repeat(20)} }`;
+    const twenty = config({ limits: { maxDepth: 20 } });
+    expect(checkLimits(resolved(fragmentEachLevel), twenty.limits, undefined, analyse(twenty))).toHaveProperty('selected');
+    expect(checkLimits(resolved(nested(51)), current.limits, undefined, analyse(current))).toMatchObject({
       kind: 'respond',
       errorCode: 'QUERY_TOO_DEEP',
       response: { status: 400 },
@@ -226,7 +230,7 @@ describe('checkSentQueryText and checkLimits', () => {
     expect(checkLimits(resolved(nested(1_900), false, true), current.limits, undefined, analyse(current))).toEqual({
       kind: 'pass',
       reason: 'stored-document-over-limits',
-      detail: 'Query nests selection sets 1902 deep, inline fragments included; the limit is 50',
+      detail: 'Query nests selection sets 1902 deep, inline fragments included; the limit is 52',
     });
   });
 

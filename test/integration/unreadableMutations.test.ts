@@ -142,6 +142,15 @@ describe('a request svc-cache cannot read that an origin may run as a mutation',
     await expectPassedAndInvalidating(body, contentType, sent, '/x');
   });
 
+  // The review: a readable request nested too deep is refused 400; a reading of a body svc-cache
+  // cannot read was held to the depth and alias limits but not to the nesting one.
+  it('refuses a reading nested too deep, as it refuses a readable request', async () => {
+    const nested = `mutation { ${'... { '.repeat(60)}__typename${' }'.repeat(60)} }`;
+    const answer = await send(Buffer.from(JSON.stringify({ query: nested })), 'text/plain');
+    expect([answer.status, ((await answer.json()) as { errors: Array<{ extensions: { code: string } }> }).errors[0]?.extensions.code]).toEqual([400, 'QUERY_TOO_DEEP']);
+    expect(stack().origin.requestCount()).toBe(0);
+  });
+
   it('refuses a reading that gives a parameter twice, as it refuses a readable request', async () => {
     const repeated = Buffer.from(`{"query":${JSON.stringify(UPDATE_TODO)},"query":"{ todos { id } }"}`);
     const answer = await send(repeated, 'text/plain');
