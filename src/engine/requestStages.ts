@@ -458,7 +458,7 @@ const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'cookie'] as
  * Fusion query plan, and the query plans of Apollo Router (`Apollo-Expose-Query-Plan`, and Apollo
  * Gateway's older `Apollo-Query-Plan-Experimental`), Hive Gateway and WunderGraph Cosmo.
  */
-const TRACE_REQUEST_HEADERS = [
+const TRACE_REQUEST_HEADERS: ReadonlySet<string> = new Set([
   'apollo-federation-include-trace',
   'x-apollo-tracing',
   'graphql-tracing',
@@ -467,7 +467,7 @@ const TRACE_REQUEST_HEADERS = [
   'apollo-query-plan-experimental',
   'hive-expose-query-plan',
   'x-wg-include-query-plan',
-];
+]);
 
 function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: Config, schema: GraphQLSchema): Verdict | OriginBound {
   if (checked.selected.operation.operation === OperationTypeNode.SUBSCRIPTION) return passVerdict('subscription');
@@ -479,7 +479,8 @@ function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: C
   if (config.cache.bypassCacheHeaders.some((name) => headerValue(headers, name.toLowerCase()) !== undefined)) {
     return passVerdict('bypass-header');
   }
-  if (TRACE_REQUEST_HEADERS.some((name) => headerValue(headers, name) !== undefined)) return passVerdict('trace-requested');
+  // One pass over the request's headers: this runs on every HIT.
+  if (headers.some(([name]) => TRACE_REQUEST_HEADERS.has(name))) return passVerdict('trace-requested');
   const { policy } = checked.analysis;
   if (!policy) return passVerdict('no-rule');
   if (policy.maxAge <= 0) return passVerdict('max-age-zero');

@@ -90,17 +90,30 @@ export function selectOperation(parsed: ParsedDocument, operationName: string | 
   }
   // The whole document, not the operation alone: an origin validates every operation and fragment
   // in it, and answers errors for a document whose other operation is invalid (README, Cache key).
-  // Printed only when asked for: after the limits, which stop a document that nests too deep to print (README, Bad input).
-  return {
-    kind: 'operation',
-    operation: operation!,
-    name,
-    get normalised() {
-      return normalisedDigest(parsed);
-    },
-    document,
-    wholeDocument: operations.length === 1,
-  };
+  return new Selected(parsed, operation!, name, document);
+}
+
+/**
+ * An operation selected, whose normalised digest is printed only when asked for: after the limits,
+ * which stop a document that nests too deep to print (README, Bad input). A class, so that the
+ * getter is its prototype's and not a closure made per request.
+ */
+class Selected {
+  readonly kind = 'operation';
+  readonly wholeDocument: boolean;
+
+  constructor(
+    private readonly parsed: ParsedDocument,
+    readonly operation: OperationDefinitionNode,
+    readonly name: string,
+    readonly document: DocumentNode,
+  ) {
+    this.wholeDocument = parsed.operations.length === 1;
+  }
+
+  get normalised(): string {
+    return normalisedDigest(this.parsed);
+  }
 }
 
 /**
