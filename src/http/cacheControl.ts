@@ -210,12 +210,14 @@ export function staleLimits(headers: HeaderList): StaleLimits {
  * an invalid one makes an answer with a lifetime of its own unstorable, `freshness`) and what its
  * `Date` shows (the apparent age; 0 for a `Date` ahead of svc-cache's clock). An upstream cache that
  * sends no `Age` (an HTTP/1.0 one, nginx's `proxy_cache`) shows how long it held the answer only by
- * the origin's `Date` it kept. `Date` has whole seconds, as the ages do.
+ * the origin's `Date` it kept. `Date` drops the fraction of its second, so an answer made just now
+ * may show up to a second more: the whole seconds it is certainly older are counted, or a fresh
+ * answer under `max-age=1` would be stored half the time, and its HIT's `age` be 0 or 1.
  */
 export function initialAgeSeconds(headers: HeaderList, now: number): number {
   const age = deltaSeconds(singleValue(headers, 'age')) ?? 0;
   const date = httpDate(singleValue(headers, 'date') ?? '');
-  return date === undefined ? age : Math.max(age, Math.floor((now - date) / 1000));
+  return date === undefined ? age : Math.max(age, Math.floor((now - date) / 1000) - 1);
 }
 
 /** An `Age` that is there but not one delta-seconds (a list, lines that disagree): how long the answer was held is unknown. */

