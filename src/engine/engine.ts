@@ -931,8 +931,8 @@ export class DecisionEngine {
       policy = mutation.policy;
       const answer = answers?.[index];
       const ran = isPlainObject(answer) ? whatRan(answer, plan) : 'unknown';
-      if (ran === 'has-data') for (const tag of mutationInvalidationTags(mutation.schema, mutation.prepared, answer as Record<string, unknown>, mutation.policy)) fromAnswers.add(tag);
-      else if (ran === 'unknown') for (const tag of rootFieldTypeTags(mutation.schema, mutation.prepared)) fromRootFields.add(tag);
+      if (ran === 'unknown') for (const tag of rootFieldTypeTags(mutation.schema, mutation.prepared)) fromRootFields.add(tag);
+      else if (ran === 'has-data' && isPlainObject(answer)) for (const tag of mutationInvalidationTags(mutation.schema, mutation.prepared, answer, mutation.policy)) fromAnswers.add(tag);
     });
     if (plan.unseen.some((index) => answers === undefined || ranUnseenMutation(answers[index]))) await this.invalidateEverything('unseen-operation');
     if (policy === undefined) return;

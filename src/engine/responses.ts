@@ -111,8 +111,8 @@ function varyOnAcceptEncoding(headers: Array<[string, string]>): void {
  * Origin response headers that are never stored or replayed: hop-by-hop ones (RFC 9110 section
  * 7.6.1, those `connection` names too; every `proxy-*` besides, `replayableHeaders`), per-user ones
  * (`authentication-info` answers one client's credentials, `clear-site-data` clears one browser's),
- * framing that is recomputed for the stored bytes, and what the proxy adds, svc-cache's own
- * `svc-cache-*` and `svc-debug-*` included. RFC 9111 section 3.1 forbids storing
+ * framing that is recomputed for the stored bytes, and what the proxy adds (every `x-envoy-*`,
+ * and svc-cache's own: isSvcCacheHeader, `replayableHeaders`). RFC 9111 section 3.1 forbids storing
  * `proxy-authentication-info` by name. `date` is kept: it is when the origin made the answer, which
  * a HIT passes on as any cache does (RFC 9110 section 6.6.1), so that a cache after svc-cache counts
  * the answer's age from it as svc-cache did (initialAgeSeconds).
@@ -135,19 +135,21 @@ const NOT_REPLAYED = new Set([
   'content-encoding',
   'age',
   'x-request-id',
-  CACHE_STATUS_HEADER,
 ]);
 
 export function replayableHeaders(headers: HeaderList): Array<[string, string]> {
   const nominated = connectionOptions(headers);
   return headers
-    .filter(([name]) => !name.startsWith(':') && !OWN_PREFIXES.some((prefix) => name.startsWith(prefix)) && !NOT_REPLAYED.has(name) && !nominated.has(name))
+    .filter(([name]) => !name.startsWith(':') && !PROXY_PREFIXES.some((prefix) => name.startsWith(prefix)) && !isSvcCacheHeader(name) && !NOT_REPLAYED.has(name) && !nominated.has(name))
     .map(([name, value]) => [name, value]);
 }
 
-/** The prefixes of svc-cache's own response headers beside `svc-cache` itself (`svc-cache-stale`, `svc-debug-*`). */
-const SVC_CACHE_PREFIXES = [`${CACHE_STATUS_HEADER}-`, 'svc-debug-'];
-const OWN_PREFIXES = ['x-envoy-', 'proxy-', ...SVC_CACHE_PREFIXES];
+const PROXY_PREFIXES = ['x-envoy-', 'proxy-'];
+
+/** svc-cache's own response headers: `svc-cache`, `svc-cache-stale` and the rest, `svc-debug-*`. */
+function isSvcCacheHeader(name: string): boolean {
+  return name === CACHE_STATUS_HEADER || name.startsWith(`${CACHE_STATUS_HEADER}-`) || name.startsWith('svc-debug-');
+}
 
 /**
  * The changes to an origin's answer, and the origin's own copies of svc-cache's headers removed, as
@@ -157,7 +159,7 @@ const OWN_PREFIXES = ['x-envoy-', 'proxy-', ...SVC_CACHE_PREFIXES];
  * mutations), so the headers the changes set are svc-cache's whatever the origin sent.
  */
 export function withoutOriginsCopiesOfOwnHeaders(origin: HeaderList, changes: HeaderChanges): HeaderChanges {
-  const copies = namesAmong(origin, (name) => name === CACHE_STATUS_HEADER || SVC_CACHE_PREFIXES.some((prefix) => name.startsWith(prefix)));
+  const copies = namesAmong(origin, isSvcCacheHeader);
   return copies.length === 0 ? changes : { set: changes.set, remove: [...changes.remove, ...copies] };
 }
 
