@@ -11,6 +11,7 @@ import { verificationKey, type KeySetOptions, type VerificationKey } from './key
 export type JwtFailure =
   | 'jwt-malformed'
   | 'jwt-algorithm-not-allowed'
+  | 'jwt-critical-header-unknown'
   | 'jwt-invalid-signature'
   | 'jwt-expired'
   | 'jwt-not-yet-valid'
@@ -68,6 +69,9 @@ function failureOf(error: unknown): JwtFailure {
     if (error.claim === 'nbf' || error.claim === 'iat') return 'jwt-not-yet-valid';
     return 'jwt-malformed';
   }
+  // RFC 7515 section 4.1.11: a `crit` parameter the verifier does not understand makes the token
+  // invalid. jose throws JOSENotSupported for it as for an algorithm it lacks; only its message tells.
+  if (error instanceof errors.JOSENotSupported && error.message.startsWith('Extension Header Parameter')) return 'jwt-critical-header-unknown';
   if (error instanceof errors.JOSEAlgNotAllowed || error instanceof errors.JOSENotSupported) return 'jwt-algorithm-not-allowed';
   if (error instanceof errors.JWSSignatureVerificationFailed) return 'jwt-invalid-signature';
   if (error instanceof errors.JWSInvalid || error instanceof errors.JWTInvalid) return 'jwt-malformed';

@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import { writeFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SignJWT } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema, type JwtScopeSettings } from '../../src/config/schema.js';
 import { MAX_VERIFIED_MS, TokenVerifier } from '../../src/jwt/index.js';
@@ -51,6 +52,13 @@ describe('HS256 with a secret', () => {
       'jwt-algorithm-not-allowed',
       'jwt-malformed',
     ]);
+  });
+
+  it('refuses a token whose crit header names an extension it does not implement, apart from an algorithm refused', async () => {
+    const critical = await new SignJWT({ sub: 'alice' })
+      .setProtectedHeader({ alg: 'HS256', crit: ['urn:example:bound'], 'urn:example:bound': true })
+      .sign(new TextEncoder().encode(HS_SECRET), { crit: { 'urn:example:bound': true } });
+    expect(await hs().verify(critical)).toMatchObject({ ok: false, failure: 'jwt-critical-header-unknown' });
   });
 
   it('refuses an expired token, unless within the clock tolerance', async () => {
