@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Problem } from './error.js';
+import { withoutQueryValues } from '../util/index.js';
 import { formatKeyPath, valueAt, type KeyPath } from './keyPath.js';
 
 /**
@@ -38,7 +39,7 @@ function describeWrittenValue(value: unknown): string {
   if (Array.isArray(value)) return value.length === 0 ? 'an empty list' : 'a list';
   if (typeof value === 'object') return 'a mapping';
   if (typeof value === 'string') {
-    const shown = withoutUrlCredentials(value);
+    const shown = withoutQueryValues(withoutUrlCredentials(value));
     return JSON.stringify(shown.length > 60 ? `${shown.slice(0, 57)}...` : shown);
   }
   return String(value);

@@ -1,4 +1,5 @@
 import { configSchema, secrecyAt, type Config } from '../config/index.js';
+import { withoutQueryValues } from '../util/index.js';
 
 export const REDACTED = '[redacted]';
 
@@ -37,8 +38,15 @@ function redact(value: unknown, path: readonly PropertyKey[]): unknown {
   return value;
 }
 
-/** `redis://user:pass@host` shows as `redis://user:[redacted]@host`. */
+/**
+ * `redis://user:pass@host` shows as `redis://user:[redacted]@host`, and every value of a URL's query
+ * as `[redacted]`: a JWKS or origin URL may carry its access token as `?token=...` (README, Dashboard).
+ */
 function withoutUrlPassword(text: string): string {
+  return withoutQueryValues(withoutUserPassword(text), REDACTED);
+}
+
+function withoutUserPassword(text: string): string {
   if (!/^[a-z][a-z0-9+.-]*:\/\/[^/]*@/i.test(text)) return text;
   try {
     const url = new URL(text);

@@ -6,3 +6,4 @@ export { isPlainObject } from './isPlainObject.js';
 export { ownedCopy } from './ownedCopy.js';
 export { ListenError, type ListenFailure, type ListeningServer } from './listenError.js';
 export { shortened } from './shortened.js';
+export { withoutQueryValues } from './withoutQueryValues.js';

@@ -350,6 +350,13 @@ logging: verbose
     ]);
   });
 
+  it("never quotes a URL's query values, which may carry its access token", () => {
+    const jwt = 'scopes:\n  USER:\n    definition: header:authorization\n    jwt:\n      claim: sub\n      algorithms: [RS256]\n';
+    expect(problems(`${ORIGIN}${jwt}      jwksUrl: ftp://idp.test/jwks?token=s3cret-token&v=2\n`)).toEqual([
+      'config.yaml: scopes.USER.jwt.jwksUrl: expected an http:// or https:// URL, got "ftp://idp.test/jwks?token=[redacted]&v=[redacted]" (line 9)',
+    ]);
+  });
+
   // The new user's run: `tokens: <token>` quoted the token on stderr, in the reload log and on the
   // admin port's /api/config, where the element's mark was never reached.
   it('never quotes a secret given where a list or mapping of secrets belongs', () => {

@@ -200,6 +200,17 @@ describe('configuration view', () => {
     expect(JSON.stringify(view)).not.toMatch(/s3cret-pass|token-one|token-two|a-scope-key-secret/);
   });
 
+  it("shows a URL's query names but not their values, which may carry its access token", () => {
+    const config = configSchema.parse({
+      origin: { url: 'http://origin.test/graphql?api_key=origin-key' },
+      scopes: { USER: { definition: 'header:authorization', jwt: { claim: 'sub', algorithms: ['RS256'], jwksUrl: 'https://idp.test/jwks?token=jwks-token&v' } } },
+    });
+    const view = redactedConfig(config) as typeof config;
+    expect(view.origin.url).toBe(`http://origin.test/graphql?api_key=${REDACTED}`);
+    expect(JSON.stringify(view.scopes)).toContain(`"jwksUrl":"https://idp.test/jwks?token=${REDACTED}&v"`);
+    expect(JSON.stringify(view)).not.toMatch(/origin-key|jwks-token/);
+  });
+
   it("shows the stored documents' manifest by its path and how many documents it holds, not their text", () => {
     const config = { ...configSchema.parse({ origin: { url: 'http://origin.test/graphql' } }), persistedDocuments: { manifest: '/etc/svc-cache/manifest.json', documents: new Map([['d1', '{ a }']]) } };
     expect((redactedConfig(config) as Record<string, unknown>).persistedDocuments).toEqual({ manifest: '/etc/svc-cache/manifest.json', documents: 1 });
