@@ -7,6 +7,7 @@ import {
   handleShutdownSignals,
   portOption,
   runCommandLine,
+  withPortOption,
   serveCommand,
   SHUTDOWN_GRACE_MS,
   SHUTDOWN_OVERRUN_MS,
@@ -39,13 +40,12 @@ const gatewayCommand: Command = {
   run: async (values) => {
     const logger = createLogger('info', 'svc-cache-gateway');
     const signals = handleShutdownSignals(logger, SHUTDOWN_OVERRUN_MS);
-    const front = await startGateway({
-      processor: values.processor as string,
-      origin: values.origin as string,
-      port: portOption(values.port as string, '--port'),
-      host: '0.0.0.0',
-      logger,
-    });
+    const port = portOption(values.port as string, '--port');
+    const front = await startGateway({ processor: values.processor as string, origin: values.origin as string, port, host: '0.0.0.0', logger }).catch(
+      (error: unknown) => {
+        throw withPortOption(error, { gateway: `--port ${port}` });
+      },
+    );
     signals.closeWith(() => front.close());
   },
 };
@@ -70,7 +70,16 @@ const demoCommand: Command = {
     const userConfig = typeof values.config === 'string' ? await loadConfig(values.config) : undefined;
     const logger = createLogger(userConfig?.logging.level ?? 'info');
     const signals = handleShutdownSignals(logger, SHUTDOWN_OVERRUN_MS);
-    const origin = await startDemoOrigin({ port: originPort });
+    const ports = {
+      'demo origin': `--origin-port ${originPort}`,
+      admin: `--admin-port ${values['admin-port'] as string}`,
+      ext_proc: `--grpc-port ${values['grpc-port'] as string}`,
+      gateway: `--port ${values.port as string}`,
+    };
+    const explained = (error: unknown): never => {
+      throw withPortOption(error, ports);
+    };
+    const origin = await startDemoOrigin({ port: originPort }).catch(explained);
     const fromFile = userConfig && demoConfigFrom(userConfig, origin.url);
     if (fromFile && fromFile.setAside.length > 0) {
       logger.info({ config: values.config, setAside: fromFile.setAside }, 'demo: parts of the configuration are set aside; the demo runs the in-memory store and clear-text ext_proc');
@@ -82,13 +91,13 @@ const demoCommand: Command = {
       adminPort: portOption(values['admin-port'] as string, '--admin-port'),
       host: '127.0.0.1',
       logger,
-    });
+    }).catch(explained);
     const front = await startGateway({
       processor: `127.0.0.1:${sidecar.grpcPort}`,
       origin: origin.url,
       port: portOption(values.port as string, '--port'),
       logger: logger.child({ component: 'gateway' }),
-    });
+    }).catch(explained);
     signals.closeWith(async () => {
       await front.close();
       await sidecar.close(SHUTDOWN_GRACE_MS);
@@ -128,7 +137,10 @@ const demoOriginCommand: Command = {
   run: async (values) => {
     const logger = createLogger('info', 'svc-cache-demo-origin');
     const signals = handleShutdownSignals(logger, SHUTDOWN_OVERRUN_MS);
-    const origin = await startDemoOrigin({ port: portOption(values.port as string, '--port'), host: '0.0.0.0' });
+    const port = portOption(values.port as string, '--port');
+    const origin = await startDemoOrigin({ port, host: '0.0.0.0' }).catch((error: unknown) => {
+      throw withPortOption(error, { 'demo origin': `--port ${port}` });
+    });
     signals.closeWith(() => origin.close());
     logger.info({ url: origin.url }, 'demo origin listening');
   },

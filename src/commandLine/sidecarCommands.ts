@@ -2,11 +2,10 @@ import { ConfigError, loadConfigSnapshot } from '../config/index.js';
 import { routeGrpcLogs } from '../extproc/index.js';
 import { createLogger } from '../observability/index.js';
 import { startSidecar, stopPretenuring } from '../sidecar/index.js';
-import { ListenError } from '../util/index.js';
 import { checkConfigFile } from './check.js';
 import type { Command } from './program.js';
 import { handleShutdownSignals } from './signals.js';
-import { portOption } from './values.js';
+import { portOption, withPortOption } from './values.js';
 
 /** The commands of the production build (README, Commands): `serve` and `check`. */
 
@@ -36,9 +35,7 @@ export const serveCommand: Command = {
     const grpcPort = portOption(values['grpc-port'] as string, '--grpc-port');
     const adminPort = portOption(values['admin-port'] as string, '--admin-port');
     const sidecar = await startSidecar({ config, configPath, configFingerprint, grpcHost, grpcPort, adminPort, logger }).catch((error: unknown) => {
-      if (!(error instanceof ListenError)) throw error;
-      const options = error.server === 'ext_proc' ? `--grpc-host ${grpcHost} --grpc-port ${grpcPort}` : `--admin-port ${adminPort}`;
-      throw new Error(`cannot listen on ${error.address} for the ${error.server} port (${options}): ${error.reason}`);
+      throw withPortOption(error, { ext_proc: `--grpc-host ${grpcHost} --grpc-port ${grpcPort}`, admin: `--admin-port ${adminPort}` });
     });
     signals.closeWith(() => sidecar.close(SHUTDOWN_GRACE_MS));
   },

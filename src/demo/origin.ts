@@ -1,6 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ListenError } from '../util/index.js';
 import { DemoData } from './data.js';
 import { graphqlHttp } from './graphqlRuntime.js';
 import { demoSchema, type DemoContext } from './schema.js';
@@ -146,9 +147,10 @@ function defaultBehaviour(): OriginBehaviour {
 
 function listen(server: ReturnType<typeof createServer>, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    const refused = (error: Error): void => reject(new ListenError('demo origin', `${host}:${port}`, error.message));
+    server.once('error', refused);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', refused);
       resolve();
     });
   });

@@ -2,6 +2,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import http2, { type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from 'node:http2';
 import net, { type AddressInfo } from 'node:net';
 import { Duplex } from 'node:stream';
+import { ListenError } from '../util/index.js';
 import type { ConnectionAddresses } from './connectionManager.js';
 
 export type DownstreamRequest = IncomingMessage | Http2ServerRequest;
@@ -70,10 +71,11 @@ export async function listenDownstream(host: string, port: number, handler: Down
     });
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const refused = (error: Error): void => reject(new ListenError('gateway', `${host}:${port}`, error.message));
+    server.once('error', refused);
     // A deep accept queue: load tests open a thousand connections at once.
     server.listen({ port, host, backlog: 4096 }, () => {
-      server.off('error', reject);
+      server.off('error', refused);
       resolve();
     });
   });

@@ -1,8 +1,8 @@
 /** Why a server could not listen on its address, as a stable code. */
 export type ListenFailure = 'address-in-use' | 'permission-denied' | 'address-not-available' | 'other';
 
-/** Which of svc-cache's servers it was: Envoy's ext_proc port or the admin port (README, Commands). */
-export type ListeningServer = 'ext_proc' | 'admin';
+/** Which of svc-cache's servers it was: Envoy's ext_proc port, the admin port, or the development build's gateway and demo origin (README, Commands). */
+export type ListeningServer = 'ext_proc' | 'admin' | 'gateway' | 'demo origin';
 
 /**
  * A server could not take its address. It names the server and the address, so that a command can

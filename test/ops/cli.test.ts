@@ -234,6 +234,27 @@ describe('the development build (src/devCli.ts)', () => {
     expect(result.stdout).toContain('dev-purge-token');
   });
 
+  it('exits 1 naming the server and its option when the demo, its origin or the gateway finds its port taken', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '0.0.0.0', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    const inUse = 'the port is already in use (another process, or another svc-cache, listens on it)';
+    try {
+      const runs = [
+        cli(['demo-origin', '--port', String(port)], 'src/devCli.ts'),
+        cli(['gateway', '--processor', '127.0.0.1:1', '--origin', 'http://127.0.0.1:1/graphql', '--port', String(port)], 'src/devCli.ts'),
+        cli(['demo', '--origin-port', String(port), '--port', '0', '--admin-port', '0'], 'src/devCli.ts'),
+      ];
+      expect(runs.map((run) => [run.status, run.stderr])).toEqual([
+        [1, `svc-cache: cannot listen on 0.0.0.0:${port} for the demo origin port (--port ${port}): ${inUse}\n`],
+        [1, `svc-cache: cannot listen on 0.0.0.0:${port} for the gateway port (--port ${port}): ${inUse}\n`],
+        [1, `svc-cache: cannot listen on 127.0.0.1:${port} for the demo origin port (--origin-port ${port}): ${inUse}\n`],
+      ]);
+    } finally {
+      taken.close();
+    }
+  });
+
   it('lists the development commands too', () => {
     const result = cli(['--help'], 'src/devCli.ts');
     for (const command of ['serve', 'check', 'demo', 'gateway', 'demo-origin']) expect(result.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
