@@ -403,8 +403,13 @@ const MARK_LIFETIME_MS = 60_000;
 const INVALIDATION_RECORD_TTL_MS = MARK_LIFETIME_MS + 10_000;
 /** Entries one invalidation script deletes (or ages) before handing Redis back to other clients. */
 const DRAIN_BUDGET = 1000;
-/** Tags one invalidation script records, drains or walks, so that the call stays short however many a purge names. */
-const KEYS_PER_CALL = 1000;
+/**
+ * Tags one invalidation script records, drains or walks, so that the call stays short however many a
+ * purge names. Every shard runs its calls at the same time (onEveryShard), and each call's
+ * `commandTimeoutMs` counts its wait behind the other shards' calls: 1,000 tags in flight in all,
+ * not per call, keep that wait short (a purge of 3,000 tags in calls of 1,000 timed out at 250 ms).
+ */
+const KEYS_PER_CALL = Math.ceil(1000 / SHARD_COUNT);
 
 interface DecodedMark {
   shard: number;
