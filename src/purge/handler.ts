@@ -13,7 +13,7 @@ import { collectFields, fragmentsOf, validationErrors } from '../graphql/index.j
 import { CACHE_STATUS_HEADER, type HttpResponse } from '../http/index.js';
 import { headerValue, type HeaderList } from '../http/index.js';
 import type { Logger, RepeatedWarning } from '../observability/index.js';
-import { UnconfirmedInvalidation, type CacheStore } from '../store/index.js';
+import { isCommandTimeout, UnconfirmedInvalidation, type CacheStore } from '../store/index.js';
 import type { GraphQLResponseMediaType } from '../http/index.js';
 import { derivePurgeApi, type PurgeApi } from './schema.js';
 import { PurgeTargets } from './targets.js';
@@ -193,6 +193,12 @@ async function confirmedPurge(summary: PurgeSummary, deps: PurgeDependencies): P
     if (error instanceof UnconfirmedInvalidation) {
       deps.logger.error({ ...logFields(summary), err: reason }, 'purge applied in Redis but not confirmed by every replica; answered 503');
       deps.onPurge?.({ result: 'not-confirmed', awaited: 'replica-local-caches', ...summary });
+      return undefined;
+    }
+    // A command Redis did not answer in time was sent, and may have run: the purge may be applied.
+    if (isCommandTimeout(error)) {
+      deps.logger.error({ ...logFields(summary), err: reason }, 'purge not confirmed: the cache store did not answer in time; answered 503');
+      deps.onPurge?.({ result: 'not-confirmed', awaited: 'store', ...summary });
       return undefined;
     }
     deps.logger.error({ ...logFields(summary), err: reason }, 'purge not applied: the cache store failed');

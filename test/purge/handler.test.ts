@@ -15,6 +15,7 @@ import {
 } from '../../src/purge/index.js';
 import { invalidationTag as tag } from '../../src/invalidation/tags.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { RedisCommandTimeout } from '../../src/store/redisConnection.js';
 import { UnconfirmedInvalidation } from '../../src/store/types.js';
 import { demoSchemaSDL } from '../support/origin.js';
 
@@ -537,6 +538,16 @@ describe('handlePurgeRequest', () => {
         tags: [tag.type('Todo'), tag.entity('User', 'u2'), tag.unkeyed('User')],
         soft: { everything: false, tags: [] },
       });
+    });
+
+    // The admin-surface audit: Redis paused past commandTimeoutMs, the purge answered 503 and was
+    // reported failed ("nothing promised"), then ran once Redis resumed.
+    it('reports a purge whose store command timed out as not confirmed, not failed: it may have run', async () => {
+      vi.spyOn(store, 'invalidate').mockRejectedValue(new RedisCommandTimeout('redis invalidation timed out after 250 ms'));
+      const response = await purge('mutation { purgeUser(id: "u2") }');
+      expect(response?.status).toBe(503);
+      expect(JSON.parse(response!.body.toString()).errors[0].extensions).toEqual({ code: 'PURGE_NOT_APPLIED' });
+      expect(events).toEqual([{ result: 'not-confirmed', awaited: 'store', fields: ['purgeUser'], everything: false, tags: [tag.entity('User', 'u2'), tag.unkeyed('User')], soft: { everything: false, tags: [] } }]);
     });
 
     it('answers 503 when the store does not confirm within confirmationMs, before Envoy would forward the purge, and the purge goes on', async () => {
