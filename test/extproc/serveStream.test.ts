@@ -162,6 +162,27 @@ describe('serveStream', () => {
       expect(call.written.map((answer) => Object.keys(answer))).toEqual([['request_headers'], ['override_message_timeout'], ['immediate_response']]);
     });
 
+    // The admin-surface audit: a purge of 100,000 ids held the event loop past Envoy's 1 s in one
+    // synchronous piece, so the 500 ms timer never fired and Envoy forwarded the purge to the origin.
+    it('asks for more time before handling a body of 128 KiB or more, whose work no timer could interrupt', async () => {
+      const call = serveWith({
+        begin: () => new Exchange({ method: 'POST', path: '/graphql', headers: [], hasBody: true }),
+        requestHead: async () => ({ kind: 'need-body' as const }),
+        requestBody: async (exchange: Exchange) => {
+          expect(call.written.map((answer) => Object.keys(answer))).toEqual([['request_headers'], ['override_message_timeout']]);
+          exchange.settle('HIT', { servedBytes: 2 });
+          return { kind: 'respond' as const, response: { status: 200, headers: [], body: Buffer.from('{}') } };
+        },
+      } as unknown as DecisionEngine);
+      call.emit('data', POST_HEADERS);
+      call.emit('data', { request: 'request_body', request_body: { body: Buffer.alloc(128 * 1024, 32), end_of_stream: true } });
+      await settled();
+      expect(call.written.map((answer) => Object.keys(answer))).toEqual([['request_headers'], ['override_message_timeout'], ['immediate_response']]);
+      const small = postTo(0);
+      await vi.waitFor(() => expect(small.written).toHaveLength(2));
+      expect(small.written.map((answer) => Object.keys(answer))).toEqual([['request_headers'], ['immediate_response']]);
+    });
+
     it('asks for nothing when the answer comes in time', async () => {
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
       const call = postTo(400);
