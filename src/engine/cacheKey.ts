@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { configSchema, type Config } from '../config/index.js';
 
 /** Where a request is for, as the key holds it (src/http/requestTarget.ts). */
 export interface KeyedTarget {
@@ -31,6 +32,7 @@ export function cacheKey(
   canonicalVariables: string,
   canonicalExtensions: string,
   otherMembers: string,
+  tagging = '',
 ): string {
   // The parts are joined by NUL, which no part's text holds, so no surrogate pair is split or joined
   // by the joining. One-shot `hash` (Node 20.12) spares the Hash object: createHash, update and
@@ -43,6 +45,33 @@ export function cacheKey(
   // the CR marks where the headers part starts, and a run of four NULs where the members do.
   const withHeaders = target.keyedHeaders === '' ? keyedParameters : `${keyedParameters}\u0000\r${target.keyedHeaders}`;
   const later = otherMembers === '' ? withHeaders : `${withHeaders}\u0000\u0000\u0000\u0000${otherMembers}`;
-  const hashed = `${target.host}\u0000${target.endpoint}\u0000${operationName}\u0000${normalisedDocument}\u0000${canonicalVariables}${later}`;
+  const hashed = `${tagging}${target.host}\u0000${target.endpoint}\u0000${operationName}\u0000${normalisedDocument}\u0000${canonicalVariables}${later}`;
   return `${bucket}/${hash('sha256', hashed, 'base64url')}`;
 }
+
+/**
+ * The part of a key that says how its entry was tagged, from the configuration (README, Hot reload).
+ * An entry is tagged with the `keyFields` and `listArguments` in force when it is stored, and a
+ * mutation computes its tags with those in force when it runs: after a reload that gives `Product`
+ * a key field, its mutations name `Product:sku-1` where the entries stored before carry only the
+ * type's tag, and those stayed stale until they expired. A key of its own leaves them unreachable.
+ * '' under the defaults, so a configuration that sets neither keeps its keys; otherwise a CR, which
+ * no host holds (the host starts every other key), the digest, and a NUL.
+ */
+export function taggingPart(config: Pick<Config, 'keyFields' | 'listArguments'>): string {
+  let part = TAGGING_PARTS.get(config);
+  if (part === undefined) {
+    const text = taggingText(config);
+    part = text === DEFAULT_TAGGING ? '' : `\r${hash('sha256', text, 'base64url')}\u0000`;
+    TAGGING_PARTS.set(config, part);
+  }
+  return part;
+}
+
+const TAGGING_PARTS = new WeakMap<object, string>();
+
+function taggingText({ keyFields, listArguments }: Pick<Config, 'keyFields' | 'listArguments'>): string {
+  return JSON.stringify([keyFields, listArguments]);
+}
+
+const DEFAULT_TAGGING = taggingText(configSchema.parse({ origin: { url: 'http://origin.invalid/graphql' } }));

@@ -13,7 +13,7 @@ import type { PersistedQueryRegistry } from '../apq/index.js';
 import { namedDocumentId, type PersistedDocuments } from '../persistedDocuments/index.js';
 import { isFresh, type CacheStore, type CachedResponse, type InvalidationMark } from '../store/index.js';
 import { errorMessage } from '../util/index.js';
-import { cacheKey, type KeyedTarget } from './cacheKey.js';
+import { cacheKey, taggingPart, type KeyedTarget } from './cacheKey.js';
 import type { Leadership, MissCoalescer } from './coalescing.js';
 import type { Explanation, RequestHead } from './exchange.js';
 import type { PassReason } from './passReason.js';
@@ -521,7 +521,7 @@ export function scopeAndKey(
 ): ScopedKey {
   const bucket = scopeBucketKey(policy.scopes, config.scopes, headers, scopeKeySecret, jwtIdentities);
   const variables = variablesKeyText(parameters, selected.operation, schema);
-  const key = cacheKey(bucket, target, selected.name, selected.normalised, variables, parameters.canonicalExtensions, parameters.otherMembers);
+  const key = cacheKey(bucket, target, selected.name, selected.normalised, variables, parameters.canonicalExtensions, parameters.otherMembers, taggingPart(config));
   const varyNames = scopeVaryHeaders(policy.scopes, config.scopes);
   const scopeHeaders: Array<[string, string]> =
     policy.scopes.length === 0 ? [] : [['cache-control', 'private, no-cache'], ['vary', varyNames.join(', ')]];

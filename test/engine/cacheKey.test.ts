@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { cacheKey } from '../../src/engine/cacheKey.js';
+import { configSchema } from '../../src/config/index.js';
+import { cacheKey, taggingPart } from '../../src/engine/cacheKey.js';
 import { keyedHeaders } from '../../src/http/requestTarget.js';
 
 describe('cacheKey', () => {
@@ -56,5 +57,22 @@ describe('cacheKey', () => {
     expect(cacheKey('b', { ...target, parameters: 'tenant=acme' }, '', 'd', '{}', '{"t":1}', '')).toBe(
       `b/${hash('sha256', 'h\u0000/e\u0000\u0000d\u0000{}\u0000tenant=acme\u0000{"t":1}', 'base64url')}`,
     );
+  });
+
+  it('holds how the configuration tags entries, and nothing under the defaults, so such keys stay as they were', () => {
+    const config = (input: Record<string, unknown>) => configSchema.parse({ origin: { url: 'http://origin.test/graphql' }, ...input });
+    expect(taggingPart(config({}))).toBe('');
+    expect(taggingPart(config({ keyFields: { defaults: ['id', '_id'] }, listArguments: { mode: 'match' } }))).toBe('');
+    const parts = [
+      taggingPart(config({ keyFields: { types: { Product: ['sku'] } } })),
+      taggingPart(config({ keyFields: { defaults: ['id'] } })),
+      taggingPart(config({ listArguments: { fields: { 'Query.usersByTeam.team': 'User.teamId' } } })),
+      taggingPart(config({ listArguments: { mode: 'any' } })),
+    ];
+    expect(new Set(parts).size).toBe(4);
+    for (const part of parts) expect([part.length, part.startsWith('\r'), part.endsWith('\u0000')]).toEqual([45, true, true]);
+    expect(taggingPart(config({ keyFields: { types: { Product: ['sku'] } } }))).toBe(parts[0]);
+    const target = { host: 'h', endpoint: '/e', parameters: '', keyedHeaders: '' };
+    expect(cacheKey('b', target, 'a', 'd', '{}', '', '', parts[0])).not.toBe(cacheKey('b', target, 'a', 'd', '{}', '', ''));
   });
 });

@@ -142,6 +142,22 @@ describe('configuration file hot reload through the gateway', () => {
     expect(tenantOneOtherClient.headers['vary']).toBe('x-tenant');
   });
 
+  // The reload audit: Product given a key field by a reload; its mutation then named Product:sku-1,
+  // the entry stored before carried only the type's tag, and it was served stale for its maxAge.
+  it('keys entries apart once keyFields change, so those tagged before are not served past mutations that no longer name them', async () => {
+    const PRODUCT = '{ product(sku: "sku-1") { sku name price } }';
+    const everything = configFile(`  - types: [Query]\n    maxAge: 900\n`);
+    stack = await startFileConfiguredStack(everything);
+    expect(statuses(await twice(stack, PRODUCT))).toEqual(['MISS', 'HIT']);
+
+    await stack.writeConfig(`${everything}keyFields:\n  types:\n    Product: [sku]\n`);
+    await stack.log.waitFor(RELOADED, 1);
+    await postGraphQL(stack.url, { query: 'mutation { updateProduct(sku: "sku-1", price: 99) { sku price } }' });
+    const after = await twice(stack, PRODUCT);
+    expect(statuses(after)).toEqual(['MISS', 'HIT']);
+    expect(after.map((result) => (result.json as { data: { product: { price: number } } }).data.product.price)).toEqual([99, 99]);
+  });
+
   it('shows and keeps the start-only settings as they were, and warns of them at every reload until a restart', async () => {
     stack = await startFileConfiguredStack(TODOS_ONLY);
     const shown = async () => {
