@@ -487,7 +487,10 @@ function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: C
   const ambiguous = ambiguousScopeSource(policy.scopes, config.scopes, headers);
   if (ambiguous !== undefined) return passVerdict('ambiguous-scope-value', ambiguous);
   if (!config.cache.publicForCredentialedRequests) {
-    const credentials = CREDENTIAL_HEADERS.filter((name) => headerValue(headers, name) !== undefined);
+    // An empty value names no one: Apollo's documented auth link sends `authorization: ""` from
+    // every client without a token, and origins read it as none. A placeholder (`Bearer null`)
+    // still counts: an origin may refuse it where it answers a request without one.
+    const credentials = CREDENTIAL_HEADERS.filter((name) => (headerValue(headers, name)?.trim() ?? '') !== '');
     if (credentials.length > 0 && policy.scopes.length === 0) return passVerdict('credentials-on-public');
     // A scope's share of "no value" is shared like PUBLIC, and no scope reads these credentials.
     if (credentials.length > 0 && sharedBucketDespite(credentials, policy.scopes, config.scopes, headers)) {

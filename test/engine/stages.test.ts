@@ -350,7 +350,6 @@ describe('classify', () => {
 
     it.each([
       ['a cookie beside an absent Authorization scope', '{ todos { id } }', [['cookie', 'sid=a']]],
-      ['an empty cookie header beside it', '{ todos { id } }', [['cookie', '']]],
       ['Authorization beside an absent session cookie', '{ users { id } }', [['authorization', 'Bearer a']]],
       ['Authorization beside a combined scope with neither value', '{ todo(id: "1") { id } }', [['authorization', 'Bearer a'], ['cookie', 'x=1']]],
       ['a cookie under TENANT+AUTH with the tenant alone', '{ me { id } }', [['x-tenant', 'acme'], ['cookie', 'sid=a']]],

@@ -304,13 +304,23 @@ describe('scope buckets through the gateway', () => {
     const anonymous = await postGraphQL(stack().url, { query: TODOS });
     const withAuthorization = await postGraphQL(stack().url, { query: TODOS }, { authorization: 'Bearer alice' });
     const withCookie = await postGraphQL(stack().url, { query: TODOS }, { cookie: 'theme=dark' });
-    const withEmptyAuthorization = await postGraphQLRaw(stack().url, { query: TODOS }, [['authorization', '']]);
+    const withPlaceholder = await postGraphQL(stack().url, { query: TODOS }, { authorization: 'Bearer null' });
     const withAuthorizationAgain = await postGraphQL(stack().url, { query: TODOS }, { authorization: 'Bearer alice' });
     const anonymousAgain = await postGraphQL(stack().url, { query: TODOS });
-    const results = [anonymous, withAuthorization, withCookie, withEmptyAuthorization, withAuthorizationAgain, anonymousAgain];
+    const results = [anonymous, withAuthorization, withCookie, withPlaceholder, withAuthorizationAgain, anonymousAgain];
     expect(statuses(results)).toEqual(['MISS', 'PASS', 'PASS', 'PASS', 'PASS', 'HIT']);
     expect(bodies(results)).toEqual(Array<string>(6).fill(TODOS_BODY));
     expect(stack().origin.requestCount()).toBe(5);
+  });
+
+  // The clients audit: Apollo's documented auth link sends `authorization: ""` from every client
+  // without a token, so no anonymous PUBLIC query through it was ever cached.
+  it('takes an empty Authorization or Cookie for none: a PUBLIC answer is served and stored for it', async () => {
+    const emptyAuthorization = await postGraphQLRaw(stack().url, { query: TODOS }, [['authorization', '']]);
+    const anonymous = await postGraphQL(stack().url, { query: TODOS });
+    const emptyCookie = await postGraphQLRaw(stack().url, { query: TODOS }, [['cookie', ' ']]);
+    expect(statuses([emptyAuthorization, anonymous, emptyCookie])).toEqual(['MISS', 'HIT', 'HIT']);
+    expect(bodies([emptyAuthorization, anonymous, emptyCookie])).toEqual(Array<string>(3).fill(TODOS_BODY));
   });
 
   it('caches a query whose rules give it a scope for credentialed requests in that scope, not in PUBLIC', async () => {
