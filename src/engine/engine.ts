@@ -448,7 +448,9 @@ export class DecisionEngine {
     const origin = withoutId.includes(true) ? batchWithoutIds(requestHeadOf(exchange).path, body, withoutId) : undefined;
     const watched = unseen.length > 0 || mutations.some((mutation) => mutation !== undefined);
     if (!watched && origin === undefined) return this.passOn(exchange, 'batch');
-    exchange.forward(watched ? { kind: 'batch', mutations, unseen, maxResponseBodyBytes: config.limits.maxResponseBodyBytes } : { kind: 'pass', reason: 'batch' });
+    const plan: ResponsePlan = watched ? { kind: 'batch', mutations, unseen, maxResponseBodyBytes: config.limits.maxResponseBodyBytes } : { kind: 'pass', reason: 'batch' };
+    exchange.forward(plan);
+    exchange.whenNoResponse = this.invalidationWithoutResponse(plan);
     // Identity bodies are what svc-cache reads.
     const remove = [...tokenRemoval(requestHeadOf(exchange), config), ...(watched ? ['accept-encoding'] : [])];
     return {
@@ -659,6 +661,7 @@ export class DecisionEngine {
     const pathBytes = origin.path === undefined ? 0 : Buffer.byteLength(origin.path);
     if (pathBytes > this.deps.maxRewrittenPathBytes && pathBytes > Buffer.byteLength(head.path)) return this.refuseLongPath(context);
     exchange.forward(plan);
+    exchange.whenNoResponse = this.invalidationWithoutResponse(plan);
     // Identity bodies are what the cache reads and replays (Envoy can compress in front).
     const remove = plan.kind === 'pass' ? tokenRemoval(head, config) : [...tokenRemoval(head, config), 'accept-encoding', ...validatorsWithheld(plan, head)];
     return {
@@ -715,7 +718,10 @@ export class DecisionEngine {
     this.deps.logger.debug({ passReason: reason, detail, mutations: mutations.reduce((count, each) => count + each.operations.length, 0), unseen }, 'request passed; it may run mutations');
     const tags = new Set(mutations.flatMap(({ document, operations }) => operationsRootFieldTypeTags(schema, operations, fragmentsOf(document))));
     const unread = mutations.length === 0 ? undefined : { policy: config.mutationPolicy, tags: [...tags] };
-    return forwardUntouched(exchange, { kind: 'pass', reason, unread, ...(unseen ? { unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } } : {}) });
+    const plan: PassPlan = { kind: 'pass', reason, unread, ...(unseen ? { unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } } : {}) };
+    const decision = forwardUntouched(exchange, plan);
+    exchange.whenNoResponse = this.invalidationWithoutResponse(plan);
+    return decision;
   }
 
   /**
@@ -854,6 +860,29 @@ export class DecisionEngine {
     return () => {
       invalidation().catch((error: unknown) => this.deps.logger.error({ err: errorMessage(error) }, 'invalidation for an answer that never came failed'));
     };
+  }
+
+  /**
+   * What a request forwarded under `plan` owes when no response phase comes: Envoy answered it
+   * itself (its route timeout's 504, an upstream reset's 503: docs/ext-proc.md, Local replies skip
+   * ext_proc) or the client went away, after the origin may have run a mutation. As for a 5xx without
+   * `data` (README, Answers with errors), the root fields' types are invalidated; an operation
+   * svc-cache cannot see flushes nothing, as under a 5xx.
+   */
+  private invalidationWithoutResponse(plan: ResponsePlan): (() => void) | undefined {
+    const owed = this.invalidationOwedByRequest(plan);
+    if (owed === undefined) return undefined;
+    return () => {
+      owed().catch((error: unknown) => this.deps.logger.error({ err: errorMessage(error) }, 'invalidation for a request answered by Envoy failed'));
+    };
+  }
+
+  private invalidationOwedByRequest(plan: ResponsePlan): (() => Promise<void>) | undefined {
+    if (plan.kind === 'mutation') return () => this.invalidateByRootFieldTypes(plan);
+    if (plan.kind === 'batch') return () => this.invalidateAfterBatch({ ...plan, unseen: [] }, undefined);
+    const unread = plan.kind === 'pass' ? plan.unread : undefined;
+    if (unread) return () => this.invalidate(unread.policy, unread.tags, 'root-field-types');
+    return undefined;
   }
 
   private invalidationOwed(plan: ResponsePlan): (() => Promise<void>) | undefined {

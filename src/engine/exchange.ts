@@ -110,6 +110,7 @@ export class Exchange {
 
   /** The origin's response headers arrived: the plan may have been downgraded by what they said. */
   responseArrived(headers: HeaderList, plan: ResponsePlan): void {
+    this.whenNoResponse = undefined;
     this.originHeaders = headers;
     this.currentPlan = plan;
     if (this.forwardedAt !== undefined) this.originLatencyMs = this.clock() - this.forwardedAt;
@@ -131,7 +132,16 @@ export class Exchange {
    */
   endWithoutResponsePhase(): void {
     if (this.outcome === undefined) this.settle('PASS', { passReason: 'no-response-phase' });
+    const owed = this.whenNoResponse;
+    this.whenNoResponse = undefined;
+    owed?.();
   }
+
+  /**
+   * Set while a forwarded request may have changed what the origin holds (a mutation) and no response
+   * phase has come: Envoy may answer it itself after the origin ran it (its route timeout's 504).
+   */
+  whenNoResponse: (() => void) | undefined;
 
   /**
    * The stream ended after the response head and before its body reached svc-cache: Envoy gave

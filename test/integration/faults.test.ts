@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startGateway, type Gateway } from '../../src/gateway/index.js';
 import { demoSchemaSDL, startDemoOrigin, type DemoOrigin } from '../support/origin.js';
 import { startRedisServer, TEST_REDIS_COMMAND_TIMEOUT_MS, type RedisServer } from '../support/redis.js';
@@ -208,6 +208,21 @@ describe('a broken origin', () => {
     const timedOut = { status: 504, contentType: 'text/plain', svcCache: undefined, body: 'upstream request timeout' };
     expect(answers.map(summary)).toEqual([timedOut, timedOut]);
     await expectCachedNormallyAfterwards(query);
+  });
+
+  // The ext_proc audit: Envoy's own 504 skips ext_proc (docs/ext-proc.md, Local replies), so a
+  // mutation the origin ran on after it invalidated nothing, and the list was served stale.
+  it("a mutation slower than the route timeout: the origin runs it after Envoy's 504, and its type's entries are gone", async () => {
+    const list = 'query TitlesBeforeLateRename { todos { id title } }';
+    expect([(await send(stack.url, list)).headers['svc-cache'], (await send(stack.url, list)).headers['svc-cache']]).toEqual(['MISS', 'HIT']);
+    const url = await gatewayTo(origin.url, 250);
+    origin.setBehaviour({ delayMs: 700 });
+    const mutation = await send(url, 'mutation { updateTodo(id: "1", title: "Renamed late") { id } }');
+    expect(summary(mutation)).toEqual({ status: 504, contentType: 'text/plain', svcCache: undefined, body: 'upstream request timeout' });
+    origin.setBehaviour({ delayMs: 0 });
+    await vi.waitFor(async () => expect((await send(origin.url, '{ todo(id: "1") { title } }')).text).toContain('Renamed late'), { timeout: 3000, interval: 100 });
+    const after = await send(stack.url, list);
+    expect([after.headers['svc-cache'], after.text.includes('Renamed late')]).toEqual(['MISS', true]);
   });
 
   it.each([
