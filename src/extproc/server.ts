@@ -90,8 +90,9 @@ export async function startExtProcServer(options: ExtProcServerOptions): Promise
  * (1 s in deploy/sidecar/envoy.yaml) Envoy goes on without svc-cache, which would forward a purge
  * to the origin and hand a mutation's answer over with the fields svc-cache added. Envoy grants it
  * once per message, up to its `max_message_timeout` (5 s there), which must not be lower than
- * MORE_TIME or the request is ignored (docs/ext-proc.md, Timeouts and failure modes). A request's
- * headers are decided at once, or within the coalescing wait, so they never ask.
+ * MORE_TIME or the request is ignored (docs/ext-proc.md, Timeouts and failure modes). A GET's
+ * headers may take as long: a request coalesced behind another waits up to `coalesceWaitMs` (800 ms
+ * by default) besides its lookups, which a slow Redis stretches past Envoy's 1 s.
  */
 const ASK_FOR_MORE_TIME_AFTER_MS = 500;
 const MORE_TIME: ProcessingResponse = { override_message_timeout: { seconds: 5 } };
@@ -106,7 +107,7 @@ const ASK_AT_ONCE_FROM_BODY_BYTES = 128 * 1024;
 
 /** When to ask Envoy for more time for this message: at once, after ASK_FOR_MORE_TIME_AFTER_MS, or never. */
 function moreTimeAsked(message: ProcessingRequest): 'at-once' | 'after-a-while' | 'never' {
-  if (message.request === 'request_headers' || message.observability_mode === true) return 'never';
+  if (message.observability_mode === true) return 'never';
   const body = message.request_body?.body ?? message.response_body?.body;
   return body !== undefined && body.length >= ASK_AT_ONCE_FROM_BODY_BYTES ? 'at-once' : 'after-a-while';
 }

@@ -183,6 +183,25 @@ describe('serveStream', () => {
       expect(small.written.map((answer) => Object.keys(answer))).toEqual([['request_headers'], ['immediate_response']]);
     });
 
+    // The ext_proc audit: a GET coalesced behind another waited 800 ms besides two slow lookups, and
+    // its headers' answer came after Envoy's 1 s, which then went on without svc-cache.
+    it("asks for more time for a request's headers too once it has worked 500 ms on them", async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      const call = serveWith({
+        begin: () => new Exchange({ method: 'GET', path: '/graphql?query=%7Bx%7D', headers: [], hasBody: false }),
+        requestHead: async (exchange: Exchange) => {
+          await new Promise((resolve) => setTimeout(resolve, 900));
+          exchange.settle('HIT', { servedBytes: 2 });
+          return { kind: 'respond' as const, response: { status: 200, headers: [], body: Buffer.from('{}') } };
+        },
+      } as unknown as DecisionEngine);
+      call.emit('data', requestHeaders('GET', '/graphql?query=%7Bx%7D', true));
+      await vi.advanceTimersByTimeAsync(500);
+      expect(call.written).toEqual([{ override_message_timeout: { seconds: 5 } }]);
+      await vi.advanceTimersByTimeAsync(400);
+      expect(call.written.map((answer) => Object.keys(answer))).toEqual([['override_message_timeout'], ['immediate_response']]);
+    });
+
     it('asks for nothing when the answer comes in time', async () => {
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
       const call = postTo(400);
