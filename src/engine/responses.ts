@@ -115,7 +115,9 @@ function varyOnAcceptEncoding(headers: Array<[string, string]>): void {
  * and svc-cache's own: isSvcCacheHeader, `replayableHeaders`). RFC 9111 section 3.1 forbids storing
  * `proxy-authentication-info` by name. `date` is kept: it is when the origin made the answer, which
  * a HIT passes on as any cache does (RFC 9110 section 6.6.1), so that a cache after svc-cache counts
- * the answer's age from it as svc-cache did (initialAgeSeconds).
+ * the answer's age from it as svc-cache did (initialAgeSeconds). An origin's `host` (a response
+ * header no client reads) is one Envoy's mutation rules refuse: replayed, it would count a rejected
+ * mutation on every HIT (docs/ext-proc.md, Header mutations).
  */
 const NOT_REPLAYED = new Set([
   'connection',
@@ -135,6 +137,7 @@ const NOT_REPLAYED = new Set([
   'content-encoding',
   'age',
   'x-request-id',
+  'host',
 ]);
 
 export function replayableHeaders(headers: HeaderList): Array<[string, string]> {

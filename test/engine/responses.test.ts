@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { hitResponse } from '../../src/engine/responses.js';
+import { hitResponse, replayableHeaders } from '../../src/engine/responses.js';
 import type { CachedResponse } from '../../src/store/index.js';
 
 const IDENTITY = Buffer.from(`{"data":{"todos":[${'{"id":"1","title":"Buy milk"},'.repeat(20)}{"id":"2"}]}}`);
@@ -50,5 +50,16 @@ describe('hitResponse', () => {
   it('leaves a weak ETag as it is', () => {
     const weak = { ...entry, headers: [['etag', 'W/"v1"']] as Array<[string, string]> };
     expect(hitResponse(weak, NOW, [], { body: GZIPPED, encoding: 'gzip' }).headers).toContainEqual(['etag', 'W/"v1"']);
+  });
+});
+
+describe('replayableHeaders', () => {
+  // The ext_proc audit: Envoy drops a `host` mutation and counts it in rejected_header_mutations,
+  // the counter operators are told to watch, on every HIT of such an origin's answer.
+  it("keeps an origin's own headers but a host, which Envoy's mutation rules refuse", () => {
+    expect(replayableHeaders([['host', 'origin.internal'], ['x-kept', 'yes'], ['cache-control', 'max-age=60']])).toEqual([
+      ['x-kept', 'yes'],
+      ['cache-control', 'max-age=60'],
+    ]);
   });
 });
