@@ -418,7 +418,10 @@ export function resolveRead(read: Read): ResolvedRead {
       : query.scope === 'SESSION'
         ? JSON.stringify(query.userToken ? [cookie.session, userToken.sub] : cookie.session)
         : '';
-  const credentialedPublic = query.scope === 'PUBLIC' && (authorization.lines.length > 0 || cookie.header !== null);
+  // An empty header names no one (Apollo's auth link sends `authorization: ""` without a token).
+  const sendsAuthorization = authorization.lines.join(', ').trim() !== '';
+  const sendsCookie = cookie.header !== null && cookie.header.trim() !== '';
+  const credentialedPublic = query.scope === 'PUBLIC' && (sendsAuthorization || sendsCookie);
   // A scope's share of "no value", or of an empty value, is shared too: a credential no scope reads
   // passes it (README, Scopes), and a cookie scope reads its own cookie only.
   const otherCookies = cookie.header !== null && cookie.header.split(';').some((pair) => pair.trim() !== '' && pair.split('=')[0]!.trim() !== 'session');
@@ -427,7 +430,7 @@ export function resolveRead(read: Read): ResolvedRead {
       ? authorization.lines.every((line) => line.trim() === '' || line === 'Bearer null') && cookie.header !== null
       : query.scope === 'SESSION' &&
         (cookie.session === null || cookie.session === '' || (query.userToken === true && read.userToken === 'absent')) &&
-        (authorization.lines.length > 0 || otherCookies);
+        (sendsAuthorization || otherCookies);
   return {
     read,
     key: `${read.query} in ${query.scope}${query.userToken ? '+USER' : ''} ${bucket}`.trim(),
