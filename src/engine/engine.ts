@@ -4,7 +4,7 @@ import type { PersistedQueryRegistry, PersistedQueryWarnings } from '../apq/inde
 import type { Config, MutationPolicy } from '../config/index.js';
 import { batchWithoutIds, fragmentsOf, hasUrlParameter, parseDocument, rewrittenForOrigin } from '../graphql/index.js';
 import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
-import { hitNegotiation, mayAnswerWithHtml, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
+import { graphQLErrorResponse, hitNegotiation, mayAnswerWithHtml, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, preconditionVerdict, varyNames, type HeaderList } from '../http/index.js';
 import { endpointOf, endpointRouting, forbidsTransform, keyedHeaders, hostKey, requestForbidsStoring, type EndpointRouting } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
@@ -66,7 +66,7 @@ import type { KeyedTarget } from './cacheKey.js';
 import type { CachePolicy } from './rules.js';
 import { JwtScopes } from './jwtScopes.js';
 import { scopeKeyedHeaders } from './scopes.js';
-import { fitToEnvoyLimits, hitFitsEnvoyLimits, immediateFits } from './headerRoom.js';
+import { fitToEnvoyLimits, fittedRequestChanges, hitFitsEnvoyLimits, immediateFits } from './headerRoom.js';
 import { PendingInvalidations } from './pendingInvalidations.js';
 import {
   cacheStatusHeader,
@@ -449,15 +449,14 @@ export class DecisionEngine {
     const watched = unseen.length > 0 || mutations.some((mutation) => mutation !== undefined);
     if (!watched && origin === undefined) return this.passOn(exchange, 'batch');
     const plan: ResponsePlan = watched ? { kind: 'batch', mutations, unseen, maxResponseBodyBytes: config.limits.maxResponseBodyBytes } : { kind: 'pass', reason: 'batch' };
+    const head = requestHeadOf(exchange);
+    // Identity bodies are what svc-cache reads.
+    const remove = [...tokenRemoval(head, config), ...(watched ? ['accept-encoding'] : [])];
+    const requestHeaders = fittedRequestChanges(head.headers, { set: origin?.path === undefined ? [] : [[':path', origin.path]], remove }, origin?.body);
+    if (requestHeaders === undefined) return this.forwardOverLimits({ exchange, head, config }, plan);
     exchange.forward(plan);
     exchange.whenNoResponse = this.invalidationWithoutResponse(plan);
-    // Identity bodies are what svc-cache reads.
-    const remove = [...tokenRemoval(requestHeadOf(exchange), config), ...(watched ? ['accept-encoding'] : [])];
-    return {
-      kind: 'forward',
-      requestHeaders: { set: origin?.path === undefined ? [] : [[':path', origin.path]], remove },
-      ...(origin === undefined ? {} : { requestBody: origin.body }),
-    };
+    return { kind: 'forward', requestHeaders, ...(origin === undefined ? {} : { requestBody: origin.body }) };
   }
 
   private resolutionDependencies(config: Config): ResolutionDependencies {
@@ -660,15 +659,30 @@ export class DecisionEngine {
     // A path the rewrite made no longer than the client's fits where that one did (an `id` left out).
     const pathBytes = origin.path === undefined ? 0 : Buffer.byteLength(origin.path);
     if (pathBytes > this.deps.maxRewrittenPathBytes && pathBytes > Buffer.byteLength(head.path)) return this.refuseLongPath(context);
-    exchange.forward(plan);
-    exchange.whenNoResponse = this.invalidationWithoutResponse(plan);
     // Identity bodies are what the cache reads and replays (Envoy can compress in front).
     const remove = plan.kind === 'pass' ? tokenRemoval(head, config) : [...tokenRemoval(head, config), 'accept-encoding', ...validatorsWithheld(plan, head)];
-    return {
-      kind: 'forward',
-      requestHeaders: { set: origin.path === undefined ? [] : [[':path', origin.path]], remove },
-      ...(origin.body === undefined ? {} : { requestBody: origin.body }),
-    };
+    const requestHeaders = fittedRequestChanges(head.headers, { set: origin.path === undefined ? [] : [[':path', origin.path]], remove }, origin.body);
+    if (requestHeaders === undefined) return this.forwardOverLimits(context, plan);
+    exchange.forward(plan);
+    exchange.whenNoResponse = this.invalidationWithoutResponse(plan);
+    return { kind: 'forward', requestHeaders, ...(origin.body === undefined ? {} : { requestBody: origin.body }) };
+  }
+
+  /**
+   * A request whose headers leave no room under Envoy's limits for svc-cache's changes
+   * (fittedRequestChanges), which would get Envoy's 500: it goes on unchanged. A query passes
+   * (`request-headers-too-large`); a mutation keeps its plan, and its answer, without the key fields
+   * svc-cache adds and maybe in an encoding it cannot read, invalidates by type or by its root fields'
+   * types (broader, never narrower). The purge token must not reach the origin: a request carrying
+   * it is answered 431 instead, as Envoy answers headers over its limits.
+   */
+  private forwardOverLimits(context: Pick<RequestContext, 'exchange' | 'head' | 'config'>, plan: ResponsePlan): RequestDecision {
+    const { exchange, head, config } = context;
+    if (tokenRemoval(head, config).length > 0) return this.conclude(exchange, REQUEST_HEADERS_TOO_LARGE);
+    const kept: ResponsePlan = plan.kind === 'store' ? { kind: 'pass', reason: 'request-headers-too-large' } : plan;
+    exchange.forward(kept);
+    exchange.whenNoResponse = this.invalidationWithoutResponse(kept);
+    return { kind: 'forward', requestHeaders: { set: [], remove: [] } };
   }
 
   /**
@@ -1287,3 +1301,11 @@ function inOwnMediaType(response: HttpResponse, head: RequestHead): HttpResponse
   const contentType = `${ownAnswerMediaType(headerValue(head.headers, 'accept'))}; charset=utf-8`;
   return { ...response, headers: [['content-type', contentType], ...response.headers.filter(([name]) => name !== 'content-type')] };
 }
+
+/** Answered in place of Envoy's 500 to a request with the purge token whose headers leave no room to remove it. */
+const REQUEST_HEADERS_TOO_LARGE: Verdict = {
+  kind: 'respond',
+  outcome: 'ERROR',
+  errorCode: 'REQUEST_HEADERS_TOO_LARGE',
+  response: graphQLErrorResponse(431, 'The request headers are too large', 'REQUEST_HEADERS_TOO_LARGE'),
+};

@@ -31,6 +31,21 @@ export function fitToEnvoyLimits(current: HeaderList, changes: HeaderChanges, re
 }
 
 /**
+ * Whether svc-cache's changes to a request's headers (and the `content-length` of a replaced body)
+ * leave them within Envoy's limits. The map Envoy holds may be over them already: its codec checks
+ * the client's headers before the connection manager adds its own (`x-forwarded-for`,
+ * `x-request-id`, ...), and any mutation that leaves the map over them is answered 500 (docs/ext-proc.md,
+ * Header mutations). Removals of names the request lacks are left out first: they change nothing.
+ */
+export function fittedRequestChanges(current: HeaderList, changes: HeaderChanges, replacedBody?: Buffer): HeaderChanges | undefined {
+  const present = changes.remove.filter((name) => current.some(([key]) => key === name));
+  const fitted = present.length === changes.remove.length ? changes : { set: changes.set, remove: present };
+  const set: HeaderList = replacedBody === undefined ? fitted.set : [...fitted.set, ['content-length', String(replacedBody.length)]];
+  const changesNothing = set.length === 0 && fitted.remove.length === 0;
+  return changesNothing || fits(current, fitted.remove, set) ? fitted : undefined;
+}
+
+/**
  * Whether a HIT of this entry fits Envoy's header limits. A HIT is an immediate response carrying
  * the stored headers, the scope's (`scopeHeaders`) and those svc-cache adds (HIT_ADDED_HEADERS,
  * two more for a compressed entry); over the limits Envoy refuses the whole header mutation and

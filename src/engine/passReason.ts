@@ -61,6 +61,8 @@ export type PassReason =
   | 'credentials-outside-scope'
   | 'ambiguous-scope-value'
   | 'rewritten-path-too-long'
+  /** The request's headers leave no room under Envoy's limits for svc-cache's changes (fittedRequestChanges). */
+  | 'request-headers-too-large'
   // A JWT scope's token failed verification: the `jwt-*` codes of src/jwt/verifier.ts (README, Scopes).
   | JwtFailure
   // svc-cache itself, or Envoy.

@@ -21,7 +21,8 @@ export type OwnErrorCode =
   | 'PURGE_UNAVAILABLE'
   | 'PERSISTED_QUERY_NOT_FOUND'
   | 'PERSISTED_QUERY_NOT_SUPPORTED'
-  | 'AMBIGUOUS_REQUEST';
+  | 'AMBIGUOUS_REQUEST'
+  | 'REQUEST_HEADERS_TOO_LARGE';
 
 /** The response header that says HIT, MISS or PASS. */
 export const CACHE_STATUS_HEADER = 'svc-cache';

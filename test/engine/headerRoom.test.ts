@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { fitToEnvoyLimits, hitFitsEnvoyLimits, immediateFits } from '../../src/engine/headerRoom.js';
+import { fitToEnvoyLimits, fittedRequestChanges, hitFitsEnvoyLimits, immediateFits } from '../../src/engine/headerRoom.js';
+import type { HeaderList } from '../../src/http/index.js';
 
 /** `n` headers as Envoy holds them: `:status` first. */
 function headers(n: number, valueBytes = 1): Array<[string, string]> {
@@ -79,5 +80,22 @@ describe('immediateFits', () => {
   it('says whether an immediate response, its :status counted, is within the limits', () => {
     expect(immediateFits(headers(100).slice(1))).toBe(true);
     expect(immediateFits(headers(101).slice(1))).toBe(false);
+  });
+});
+
+describe('fittedRequestChanges', () => {
+  const crowded = (n: number): HeaderList => Array.from({ length: n }, (_, i): [string, string] => [`x-h-${i}`, 'v']);
+
+  it('leaves out the removal of a header the request lacks, which changes nothing', () => {
+    expect(fittedRequestChanges(crowded(3), { set: [], remove: ['accept-encoding', 'x-h-1'] })).toEqual({ set: [], remove: ['x-h-1'] });
+    expect(fittedRequestChanges(crowded(101), { set: [], remove: ['accept-encoding'] })).toEqual({ set: [], remove: [] });
+  });
+
+  it("refuses changes that leave the map over Envoy's limits, counting a replaced body's content-length", () => {
+    expect(fittedRequestChanges(crowded(101), { set: [], remove: ['x-h-1'] })).toEqual({ set: [], remove: ['x-h-1'] });
+    expect(fittedRequestChanges(crowded(102), { set: [], remove: ['x-h-1'] })).toBeUndefined();
+    expect(fittedRequestChanges(crowded(99), { set: [], remove: [] }, Buffer.from('{}'))).toEqual({ set: [], remove: [] });
+    expect(fittedRequestChanges(crowded(100), { set: [], remove: [] }, Buffer.from('{}'))).toBeUndefined();
+    expect(fittedRequestChanges([['x-big', 'v'.repeat(60 * 1024)]], { set: [[':path', '/graphql']], remove: [] })).toBeUndefined();
   });
 });

@@ -99,7 +99,7 @@ describe('ext_proc protocol', () => {
     const path = `/graphql?query=${encodeURIComponent('{ todos { id title } }')}`;
     const get: ProcessingRequest = {
       request_headers: {
-        headers: headerMap({ ':method': 'GET', ':path': path, ':authority': 'example.test', ':scheme': 'http' }),
+        headers: headerMap({ ':method': 'GET', ':path': path, ':authority': 'example.test', ':scheme': 'http', 'accept-encoding': 'gzip' }),
         end_of_stream: true,
       },
     };

@@ -61,3 +61,32 @@ describe('an origin answer at Envoy header limit', () => {
     expect(Object.keys(hit.headers).filter((name) => name.startsWith('svc-debug'))).toEqual([]);
   });
 });
+
+/**
+ * A request whose headers Envoy's codec let through (under 100) but that Envoy's own additions
+ * (`x-forwarded-*`, `x-request-id`) take past its limits: any header mutation svc-cache sends it is
+ * answered 500 (docs/ext-proc.md, Header mutations). The ext_proc audit saw a MISS of 95 header
+ * lines answered 500 with an empty body.
+ */
+describe('a request at Envoy header limit', () => {
+  const TOKEN = 'header-room-purge-token-0123456789';
+  const stack = useStack({ rules: [{ types: ['Query'], maxAge: 60 }], purge: { tokens: [TOKEN] } });
+  const many = Object.fromEntries(Array.from({ length: 95 }, (_, i) => [`x-client-${i}`, 'v']));
+
+  it('passes a query unchanged, and a mutation still invalidates what it changed', async () => {
+    const query = '{ todos { id title } }';
+    expect((await postGraphQL(stack().url, { query })).headers['svc-cache']).toBe('MISS');
+    const crowded = await postGraphQL(stack().url, { query: '{ users { name } }' }, many);
+    expect([crowded.status, crowded.headers['svc-cache'], crowded.text]).toEqual([200, 'PASS', '{"data":{"users":[{"name":"Alice"},{"name":"Bob"}]}}']);
+    const mutation = await postGraphQL(stack().url, { query: 'mutation { updateTodo(id: "1", title: "Crowded") { id title } }' }, many);
+    expect([mutation.status, mutation.json?.data]).toEqual([200, { updateTodo: { id: '1', title: 'Crowded' } }]);
+    const after = await postGraphQL(stack().url, { query });
+    expect([after.headers['svc-cache'], after.text.includes('Crowded')]).toEqual(['MISS', true]);
+  });
+
+  it('answers 431 in place of sending the purge token on, when there is no room to remove it', async () => {
+    const answer = await postGraphQL(stack().url, { query: '{ todos { id } }' }, { ...many, 'svc-purge-token': TOKEN });
+    expect([answer.status, answer.json]).toEqual([431, { errors: [{ message: 'The request headers are too large', extensions: { code: 'REQUEST_HEADERS_TOO_LARGE' } }] }]);
+    expect(stack().origin.requestCount()).toBe(0);
+  });
+});
