@@ -1,9 +1,9 @@
 import { OperationTypeNode, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { persistedQueryNotFound, registerPersistedQuery, type PersistedQueryRefusal } from '../apq/index.js';
-import type { PersistedQueryRegistry, PersistedQueryWarnings } from '../apq/index.js';
+import type { PersistedQueryRegistration, PersistedQueryRegistry, PersistedQueryWarnings } from '../apq/index.js';
 import type { Config, MutationPolicy } from '../config/index.js';
-import { batchWithoutIds, fragmentsOf, hasUrlParameter, parseDocument, rewrittenForOrigin } from '../graphql/index.js';
-import { type GraphQLOperation, type RequestParameters } from '../graphql/index.js';
+import { batchForOrigin, fragmentsOf, hasUrlParameter, parseDocument, rewrittenForOrigin } from '../graphql/index.js';
+import { type GraphQLOperation, type OriginChanges, type RequestParameters } from '../graphql/index.js';
 import { graphQLErrorResponse, hitNegotiation, mayAnswerWithHtml, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, preconditionVerdict, varyNames, type HeaderList } from '../http/index.js';
 import { endpointOf, endpointRouting, forbidsTransform, keyedHeaders, hostKey, requestForbidsStoring, type EndpointRouting } from '../http/index.js';
@@ -411,19 +411,20 @@ export class DecisionEngine {
   }
 
   /**
-   * A batch (a JSON array, as Apollo's BatchHttpLink sends) goes to the origin as sent, but for the
-   * `id` beside an operation's document (dropsIdBeside), and is never stored: each operation is
-   * read, under the limits, so that its mutations invalidate from the array of answers
-   * (docs/graphql-caching.md, Invalidation). A hash-only element is looked up to know what it runs,
-   * but not expanded: that would mean rewriting its text in the batch. One svc-cache refuses (a hash
-   * it does not know) refuses the batch, as it would refuse the element alone: the origin may know
-   * the hash, and svc-cache could not see the mutation it would run.
+   * A batch (a JSON array, as Apollo's BatchHttpLink sends) goes to the origin as sent, but for
+   * persisted queries expanded and the `id` beside an operation's document left out
+   * (batchedOperationChanges), and is never stored: each operation is read, under the limits, so
+   * that its mutations invalidate from the array of answers (docs/graphql-caching.md, Invalidation),
+   * and the hashes sent with their text are registered (registerFromBatch). One svc-cache refuses (a
+   * hash it does not know) refuses the batch, as it would refuse the element alone: the origin may
+   * know the hash, and svc-cache could not see the mutation it would run.
    */
   private async decideBatch(exchange: Exchange, operations: readonly GraphQLOperation[], body: Buffer): Promise<RequestDecision> {
     const { config, schema } = this.deps.state();
     const mutations: Array<MutationPlan | undefined> = [];
     const unseen: number[] = [];
-    const withoutId: boolean[] = [];
+    const changes: Array<OriginChanges | undefined> = [];
+    const registrations: Array<PersistedQueryRegistration | undefined> = [];
     for (const operation of operations) {
       const { params, documentIds } = operation;
       const sentTooLarge = checkSentQueryText(params, config.limits);
@@ -431,7 +432,8 @@ export class DecisionEngine {
       if (runsDocumentByIdInstead(operation) && config.mutationPolicy !== 'None') {
         unseen.push(mutations.length);
         mutations.push(undefined);
-        withoutId.push(false);
+        changes.push(undefined);
+        registrations.push(undefined);
         continue;
       }
       const resolved = await resolveQuery(params, documentIds, this.resolutionDependencies(config));
@@ -439,16 +441,21 @@ export class DecisionEngine {
         this.report((events) => events.persistedQuery(resolved.refusal));
         return this.conclude(exchange, refusedForEach(resolved.verdict, operations.length));
       }
-      withoutId.push(dropsIdBeside(operation, resolved, config));
+      changes.push(batchedOperationChanges(operation, resolved, config));
       const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
       if (isVerdict(checked) && checked.kind === 'respond') return this.conclude(exchange, checked);
+      // As for a single request: registered once its answer shows data (registerFromBatch).
+      registrations.push(isVerdict(checked) ? undefined : resolved.registration);
       if (isVerdict(checked) && checked.kind === 'pass' && runsUnseen(checked.reason, resolved.query) && config.mutationPolicy !== 'None') unseen.push(mutations.length);
       mutations.push(isVerdict(checked) ? undefined : this.batchedMutation(checked, config, schema));
     }
-    const origin = withoutId.includes(true) ? batchWithoutIds(requestHeadOf(exchange).path, body, withoutId) : undefined;
-    const watched = unseen.length > 0 || mutations.some((mutation) => mutation !== undefined);
+    const origin = changes.some((changed) => changed !== undefined) ? batchForOrigin(requestHeadOf(exchange).path, body, changes) : undefined;
+    const registers = registrations.some((registration) => registration !== undefined);
+    const watched = unseen.length > 0 || mutations.some((mutation) => mutation !== undefined) || registers;
     if (!watched && origin === undefined) return this.passOn(exchange, 'batch');
-    const plan: ResponsePlan = watched ? { kind: 'batch', mutations, unseen, maxResponseBodyBytes: config.limits.maxResponseBodyBytes } : { kind: 'pass', reason: 'batch' };
+    const plan: ResponsePlan = watched
+      ? { kind: 'batch', mutations, unseen, ...(registers ? { registrations } : {}), maxResponseBodyBytes: config.limits.maxResponseBodyBytes }
+      : { kind: 'pass', reason: 'batch' };
     const head = requestHeadOf(exchange);
     // Identity bodies are what svc-cache reads.
     const remove = [...tokenRemoval(head, config), ...(watched ? ['accept-encoding'] : [])];
@@ -855,6 +862,7 @@ export class DecisionEngine {
         await this.invalidateAfterMutation(plan, body);
         return this.passedResponse(exchange, 'mutation', stripAddedFields(plan.prepared, body), body);
       case 'batch':
+        await this.registerFromBatch(exchange, plan, body);
         await this.invalidateAfterBatch(plan, body);
         return this.passedResponse(exchange, 'batch', body, body);
       case 'store':
@@ -1056,10 +1064,28 @@ export class DecisionEngine {
     this.report((events) => events.invalidation({ policy, from: 'retry', tags, removedEntries }));
   }
 
+  /**
+   * Registers the APQ hashes a batch's operations sent with their text, each once its own answer in
+   * a 200's array shows data, as for a single request: Apollo's persisted-query link then batches
+   * hashes alone, which svc-cache expands for an origin without APQ (batchedOperationChanges).
+   */
+  private async registerFromBatch(exchange: Exchange, plan: BatchPlan, body: Buffer): Promise<void> {
+    const { registrations } = plan;
+    if (registrations === undefined || headerValue(exchange.responseHeaders, ':status') !== '200' || body.length > plan.maxResponseBodyBytes) return;
+    const answers = parseBatchResults(body, registrations.length);
+    for (const [index, registration] of registrations.entries()) {
+      const answer = answers?.[index];
+      if (registration !== undefined && isPlainObject(answer) && isPlainObject(answer.data)) await this.register(registration);
+    }
+  }
+
   private async registerPersistedQuery(exchange: Exchange): Promise<void> {
     const { registration } = exchange;
     exchange.registration = undefined;
-    if (!registration) return;
+    if (registration) await this.register(registration);
+  }
+
+  private async register(registration: PersistedQueryRegistration): Promise<void> {
     const { config } = this.deps.state();
     const registered = await registerPersistedQuery(registration, { apq: config.apq, registry: this.deps.persistedQueries, warnings: this.apqWarnings });
     if (registered) this.report((events) => events.persistedQuery('registered'));
@@ -1184,6 +1210,19 @@ function dropsIdBeside(operation: GraphQLOperation, resolved: ResolvedQuery, con
   if (operation.idsSent.length === 0 || resolved.storedById || resolved.query === undefined) return false;
   const documents = config.persistedDocuments?.documents;
   return !operation.idsSent.every((id) => id !== null && documents?.get(id) === resolved.query);
+}
+
+/**
+ * What the origin gets of one operation of a batch in place of what was sent, as originRequestOf
+ * for a single request but without added key fields: a persisted query expanded (an origin without
+ * APQ runs the text; Apollo's persisted-query link batches hashes alone), and the `id` beside a
+ * document svc-cache read left out. Undefined when it goes as sent.
+ */
+function batchedOperationChanges(operation: GraphQLOperation, resolved: ResolvedQuery, config: Config): OriginChanges | undefined {
+  const expand = resolved.persisted && !config.apq.forwardPersistedQuery;
+  const withoutId = dropsIdBeside(operation, resolved, config);
+  if (!expand && !withoutId) return undefined;
+  return { query: expand ? resolved.query : undefined, withoutPersistedQuery: expand && 'persistedQuery' in operation.params.extensions, withoutId };
 }
 
 /** The request goes on under `plan` as it came, but for the purge token. */

@@ -292,6 +292,8 @@ export interface BatchPlan {
   mutations: Array<MutationPlan | undefined>;
   /** The elements that name no query: the origin may run a stored document svc-cache cannot see. */
   unseen: readonly number[];
+  /** Per element, the APQ hash it sent with its text, registered once its answer shows data. */
+  registrations?: ReadonlyArray<PersistedQueryRegistration | undefined>;
   /** Past this the answers are not read: each mutation invalidates its root fields' types. */
   maxResponseBodyBytes: number;
   /** The answer came with a 5xx (whatRan). */

@@ -52,15 +52,20 @@ export function rewrittenForOrigin(method: 'GET' | 'POST', path: string, body: B
 }
 
 /**
- * A batch's body with the `id` member left out of the operations `withoutId` names (by index), the
- * rest of each as sent; its URL is the batch's, rewritten as rewrittenForOrigin's.
+ * A batch's body with each operation changed as `changes` says at its index (a persisted query
+ * expanded, its `id` left out), the rest of each as sent; its URL is the batch's, without an `id`
+ * parameter when an operation leaves its `id` out, as rewrittenForOrigin's.
  */
-export function batchWithoutIds(path: string, body: Buffer, withoutId: readonly boolean[]): { path?: string; body: Buffer } {
+export function batchForOrigin(path: string, body: Buffer, changes: ReadonlyArray<OriginChanges | undefined>): { path?: string; body: Buffer } {
   const json = readJsonBytes(body);
   // Only arrays of objects are read as batches; anything else is sent as it came.
   if (typeof json === 'string' || json.kind !== 'array') return { body };
-  const elements = (json.elements ?? []).map((element, index) => (withoutId[index] === true && element.kind === 'object' ? objectText(element.members ?? new Map(), ID_ONLY) : element.raw));
-  return { body: Buffer.from(`[${elements.join(',')}]`), ...(hasIdParameter(path) ? { path: rewrittenPath(path, ID_ONLY) } : {}) };
+  const elements = (json.elements ?? []).map((element, index) => {
+    const changed = changes[index];
+    return changed !== undefined && element.kind === 'object' ? objectText(element.members ?? new Map(), changed) : element.raw;
+  });
+  const withoutId = changes.some((changed) => changed?.withoutId === true);
+  return { body: Buffer.from(`[${elements.join(',')}]`), ...(withoutId && hasIdParameter(path) ? { path: rewrittenPath(path, ID_ONLY) } : {}) };
 }
 
 /**

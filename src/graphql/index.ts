@@ -3,7 +3,7 @@ export { canonicalJson } from './canonicalJson.js';
 export { readJson } from './canonicalVariables.js';
 export { parseDocument, selectOperation, type ParsedDocument } from './document.js';
 export { FragmentMemo, collectFields, fragmentsOf } from './fragments.js';
-export { batchWithoutIds, hasUrlParameter, rewrittenForOrigin, type GraphQLParams } from './httpRequest.js';
+export { batchForOrigin, hasUrlParameter, rewrittenForOrigin, type GraphQLParams, type OriginChanges } from './httpRequest.js';
 export { operationsViolation, operationViolation, queryTextViolation, type LimitViolation } from './limits.js';
 export {
   ambiguousRequestResponse,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { batchWithoutIds, rewrittenForOrigin } from '../../src/graphql/httpRequest.js';
+import { batchForOrigin, rewrittenForOrigin } from '../../src/graphql/httpRequest.js';
 
 const body = (text: string) => Buffer.from(text);
 const unchangedText = { query: undefined, withoutPersistedQuery: false } as const;
@@ -64,12 +64,23 @@ describe('rewrittenForOrigin', () => {
   });
 });
 
-describe('batchWithoutIds', () => {
+describe('batchForOrigin', () => {
+  const ID_ONLY = { query: undefined, withoutPersistedQuery: false, withoutId: true };
+
   it('leaves out the id of the operations named, each other one as sent', () => {
     const sent = body('[{"id":"A","query":"{ a }"},{"id":"B","query":"{ b }"}, {"query":"{ c }","variables":{"n":1.0}}]');
-    expect(batchWithoutIds('/graphql', sent, [true, false, true])).toEqual({
+    expect(batchForOrigin('/graphql', sent, [ID_ONLY, undefined, ID_ONLY])).toEqual({
       body: body('[{"query":"{ a }"},{"id":"B","query":"{ b }"},{"query":"{ c }","variables":{"n":1.0}}]'),
     });
-    expect(batchWithoutIds('/graphql?id=A&x=1', sent, [true, false, false])).toMatchObject({ path: '/graphql?x=1' });
+    expect(batchForOrigin('/graphql?id=A&x=1', sent, [ID_ONLY, undefined, undefined])).toMatchObject({ path: '/graphql?x=1' });
+  });
+
+  it('expands a persisted query sent as its hash alone, its other extensions as sent, and keeps the URL of a batch without ids to leave out', () => {
+    const hash = '{"version":1,"sha256Hash":"ab"}';
+    const sent = body(`[{"extensions":{"persistedQuery":${hash},"clientLibrary":{"v":1.0}}},{"query":"{ b }"}]`);
+    const expanded = { query: '{ a }', withoutPersistedQuery: true, withoutId: false };
+    expect(batchForOrigin('/graphql?id=A', sent, [expanded, undefined])).toEqual({
+      body: body('[{"extensions":{"clientLibrary":{"v":1.0}},"query":"{ a }"},{"query":"{ b }"}]'),
+    });
   });
 });

@@ -68,6 +68,20 @@ describe.each(['Entity', 'Type'] as const)('batches, mutationPolicy %s', (policy
     expect((await postGraphQL(stack.url, { query: TODO_1 })).text).toBe('{"data":{"todo":{"id":"1","title":"Renamed"}}}');
   });
 
+  // The clients audit: Apollo's persisted-query link over BatchHttpLink sends a batch's operations as
+  // hashes alone once they were sent with their text. svc-cache registered no hash a batch sent and
+  // forwarded a hash it knew unexpanded: an origin without APQ answered "Must provide query string".
+  it('registers the hashes a batch sends with their text, and expands a batch of hashes alone for the origin', async () => {
+    const withText = { query: TODO_1, extensions: persistedQueryExtensions(TODO_1) };
+    const registered = await postGraphQL(stack.url, JSON.stringify([withText]));
+    expect(registered.text).toBe('[{"data":{"todo":{"id":"1","title":"Buy milk"}}}]');
+    const hashOnly = { extensions: persistedQueryExtensions(TODO_1) };
+    const answered = await postGraphQL(stack.url, JSON.stringify([hashOnly, { query: '{ users { id } }' }]));
+    expect([answered.status, answered.headers['svc-cache'], answered.text]).toEqual([200, 'PASS', '[{"data":{"todo":{"id":"1","title":"Buy milk"}}},{"data":{"users":[{"id":"u1"},{"id":"u2"}]}}]']);
+    const forwarded = demo.requests.slice(-2).map((request) => JSON.parse(request.body) as unknown);
+    expect(forwarded).toEqual([{ query: TODO_1 }, { query: '{ users { id } }' }]);
+  });
+
   it('refuses a batch one of whose operations is over the limits, never forwarded', async () => {
     const deep = `{ ${'todos { author { '.repeat(13)}id${' } }'.repeat(13)} }`;
     const refused = await batch([{ query: RENAME }, { query: deep }]);
