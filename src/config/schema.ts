@@ -193,7 +193,15 @@ const redisNode = z
 
 export const configSchema = z
   .object({
-    origin: z.object({ url: z.url({ protocol: /^https?$/ }).describe('an http:// or https:// URL') }).strict(),
+    origin: z
+      .object({
+        url: z
+          .url({ protocol: /^https?$/ })
+          // Introspection (fetch) refuses a URL with credentials, so the schema would never load.
+          .refine((url) => !/^[a-z]+:\/\/[^/?#]*@/i.test(url), 'expected an http:// or https:// URL without a user or password (svc-cache cannot send them)')
+          .describe('an http:// or https:// URL'),
+      })
+      .strict(),
     schema: z
       .object({
         file: z.string().min(1).optional(),

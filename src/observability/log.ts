@@ -1,4 +1,5 @@
 import { pino } from 'pino';
+import { withoutQueryValues } from '../util/index.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -75,15 +76,18 @@ const NO_NAMES: readonly string[] = [];
 
 const ALWAYS_SECRET_HEADERS = ['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'svc-purge-token', 'x-api-key'];
 
-/** A URL may carry a password (`https://user:secret@origin/graphql`); the rest of it is worth logging. */
+/**
+ * A URL may carry a password (`https://user:secret@origin/graphql`) or a key in its query
+ * (`?api_key=...`); the rest of it is worth logging.
+ */
 function withoutCredentials(value: unknown): unknown {
   if (typeof value !== 'string') return value;
   try {
     const url = new URL(value);
-    if (url.username === '' && url.password === '') return value;
+    if (url.username === '' && url.password === '') return withoutQueryValues(value);
     url.username = '';
     url.password = '';
-    return url.toString();
+    return withoutQueryValues(url.toString());
   } catch {
     return value;
   }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { buildClientSchema, getIntrospectionQuery, validateSchema, type GraphQLSchema, type IntrospectionQuery } from 'graphql';
 import { formatDuration } from './duration.js';
 import { SchemaLoadError } from './error.js';
-import { errorMessage } from '../util/index.js';
+import { errorMessage, withoutQueryValues } from '../util/index.js';
 
 export interface IntrospectionOptions {
   /** Ends the attempt early (the source is closing or reloading). */
@@ -24,28 +24,30 @@ export interface Introspection {
  */
 export async function introspectOrigin(url: string, options: IntrospectionOptions, unchangedFrom?: string): Promise<Introspection | undefined> {
   const { status, contentType, text } = await post(url, options);
+  // Messages reach logs and the unauthenticated /readyz: the URL's query may carry a key.
+  const shown = withoutQueryValues(url);
   const answerDigest = createHash('sha256').update(text).digest('base64');
   if (answerDigest === unchangedFrom) return undefined;
   let body: { data?: Partial<IntrospectionQuery> | null; errors?: readonly { message?: unknown }[] };
   try {
     body = JSON.parse(text) as typeof body;
   } catch {
-    throw new SchemaLoadError(`${url} answered HTTP ${status} with ${contentType ?? 'no content type'}, not a GraphQL JSON response`);
+    throw new SchemaLoadError(`${shown} answered HTTP ${status} with ${contentType ?? 'no content type'}, not a GraphQL JSON response`);
   }
   if (!body?.data?.__schema) {
     const messages = Array.isArray(body?.errors) ? body.errors.map((error) => String(error.message)).join('; ') : '';
-    if (messages) throw new SchemaLoadError(`${url} refused the introspection query (HTTP ${status}): ${messages}; give svc-cache the origin's SDL in schema.file instead`);
-    throw new SchemaLoadError(`${url} answered HTTP ${status} without an introspection result`);
+    if (messages) throw new SchemaLoadError(`${shown} refused the introspection query (HTTP ${status}): ${messages}; give svc-cache the origin's SDL in schema.file instead`);
+    throw new SchemaLoadError(`${shown} answered HTTP ${status} without an introspection result`);
   }
   let schema: GraphQLSchema;
   try {
     schema = buildClientSchema(body.data as IntrospectionQuery);
   } catch (error) {
-    throw new SchemaLoadError(`the introspection result from ${url} is not a usable schema: ${(error as Error).message}`);
+    throw new SchemaLoadError(`the introspection result from ${shown} is not a usable schema: ${(error as Error).message}`);
   }
   const problems = validateSchema(schema);
   if (problems.length > 0) {
-    throw new SchemaLoadError(`the schema of ${url} is not valid: ${problems.map((problem) => problem.message).join('; ')}`);
+    throw new SchemaLoadError(`the schema of ${shown} is not valid: ${problems.map((problem) => problem.message).join('; ')}`);
   }
   return { schema, answerDigest };
 }
@@ -69,7 +71,7 @@ async function post(url: string, options: IntrospectionOptions): Promise<{ statu
     });
     return { status: response.status, contentType: response.headers.get('content-type') ?? undefined, text: await response.text() };
   } catch (error) {
-    throw new SchemaLoadError(describeRequestFailure(url, attempt.signal.reason ?? error, options.timeoutMs));
+    throw new SchemaLoadError(describeRequestFailure(withoutQueryValues(url), attempt.signal.reason ?? error, options.timeoutMs));
   } finally {
     clearTimeout(timer);
     options.signal.removeEventListener('abort', cancel);

@@ -6,7 +6,7 @@ import { formatDuration } from './duration.js';
 import { SchemaLoadError } from './error.js';
 import { introspectOrigin } from './introspect.js';
 import { loadSchemaFile } from './sdl.js';
-import { errorMessage } from '../util/index.js';
+import { errorMessage, withoutQueryValues } from '../util/index.js';
 
 /**
  * The origin's GraphQL schema, which rule matching, key fields and the purge API need. Without one
@@ -164,7 +164,7 @@ export function createSchemaSource(config: Config, logger: Logger, options: Sche
   const load = (forConfig: Config): void => {
     cancelLoad?.();
     const file = forConfig.schema?.file;
-    if (!schema) reason = `not loaded yet: ${file ? `reading ${file}` : `introspecting ${forConfig.origin.url}`}`;
+    if (!schema) reason = `not loaded yet: ${file ? `reading ${file}` : `introspecting ${withoutQueryValues(forConfig.origin.url)}`}`;
     cancelLoad = file ? loadFile(file, forConfig) : introspect(forConfig.origin.url, forConfig);
   };
 

@@ -350,6 +350,14 @@ logging: verbose
     ]);
   });
 
+  // The admin-surface audit: `check` said valid, and `serve` could never load the schema (fetch
+  // refuses a URL with credentials), showing the password on /readyz.
+  it('refuses an origin.url with a user or password, quoting it without them', () => {
+    expect(problems('origin:\n  url: http://user:OriginPW@origin.test/graphql\n')).toEqual([
+      'config.yaml: origin.url: expected an http:// or https:// URL without a user or password (svc-cache cannot send them), got "http://[redacted]@origin.test/graphql" (line 2)',
+    ]);
+  });
+
   it("never quotes a URL's query values, which may carry its access token", () => {
     const jwt = 'scopes:\n  USER:\n    definition: header:authorization\n    jwt:\n      claim: sub\n      algorithms: [RS256]\n';
     expect(problems(`${ORIGIN}${jwt}      jwksUrl: ftp://idp.test/jwks?token=s3cret-token&v=2\n`)).toEqual([

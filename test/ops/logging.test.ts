@@ -66,6 +66,13 @@ describe('log redaction', () => {
     expect(JSON.parse(lines()[0]!).url).toBe('https://origin.test/graphql');
   });
 
+  // The admin-surface audit: an origin.url carrying `?api_key=...` was logged and shown on /readyz.
+  it("keeps a URL's query values out of the logs, and its names in", () => {
+    const { destination, lines } = memoryDestination();
+    createLogger('info', 'svc-cache', { destination }).info({ url: 'https://origin.test/graphql?api_key=QSECRET&v=2' }, 'schema');
+    expect(JSON.parse(lines()[0]!).url).toBe('https://origin.test/graphql?api_key=[redacted]&v=[redacted]');
+  });
+
   it('writes JSON lines at the configured level only', () => {
     const { destination, lines } = memoryDestination();
     const logger = createLogger('warn', 'svc-cache', { destination });

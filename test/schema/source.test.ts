@@ -205,6 +205,16 @@ describe('schema by introspection of origin.url', () => {
     expect(requests).toBe(1);
   });
 
+  it("says why the schema is not loaded without the values of the origin URL's query, which may hold a key", async () => {
+    const port = await freePort();
+    const { logger, lines } = capturingLogger();
+    source = createSchemaSource(config({ origin: { url: `http://127.0.0.1:${port}/graphql?api_key=QSECRET` } }), logger, { retryDelaysMs: [10] });
+    await eventually(() => expect(lines.length).toBeGreaterThanOrEqual(1));
+    expect(source.unavailableReason()).toBe(`cannot reach http://127.0.0.1:${port}/graphql?api_key=[redacted]: connection refused (ECONNREFUSED)`);
+    // The `url` field is cleaned by the production logger's serializer (test/ops/logging.test.ts).
+    expect(lines.map((line) => line.msg).join('\n')).not.toContain('QSECRET');
+  });
+
   it('retries with backoff until the origin comes up, saying why meanwhile', async () => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}/graphql`;
