@@ -358,7 +358,14 @@ export const configSchema = z
         coalesceWaitMs: 800,
         compression: COMPRESSION_DEFAULTS,
       }),
-    dashboard: z.object({ enabled: z.boolean().default(true) }).strict().default({ enabled: true }),
+    dashboard: z
+      .object({
+        enabled: z.boolean().default(true),
+        /** Host names the page and its API answer besides the admin port's own (README, Dashboard). */
+        allowedHosts: z.array(z.string().min(1)).default([]),
+      })
+      .strict()
+      .default({ enabled: true, allowedHosts: [] }),
     logging: z
       .object({ level: z.enum(['debug', 'info', 'warn', 'error']).default('info') })
       .strict()

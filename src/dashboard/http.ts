@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
 import type { Config } from '../config/index.js';
 import { isPurgeToken } from '../purge/index.js';
 import type { Dashboard } from './dashboard.js';
@@ -31,6 +32,8 @@ export interface DashboardRoutesOptions {
   dashboard: Dashboard;
   actions: DashboardActions;
   config: () => Config;
+  /** A token the page's API refused (POST /api/purge, /api/inspect, /api/token): logged and counted as the purge API's refusals are. */
+  onRefusedToken?: (route: string) => void;
 }
 
 /** A request handler for the admin port: true when it answered the request. */
@@ -50,6 +53,13 @@ export function dashboardRoutes(options: DashboardRoutesOptions): AdminRoutes {
     const route = `${method} ${url.pathname}`;
     if (!options.config().dashboard.enabled) return false;
     const asset = method === 'GET' ? pageAsset(url.pathname) : undefined;
+    if (!asset && !url.pathname.startsWith('/api/')) return false;
+    for (const [name, value] of SECURITY_HEADERS) response.setHeader(name, value);
+    if (!isAllowedHost(request.headers.host, options.config().dashboard.allowedHosts)) {
+      request.resume();
+      json(response, 421, { error: 'host-not-allowed', message: 'this Host is not one of the admin port\'s: add it to dashboard.allowedHosts' });
+      return true;
+    }
     if (asset) {
       response.writeHead(200, { 'content-type': asset.contentType, 'cache-control': 'no-cache' }).end(asset.body);
       return true;
@@ -71,18 +81,21 @@ export function dashboardRoutes(options: DashboardRoutesOptions): AdminRoutes {
         json(response, 200, dashboard.configView());
         return true;
       case 'POST /api/purge':
-        withTokenAndBody(request, response, options.config(), (body, token) =>
+        withTokenAndBody(request, response, options, route, (body, token) =>
           options.actions.purge(body, { [options.config().purge.header]: token }).then((answer) => {
             response.writeHead(answer.status, answer.headers).end(answer.body);
           }),
         );
         return true;
-      case 'POST /api/token':
-        json(response, 200, { accepted: hasPurgeToken(request, options.config()) });
+      case 'POST /api/token': {
+        const accepted = hasPurgeToken(request, options.config());
+        if (!accepted) options.onRefusedToken?.(route);
+        json(response, 200, { accepted });
         request.resume();
         return true;
+      }
       case 'POST /api/inspect':
-        withTokenAndBody(request, response, options.config(), async (body) => {
+        withTokenAndBody(request, response, options, route, async (body) => {
           const input = inspectInput(body);
           if (typeof input === 'string') return json(response, 400, { error: 'invalid-input', message: input });
           json(response, 200, await options.actions.inspect(input));
@@ -105,11 +118,14 @@ export function dashboardRoutes(options: DashboardRoutesOptions): AdminRoutes {
 function withTokenAndBody(
   request: IncomingMessage,
   response: ServerResponse,
-  config: Config,
+  options: DashboardRoutesOptions,
+  route: string,
   handle: (body: Buffer, token: string) => Promise<void>,
 ): void {
+  const config = options.config();
   const token = presentedToken(request, config);
   if (!isPurgeToken(token, config.purge.tokens)) {
+    options.onRefusedToken?.(route);
     request.resume();
     json(response, 401, { error: 'unauthorized', message: `a purge token is required in the ${config.purge.header} header` });
     return;
@@ -183,4 +199,38 @@ function answerWith(response: ServerResponse, value: Promise<unknown>): void {
 
 function json(response: ServerResponse, status: number, body: unknown): void {
   response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }).end(JSON.stringify(body));
+}
+
+/**
+ * On every page and API answer: the page is never framed (clickjacking), runs only its own scripts
+ * and styles, and sends no referrer; answers are never sniffed into another type.
+ */
+const SECURITY_HEADERS: ReadonlyArray<[string, string]> = [
+  // `img-src data:` for the page's empty icon (`<link rel="icon" href="data:,">`), which spares a request.
+  ['content-security-policy', "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"],
+  ['x-frame-options', 'DENY'],
+  ['x-content-type-options', 'nosniff'],
+  ['referrer-policy', 'no-referrer'],
+];
+
+/**
+ * Whether the page and its API answer a request for this `Host`: a page of another site that a DNS
+ * name it controls points at the admin port (DNS rebinding) would read it as its own origin. An IP
+ * address, `localhost`, a name of one label and a Kubernetes Service name (`*.svc`,
+ * `*.svc.cluster.local`) are the admin port's own; any other name only when configured. `/metrics`
+ * and the health checks do not ask.
+ */
+export function isAllowedHost(host: string | undefined, allowedHosts: readonly string[]): boolean {
+  if (host === undefined) return true;
+  const name = hostName(host).toLowerCase();
+  if (name === 'localhost' || isIP(name) !== 0 || !name.includes('.')) return true;
+  if (name.endsWith('.svc') || name.endsWith('.svc.cluster.local')) return true;
+  return allowedHosts.some((allowed) => allowed.toLowerCase() === name);
+}
+
+/** The name of a Host header: without its port, and an IPv6 literal without its brackets. */
+function hostName(host: string): string {
+  if (host.startsWith('[')) return host.slice(1, host.indexOf(']') === -1 ? undefined : host.indexOf(']'));
+  const colon = host.lastIndexOf(':');
+  return colon === -1 ? host : host.slice(0, colon);
 }

@@ -1,5 +1,5 @@
 export { Dashboard, type DashboardSources, type DashboardSummary, type StoreHealth } from './dashboard.js';
-export { dashboardRoutes, type AdminRoutes, type DashboardActions, type InspectInput, type PurgeAnswer } from './http.js';
+export { dashboardRoutes, isAllowedHost, type AdminRoutes, type DashboardActions, type InspectInput, type PurgeAnswer } from './http.js';
 export { pageSizeBytes } from './page.js';
 export { redactedConfig, REDACTED } from './configView.js';
 export type { CacheChangeInput } from './recentChanges.js';

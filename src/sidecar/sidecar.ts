@@ -9,7 +9,7 @@ import { MAX_REWRITTEN_PATH_BYTES } from '../extproc/index.js';
 import { startExtProcServer, type ExtProcServer } from '../extproc/index.js';
 import { withSecretHeaders, type Logger } from '../observability/index.js';
 import { MeasuredStore } from './measuredStore.js';
-import { Metrics } from '../observability/index.js';
+import { Metrics, RepeatedWarning } from '../observability/index.js';
 import { warnOmittedPurgeFields } from '../purge/index.js';
 import { createSchemaSource } from '../schema/index.js';
 import { createStores, type CacheStore } from '../store/index.js';
@@ -132,12 +132,22 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
       host: options.grpcHost ?? options.host ?? '127.0.0.1',
       credentials: await grpcCredentials(config),
     });
+  const dashboardRefusals = new RepeatedWarning(logger, 'dashboard API request refused');
   const startAdmin = (): Promise<AdminServer> =>
     startAdminServer({
       port: options.adminPort,
       host: options.adminHost ?? options.host ?? '0.0.0.0',
       metrics,
-      routes: dashboardRoutes({ dashboard, actions: engineActions(engine, () => config), config: () => config }),
+      routes: dashboardRoutes({
+        dashboard,
+        actions: engineActions(engine, () => config),
+        config: () => config,
+        // Counted and logged as the purge API's refusals are: a guessed token is a refused purge.
+        onRefusedToken: (route) => {
+          metrics.recordPurge('unauthorized');
+          dashboardRefusals.warn({ route, reason: 'missing or invalid purge token' });
+        },
+      }),
       readiness: async () => {
         if (closing) return { ready: false, reason: 'shutting down' };
         const reason = schemaSource.unavailableReason();

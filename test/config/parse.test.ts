@@ -87,7 +87,7 @@ apq:
         coalesceWaitMs: 800,
         compression: { encoding: 'gzip', minBytes: 256 },
       },
-      dashboard: { enabled: true },
+      dashboard: { enabled: true, allowedHosts: [] },
       logging: { level: 'info' },
     });
   });

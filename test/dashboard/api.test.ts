@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { pageSizeBytes, type DashboardSummary } from '../../src/dashboard/index.js';
 import { postGraphQL } from '../support/origin.js';
@@ -98,7 +99,10 @@ describe('dashboard API', () => {
     expect(series.hit.reduce((a: number, b: number) => a + b, 0)).toBe(2);
   });
 
-  it('refuses purges and inspections without the right token, reading no body', async () => {
+  it('refuses purges and inspections without the right token, reading no body, and counts each refusal', async () => {
+    const unauthorized = async (): Promise<number> =>
+      Number(/^svc_cache_purges_total\{result="unauthorized"\} (\d+)$/m.exec(await (await fetch(`${admin}/metrics`)).text())?.[1]);
+    const before = await unauthorized();
     for (const token of [undefined, 'wrong-token']) {
       const purge = await post('/api/purge', { query: 'mutation { _purgeAll }' }, token);
       expect(purge).toEqual({
@@ -109,6 +113,36 @@ describe('dashboard API', () => {
       expect(await post('/api/token', {}, token)).toEqual({ status: 200, text: '{"accepted":false}' });
     }
     expect(await post('/api/token', {}, TOKEN)).toEqual({ status: 200, text: '{"accepted":true}' });
+    // The admin-surface audit: guesses at the page's API were neither logged nor counted.
+    expect((await unauthorized()) - before).toBe(6);
+  });
+
+  // The admin-surface audit: the page could be framed by another site, and a site whose DNS name
+  // points at the admin port (DNS rebinding) could read the API as its own origin.
+  it('answers with headers that keep the page out of frames, and only for a Host of its own', async () => {
+    for (const path of ['/', '/dashboard/app.js', '/api/summary']) {
+      const response = await fetch(`${admin}${path}`);
+      expect([response.headers.get('x-frame-options'), response.headers.get('content-security-policy'), response.headers.get('x-content-type-options')]).toEqual([
+        'DENY',
+        "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+        'nosniff',
+      ]);
+    }
+    const withHost = (host: string, path = '/api/config') =>
+      new Promise<number>((resolve, reject) => {
+        request(`${admin}${path}`, { headers: { host } }, (response) => {
+          response.resume();
+          resolve(response.statusCode ?? 0);
+        })
+          .on('error', reject)
+          .end();
+      });
+    expect(await withHost('rebound.attacker.example:9901')).toBe(421);
+    expect(await withHost('rebound.attacker.example', '/')).toBe(421);
+    expect(await withHost('rebound.attacker.example', '/metrics')).toBe(200);
+    for (const host of ['127.0.0.1:9901', 'localhost', '[::1]:9901', 'svc-cache', 'svc-cache-admin.apps.svc', 'svc-cache-admin.apps.svc.cluster.local:9901']) {
+      expect(await withHost(host), host).toBe(200);
+    }
   });
 
   it('refuses a body over limits.maxRequestBodyBytes, and inspection input that is not a request', async () => {

@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.js';
-import { Dashboard, REDACTED, redactedConfig, TOP_OPERATIONS, type RequestSummary } from '../../src/dashboard/index.js';
+import { Dashboard, isAllowedHost, REDACTED, redactedConfig, TOP_OPERATIONS, type RequestSummary } from '../../src/dashboard/index.js';
 import { SHOWN_NAME_CHARACTERS } from '../../src/dashboard/shownNames.js';
 import { heapKeptBy } from '../support/heap.js';
 
@@ -269,5 +269,16 @@ describe('configuration view', () => {
     expect(clusterView.redis!.cluster!.nodes).toEqual([`redis://:${REDACTED}@node-a:7000`, 'node-b:7001']);
     expect(sentinelView.redis!.sentinel!.sentinels).toEqual([`redis://watcher:${REDACTED}@sentinel-a:26379`]);
     expect(JSON.stringify([clusterView, sentinelView])).not.toMatch(/cluster-pass|node-pass|sentinel-pass/);
+  });
+});
+
+describe('isAllowedHost', () => {
+  it("takes the admin port's own addresses and names, and other names only when configured", () => {
+    for (const host of [undefined, '10.0.0.7:9901', 'localhost:9901', '[fe80::1]:9901', 'svc-cache', 'admin.team.svc', 'admin.team.svc.cluster.local']) {
+      expect(isAllowedHost(host, []), String(host)).toBe(true);
+    }
+    expect(isAllowedHost('dashboard.example.com', [])).toBe(false);
+    expect(isAllowedHost('Dashboard.Example.com:443', ['dashboard.example.com'])).toBe(true);
+    expect(isAllowedHost('svc.attacker.example', [])).toBe(false);
   });
 });
