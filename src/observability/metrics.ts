@@ -226,7 +226,7 @@ export class Metrics {
 
   private readonly storeUp = new Gauge({
     name: 'svc_cache_store_up',
-    help: '1 when the last ping of the cache store succeeded, 0 when it failed: pinged every 15 s, and at each /readyz.',
+    help: '1 when the last ping of the cache store succeeded, 0 when it failed: pinged every 15 s, at each /readyz and at each dashboard refresh.',
     registers: [this.registry],
   });
 

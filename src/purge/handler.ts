@@ -281,7 +281,9 @@ function requestErrors(
   deps: PurgeDependencies,
   route: PurgeRoute,
 ): HttpResponse {
-  deps.logger.info({ route, errors: errors.map((error) => error.message) }, 'purge request rejected');
+  // A message quotes what the request held (a value of 500,000 characters made one 500 KB line).
+  const logged = errors.slice(0, LOGGED_TAGS).map((error) => shortened(error.message, LOGGED_TAG_CHARACTERS));
+  deps.logger.info({ route, errors: logged, ...(errors.length > LOGGED_TAGS ? { moreErrors: errors.length - LOGGED_TAGS } : {}) }, 'purge request rejected');
   if (route === 'purge') deps.onPurge?.({ result: 'invalid' });
   const status = request.responseMediaType === 'application/graphql-response+json' ? 400 : 200;
   return graphQLResponse(request.responseMediaType, status, { errors }, []);

@@ -311,6 +311,16 @@ describe('handlePurgeRequest', () => {
       ]);
     });
 
+    // The admin-surface audit: `_purgeType(type: $t)` with a 500,000-character value logged one 500 KB line.
+    it('logs a rejected purge with each message cut to 100 characters', async () => {
+      const lines = logAtInfo();
+      const type = 'Z'.repeat(500_000);
+      await purge('mutation($t: String!) { _purgeType(type: $t) }', { variables: { t: type } });
+      const rejected = lines.find((line) => line.msg === 'purge request rejected');
+      expect(JSON.stringify(rejected).length).toBeLessThan(1000);
+      expect((rejected?.errors as string[])[0]).toMatch(/…\[\+\d+\]$/);
+    });
+
     it('logs a long name as its tag spells it, by a hash', async () => {
       const lines = logAtInfo();
       const name = `Op${'x'.repeat(99_000)}`;
