@@ -2,9 +2,12 @@ import { deferred } from '../util/index.js';
 
 /**
  * The purging replica's side of a barrier (src/store/redisLocalCache.ts): it publishes
- * `<replicaId>:<n>` to every local cache, Redis answers how many subscribers received it, and the
- * barrier holds once as many distinct replicas acknowledged `<n>` (an acknowledgement is
- * `<n>:<acknowledgingReplicaId>`). Counting replicas, not messages, matters: ioredis sends a
+ * `<replicaId>:<n>` to every local cache, Redis answers how many subscribers received it and which
+ * replicas are registered as serving, and the barrier holds once as many distinct replicas, every
+ * registered one among them, acknowledged `<n>` (an acknowledgement is
+ * `<n>:<acknowledgingReplicaId>`). A registered replica that did not receive it (Redis dropped its
+ * subscriber, which it has not noticed yet) never acknowledges: the purge then fails rather than
+ * answer while that replica may still serve what it purged. Counting replicas, not messages, matters: ioredis sends a
  * command again after a reconnection when its reply was lost, so a barrier or an acknowledgement
  * may arrive twice, and two acknowledgements from one replica must not stand in for a slow one.
  * Acknowledgements may arrive before PUBLISH's own reply (they come on another connection), so
@@ -24,7 +27,7 @@ export class PurgeAcknowledgements {
    * publishes the barrier and resolves once every receiver acknowledged it; rejects after
    * `timeoutMs` in all, or when the acknowledgements can no longer arrive (`abandonAll`).
    */
-  async collect(subscribed: Promise<void>, publish: (payload: string) => Promise<number>): Promise<void> {
+  async collect(subscribed: Promise<void>, publish: (payload: string) => Promise<BarrierReceivers>): Promise<void> {
     this.sequence += 1;
     const id = String(this.sequence);
     const barrier = new PendingBarrier();
@@ -35,7 +38,7 @@ export class PurgeAcknowledgements {
     );
     try {
       await Promise.race([subscribed, barrier.done]);
-      const receivers = await Promise.race([publish(`${this.replicaId}:${id}`), barrier.done.then(() => 0)]);
+      const receivers = await Promise.race([publish(`${this.replicaId}:${id}`), barrier.done.then(() => NO_RECEIVERS)]);
       barrier.expect(receivers);
       await barrier.done;
     } finally {
@@ -55,11 +58,20 @@ export class PurgeAcknowledgements {
   }
 }
 
+/** Who must acknowledge a barrier: how many subscribers received it, and the replicas registered as serving. */
+export interface BarrierReceivers {
+  subscribers: number;
+  registered: readonly string[];
+}
+
+const NO_RECEIVERS: BarrierReceivers = { subscribers: 0, registered: [] };
+
 class PendingBarrier {
   private readonly settling = deferred();
   readonly done = this.settling.promise;
   private readonly received = new Set<string>();
   private expected = Number.POSITIVE_INFINITY;
+  private registered: readonly string[] = [];
 
   constructor() {
     // Failing before anyone awaits `done` (a timeout while PUBLISH is still out) is reported by collect().
@@ -68,12 +80,17 @@ class PendingBarrier {
 
   acknowledge(replicaId: string): void {
     this.received.add(replicaId);
-    if (this.received.size >= this.expected) this.settling.resolve();
+    this.resolveWhenComplete();
   }
 
-  expect(receivers: number): void {
-    this.expected = receivers;
-    if (this.received.size >= this.expected) this.settling.resolve();
+  expect(receivers: BarrierReceivers): void {
+    this.expected = receivers.subscribers;
+    this.registered = receivers.registered;
+    this.resolveWhenComplete();
+  }
+
+  private resolveWhenComplete(): void {
+    if (this.received.size >= this.expected && this.registered.every((replicaId) => this.received.has(replicaId))) this.settling.resolve();
   }
 
   fail(error: Error): void {
@@ -82,6 +99,7 @@ class PendingBarrier {
 
   progress(): string {
     const expected = Number.isFinite(this.expected) ? String(this.expected) : 'an unknown number (no PUBLISH reply yet)';
-    return `${this.received.size} of ${expected} acknowledged`;
+    const silent = this.registered.filter((replicaId) => !this.received.has(replicaId));
+    return `${this.received.size} of ${expected} acknowledged${silent.length === 0 ? '' : `; registered and silent: ${silent.join(', ')}`}`;
   }
 }

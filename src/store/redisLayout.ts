@@ -18,6 +18,8 @@ import { hash } from 'node:crypto';
  *   {prefix}{apq}:sizes           hash of registered hash to its bytes
  *   {prefix}{apq}:bytes           the registry's total bytes, kept under `apq.maxBytes`
  *
+ *   {prefix}{lc}:replicas         sorted set of the replicas whose local cache serves, scored by when their lease ends (Redis's clock, ms)
+ *
  * and the local cache's Pub/Sub channels (src/store/redisLocalCache.ts), which hold no data:
  *
  *   {prefix}{lc}:barrier          a purge's barrier, `<replicaId>:<n>`, to every replica's local cache
@@ -105,6 +107,11 @@ export class RedisKeyLayout {
   /** The shard whose epoch key `key` is, or undefined for any other key. */
   epochShard(key: string): number | undefined {
     return this.epochShards.get(key);
+  }
+
+  /** The replicas whose local cache serves, each until its lease ends: a purge waits for each one's acknowledgement. */
+  replicasKey(): string {
+    return `${this.keyPrefix}{lc}:replicas`;
   }
 
   /** Where a purge asks every replica's local cache to confirm it has seen the purge's invalidations. */

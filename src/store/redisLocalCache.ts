@@ -7,7 +7,7 @@ import { LocalCache } from './localCache.js';
 import { PurgeAcknowledgements } from './purgeAcknowledgements.js';
 import type { LocalCacheSettings } from './redisConnection.js';
 import { SHARD_COUNT, type EntryLocation, type RedisKeyLayout } from './redisLayout.js';
-import { PUBLISH_BARRIER, runScriptsUntracked } from './redisScripts.js';
+import { PUBLISH_BARRIER, REGISTER_LOCAL_CACHE, runScriptsUntracked } from './redisScripts.js';
 import type { LocalCacheObserver, Lookup } from './types.js';
 
 /**
@@ -28,10 +28,16 @@ import type { LocalCacheObserver, Lookup } from './types.js';
  *    nothing to this cache, which serves only fresh entries anyway.
  * 4. Purges publish a barrier after their scripts succeeded. Each replica's subscriber receives it
  *    after the invalidations Redis queued for it before (one connection, in order), and answers on
- *    the purging replica's acknowledgement channel; the purge resolves once every receiver answered.
- * 5. A heartbeat PINGs the subscriber: records are served only while it answered within LEASE_MS,
- *    and a subscriber silent a heartbeat longer is reconnected, so a connection that Redis dropped
- *    without this process hearing of it (a network partition) stops serving within the lease.
+ *    the purging replica's acknowledgement channel; the purge resolves once every receiver answered,
+ *    and every replica registered as serving (step 5) among them.
+ * 5. A heartbeat PINGs the subscriber and registers the replica in Redis as serving for LEASE_MS
+ *    more (REGISTER_LOCAL_CACHE, by Redis's clock): records are served only while both answered
+ *    within LEASE_MS, counted from before each was sent, so the registration outlives the serving.
+ *    A replica Redis dropped the subscriber of, that has not run since to notice (paused, busy),
+ *    stays registered and makes purges fail until its lease ran out, rather than answer `true`
+ *    while it may still serve. A subscriber silent a heartbeat longer than the lease is reconnected,
+ *    so a connection that Redis dropped without this process hearing of it (a network partition)
+ *    stops serving within the lease. A replica whose cache goes off takes its registration back.
  */
 export class RedisLocalCache {
   private readonly replicaId = randomUUID();
@@ -47,6 +53,7 @@ export class RedisLocalCache {
   private subscribed = deferred();
   private settingUp = false;
   private lastHeardAt = 0;
+  private lastRegisteredAt = 0;
   private lastFailure: string | undefined;
   /** Barriers of other replicas received while the command connection was away: [replicaId, n]. */
   private readonly unsentAcknowledgements: Array<[string, string]> = [];
@@ -97,7 +104,10 @@ export class RedisLocalCache {
    */
   async barrier(): Promise<void> {
     const started = performance.now();
-    await this.acknowledgements.collect(this.subscribed.promise, async (payload) => Number(await PUBLISH_BARRIER.run(this.client, [], [this.channels.barrier, payload])));
+    await this.acknowledgements.collect(this.subscribed.promise, async (payload) => {
+      const [subscribers, registered] = (await PUBLISH_BARRIER.run(this.client, [this.layout.replicasKey()], [this.channels.barrier, payload])) as [number, unknown[]];
+      return { subscribers: Number(subscribers), registered: registered.map(String) };
+    });
     this.observer?.acknowledged((performance.now() - started) / 1000);
   }
 
@@ -178,6 +188,8 @@ export class RedisLocalCache {
       throw new Error(`client ${subscription.id} on the command connection's server is not this replica's subscriber`);
     }
     if (clientEpoch !== this.clientEpoch || subscription.epoch !== this.subscriberEpoch) return;
+    await this.register();
+    if (clientEpoch !== this.clientEpoch || subscription.epoch !== this.subscriberEpoch) return;
     this.cache.enable();
     this.lastFailure = undefined;
     this.logger.info({ replicaId: this.replicaId }, 'local cache on: Redis tracks this replica\'s reads');
@@ -201,6 +213,8 @@ export class RedisLocalCache {
     const wasEnabled = this.cache.isEnabled;
     this.cache.disable();
     if (!wasEnabled) return;
+    // Purges need not wait for this replica any more; one it cannot reach Redis for ends with its lease.
+    this.client.zrem(this.layout.replicasKey(), this.replicaId).catch(() => undefined);
     this.logger.warn({ replicaId: this.replicaId }, 'local cache off until both Redis connections are back');
     this.observer?.localCacheChanged(false);
   }
@@ -284,13 +298,29 @@ export class RedisLocalCache {
       },
       () => undefined,
     );
-    if (!this.cache.isEnabled) void this.setUp();
+    if (this.cache.isEnabled) this.register().catch(() => undefined);
+    else void this.setUp();
+  }
+
+  /** Step 5: registered as serving for LEASE_MS from when Redis ran it, so from later than `sentAt`. */
+  private async register(): Promise<void> {
+    const epoch = this.clientEpoch;
+    const sentAt = performance.now();
+    await REGISTER_LOCAL_CACHE.run(this.client, [this.layout.replicasKey()], [this.replicaId, LEASE_MS]);
+    if (epoch !== this.clientEpoch) return;
+    this.lastRegisteredAt = Math.max(this.lastRegisteredAt, sentAt);
+    this.renewLease();
   }
 
   /** The subscriber was alive at `sentAt` (it answered something sent then). */
   private heard(sentAt: number): void {
     this.lastHeardAt = Math.max(this.lastHeardAt, sentAt);
-    this.cache.renewLease(sentAt + LEASE_MS);
+    this.renewLease();
+  }
+
+  /** Records are served until LEASE_MS after the older of the subscriber's last answer and the last registration. */
+  private renewLease(): void {
+    this.cache.renewLease(Math.min(this.lastHeardAt, this.lastRegisteredAt) + LEASE_MS);
   }
 
   /** Logged once per distinct failure: a setup retried every heartbeat must not flood the log. */

@@ -64,6 +64,14 @@ export class LuaScript {
   }
 }
 
+/** Redis's own clock in ms, the same for every replica (scripts are replicated by their effects, Redis 5 and newer). */
+const REDIS_NOW_MS = `
+local function redisNowMs()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+`;
+
 /**
  * Takes up to `budget` entry ids out of the sets KEYS[first..last] and deletes their entries (an id
  * whose entry is gone already costs a DEL that finds nothing). Returns the number of entries deleted
@@ -207,15 +215,34 @@ end
 
 /**
  * Publishes a purge barrier (src/store/purgeAcknowledgements.ts) and returns how many clients
- * subscribed to its very channel received it. PUBLISH's own count also takes in every client whose
- * pattern subscription matches (a debugging `redis-cli psubscribe '*'`), which never acknowledges,
- * so each purge would wait out `ackTimeoutMs` and answer 503; counted in the same script, the
- * subscribers counted are those the barrier reached. ARGV: channel, payload.
+ * subscribed to its very channel received it, and the replicas registered as serving from a local
+ * cache whose lease has not run out (REGISTER_LOCAL_CACHE). PUBLISH's own count also takes in every
+ * client whose pattern subscription matches (a debugging `redis-cli psubscribe '*'`), which never
+ * acknowledges, so each purge would wait out `ackTimeoutMs` and answer 503; counted in the same
+ * script, the subscribers counted are those the barrier reached. A replica whose subscriber Redis
+ * dropped is no longer among them, but stays registered until its lease runs out, as it may serve
+ * until then. KEYS: the replicas' sorted set. ARGV: channel, payload.
  */
-export const PUBLISH_BARRIER = new LuaScript(`
+export const PUBLISH_BARRIER = new LuaScript(`${REDIS_NOW_MS}
 local receivers = redis.call('PUBSUB', 'NUMSUB', ARGV[1])[2]
+local registered = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. redisNowMs(), '+inf')
 redis.call('PUBLISH', ARGV[1], ARGV[2])
-return receivers
+return { receivers, registered }
+`);
+
+/**
+ * Registers a replica's local cache as serving until Redis's clock reaches now + ARGV[2] ms, and
+ * drops registrations that ran out. The replica serves no longer than that: it counts its lease from
+ * before it sent this (src/store/redisLocalCache.ts). KEYS: the replicas' sorted set. ARGV: replica
+ * id, lease ms.
+ */
+export const REGISTER_LOCAL_CACHE = new LuaScript(`${REDIS_NOW_MS}
+local now = redisNowMs()
+local lease = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
+redis.call('PEXPIRE', KEYS[1], 2 * lease)
+return 1
 `);
 
 /**

@@ -9,7 +9,7 @@ describe('PurgeAcknowledgements', () => {
       expect(payload).toBe('A:1');
       // ioredis sent the barrier again after a reconnection: every replica acknowledges twice.
       for (const replica of ['A', 'B', 'A', 'B']) acknowledgements.acknowledged('1', replica);
-      return 3;
+      return { subscribers: 3, registered: [] };
     });
     void collected.then(() => (settled = true));
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -24,8 +24,25 @@ describe('PurgeAcknowledgements', () => {
     const collected = acknowledgements.collect(Promise.resolve(), async () => {
       acknowledgements.acknowledged('1', 'A');
       acknowledgements.acknowledged('2', 'B');
-      return 2;
+      return { subscribers: 2, registered: [] };
     });
     await expect(collected).rejects.toThrow('local caches did not acknowledge the purge within 50 ms (1 of 2 acknowledged)');
+  });
+
+  // The reload/Redis audit: Redis dropped a paused replica's subscriber, PUBLISH counted only the
+  // purging replica, and the purge answered true while the paused one served the purged entry.
+  it('waits for every registered replica too, though fewer subscribers received the barrier', async () => {
+    const acknowledgements = new PurgeAcknowledgements('A', 50);
+    const collected = acknowledgements.collect(Promise.resolve(), async () => {
+      acknowledgements.acknowledged('1', 'A');
+      return { subscribers: 1, registered: ['A', 'B'] };
+    });
+    await expect(collected).rejects.toThrow('local caches did not acknowledge the purge within 50 ms (1 of 1 acknowledged; registered and silent: B)');
+    const answered = new PurgeAcknowledgements('A', 1000);
+    await answered.collect(Promise.resolve(), async () => {
+      answered.acknowledged('1', 'A');
+      answered.acknowledged('1', 'B');
+      return { subscribers: 1, registered: ['A', 'B'] };
+    });
   });
 });

@@ -270,6 +270,30 @@ describe('replica-local cache', () => {
     expect(await a.store.invalidate(['Product:1'])).toBe(0);
   });
 
+  // The reload/Redis audit: Redis dropped a paused replica's subscriber (CLIENT KILL, a restart),
+  // PUBLISH no longer counted it, and a purge answered true while that replica, once running again,
+  // served the purged entry from its local cache.
+  it('registers each serving replica until its lease ends, and fails a purge a registered replica does not acknowledge', async () => {
+    const { a, b, keyPrefix } = await twoReplicas('registered', { localCache: { maxBytes: 1024 * 1024, ackTimeoutMs: 300 } });
+    const replicas = new RedisKeyLayout(keyPrefix).replicasKey();
+    const [seconds] = (await redis.inspector.time()) as [string, string];
+    const registered = await redis.inspector.zrange(replicas, 0, -1, 'WITHSCORES');
+    expect(registered).toHaveLength(4);
+    for (const score of [registered[1], registered[3]]) expect(Number(score) - Number(seconds) * 1000).toBeGreaterThan(1000);
+
+    // A replica that registered and stopped running: its subscriber is gone, its lease is not.
+    await redis.inspector.zadd(replicas, Number(seconds) * 1000 + 60_000, 'paused-replica');
+    const rejection = a.store.invalidate(['Product:1']);
+    await expect(rejection).rejects.toThrow('registered and silent: paused-replica');
+    await expect(rejection).rejects.toBeInstanceOf(UnconfirmedInvalidation);
+    // Its lease ran out: it serves no more, and purges go on without it.
+    await redis.inspector.zadd(replicas, Number(seconds) * 1000 - 1, 'paused-replica');
+    expect(await a.store.invalidate(['Product:1'])).toBe(0);
+
+    await b.store.close();
+    await vi.waitFor(async () => expect(await redis.inspector.zrange(replicas, 0, -1)).toHaveLength(1), { interval: 20 });
+  });
+
   it('confirms a purge while another client has a pattern subscription matching its barrier channel', async () => {
     // PUBLISH counts such a client among its receivers; it never acknowledges.
     const { a, b } = await twoReplicas('pattern-subscriber', { localCache: { maxBytes: 1024 * 1024, ackTimeoutMs: 2000 } });
