@@ -460,7 +460,7 @@ export class DecisionEngine {
     // Identity bodies are what svc-cache reads.
     const remove = [...tokenRemoval(head, config), ...(watched ? ['accept-encoding'] : [])];
     const requestHeaders = fittedRequestChanges(head.headers, { set: origin?.path === undefined ? [] : [[':path', origin.path]], remove }, origin?.body);
-    if (requestHeaders === undefined) return this.forwardOverLimits({ exchange, head, config }, plan);
+    if (requestHeaders === undefined) return this.forwardOverLimits({ exchange, head, config }, plan, changes.some((changed) => changed?.withoutId === true));
     exchange.forward(plan);
     exchange.whenNoResponse = this.invalidationWithoutResponse(plan);
     return { kind: 'forward', requestHeaders, ...(origin === undefined ? {} : { requestBody: origin.body }) };
@@ -669,7 +669,7 @@ export class DecisionEngine {
     // Identity bodies are what the cache reads and replays (Envoy can compress in front).
     const remove = plan.kind === 'pass' ? tokenRemoval(head, config) : [...tokenRemoval(head, config), 'accept-encoding', ...validatorsWithheld(plan, head)];
     const requestHeaders = fittedRequestChanges(head.headers, { set: origin.path === undefined ? [] : [[':path', origin.path]], remove }, origin.body);
-    if (requestHeaders === undefined) return this.forwardOverLimits(context, plan);
+    if (requestHeaders === undefined) return this.forwardOverLimits(context, plan, dropsIdBeside(context.request, context.resolved, config));
     exchange.forward(plan);
     exchange.whenNoResponse = this.invalidationWithoutResponse(plan);
     return { kind: 'forward', requestHeaders, ...(origin.body === undefined ? {} : { requestBody: origin.body }) };
@@ -680,12 +680,14 @@ export class DecisionEngine {
    * (fittedRequestChanges), which would get Envoy's 500: it goes on unchanged. A query passes
    * (`request-headers-too-large`); a mutation keeps its plan, and its answer, without the key fields
    * svc-cache adds and maybe in an encoding it cannot read, invalidates by type or by its root fields'
-   * types (broader, never narrower). The purge token must not reach the origin: a request carrying
-   * it is answered 431 instead, as Envoy answers headers over its limits.
+   * types (broader, never narrower). Two changes cannot be dropped, and the request is answered 431
+   * instead, as Envoy answers headers over its limits: the purge token must not reach the origin,
+   * and an `id` beside a document svc-cache read (`withoutId`) would make a Hot Chocolate origin run
+   * the document it kept under that id, which svc-cache never saw (dropsIdBeside).
    */
-  private forwardOverLimits(context: Pick<RequestContext, 'exchange' | 'head' | 'config'>, plan: ResponsePlan): RequestDecision {
+  private forwardOverLimits(context: Pick<RequestContext, 'exchange' | 'head' | 'config'>, plan: ResponsePlan, withoutId: boolean): RequestDecision {
     const { exchange, head, config } = context;
-    if (tokenRemoval(head, config).length > 0) return this.conclude(exchange, REQUEST_HEADERS_TOO_LARGE);
+    if (withoutId || tokenRemoval(head, config).length > 0) return this.conclude(exchange, REQUEST_HEADERS_TOO_LARGE);
     const kept: ResponsePlan = plan.kind === 'store' ? { kind: 'pass', reason: 'request-headers-too-large' } : plan;
     exchange.forward(kept);
     exchange.whenNoResponse = this.invalidationWithoutResponse(kept);
@@ -1341,7 +1343,7 @@ function inOwnMediaType(response: HttpResponse, head: RequestHead): HttpResponse
   return { ...response, headers: [['content-type', contentType], ...response.headers.filter(([name]) => name !== 'content-type')] };
 }
 
-/** Answered in place of Envoy's 500 to a request with the purge token whose headers leave no room to remove it. */
+/** Answered in place of Envoy's 500 where a change svc-cache must make to the request (the purge token removed, an `id` left out) leaves its headers no room (forwardOverLimits). */
 const REQUEST_HEADERS_TOO_LARGE: Verdict = {
   kind: 'respond',
   outcome: 'ERROR',

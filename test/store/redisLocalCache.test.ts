@@ -276,7 +276,7 @@ describe('replica-local cache', () => {
   it('registers each serving replica until its lease ends, and fails a purge a registered replica does not acknowledge', async () => {
     const { a, b, keyPrefix } = await twoReplicas('registered', { localCache: { maxBytes: 1024 * 1024, ackTimeoutMs: 300 } });
     const replicas = new RedisKeyLayout(keyPrefix).replicasKey();
-    const [seconds] = (await redis.inspector.time()) as [string, string];
+    const [seconds] = await redis.inspector.time();
     const registered = await redis.inspector.zrange(replicas, 0, -1, 'WITHSCORES');
     expect(registered).toHaveLength(4);
     for (const score of [registered[1], registered[3]]) expect(Number(score) - Number(seconds) * 1000).toBeGreaterThan(1000);
