@@ -67,6 +67,7 @@ import type { CachePolicy } from './rules.js';
 import { JwtScopes } from './jwtScopes.js';
 import { scopeKeyedHeaders } from './scopes.js';
 import { fitToEnvoyLimits, fittedRequestChanges, hitFitsEnvoyLimits, immediateFits } from './headerRoom.js';
+import { LateInvalidations } from './lateInvalidations.js';
 import { PendingInvalidations } from './pendingInvalidations.js';
 import {
   cacheStatusHeader,
@@ -196,6 +197,8 @@ export class DecisionEngine {
     (what) => this.retryInvalidation(what),
     (error, failures) => this.deps.logger.warn({ err: errorMessage(error), failures }, 'invalidation after mutation still failing; retrying'),
   );
+  /** The same root fields' types again, later, after a mutation whose answer never came (invalidationWithoutResponse). */
+  private readonly lateInvalidations = new LateInvalidations((tags) => this.invalidate(this.deps.state().config.mutationPolicy, tags, 'root-field-types'));
   /** The flush of the whole store running, and the one waiting behind it (`invalidateEverything`). */
   private runningFlush: Promise<void> | undefined;
   private queuedFlush: Promise<void> | undefined;
@@ -894,19 +897,14 @@ export class DecisionEngine {
    * svc-cache cannot see flushes nothing, as under a 5xx.
    */
   private invalidationWithoutResponse(plan: ResponsePlan): (() => void) | undefined {
-    const owed = this.invalidationOwedByRequest(plan);
+    const owed = rootFieldTypesOwed(plan);
     if (owed === undefined) return undefined;
     return () => {
-      owed().catch((error: unknown) => this.deps.logger.error({ err: errorMessage(error) }, 'invalidation for a request answered by Envoy failed'));
+      this.lateInvalidations.add(owed.tags);
+      this.invalidate(owed.policy, owed.tags, 'root-field-types').catch((error: unknown) =>
+        this.deps.logger.error({ err: errorMessage(error) }, 'invalidation for a request answered by Envoy failed'),
+      );
     };
-  }
-
-  private invalidationOwedByRequest(plan: ResponsePlan): (() => Promise<void>) | undefined {
-    if (plan.kind === 'mutation') return () => this.invalidateByRootFieldTypes(plan);
-    if (plan.kind === 'batch') return () => this.invalidateAfterBatch({ ...plan, unseen: [] }, undefined);
-    const unread = plan.kind === 'pass' ? plan.unread : undefined;
-    if (unread) return () => this.invalidate(unread.policy, unread.tags, 'root-field-types');
-    return undefined;
   }
 
   private invalidationOwed(plan: ResponsePlan): (() => Promise<void>) | undefined {
@@ -1212,6 +1210,21 @@ function dropsIdBeside(operation: GraphQLOperation, resolved: ResolvedQuery, con
   if (operation.idsSent.length === 0 || resolved.storedById || resolved.query === undefined) return false;
   const documents = config.persistedDocuments?.documents;
   return !operation.idsSent.every((id) => id !== null && documents?.get(id) === resolved.query);
+}
+
+/**
+ * The root fields' types a forwarded request may have changed, and under which policy: of a
+ * mutation, of each mutation of a batch, of those found in a body svc-cache could not read.
+ */
+function rootFieldTypesOwed(plan: ResponsePlan): { policy: MutationPolicy; tags: string[] } | undefined {
+  if (plan.kind === 'mutation') return plan.policy === 'None' ? undefined : { policy: plan.policy, tags: rootFieldTypeTags(plan.schema, plan.prepared) };
+  if (plan.kind === 'batch') {
+    const mutations = plan.mutations.filter((mutation): mutation is MutationPlan => mutation !== undefined && mutation.policy !== 'None');
+    const first = mutations[0];
+    if (first === undefined) return undefined;
+    return { policy: first.policy, tags: [...new Set(mutations.flatMap((mutation) => rootFieldTypeTags(mutation.schema, mutation.prepared)))] };
+  }
+  return plan.kind === 'pass' && plan.unread ? { policy: plan.unread.policy, tags: plan.unread.tags } : undefined;
 }
 
 /**

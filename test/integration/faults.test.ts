@@ -225,6 +225,20 @@ describe('a broken origin', () => {
     expect([after.headers['svc-cache'], after.text.includes('Renamed late')]).toEqual(['MISS', true]);
   });
 
+  // The review of that fix: a read between Envoy's 504 and the origin's commit stored the list from
+  // before the mutation, and it was served stale for its maxAge.
+  it('invalidates the types again later, so a read made before the origin finished is not kept', async () => {
+    const list = 'query TitlesBeforeLaterRename { todos { id title } }';
+    await send(stack.url, list);
+    const url = await gatewayTo(origin.url, 250);
+    origin.setBehaviour({ delayMs: 700 });
+    expect((await send(url, 'mutation { updateTodo(id: "2", title: "Renamed later") { id } }')).status).toBe(504);
+    origin.setBehaviour({ delayMs: 0 });
+    const meanwhile = await send(stack.url, list);
+    expect([meanwhile.headers['svc-cache'], meanwhile.text.includes('Renamed later')]).toEqual(['MISS', false]);
+    await vi.waitFor(async () => expect((await send(stack.url, list)).text).toContain('Renamed later'), { timeout: 4000, interval: 200 });
+  });
+
   it.each([
     {
       fault: 'a 500',
