@@ -21,7 +21,8 @@ export interface ConfigView {
  * the schema marks so (purge tokens, the scope key secret, a JWT scope's secret and public key), not
  * what a key is called: `cache.publicForCredentialedRequests` or a scope named API_TOKEN is no
  * secret. A password inside a URL is one wherever the URL is written (redis.url, Cluster and Sentinel
- * nodes), and only the password: the rest says which server is used.
+ * nodes), and so are the values of its query (a JWKS or origin URL's `?token=`); the rest says
+ * which server is used.
  */
 export function redactedConfig(config: Config): unknown {
   return redact(config, []);

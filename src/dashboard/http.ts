@@ -228,9 +228,10 @@ export function isAllowedHost(host: string | undefined, allowedHosts: readonly s
   return allowedHosts.some((allowed) => allowed.toLowerCase() === name);
 }
 
-/** The name of a Host header: without its port, and an IPv6 literal without its brackets. */
+/** The name of a Host header: without its port, an IPv6 literal without its brackets, a fully qualified name without its final dot. */
 function hostName(host: string): string {
   if (host.startsWith('[')) return host.slice(1, host.indexOf(']') === -1 ? undefined : host.indexOf(']'));
   const colon = host.lastIndexOf(':');
-  return colon === -1 ? host : host.slice(0, colon);
+  const name = colon === -1 ? host : host.slice(0, colon);
+  return name.endsWith('.') ? name.slice(0, -1) : name;
 }

@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import { configSchema, type Config } from '../config/index.js';
+import { canonicalJson } from '../graphql/index.js';
 
 /** Where a request is for, as the key holds it (src/http/requestTarget.ts). */
 export interface KeyedTarget {
@@ -70,8 +71,9 @@ export function taggingPart(config: Pick<Config, 'keyFields' | 'listArguments'>)
 
 const TAGGING_PARTS = new WeakMap<object, string>();
 
+/** Keys sorted: the same settings written in another order tag alike, and keep the entries. */
 function taggingText({ keyFields, listArguments }: Pick<Config, 'keyFields' | 'listArguments'>): string {
-  return JSON.stringify([keyFields, listArguments]);
+  return canonicalJson([keyFields, listArguments]);
 }
 
 const DEFAULT_TAGGING = taggingText(configSchema.parse({ origin: { url: 'http://origin.invalid/graphql' } }));

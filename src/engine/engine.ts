@@ -867,8 +867,8 @@ export class DecisionEngine {
         await this.invalidateAfterMutation(plan, body);
         return this.passedResponse(exchange, 'mutation', stripAddedFields(plan.prepared, body), body);
       case 'batch':
-        await this.registerFromBatch(exchange, plan, body);
         await this.invalidateAfterBatch(plan, body);
+        await this.registerFromBatch(exchange, plan, body);
         return this.passedResponse(exchange, 'batch', body, body);
       case 'store':
         return this.storeResponse(exchange, plan, body);

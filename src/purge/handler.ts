@@ -185,7 +185,11 @@ async function confirmedPurge(summary: PurgeSummary, deps: PurgeDependencies): P
     deps.onPurge?.({ result: 'not-confirmed', awaited: 'store', ...summary });
     applying.then(
       (applied) => deps.logger.warn({ ...logFields(summary), ...applied }, 'purge applied after its 503 answer'),
-      (error: unknown) => deps.logger.error({ ...logFields(summary), err: errorMessage(error) }, 'purge not applied: the cache store failed'),
+      (error: unknown) =>
+        deps.logger.error(
+          { ...logFields(summary), err: errorMessage(error) },
+          isCommandTimeout(error) ? 'purge not confirmed: the cache store did not answer in time' : 'purge not applied: the cache store failed',
+        ),
     );
     return undefined;
   } catch (error) {
@@ -282,8 +286,8 @@ function requestErrors(
   route: PurgeRoute,
 ): HttpResponse {
   // A message quotes what the request held (a value of 500,000 characters made one 500 KB line).
-  const logged = errors.slice(0, LOGGED_TAGS).map((error) => shortened(error.message, LOGGED_TAG_CHARACTERS));
-  deps.logger.info({ route, errors: logged, ...(errors.length > LOGGED_TAGS ? { moreErrors: errors.length - LOGGED_TAGS } : {}) }, 'purge request rejected');
+  const logged = errors.slice(0, LOGGED_ERRORS).map((error) => shortened(error.message, LOGGED_ERROR_CHARACTERS));
+  deps.logger.info({ route, errors: logged, ...(errors.length > LOGGED_ERRORS ? { moreErrors: errors.length - LOGGED_ERRORS } : {}) }, 'purge request rejected');
   if (route === 'purge') deps.onPurge?.({ result: 'invalid' });
   const status = request.responseMediaType === 'application/graphql-response+json' ? 400 : 200;
   return graphQLResponse(request.responseMediaType, status, { errors }, []);
@@ -306,6 +310,9 @@ function graphQLResponse(
 const LOGGED_TAGS = 20;
 /** Characters logged of each tag: `_purgeOperationName` and key values name what the client chose, at any length. */
 const LOGGED_TAG_CHARACTERS = 100;
+/** A rejected purge's errors logged, and characters of each: a message quotes what the request held. */
+const LOGGED_ERRORS = 20;
+const LOGGED_ERROR_CHARACTERS = 100;
 
 function logFields(summary: PurgeSummary): Record<string, unknown> {
   return {

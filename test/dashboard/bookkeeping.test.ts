@@ -280,5 +280,8 @@ describe('isAllowedHost', () => {
     expect(isAllowedHost('dashboard.example.com', [])).toBe(false);
     expect(isAllowedHost('Dashboard.Example.com:443', ['dashboard.example.com'])).toBe(true);
     expect(isAllowedHost('svc.attacker.example', [])).toBe(false);
+    // A fully qualified name's final dot changes nothing, either way.
+    expect([isAllowedHost('localhost.:9901', []), isAllowedHost('admin.team.svc.cluster.local.', []), isAllowedHost('evil.example.', [])]).toEqual([true, true, false]);
+    expect(isAllowedHost('dashboard.example.com.', ['dashboard.example.com'])).toBe(true);
   });
 });

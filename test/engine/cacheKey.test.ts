@@ -72,6 +72,9 @@ describe('cacheKey', () => {
     expect(new Set(parts).size).toBe(4);
     for (const part of parts) expect([part.length, part.startsWith('\r'), part.endsWith('\u0000')]).toEqual([45, true, true]);
     expect(taggingPart(config({ keyFields: { types: { Product: ['sku'] } } }))).toBe(parts[0]);
+    // The review: the same mappings written in another order must not start every entry anew.
+    const twoTypes = (types: Record<string, string[]>) => taggingPart(config({ keyFields: { types } }));
+    expect(twoTypes({ Product: ['sku'], Order: ['number'] })).toBe(twoTypes({ Order: ['number'], Product: ['sku'] }));
     const target = { host: 'h', endpoint: '/e', parameters: '', keyedHeaders: '' };
     expect(cacheKey('b', target, 'a', 'd', '{}', '', '', parts[0])).not.toBe(cacheKey('b', target, 'a', 'd', '{}', '', ''));
   });
