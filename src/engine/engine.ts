@@ -465,7 +465,7 @@ export class DecisionEngine {
     const requestHeaders = fittedRequestChanges(head.headers, { set: origin?.path === undefined ? [] : [[':path', origin.path]], remove }, origin?.body);
     if (requestHeaders === undefined) return this.forwardOverLimits({ exchange, head, config }, plan, changes.some((changed) => changed?.withoutId === true));
     exchange.forward(plan);
-    exchange.whenNoResponse = this.invalidationWithoutResponse(plan);
+    exchange.oweWithoutResponse(this.invalidationWithoutResponse(plan));
     return { kind: 'forward', requestHeaders, ...(origin === undefined ? {} : { requestBody: origin.body }) };
   }
 
@@ -674,7 +674,7 @@ export class DecisionEngine {
     const requestHeaders = fittedRequestChanges(head.headers, { set: origin.path === undefined ? [] : [[':path', origin.path]], remove }, origin.body);
     if (requestHeaders === undefined) return this.forwardOverLimits(context, plan, dropsIdBeside(context.request, context.resolved, config));
     exchange.forward(plan);
-    exchange.whenNoResponse = this.invalidationWithoutResponse(plan);
+    exchange.oweWithoutResponse(this.invalidationWithoutResponse(plan));
     return { kind: 'forward', requestHeaders, ...(origin.body === undefined ? {} : { requestBody: origin.body }) };
   }
 
@@ -693,7 +693,7 @@ export class DecisionEngine {
     if (withoutId || tokenRemoval(head, config).length > 0) return this.conclude(exchange, REQUEST_HEADERS_TOO_LARGE);
     const kept: ResponsePlan = plan.kind === 'store' ? { kind: 'pass', reason: 'request-headers-too-large' } : plan;
     exchange.forward(kept);
-    exchange.whenNoResponse = this.invalidationWithoutResponse(kept);
+    exchange.oweWithoutResponse(this.invalidationWithoutResponse(kept));
     return { kind: 'forward', requestHeaders: { set: [], remove: [] } };
   }
 
@@ -746,7 +746,7 @@ export class DecisionEngine {
     const unread = mutations.length === 0 ? undefined : { policy: config.mutationPolicy, tags: [...tags] };
     const plan: PassPlan = { kind: 'pass', reason, unread, ...(unseen ? { unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } } : {}) };
     const decision = forwardUntouched(exchange, plan);
-    exchange.whenNoResponse = this.invalidationWithoutResponse(plan);
+    exchange.oweWithoutResponse(this.invalidationWithoutResponse(plan));
     return decision;
   }
 

@@ -110,7 +110,7 @@ export class Exchange {
 
   /** The origin's response headers arrived: the plan may have been downgraded by what they said. */
   responseArrived(headers: HeaderList, plan: ResponsePlan): void {
-    this.whenNoResponse = undefined;
+    this.owedWithoutResponse = undefined;
     this.originHeaders = headers;
     this.currentPlan = plan;
     if (this.forwardedAt !== undefined) this.originLatencyMs = this.clock() - this.forwardedAt;
@@ -132,16 +132,25 @@ export class Exchange {
    */
   endWithoutResponsePhase(): void {
     if (this.outcome === undefined) this.settle('PASS', { passReason: 'no-response-phase' });
-    const owed = this.whenNoResponse;
-    this.whenNoResponse = undefined;
+    this.endedWithoutResponse = true;
+    const owed = this.owedWithoutResponse;
+    this.owedWithoutResponse = undefined;
     owed?.();
   }
 
   /**
-   * Set while a forwarded request may have changed what the origin holds (a mutation) and no response
-   * phase has come: Envoy may answer it itself after the origin ran it (its route timeout's 504).
+   * What a forwarded request that may change what the origin holds (a mutation) owes if no response
+   * phase comes: Envoy may answer it itself after the origin ran it (its route timeout's 504). Run at
+   * once when the stream already ended while the request was being decided: Envoy went on without
+   * svc-cache past its message timeout, and forwarded the request as it came.
    */
-  whenNoResponse: (() => void) | undefined;
+  oweWithoutResponse(owed: (() => void) | undefined): void {
+    if (owed !== undefined && this.endedWithoutResponse) owed();
+    else this.owedWithoutResponse = owed;
+  }
+
+  private owedWithoutResponse: (() => void) | undefined;
+  private endedWithoutResponse = false;
 
   /**
    * The stream ended after the response head and before its body reached svc-cache: Envoy gave

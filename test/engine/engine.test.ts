@@ -337,6 +337,18 @@ describe('DecisionEngine', () => {
     expect([unconfirmed.mock.calls.length, engine.invalidationsPending]).toEqual([1, false]);
   });
 
+  // The review of the no-response invalidation: past Envoy's message timeout (an event loop held
+  // for a second) Envoy forwards the mutation as it came and ends the stream while it is still
+  // being decided; what it owes is set after the stream's end, and must run then.
+  it("invalidates a mutation's root fields' types when the stream ended before its decision was made", async () => {
+    const invalidate = vi.spyOn(store, 'invalidate');
+    const request = post({ query: 'mutation { addTodo(title: "x") { id } }' });
+    const exchange = engine.begin(request.head);
+    exchange.endWithoutResponsePhase();
+    expect((await engine.requestBody(exchange, request.body)).kind).toBe('forward');
+    await vi.waitFor(() => expect(invalidate).toHaveBeenCalledWith(['t:Todo']));
+  });
+
   it('forwards a mutation to read its answer, or passes it untouched under mutationPolicy None', async () => {
     const request = post({ query: 'mutation { addTodo(title: "x") { id } }' }, [['accept-encoding', 'gzip']]);
     const decision = await decide(request.head, request.body);
