@@ -230,6 +230,11 @@ export class DecisionEngine {
   }
 
   /** The exchange of one HTTP request; without a head, a response whose request svc-cache never saw. */
+  /** Invalidations scheduled for later are dropped: the store is closing. */
+  close(): void {
+    this.lateInvalidations.close();
+  }
+
   begin(head?: RequestHead): Exchange {
     const exchange = new Exchange(head);
     if (!head) return exchange;

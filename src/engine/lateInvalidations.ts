@@ -1,18 +1,21 @@
+import { performance } from 'node:perf_hooks';
+
 /**
  * Invalidations made again after a mutation whose answer never came (Envoy answered it itself: its
  * route timeout's 504; or the client went away): the origin may finish running it after svc-cache
  * invalidated, and a read between the two may store the answer from before it. The same tags are
  * invalidated again AGAIN_AFTER_MS later, merged per second, so what clients can make this hold is
- * bounded by the tags there are (root fields' types) and the delays.
+ * bounded by the tags there are (root fields' types) and the delays. Lost when the process ends.
  */
 export class LateInvalidations {
-  /** The tags due at each second (ms since the epoch / 1000, rounded up). */
+  /** The tags due at each second of `now` (rounded up). */
   private readonly due = new Map<number, Set<string>>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly apply: (tags: string[]) => Promise<void>,
-    private readonly now: () => number = Date.now,
+    /** A monotonic clock in ms: a step of the wall clock must not hold or hasten a repeat. */
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   add(tags: readonly string[]): void {
@@ -26,7 +29,17 @@ export class LateInvalidations {
       }
       for (const tag of tags) dueThen.add(tag);
     }
+    // Armed for the earliest second due, which the new tags may have moved forward.
+    clearTimeout(this.timer);
+    this.timer = undefined;
     this.schedule();
+  }
+
+  /** Nothing more is invalidated: the store is closing. */
+  close(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.due.clear();
   }
 
   private schedule(): void {

@@ -221,6 +221,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
       await extProc.close(graceMs);
       await admin.close();
       schemaSource.close();
+      engine.close();
       await store.close();
     },
   };

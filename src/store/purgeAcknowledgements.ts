@@ -58,13 +58,17 @@ export class PurgeAcknowledgements {
   }
 }
 
-/** Who must acknowledge a barrier: how many subscribers received it, and the replicas registered as serving. */
+/**
+ * Who must acknowledge a barrier: how many subscribers received it, and the replicas registered as
+ * serving; the registry is not trusted while younger than one registration (Redis lost its data).
+ */
 export interface BarrierReceivers {
   subscribers: number;
   registered: readonly string[];
+  registryTrusted: boolean;
 }
 
-const NO_RECEIVERS: BarrierReceivers = { subscribers: 0, registered: [] };
+const NO_RECEIVERS: BarrierReceivers = { subscribers: 0, registered: [], registryTrusted: true };
 
 class PendingBarrier {
   private readonly settling = deferred();
@@ -84,6 +88,10 @@ class PendingBarrier {
   }
 
   expect(receivers: BarrierReceivers): void {
+    if (!receivers.registryTrusted) {
+      this.fail(new Error(UNTRUSTED_REGISTRY));
+      return;
+    }
     this.expected = receivers.subscribers;
     this.registered = receivers.registered;
     this.resolveWhenComplete();
@@ -103,3 +111,6 @@ class PendingBarrier {
     return `${this.received.size} of ${expected} acknowledged${silent.length === 0 ? '' : `; registered and silent: ${silent.join(', ')}`}`;
   }
 }
+
+const UNTRUSTED_REGISTRY =
+  'purge not acknowledged: the registry of replicas serving from a local cache is younger than one registration (Redis lost its data: a restart, a flush, a failover), so a replica that has not run since may still serve';

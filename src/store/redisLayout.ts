@@ -18,7 +18,8 @@ import { hash } from 'node:crypto';
  *   {prefix}{apq}:sizes           hash of registered hash to its bytes
  *   {prefix}{apq}:bytes           the registry's total bytes, kept under `apq.maxBytes`
  *
- *   {prefix}{lc}:replicas         sorted set of the replicas whose local cache serves, scored by when their lease ends (Redis's clock, ms)
+ *   {prefix}{lc}:replicas         sorted set of the replicas whose local cache serves, scored by when their registration ends (Redis's clock, ms)
+ *   {prefix}{lc}:since            when the first of them registered since Redis last lost its data (Redis's clock, ms; kept forever)
  *
  * and the local cache's Pub/Sub channels (src/store/redisLocalCache.ts), which hold no data:
  *
@@ -112,6 +113,11 @@ export class RedisKeyLayout {
   /** The replicas whose local cache serves, each until its lease ends: a purge waits for each one's acknowledgement. */
   replicasKey(): string {
     return `${this.keyPrefix}{lc}:replicas`;
+  }
+
+  /** When the registry of replicas began: younger than a registration, it may miss some (PUBLISH_BARRIER). */
+  registrySinceKey(): string {
+    return `${this.keyPrefix}{lc}:since`;
   }
 
   /** Where a purge asks every replica's local cache to confirm it has seen the purge's invalidations. */

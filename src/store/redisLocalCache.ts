@@ -7,7 +7,7 @@ import { LocalCache } from './localCache.js';
 import { PurgeAcknowledgements } from './purgeAcknowledgements.js';
 import type { LocalCacheSettings } from './redisConnection.js';
 import { SHARD_COUNT, type EntryLocation, type RedisKeyLayout } from './redisLayout.js';
-import { PUBLISH_BARRIER, REGISTER_LOCAL_CACHE, runScriptsUntracked } from './redisScripts.js';
+import { DEREGISTER_LOCAL_CACHE, PUBLISH_BARRIER, REGISTER_LOCAL_CACHE, runScriptsUntracked } from './redisScripts.js';
 import type { LocalCacheObserver, Lookup } from './types.js';
 
 /**
@@ -54,6 +54,8 @@ export class RedisLocalCache {
   private settingUp = false;
   private lastHeardAt = 0;
   private lastRegisteredAt = 0;
+  /** When the registry of serving replicas began, as this replica last trusted it (registryTrusted). */
+  private registrySince: string | undefined;
   private lastFailure: string | undefined;
   /** Barriers of other replicas received while the command connection was away: [replicaId, n]. */
   private readonly unsentAcknowledgements: Array<[string, string]> = [];
@@ -105,8 +107,9 @@ export class RedisLocalCache {
   async barrier(): Promise<void> {
     const started = performance.now();
     await this.acknowledgements.collect(this.subscribed.promise, async (payload) => {
-      const [subscribers, registered] = (await PUBLISH_BARRIER.run(this.client, [this.layout.replicasKey()], [this.channels.barrier, payload])) as [number, unknown[]];
-      return { subscribers: Number(subscribers), registered: registered.map(String) };
+      const keys = [this.layout.replicasKey(), this.layout.registrySinceKey()];
+      const [subscribers, registered, since, now] = (await PUBLISH_BARRIER.run(this.client, keys, [this.channels.barrier, payload])) as [number, unknown[], unknown, number];
+      return { subscribers: Number(subscribers), registered: registered.map(String), registryTrusted: this.registryTrusted(String(since), Number(now)) };
     });
     this.observer?.acknowledged((performance.now() - started) / 1000);
   }
@@ -214,7 +217,7 @@ export class RedisLocalCache {
     this.cache.disable();
     if (!wasEnabled) return;
     // Purges need not wait for this replica any more; one it cannot reach Redis for ends with its lease.
-    this.client.zrem(this.layout.replicasKey(), this.replicaId).catch(() => undefined);
+    DEREGISTER_LOCAL_CACHE.run(this.client, [this.layout.replicasKey()], [this.replicaId]).catch(() => undefined);
     this.logger.warn({ replicaId: this.replicaId }, 'local cache off until both Redis connections are back');
     this.observer?.localCacheChanged(false);
   }
@@ -298,15 +301,34 @@ export class RedisLocalCache {
       },
       () => undefined,
     );
-    if (this.cache.isEnabled) this.register().catch(() => undefined);
-    else void this.setUp();
+    // A subscriber silent for the lease serves no more: its registration would only hold purges back.
+    if (this.cache.isEnabled && performance.now() < this.lastHeardAt + LEASE_MS) this.register().catch(() => undefined);
+    else if (!this.cache.isEnabled) void this.setUp();
   }
 
-  /** Step 5: registered as serving for LEASE_MS from when Redis ran it, so from later than `sentAt`. */
+  /**
+   * Whether the registry holds every replica that may serve. Redis loses it with its data (a restart
+   * without persistence, a flush, a failover to a replica without it), and one a replica saw start
+   * anew may lack a replica that registered before and has not run since (paused, busy), whose
+   * subscriber Redis dropped: it is trusted once it is older than a registration. A registry this
+   * replica saw from its start is trusted, and one it never saw before, as it started after it.
+   */
+  private registryTrusted(since: string, nowMs: number): boolean {
+    if (this.registrySince === undefined || since === this.registrySince) {
+      if (since !== '') this.registrySince = since;
+      return true;
+    }
+    if (since === '' || nowMs - Number(since) < REGISTRATION_MS) return false;
+    this.registrySince = since;
+    return true;
+  }
+
+  /** Step 5: registered as serving for REGISTRATION_MS from when Redis ran it, so past LEASE_MS from `sentAt`. */
   private async register(): Promise<void> {
     const epoch = this.clientEpoch;
     const sentAt = performance.now();
-    await REGISTER_LOCAL_CACHE.run(this.client, [this.layout.replicasKey()], [this.replicaId, LEASE_MS]);
+    const since = await REGISTER_LOCAL_CACHE.run(this.client, [this.layout.replicasKey(), this.layout.registrySinceKey()], [this.replicaId, REGISTRATION_MS]);
+    this.registrySince ??= String(since);
     if (epoch !== this.clientEpoch) return;
     this.lastRegisteredAt = Math.max(this.lastRegisteredAt, sentAt);
     this.renewLease();
@@ -346,6 +368,11 @@ const MAX_UNSENT_ACKNOWLEDGEMENTS = 1000;
  * this replica may still serve; a few heartbeats absorb event-loop stalls without reconnecting.
  */
 const LEASE_MS = 3000;
+/**
+ * How long a registration lasts by Redis's clock: the lease and a second more, for a registration a
+ * failover lost with the last second of replication, and for clocks of Redis hosts that disagree.
+ */
+const REGISTRATION_MS = LEASE_MS + 1000;
 
 interface Subscription {
   /** The subscriber connection's CLIENT ID. */

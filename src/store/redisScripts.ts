@@ -215,34 +215,49 @@ end
 
 /**
  * Publishes a purge barrier (src/store/purgeAcknowledgements.ts) and returns how many clients
- * subscribed to its very channel received it, and the replicas registered as serving from a local
- * cache whose lease has not run out (REGISTER_LOCAL_CACHE). PUBLISH's own count also takes in every
- * client whose pattern subscription matches (a debugging `redis-cli psubscribe '*'`), which never
- * acknowledges, so each purge would wait out `ackTimeoutMs` and answer 503; counted in the same
- * script, the subscribers counted are those the barrier reached. A replica whose subscriber Redis
- * dropped is no longer among them, but stays registered until its lease runs out, as it may serve
- * until then. KEYS: the replicas' sorted set. ARGV: channel, payload.
+ * subscribed to its very channel received it, the replicas registered as serving from a local cache
+ * whose registration has not run out (REGISTER_LOCAL_CACHE), when the registry began and Redis's
+ * time now (src/store/redisLocalCache.ts tells from them whether Redis lost registrations with its
+ * data). PUBLISH's own count also takes in every client whose
+ * pattern subscription matches (a debugging `redis-cli psubscribe '*'`), which never acknowledges,
+ * so each purge would wait out `ackTimeoutMs` and answer 503; counted in the same script, the
+ * subscribers counted are those the barrier reached. A replica whose subscriber Redis dropped is
+ * no longer among them, but stays registered until its registration runs out, as it may serve
+ * until then. KEYS: the replicas' sorted set, the registry's start. ARGV: channel, payload.
  */
 export const PUBLISH_BARRIER = new LuaScript(`${REDIS_NOW_MS}
+local now = redisNowMs()
 local receivers = redis.call('PUBSUB', 'NUMSUB', ARGV[1])[2]
-local registered = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. redisNowMs(), '+inf')
+local registered = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
+local since = redis.call('GET', KEYS[2]) or ''
 redis.call('PUBLISH', ARGV[1], ARGV[2])
-return { receivers, registered }
+return { receivers, registered, since, now }
 `);
 
 /**
  * Registers a replica's local cache as serving until Redis's clock reaches now + ARGV[2] ms, and
- * drops registrations that ran out. The replica serves no longer than that: it counts its lease from
- * before it sent this (src/store/redisLocalCache.ts). KEYS: the replicas' sorted set. ARGV: replica
- * id, lease ms.
+ * drops registrations that ran out; the registry's start is set once, by Redis's clock, and kept
+ * for as long as Redis keeps its data. The replica serves no longer than its registration: it
+ * counts its lease from before it sent this (src/store/redisLocalCache.ts). KEYS: the replicas'
+ * sorted set, the registry's start. ARGV: replica id, registration ms. Returns the registry's start.
  */
 export const REGISTER_LOCAL_CACHE = new LuaScript(`${REDIS_NOW_MS}
 local now = redisNowMs()
-local lease = tonumber(ARGV[2])
+local registration = tonumber(ARGV[2])
+redis.call('SET', KEYS[2], now, 'NX')
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
-redis.call('PEXPIRE', KEYS[1], 2 * lease)
-return 1
+redis.call('ZADD', KEYS[1], now + registration, ARGV[1])
+redis.call('PEXPIRE', KEYS[1], 2 * registration)
+return redis.call('GET', KEYS[2])
+`);
+
+/**
+ * Takes a replica's registration back (its local cache went off). A script, so that it is written
+ * at once, in order with the registration that may follow it, never held for auto-pipelining.
+ * KEYS: the replicas' sorted set. ARGV: replica id.
+ */
+export const DEREGISTER_LOCAL_CACHE = new LuaScript(`
+return redis.call('ZREM', KEYS[1], ARGV[1])
 `);
 
 /**

@@ -9,9 +9,12 @@ describe('LateInvalidations', () => {
   it('invalidates the tags again 1, 5 and 30 s later, merging what falls due in one second', async () => {
     vi.useFakeTimers({ now: 1_000_000 });
     const applied: Array<[number, string[]]> = [];
-    const late = new LateInvalidations(async (tags) => {
-      applied.push([Date.now() - 1_000_000, tags.sort()]);
-    });
+    const late = new LateInvalidations(
+      async (tags) => {
+        applied.push([Date.now() - 1_000_000, tags.sort()]);
+      },
+      () => Date.now(),
+    );
     late.add(['t:Todo']);
     await vi.advanceTimersByTimeAsync(300);
     late.add(['t:Todo', 't:User']);
@@ -25,5 +28,25 @@ describe('LateInvalidations', () => {
       [30_000, ['t:Todo']],
       [31_000, ['t:Todo', 't:User']],
     ]);
+  });
+
+  // The review: the timer armed for a later second was not moved for tags due earlier.
+  it('moves its timer forward for tags due before the one it waits for, and applies nothing once closed', async () => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    const applied: number[] = [];
+    const late = new LateInvalidations(
+      async () => {
+        applied.push(Date.now() - 1_000_000);
+      },
+      () => Date.now(),
+    );
+    late.add(['t:Todo']);
+    await vi.advanceTimersByTimeAsync(6_000);
+    late.add(['t:User']);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(applied).toEqual([1_000, 5_000, 7_000]);
+    late.close();
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(applied).toEqual([1_000, 5_000, 7_000]);
   });
 });

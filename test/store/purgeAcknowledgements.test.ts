@@ -9,7 +9,7 @@ describe('PurgeAcknowledgements', () => {
       expect(payload).toBe('A:1');
       // ioredis sent the barrier again after a reconnection: every replica acknowledges twice.
       for (const replica of ['A', 'B', 'A', 'B']) acknowledgements.acknowledged('1', replica);
-      return { subscribers: 3, registered: [] };
+      return { subscribers: 3, registered: [], registryTrusted: true };
     });
     void collected.then(() => (settled = true));
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -24,7 +24,7 @@ describe('PurgeAcknowledgements', () => {
     const collected = acknowledgements.collect(Promise.resolve(), async () => {
       acknowledgements.acknowledged('1', 'A');
       acknowledgements.acknowledged('2', 'B');
-      return { subscribers: 2, registered: [] };
+      return { subscribers: 2, registered: [], registryTrusted: true };
     });
     await expect(collected).rejects.toThrow('local caches did not acknowledge the purge within 50 ms (1 of 2 acknowledged)');
   });
@@ -35,14 +35,25 @@ describe('PurgeAcknowledgements', () => {
     const acknowledgements = new PurgeAcknowledgements('A', 50);
     const collected = acknowledgements.collect(Promise.resolve(), async () => {
       acknowledgements.acknowledged('1', 'A');
-      return { subscribers: 1, registered: ['A', 'B'] };
+      return { subscribers: 1, registered: ['A', 'B'], registryTrusted: true };
     });
     await expect(collected).rejects.toThrow('local caches did not acknowledge the purge within 50 ms (1 of 1 acknowledged; registered and silent: B)');
     const answered = new PurgeAcknowledgements('A', 1000);
     await answered.collect(Promise.resolve(), async () => {
       answered.acknowledged('1', 'A');
       answered.acknowledged('1', 'B');
-      return { subscribers: 1, registered: ['A', 'B'] };
+      return { subscribers: 1, registered: ['A', 'B'], registryTrusted: true };
     });
+  });
+
+  // The review of the registry: a Redis restarted without its data lost the registrations, and a
+  // paused replica could still serve what the purge removed.
+  it('fails at once when the registry cannot be trusted, whoever acknowledged', async () => {
+    const acknowledgements = new PurgeAcknowledgements('A', 1000);
+    const collected = acknowledgements.collect(Promise.resolve(), async () => {
+      acknowledgements.acknowledged('1', 'A');
+      return { subscribers: 1, registered: ['A'], registryTrusted: false };
+    });
+    await expect(collected).rejects.toThrow('the registry of replicas serving from a local cache is younger than one registration');
   });
 });

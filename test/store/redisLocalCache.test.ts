@@ -294,6 +294,20 @@ describe('replica-local cache', () => {
     await vi.waitFor(async () => expect(await redis.inspector.zrange(replicas, 0, -1)).toHaveLength(1), { interval: 20 });
   });
 
+  // The review of the registry: Redis restarted without its data lost every registration while a
+  // replica was paused, and a purge through another answered true.
+  it('fails purges while a registry it saw start anew is younger than one registration', async () => {
+    const { a, keyPrefix } = await twoReplicas('registry-lost', { localCache: { maxBytes: 1024 * 1024, ackTimeoutMs: 300 } });
+    const layout = new RedisKeyLayout(keyPrefix);
+    expect(await a.store.invalidate(['Product:1'])).toBe(0);
+    const [seconds] = await redis.inspector.time();
+    // What a restart leaves: the registry begun again by the first replica to register, just now.
+    await redis.inspector.set(layout.registrySinceKey(), String(Number(seconds) * 1000));
+    await expect(a.store.invalidate(['Product:1'])).rejects.toThrow('younger than one registration');
+    await redis.inspector.set(layout.registrySinceKey(), String(Number(seconds) * 1000 - 5000));
+    expect(await a.store.invalidate(['Product:1'])).toBe(0);
+  });
+
   it('confirms a purge while another client has a pattern subscription matching its barrier channel', async () => {
     // PUBLISH counts such a client among its receivers; it never acknowledges.
     const { a, b } = await twoReplicas('pattern-subscriber', { localCache: { maxBytes: 1024 * 1024, ackTimeoutMs: 2000 } });
