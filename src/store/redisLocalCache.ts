@@ -30,9 +30,10 @@ import type { LocalCacheObserver, Lookup } from './types.js';
  *    after the invalidations Redis queued for it before (one connection, in order), and answers on
  *    the purging replica's acknowledgement channel; the purge resolves once every receiver answered,
  *    and every replica registered as serving (step 5) among them.
- * 5. A heartbeat PINGs the subscriber and registers the replica in Redis as serving for LEASE_MS
- *    more (REGISTER_LOCAL_CACHE, by Redis's clock): records are served only while both answered
- *    within LEASE_MS, counted from before each was sent, so the registration outlives the serving.
+ * 5. A heartbeat PINGs the subscriber and registers the replica in Redis as serving for
+ *    REGISTRATION_MS more (REGISTER_LOCAL_CACHE, by Redis's clock): records are served only while
+ *    both answered within LEASE_MS, counted from before each was sent, so the registration outlives
+ *    the serving. A registry Redis lost with its data is not trusted at once (registryTrusted).
  *    A replica Redis dropped the subscriber of, that has not run since to notice (paused, busy),
  *    stays registered and makes purges fail until its lease ran out, rather than answer `true`
  *    while it may still serve. A subscriber silent a heartbeat longer than the lease is reconnected,
