@@ -229,12 +229,12 @@ export class DecisionEngine {
     return this.pendingInvalidations.pending;
   }
 
-  /** The exchange of one HTTP request; without a head, a response whose request svc-cache never saw. */
   /** Invalidations scheduled for later are dropped: the store is closing. */
   close(): void {
     this.lateInvalidations.close();
   }
 
+  /** The exchange of one HTTP request; without a head, a response whose request svc-cache never saw. */
   begin(head?: RequestHead): Exchange {
     const exchange = new Exchange(head);
     if (!head) return exchange;
@@ -421,7 +421,7 @@ export class DecisionEngine {
   /**
    * A batch (a JSON array, as Apollo's BatchHttpLink sends) goes to the origin as sent, but for
    * persisted queries expanded and the `id` beside an operation's document left out
-   * (batchedOperationChanges), and is never stored: each operation is read, under the limits, so
+   * (originChangesOf), and is never stored: each operation is read, under the limits, so
    * that its mutations invalidate from the array of answers (docs/graphql-caching.md, Invalidation),
    * and the hashes sent with their text are registered (registerFromBatch). One svc-cache refuses (a
    * hash it does not know) refuses the batch, as it would refuse the element alone: the origin may
@@ -449,7 +449,7 @@ export class DecisionEngine {
         this.report((events) => events.persistedQuery(resolved.refusal));
         return this.conclude(exchange, refusedForEach(resolved.verdict, operations.length));
       }
-      changes.push(batchedOperationChanges(operation, resolved, config));
+      changes.push(originChangesOf(operation, resolved, config));
       const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
       if (isVerdict(checked) && checked.kind === 'respond') return this.conclude(exchange, checked);
       // As for a single request: registered once its answer shows data (registerFromBatch).
@@ -469,8 +469,7 @@ export class DecisionEngine {
     const remove = [...tokenRemoval(head, config), ...(watched ? ['accept-encoding'] : [])];
     const requestHeaders = fittedRequestChanges(head.headers, { set: origin?.path === undefined ? [] : [[':path', origin.path]], remove }, origin?.body);
     if (requestHeaders === undefined) return this.forwardOverLimits({ exchange, head, config }, plan, changes.some((changed) => changed?.withoutId === true));
-    exchange.forward(plan);
-    exchange.oweWithoutResponse(this.invalidationWithoutResponse(plan));
+    this.forwardUnder(exchange, plan);
     return { kind: 'forward', requestHeaders, ...(origin === undefined ? {} : { requestBody: origin.body }) };
   }
 
@@ -678,8 +677,7 @@ export class DecisionEngine {
     const remove = plan.kind === 'pass' ? tokenRemoval(head, config) : [...tokenRemoval(head, config), 'accept-encoding', ...validatorsWithheld(plan, head)];
     const requestHeaders = fittedRequestChanges(head.headers, { set: origin.path === undefined ? [] : [[':path', origin.path]], remove }, origin.body);
     if (requestHeaders === undefined) return this.forwardOverLimits(context, plan, dropsIdBeside(context.request, context.resolved, config));
-    exchange.forward(plan);
-    exchange.oweWithoutResponse(this.invalidationWithoutResponse(plan));
+    this.forwardUnder(exchange, plan);
     return { kind: 'forward', requestHeaders, ...(origin.body === undefined ? {} : { requestBody: origin.body }) };
   }
 
@@ -696,10 +694,20 @@ export class DecisionEngine {
   private forwardOverLimits(context: Pick<RequestContext, 'exchange' | 'head' | 'config'>, plan: ResponsePlan, withoutId: boolean): RequestDecision {
     const { exchange, head, config } = context;
     if (withoutId || tokenRemoval(head, config).length > 0) return this.conclude(exchange, REQUEST_HEADERS_TOO_LARGE);
-    const kept: ResponsePlan = plan.kind === 'store' ? { kind: 'pass', reason: 'request-headers-too-large' } : plan;
-    exchange.forward(kept);
-    exchange.oweWithoutResponse(this.invalidationWithoutResponse(kept));
+    this.forwardUnder(exchange, plan.kind === 'store' ? { kind: 'pass', reason: 'request-headers-too-large' } : plan);
     return { kind: 'forward', requestHeaders: { set: [], remove: [] } };
+  }
+
+  /** The request goes on under `plan`, owing what a mutation owes if no response comes (invalidationWithoutResponse). */
+  private forwardUnder(exchange: Exchange, plan: ResponsePlan): void {
+    exchange.forward(plan);
+    exchange.oweWithoutResponse(this.invalidationWithoutResponse(plan));
+  }
+
+  /** The request goes on under `plan` as it came, but for the purge token. */
+  private forwardUntouched(exchange: Exchange, plan: PassPlan): RequestDecision {
+    this.forwardUnder(exchange, plan);
+    return { kind: 'forward', requestHeaders: { set: [], remove: exchange.tokenHeader === undefined ? [] : [exchange.tokenHeader] } };
   }
 
   /**
@@ -749,10 +757,7 @@ export class DecisionEngine {
     this.deps.logger.debug({ passReason: reason, detail, mutations: mutations.reduce((count, each) => count + each.operations.length, 0), unseen }, 'request passed; it may run mutations');
     const tags = new Set(mutations.flatMap(({ document, operations }) => operationsRootFieldTypeTags(schema, operations, fragmentsOf(document))));
     const unread = mutations.length === 0 ? undefined : { policy: config.mutationPolicy, tags: [...tags] };
-    const plan: PassPlan = { kind: 'pass', reason, unread, ...(unseen ? { unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } } : {}) };
-    const decision = forwardUntouched(exchange, plan);
-    exchange.oweWithoutResponse(this.invalidationWithoutResponse(plan));
-    return decision;
+    return this.forwardUntouched(exchange, { kind: 'pass', reason, unread, ...(unseen ? { unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } } : {}) });
   }
 
   /**
@@ -782,7 +787,7 @@ export class DecisionEngine {
       { passReason: reason, ...(detail === undefined ? {} : { detail: shortened(detail, LOGGED_DETAIL_CHARACTERS) }) },
       'request passed; it may run an operation svc-cache cannot see',
     );
-    return forwardUntouched(exchange, { kind: 'pass', reason, unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } });
+    return this.forwardUntouched(exchange, { kind: 'pass', reason, unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } });
   }
 
   /**
@@ -793,7 +798,7 @@ export class DecisionEngine {
   private passOn(exchange: Exchange, reason: PassReason, detail?: string, context?: RequestContext): RequestDecision {
     this.deps.logger.debug({ passReason: reason, ...(detail === undefined ? {} : { detail: shortened(detail, LOGGED_DETAIL_CHARACTERS) }) }, 'request passed');
     if (context) return this.forward(context, { kind: 'pass', reason });
-    return forwardUntouched(exchange, { kind: 'pass', reason });
+    return this.forwardUntouched(exchange, { kind: 'pass', reason });
   }
 
   private async decideResponseHead(exchange: Exchange, status: number, headers: HeaderList, endOfStream: boolean): Promise<ResponseHeadDecision> {
@@ -1072,7 +1077,7 @@ export class DecisionEngine {
   /**
    * Registers the APQ hashes a batch's operations sent with their text, each once its own answer in
    * a 200's array shows data, as for a single request: Apollo's persisted-query link then batches
-   * hashes alone, which svc-cache expands for an origin without APQ (batchedOperationChanges).
+   * hashes alone, which svc-cache expands for an origin without APQ (originChangesOf).
    */
   private async registerFromBatch(exchange: Exchange, plan: BatchPlan, body: Buffer): Promise<void> {
     const { registrations } = plan;
@@ -1188,17 +1193,27 @@ function runsDocumentByIdInstead(operation: GraphQLOperation): boolean {
  */
 function originRequestOf(context: RequestContext, originQuery: string | undefined): { path?: string; body?: Buffer } {
   const { head, config, request, resolved } = context;
+  const changes = originChangesOf(request, resolved, config, resolved.storedById ? undefined : originQuery);
+  return changes === undefined ? {} : rewrittenForOrigin(request.method, head.path, request.body, changes);
+}
+
+/**
+ * What svc-cache changes of one operation for the origin, undefined when it goes as sent: a
+ * persisted query expanded (unless the config forwards the reference), the text with `addedFields`,
+ * and the `id` beside a document svc-cache read left out (dropsIdBeside). A batch's operations get
+ * no added fields: the origin gets the batch as sent but for these.
+ */
+function originChangesOf(operation: GraphQLOperation, resolved: ResolvedQuery, config: Config, addedFields?: string): OriginChanges | undefined {
   const expand = resolved.persisted && !config.apq.forwardPersistedQuery;
-  const addedFields = resolved.storedById ? undefined : originQuery;
   const changesText = expand || addedFields !== undefined;
-  const withoutId = dropsIdBeside(request, resolved, config);
-  if (!changesText && !withoutId) return {};
-  return rewrittenForOrigin(request.method, head.path, request.body, {
+  const withoutId = dropsIdBeside(operation, resolved, config);
+  if (!changesText && !withoutId) return undefined;
+  return {
     query: changesText ? (addedFields ?? resolved.query!) : undefined,
     // A rewritten query no longer matches the client's hash; other extensions keep their text.
-    withoutPersistedQuery: changesText && 'persistedQuery' in request.params.extensions,
+    withoutPersistedQuery: changesText && 'persistedQuery' in operation.params.extensions,
     withoutId,
-  });
+  };
 }
 
 /**
@@ -1230,25 +1245,6 @@ function rootFieldTypesOwed(plan: ResponsePlan): { policy: MutationPolicy; tags:
     return { policy: first.policy, tags: [...new Set(mutations.flatMap((mutation) => rootFieldTypeTags(mutation.schema, mutation.prepared)))] };
   }
   return plan.kind === 'pass' && plan.unread ? { policy: plan.unread.policy, tags: plan.unread.tags } : undefined;
-}
-
-/**
- * What the origin gets of one operation of a batch in place of what was sent, as originRequestOf
- * for a single request but without added key fields: a persisted query expanded (an origin without
- * APQ runs the text; Apollo's persisted-query link batches hashes alone), and the `id` beside a
- * document svc-cache read left out. Undefined when it goes as sent.
- */
-function batchedOperationChanges(operation: GraphQLOperation, resolved: ResolvedQuery, config: Config): OriginChanges | undefined {
-  const expand = resolved.persisted && !config.apq.forwardPersistedQuery;
-  const withoutId = dropsIdBeside(operation, resolved, config);
-  if (!expand && !withoutId) return undefined;
-  return { query: expand ? resolved.query : undefined, withoutPersistedQuery: expand && 'persistedQuery' in operation.params.extensions, withoutId };
-}
-
-/** The request goes on under `plan` as it came, but for the purge token. */
-function forwardUntouched(exchange: Exchange, plan: PassPlan): RequestDecision {
-  exchange.forward(plan);
-  return { kind: 'forward', requestHeaders: { set: [], remove: exchange.tokenHeader === undefined ? [] : [exchange.tokenHeader] } };
 }
 
 /** The purge token is for svc-cache alone and never reaches the origin. */
