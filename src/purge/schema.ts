@@ -19,6 +19,7 @@ import {
   type GraphQLFieldConfig,
   type GraphQLFieldConfigMap,
   type GraphQLInputType,
+  type GraphQLResolveInfo,
 } from 'graphql';
 import type { Logger } from '../observability/index.js';
 import { canonicalJson } from '../graphql/index.js';
@@ -188,13 +189,14 @@ function derive(origin: GraphQLSchema, keyFields: KeyFields): PurgeApi {
       args: { [key.name]: { type: new GraphQLList(new GraphQLNonNull(key.type)) } },
       resolve: (_source, args: Record<string, unknown>, targets, info) => {
         const values = args[key.name] as unknown[] | null | undefined;
-        targets.addTags(
-          info.fieldName,
-          values === null || values === undefined
-            ? [typeTag]
-            : entityPurgeTags(type.name, values),
-          isSoft(args),
-        );
+        if (values === null || values === undefined) {
+          // Only a purge that leaves the argument out names the whole type: a null, or a variable
+          // the caller left unset, is a list its backend failed to build (README, Purge API).
+          if (writesArgument(info, key.name)) targets.reject(nullKeysError(info, `${key.name} is null`, `leave ${key.name} out to purge every ${type.name}`));
+          else targets.addTags(info.fieldName, [typeTag], isSoft(args));
+        } else {
+          targets.addTags(info.fieldName, entityPurgeTags(type.name, values), isSoft(args));
+        }
         return true;
       },
     });
@@ -255,7 +257,8 @@ function schemalessPurgeField(origin: GraphQLSchema, keyFields: KeyFields): Purg
       if (problem !== undefined) {
         targets.reject(new GraphQLError(`_purgeType: ${problem}`, { nodes: info.fieldNodes, extensions: { code: 'BAD_USER_INPUT' } }));
       } else if (args.keyFields === null || args.keyFields === undefined) {
-        targets.addTags(info.fieldName, [invalidationTag.type(args.type)], isSoft(args));
+        if (writesArgument(info, 'keyFields')) targets.reject(nullKeysError(info, 'keyFields is null', `leave keyFields out to purge every ${args.type}`));
+        else targets.addTags(info.fieldName, [invalidationTag.type(args.type)], isSoft(args));
       } else {
         const tags = entityPurgeTags(args.type, args.keyFields.map((field) => field.value));
         targets.addTags(info.fieldName, tags, isSoft(args));
@@ -263,6 +266,15 @@ function schemalessPurgeField(origin: GraphQLSchema, keyFields: KeyFields): Purg
       return true;
     },
   };
+}
+
+/** Whether the purge field, as written, passes this argument (a literal or a variable, set or not). */
+function writesArgument(info: GraphQLResolveInfo, name: string): boolean {
+  return info.fieldNodes.some((node) => node.arguments?.some((argument) => argument.name.value === name) ?? false);
+}
+
+function nullKeysError(info: GraphQLResolveInfo, problem: string, remedy: string): GraphQLError {
+  return new GraphQLError(`${info.fieldName}: ${problem}; ${remedy}`, { nodes: info.fieldNodes, extensions: { code: 'BAD_USER_INPUT' } });
 }
 
 /**

@@ -190,6 +190,21 @@ describe('handlePurgeRequest', () => {
       expect(await remaining()).toEqual(everyKeyBut('products', 'product2'));
     });
 
+    it('answers a key argument written as null, or as a variable left unset, as a request error, purging nothing', async () => {
+      const cases: Array<[string, Record<string, unknown> | undefined, string]> = [
+        ['mutation { purgeTodo(id: null) }', undefined, 'purgeTodo: id is null; leave id out to purge every Todo'],
+        ['mutation Purge($ids: [ID!]) { purgeTodo(id: $ids) }', {}, 'purgeTodo: id is null; leave id out to purge every Todo'],
+        ['mutation Purge($skus: [String!]) { purgeProduct(sku: $skus) }', { skus: null }, 'purgeProduct: sku is null; leave sku out to purge every Product'],
+        ['mutation { _purgeType(type: "Todo", keyFields: null) }', undefined, '_purgeType: keyFields is null; leave keyFields out to purge every Todo'],
+      ];
+      for (const [query, variables, message] of cases) {
+        const response = await purge(query, variables === undefined ? {} : { variables });
+        expect(response?.status).toBe(400);
+        expect(JSON.parse(response!.body.toString())).toEqual({ errors: [{ message, extensions: { code: 'BAD_USER_INPUT' } }] });
+      }
+      expect(await remaining()).toEqual(everyKeyBut());
+    });
+
     it('purgeProduct is keyed by sku, and an id argument is a validation error', async () => {
       await expectAnswer('mutation { purgeProduct(sku: "sku-2") }', { purgeProduct: true });
       expect(await remaining()).toEqual(everyKeyBut('products', 'product2'));
