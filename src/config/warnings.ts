@@ -33,6 +33,14 @@ export function configWarnings(config: Config): string[] {
       `scopes.${name}.jwt.audience is not set: a token the same key signed for another audience (another API or client of the issuer) is accepted, and the bucket its ${scope.jwt.claim} names is served to it without the origin seeing the request; set audience to the aud this API's tokens carry`,
     );
   }
+  for (const [type, fields] of Object.entries(config.keyFields.types)) {
+    if (fields.length < 2) continue;
+    // Stellate makes each listed key field a purge argument; svc-cache keys an object by one field
+    // (README, Every key), so a purge job by the others would fail validation.
+    warnings.push(
+      `keyFields.types.${type} lists ${fields.join(', ')}: a ${type} is identified by one key field, the first the schema gives it (${fields[0]}); only that one tags its objects and names purge${type}'s argument, so a purge by ${fields.slice(1).join(' or ')} fails validation`,
+    );
+  }
   if (config.schema?.file !== undefined && config.schema.refreshSeconds !== undefined) {
     warnings.push('schema.refreshSeconds has no effect with schema.file: svc-cache introspects nothing, and reads the file again whenever it changes');
   }
