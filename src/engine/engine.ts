@@ -80,6 +80,7 @@ import {
   scopedEntryHeaders,
   withoutOriginsCopiesOfOwnHeaders,
   withoutSharedCacheGrants,
+  scopesTheAnswer,
   type HeaderChanges,
   type Replay,
 } from './responses.js';
@@ -953,7 +954,7 @@ export class DecisionEngine {
     }
     exchange.settle('MISS');
     const added = [...mergeScopeHeaders(headers, plan.scopeHeaders), ...explanationHeaders(exchange.explanation)];
-    const scoped = plan.scopeHeaders.length > 0 ? [withoutSharedCacheGrants(headers)] : [];
+    const scoped = scopesTheAnswer(plan.scopeHeaders) ? [withoutSharedCacheGrants(headers)] : [];
     return { ...withBody(clientBody, body), headers: joinedChanges(cacheStatusHeader('MISS', added), ...bodyChanges(headers, clientBody, body), ...scoped) };
   }
 
@@ -1142,7 +1143,7 @@ function replayFor(
   // The stored bytes as they are when the client accepts their coding, else decompressed.
   const served = negotiated.encoding === entry.encoding ? entry : { body: identityBodyOf(entry), encoding: 'identity' as const };
   const overrides = [...mergeScopeHeaders(entry.headers, scopeHeaders), ...explanationHeaders(explanation)];
-  const headers = scopeHeaders.length === 0 ? entry.headers : scopedEntryHeaders(entry.headers);
+  const headers = scopesTheAnswer(scopeHeaders) ? scopedEntryHeaders(entry.headers) : entry.headers;
   return { entry: { ...entry, headers, contentType: negotiated.contentType }, overrides, served };
 }
 
@@ -1254,13 +1255,15 @@ function tokenRemoval(head: RequestHead, config: Config): string[] {
 
 /**
  * Request headers an origin's `Vary` may name for its answer to be stored: those whose whole value
- * the key holds (the scopes' `header:` sources, `origin`), `accept` (a HIT is negotiated against the
+ * the key holds (the scopes' `header:` sources, `origin`), the bypass headers (a request that sends
+ * one reads no entry, so every entry answers their absence), `accept` (a HIT is negotiated against the
  * client's Accept) and `accept-encoding` (svc-cache removes it from what the origin gets). Not
- * `content-type` or `content-length`: requests with different ones (a JSON POST and a JSON-typed
- * GET, two spellings of one body) share a key.
+ * `content-type` or `content-length`: requests with different ones (JSON POSTs with and without a
+ * charset, two spellings of one body) share a key.
  */
 function keyedRequestHeaders(policy: CachePolicy, config: Config): ReadonlySet<string> {
-  return new Set(['accept', 'accept-encoding', 'origin', ...scopeKeyedHeaders(policy.scopes, config.scopes)]);
+  const bypass = config.cache.bypassCacheHeaders.map((name) => name.toLowerCase());
+  return new Set(['accept', 'accept-encoding', 'origin', ...bypass, ...scopeKeyedHeaders(policy.scopes, config.scopes)]);
 }
 
 /**

@@ -505,9 +505,12 @@ function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: C
 export interface ScopedKey {
   bucket: string;
   key: string;
-  /** Request headers the scopes read: cached answers vary on them. */
+  /** Request headers the scopes read, then the bypass headers: cached answers vary on them. */
   varyNames: string[];
-  /** Headers that cached answers of this scope carry. */
+  /**
+   * Headers that cached answers of this scope carry: a custom scope's `cache-control` (scopesTheAnswer)
+   * and `vary`, or for PUBLIC the bypass headers' `vary` alone, if any are configured.
+   */
   scopeHeaders: Array<[string, string]>;
 }
 
@@ -525,9 +528,11 @@ export function scopeAndKey(
   const bucket = scopeBucketKey(policy.scopes, config.scopes, headers, scopeKeySecret, jwtIdentities);
   const variables = variablesKeyText(parameters, selected.operation, schema);
   const key = cacheKey(bucket, target, selected.name, selected.normalised, variables, parameters.canonicalExtensions, parameters.otherMembers, taggingPart(config));
-  const varyNames = scopeVaryHeaders(policy.scopes, config.scopes);
-  const scopeHeaders: Array<[string, string]> =
-    policy.scopes.length === 0 ? [] : [['cache-control', 'private, no-cache'], ['vary', varyNames.join(', ')]];
+  // A request with a bypass header is answered otherwise (classifyQuery): a cache downstream must
+  // not hand a cached answer to it, as Stellate's `vary` says (README, Scopes).
+  const varyNames = [...scopeVaryHeaders(policy.scopes, config.scopes), ...config.cache.bypassCacheHeaders.map((name) => name.toLowerCase())];
+  const vary: Array<[string, string]> = varyNames.length === 0 ? [] : [['vary', varyNames.join(', ')]];
+  const scopeHeaders: Array<[string, string]> = policy.scopes.length === 0 ? vary : [['cache-control', 'private, no-cache'], ...vary];
   return { bucket, key, varyNames, scopeHeaders };
 }
 

@@ -228,6 +228,11 @@ export function scopedEntryHeaders(headers: Array<[string, string]>): Array<[str
   return headers.some(([name]) => grantsSharedCaching(name)) ? headers.filter(([name]) => !grantsSharedCaching(name)) : headers;
 }
 
+/** Whether a cached answer's scope headers make it private: a custom scope's, not PUBLIC's `vary` alone (scopeAndKey). */
+export function scopesTheAnswer(scopeHeaders: Array<[string, string]>): boolean {
+  return scopeHeaders.some(([name]) => name === 'cache-control');
+}
+
 /** Scope headers for a cached answer, with `vary` extended by the origin's own. */
 export function mergeScopeHeaders(origin: HeaderList, scopeHeaders: Array<[string, string]>): Array<[string, string]> {
   if (scopeHeaders.length === 0) return [];

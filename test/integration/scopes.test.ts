@@ -415,4 +415,33 @@ describe('scope options that change a stack', () => {
       await stack.close();
     }
   });
+
+  it('names the bypass headers in the vary of cached answers, and stores an answer whose origin varies on one', async () => {
+    const stack = await startStack({ ...SCOPED_CONFIG, cache: { bypassCacheHeaders: ['X-Cache-Bypass'] } });
+    try {
+      // A PUBLIC answer keeps the origin's cache-control, so a cache downstream may store it: it
+      // must not give it to a request that bypasses svc-cache (Stellate's vary says the same).
+      stack.origin.setBehaviour({ headers: { 'cache-control': 'public, max-age=60' } });
+      const publicAnswers = [await postGraphQL(stack.url, { query: TODOS }), await postGraphQL(stack.url, { query: TODOS })];
+      expect(statuses(publicAnswers)).toEqual(['MISS', 'HIT']);
+      expect(publicAnswers.map((result) => [result.headers['vary'], result.headers['cache-control']])).toEqual([
+        ['x-cache-bypass', 'public, max-age=60'],
+        ['x-cache-bypass', 'public, max-age=60'],
+      ]);
+      const session = { cookie: 'session=s1' };
+      const scoped = [await postGraphQL(stack.url, { query: TIME }, session), await postGraphQL(stack.url, { query: TIME }, session)];
+      expect(statuses(scoped)).toEqual(['MISS', 'HIT']);
+      expect(scoped.map((result) => [result.headers['vary'], result.headers['cache-control']])).toEqual([
+        ['cookie, x-cache-bypass', 'private, no-cache'],
+        ['cookie, x-cache-bypass', 'private, no-cache'],
+      ]);
+      // No request that sends the header reads an entry, so its absence is in the key.
+      stack.origin.setBehaviour({ headers: { vary: 'X-Cache-Bypass' } });
+      const varied = [await postGraphQL(stack.url, { query: '{ todos { id } }' }), await postGraphQL(stack.url, { query: '{ todos { id } }' })];
+      expect(statuses(varied)).toEqual(['MISS', 'HIT']);
+      expect(varied[1]?.headers['vary']).toBe('X-Cache-Bypass, x-cache-bypass');
+    } finally {
+      await stack.close();
+    }
+  });
 });
