@@ -1347,7 +1347,7 @@ function keyedTargetOf(head: RequestHead, config: Config, otherUrlParameters: st
     host: hostKey(headerValue(head.headers, ':authority') ?? '', headerValue(head.headers, ':scheme') ?? ''),
     endpoint: endpointOf(head.path, config.endpoints) ?? head.path,
     parameters: otherUrlParameters,
-    keyedHeaders: keyedHeaders(head.headers),
+    keyedHeaders: keyedHeaders(head.headers, head.method === 'GET'),
   };
 }
 

@@ -124,7 +124,7 @@ function decodeUnreserved(segment: string): string {
  * of a repeated one the first or the last, so two clients sending the same headers in another order
  * get one entry. One pass over the headers.
  */
-export function keyedHeaders(headers: HeaderList): string {
+export function keyedHeaders(headers: HeaderList, get: boolean): string {
   let key = '';
   let previous = '';
   let inOrder = true;
@@ -145,27 +145,25 @@ export function keyedHeaders(headers: HeaderList): string {
   const keyed = inOrder ? key : keyedHeadersByName(headers);
   // Most GETs: neither a content type nor a preflight header.
   if (contentType === undefined && preflightHeaders === undefined) return `${keyed}${PLAIN_REQUEST_PART}`;
-  return `${keyed}${preflightPart(contentType, preflightHeaders)}`;
+  return `${keyed}${preflightPart(contentType, preflightHeaders, get)}`;
 }
 
 /**
- * Apollo Server 4 (`csrfPrevention`, on by default) and GraphQL Yoga's CSRF plugin refuse (400 or
- * 403) a request a page may send cross-site without a preflight, each by its own reading: Apollo
- * parses the content type and asks for one of its headers with a value (repeated lines reach it
- * joined, so never empty); Yoga tests whether the content type starts with a CORS-safelisted one
- * and asks for its header sent at all (versions before that asked for it on every request). For a
- * request either may refuse (no content type, or one that is or starts with a safelisted type in
- * any case) and for one that sends any of their headers, the key holds what both read: the content
- * type as sent and, for each header, whether it was sent, sent once empty, or otherwise. Such a
- * request is answered only from what the origin gave a request it reads alike. '' for any other
- * request (an `application/json` POST without those headers), which only an older Yoga refuses,
- * and then for every such request alike.
+ * Apollo Server 4 (`csrfPrevention`, on by default), GraphQL Yoga's CSRF plugin and Mercurius
+ * (`csrfPrevention`) refuse (400 or 403) a request a page may send cross-site without a preflight,
+ * each by its own reading: Apollo parses the content type and asks for one of its headers with a
+ * value (repeated lines reach it joined, so never empty); Yoga tests whether the content type
+ * starts with a CORS-safelisted one and asks for its header sent at all (versions before that
+ * asked for it on every request); Mercurius takes only `application/json` and
+ * `application/graphql` as spelt so, else one of its headers. The key holds what they read: the
+ * content type as sent and, for each header, whether it was sent, sent once empty, or otherwise.
+ * Such a request is answered only from what the origin gave a request it reads alike. '' only for
+ * a POST of `application/json` as JSON clients spell it (jsonContentType) without those headers,
+ * which only an older Yoga refuses, and then every such request alike; a GET that declares it is
+ * keyed too, as express-graphql reads its empty body as JSON and refuses it.
  */
-function preflightPart(contentType: string | undefined, preflightHeaders: HeaderList | undefined): string {
-  if (preflightHeaders === undefined && contentType !== undefined) {
-    const lowered = contentType.trim().toLowerCase();
-    if (lowered !== '' && !SIMPLE_REQUEST_CONTENT_TYPES.some((type) => lowered.startsWith(type))) return '';
-  }
+function preflightPart(contentType: string | undefined, preflightHeaders: HeaderList | undefined, get: boolean): string {
+  if (preflightHeaders === undefined && contentType !== undefined && !get && JSON_CONTENT_TYPE.test(contentType)) return '';
   let states = '';
   for (const name of PREFLIGHT_HEADERS) {
     const values = (preflightHeaders ?? []).filter(([sent]) => sent === name);
@@ -174,14 +172,20 @@ function preflightPart(contentType: string | undefined, preflightHeaders: Header
   return `\u0000:preflight ${states} ${contentType === undefined ? 'none' : `=${contentType}`}`;
 }
 
-/** Apollo Server 4's default `csrfPrevention.requestHeaders`, then GraphQL Yoga's plugin's. */
-const PREFLIGHT_HEADERS: readonly string[] = ['x-apollo-operation-name', 'apollo-require-preflight', 'x-graphql-yoga-csrf'];
+/** Apollo Server 4's default `csrfPrevention.requestHeaders`, GraphQL Yoga's plugin's, then Mercurius's. */
+const PREFLIGHT_HEADERS: readonly string[] = [
+  'x-apollo-operation-name',
+  'apollo-require-preflight',
+  'x-graphql-yoga-csrf',
+  'x-mercurius-operation-name',
+  'mercurius-require-preflight',
+];
 
-/** The content types a browser sends cross-site without a preflight (Fetch standard, CORS-safelisted). */
-const SIMPLE_REQUEST_CONTENT_TYPES: readonly string[] = ['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain'];
+/** `application/json`, alone or with parameters, in the lower case every JSON client sends. */
+const JSON_CONTENT_TYPE = /^application\/json(;|$)/;
 
 /** preflightPart of a request with neither a content type nor any of the preflight headers, worked out once. */
-const PLAIN_REQUEST_PART = preflightPart(undefined, undefined);
+const PLAIN_REQUEST_PART = preflightPart(undefined, undefined, false);
 
 function keyedHeadersByName(headers: HeaderList): string {
   const sent = headers.filter(([name]) => isKeyedHeader(name));

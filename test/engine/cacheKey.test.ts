@@ -41,7 +41,7 @@ describe('cacheKey', () => {
   });
 
   it('never gives a key an earlier version gave another request: forwarded host headers were keyed after two NULs', () => {
-    const target = { host: 'h', endpoint: '/e', parameters: '', keyedHeaders: keyedHeaders([['x-forwarded-host', 'shop.example.com'], ['x-forwarded-proto', 'https']]) };
+    const target = { host: 'h', endpoint: '/e', parameters: '', keyedHeaders: keyedHeaders([['x-forwarded-host', 'shop.example.com'], ['x-forwarded-proto', 'https']], false) };
     // X-Forwarded-Host: x-forwarded-host:shop.example.com and Forwarded: host=x-forwarded-proto:https, as an earlier version keyed them.
     const earlier = `b/${hash('sha256', 'h\u0000/e\u0000\u0000d\u0000{}\u0000\u0000x-forwarded-host:shop.example.com\u0000x-forwarded-proto:https', 'base64url')}`;
     expect(cacheKey('b', target, '', 'd', '{}', '', '')).not.toBe(earlier);

@@ -94,7 +94,7 @@ describe('hostKey', () => {
 
 describe('keyedHeaders', () => {
   it('is empty without keyed headers, and tells every sent value apart', () => {
-    expect(keyedHeaders([['host', 'api.example'], ['x-forwarded-for', '192.0.2.60'], ['content-type', 'application/json']])).toBe('');
+    expect(keyedHeaders([['host', 'api.example'], ['x-forwarded-for', '192.0.2.60'], ['content-type', 'application/json']], false)).toBe('');
     const keys = [
       [['x-forwarded-host', 'evil.example']],
       [['x-forwarded-host', 'good.example']],
@@ -114,68 +114,76 @@ describe('keyedHeaders', () => {
       [['x-forwarded-uri', '/evil/graphql']],
       [['origin', 'https://a.example']],
       [['origin', 'https://b.example']],
-    ].map((headers) => keyedHeaders([...(headers as Array<[string, string]>), ['content-type', 'application/json']]));
+    ].map((headers) => keyedHeaders([...(headers as Array<[string, string]>), ['content-type', 'application/json']], false));
     expect(new Set([...keys, '']).size).toBe(keys.length + 1);
   });
 
   it('keys a forwarding header sent with underscores, which CGI-style origins read as the header itself', () => {
     // WSGI, Rack and PHP read X_Forwarded_Host as HTTP_X_FORWARDED_HOST: unkeyed, it would poison a shared entry.
-    const plain = keyedHeaders([['x-forwarded-proto', 'https']]);
+    const plain = keyedHeaders([['x-forwarded-proto', 'https']], false);
     const keys = [
-      keyedHeaders([['x-forwarded-proto', 'https'], ['x_forwarded_host', 'evil.example']]),
-      keyedHeaders([['x-forwarded-proto', 'https'], ['x_forwarded_host', 'good.example']]),
-      keyedHeaders([['x_forwarded-proto', 'http'], ['x-forwarded-proto', 'https']]),
-      keyedHeaders([['x-forwarded-proto', 'https'], ['x-forwarded-host', 'evil.example']]),
+      keyedHeaders([['x-forwarded-proto', 'https'], ['x_forwarded_host', 'evil.example']], false),
+      keyedHeaders([['x-forwarded-proto', 'https'], ['x_forwarded_host', 'good.example']], false),
+      keyedHeaders([['x_forwarded-proto', 'http'], ['x-forwarded-proto', 'https']], false),
+      keyedHeaders([['x-forwarded-proto', 'https'], ['x-forwarded-host', 'evil.example']], false),
     ];
     expect(new Set([plain, ...keys]).size).toBe(5);
-    expect(keyedHeaders([['x_forwarded_for', '192.0.2.60'], ['x_real_ip', '192.0.2.60'], ['content-type', 'application/json']])).toBe('');
+    expect(keyedHeaders([['x_forwarded_for', '192.0.2.60'], ['x_real_ip', '192.0.2.60'], ['content-type', 'application/json']], false)).toBe('');
   });
 
   it('keys what a CSRF-preventing origin reads of a request it may refuse: the content type as sent and its headers\' presence', () => {
-    // Apollo Server 4 (csrfPrevention) and Yoga's CSRF plugin refuse some of these, each by its own
-    // reading; their answers must not come from the entry of a request either reads otherwise.
-    expect(keyedHeaders([])).toBe('\u0000:preflight --- none');
-    expect(keyedHeaders([['content-type', '']])).toBe('\u0000:preflight --- =');
-    expect(keyedHeaders([['content-type', 'Text/Plain; charset=utf-8']])).toBe('\u0000:preflight --- =Text/Plain; charset=utf-8');
-    expect(keyedHeaders([['content-type', 'text/plainx']])).toBe('\u0000:preflight --- =text/plainx');
-    expect(keyedHeaders([['x-graphql-yoga-csrf', ''], ['apollo-require-preflight', 'true']])).toBe('\u0000:preflight -10 none');
-    expect(keyedHeaders([['x-apollo-operation-name', 'Todos'], ['content-type', 'multipart/form-data; boundary=b']])).toBe(
-      '\u0000:preflight 1-- =multipart/form-data; boundary=b',
+    // Apollo Server 4 (csrfPrevention), Yoga's CSRF plugin and Mercurius (csrfPrevention) refuse some
+    // of these, each by its own reading; their answers must not come from the entry of a request
+    // one of them reads otherwise.
+    expect(keyedHeaders([], false)).toBe('\u0000:preflight ----- none');
+    expect(keyedHeaders([['content-type', '']], false)).toBe('\u0000:preflight ----- =');
+    expect(keyedHeaders([['content-type', 'Text/Plain; charset=utf-8']], false)).toBe('\u0000:preflight ----- =Text/Plain; charset=utf-8');
+    expect(keyedHeaders([['content-type', 'text/plainx']], false)).toBe('\u0000:preflight ----- =text/plainx');
+    expect(keyedHeaders([['x-graphql-yoga-csrf', ''], ['apollo-require-preflight', 'true']], false)).toBe('\u0000:preflight -10-- none');
+    expect(keyedHeaders([['x-apollo-operation-name', 'Todos'], ['content-type', 'multipart/form-data; boundary=b']], false)).toBe(
+      '\u0000:preflight 1---- =multipart/form-data; boundary=b',
     );
-    expect(keyedHeaders([['origin', 'https://a.example']])).toBe('\u0000origin:https://a.example\u0000:preflight --- none');
+    expect(keyedHeaders([['mercurius-require-preflight', '1'], ['x-mercurius-operation-name', '']], false)).toBe('\u0000:preflight ---01 none');
+    expect(keyedHeaders([['origin', 'https://a.example']], false)).toBe('\u0000origin:https://a.example\u0000:preflight ----- none');
     // Apollo reads repeated lines joined, never empty: two empty lines are not one.
-    expect(keyedHeaders([['apollo-require-preflight', ''], ['apollo-require-preflight', '']])).toBe('\u0000:preflight -1- none');
-    // A content type neither refuses: no part without their headers; with one (an older Yoga asked
-    // for its header on every request), the part.
-    for (const contentType of ['application/json', 'Application/JSON; charset=utf-8', 'application/graphql-response+json']) {
-      expect(keyedHeaders([['content-type', contentType]])).toBe('');
-      expect(keyedHeaders([['content-type', contentType], ['x-graphql-yoga-csrf', '1']])).toBe(`\u0000:preflight --1 =${contentType}`);
+    expect(keyedHeaders([['apollo-require-preflight', ''], ['apollo-require-preflight', '']], false)).toBe('\u0000:preflight -1--- none');
+    // application/json as JSON clients send it, which none refuses in a POST: no part without
+    // their headers; with one (an older Yoga asked for its header on every request), the part.
+    for (const contentType of ['application/json', 'application/json; charset=utf-8', 'application/json;charset=UTF-8']) {
+      expect(keyedHeaders([['content-type', contentType]], false)).toBe('');
+      expect(keyedHeaders([['content-type', contentType], ['x-graphql-yoga-csrf', '1']], false)).toBe(`\u0000:preflight --1-- =${contentType}`);
     }
+    // Mercurius refuses other spellings and other types; express-graphql a GET that declares JSON.
+    for (const contentType of ['Application/JSON', 'application/graphql-response+json', 'application/octet-stream', 'application/jsonx']) {
+      expect(keyedHeaders([['content-type', contentType]], false)).toBe(`\u0000:preflight ----- =${contentType}`);
+    }
+    expect(keyedHeaders([['content-type', 'application/json']], true)).toBe('\u0000:preflight ----- =application/json');
+    expect(keyedHeaders([], true)).toBe(keyedHeaders([], false));
   });
 
   it('keys the headers by name, whatever order they came in, and a repeated one in its order', () => {
     const host: [string, string] = ['x-forwarded-host', 'shop.example'];
     const proto: [string, string] = ['x-forwarded-proto', 'https'];
     const forwarded: [string, string] = ['forwarded', 'host=shop.example'];
-    const inOrder = keyedHeaders([forwarded, host, proto]);
+    const inOrder = keyedHeaders([forwarded, host, proto], false);
     for (const headers of [[proto, host, forwarded], [host, ['accept', '*/*'], forwarded, proto]] as Array<Array<[string, string]>>) {
-      expect(keyedHeaders(headers)).toBe(inOrder);
+      expect(keyedHeaders(headers, false)).toBe(inOrder);
     }
-    const hosts = (first: string, second: string) => keyedHeaders([proto, ['x-forwarded-host', first], ['x-forwarded-host', second]]);
+    const hosts = (first: string, second: string) => keyedHeaders([proto, ['x-forwarded-host', first], ['x-forwarded-host', second]], false);
     expect(hosts('a.example', 'b.example')).not.toBe(hosts('b.example', 'a.example'));
   });
 
   it("keys forwarded without its for= parameters, each client's own address, and the rest as sent", () => {
-    expect(keyedHeaders([['forwarded', 'for=192.0.2.60']])).toBe(keyedHeaders([['forwarded', 'for=198.51.100.17']]));
-    expect(keyedHeaders([['forwarded', 'for=192.0.2.60;proto=http;by=203.0.113.43']])).toBe(
-      keyedHeaders([['forwarded', 'For=198.51.100.17;proto=http;by=203.0.113.43']]),
+    expect(keyedHeaders([['forwarded', 'for=192.0.2.60']], false)).toBe(keyedHeaders([['forwarded', 'for=198.51.100.17']], false));
+    expect(keyedHeaders([['forwarded', 'for=192.0.2.60;proto=http;by=203.0.113.43']], false)).toBe(
+      keyedHeaders([['forwarded', 'For=198.51.100.17;proto=http;by=203.0.113.43']], false),
     );
-    expect(keyedHeaders([['forwarded', 'for=192.0.2.60;proto=http']])).not.toBe(keyedHeaders([['forwarded', 'for=192.0.2.60;proto=https']]));
-    expect(keyedHeaders([['forwarded', 'for="[2001:db8:cafe::17]:4711";proto=http']])).toBe(keyedHeaders([['forwarded', 'for=unknown;proto=http']]));
+    expect(keyedHeaders([['forwarded', 'for=192.0.2.60;proto=http']], false)).not.toBe(keyedHeaders([['forwarded', 'for=192.0.2.60;proto=https']], false));
+    expect(keyedHeaders([['forwarded', 'for="[2001:db8:cafe::17]:4711";proto=http']], false)).toBe(keyedHeaders([['forwarded', 'for=unknown;proto=http']], false));
     // A malformed for= may hide a parameter from a lenient origin: it stays in the key.
-    expect(keyedHeaders([['forwarded', 'for=1.1.1.1 host=evil;proto=https;host=shop']])).not.toBe(keyedHeaders([['forwarded', 'for=2.2.2.2;proto=https;host=shop']]));
-    expect(keyedHeaders([['forwarded', 'for=192.0.2.60;host=a.example, for=198.51.100.17']])).not.toBe(
-      keyedHeaders([['forwarded', 'for=192.0.2.60;host=b.example, for=198.51.100.17']]),
+    expect(keyedHeaders([['forwarded', 'for=1.1.1.1 host=evil;proto=https;host=shop']], false)).not.toBe(keyedHeaders([['forwarded', 'for=2.2.2.2;proto=https;host=shop']], false));
+    expect(keyedHeaders([['forwarded', 'for=192.0.2.60;host=a.example, for=198.51.100.17']], false)).not.toBe(
+      keyedHeaders([['forwarded', 'for=192.0.2.60;host=b.example, for=198.51.100.17']], false),
     );
   });
 });
