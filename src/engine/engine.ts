@@ -756,7 +756,7 @@ export class DecisionEngine {
     const unseen = possible.unseen && !foundOnly;
     if (mutations.length === 0 && !unseen) return this.passOn(exchange, reason, detail);
     this.deps.logger.debug({ passReason: reason, detail, mutations: mutations.reduce((count, each) => count + each.operations.length, 0), unseen }, 'request passed; it may run mutations');
-    const tags = new Set(mutations.flatMap(({ document, operations }) => operationsRootFieldTypeTags(schema, operations, fragmentsOf(document))));
+    const tags = new Set(mutations.flatMap(({ document, operations }) => operationsRootFieldTypeTags(schema, config.keyFields, operations, fragmentsOf(document))));
     const unread = mutations.length === 0 ? undefined : { policy: config.mutationPolicy, tags: [...tags] };
     return this.forwardUntouched(exchange, { kind: 'pass', reason, unread, ...(unseen ? { unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } } : {}) });
   }

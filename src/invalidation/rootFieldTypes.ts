@@ -1,22 +1,27 @@
-import { getNamedType, isAbstractType, isObjectType, Kind, type FragmentDefinitionNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { getNamedType, Kind, type FragmentDefinitionNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { collectFields, fragmentsOf } from '../graphql/index.js';
 import type { PreparedOperation } from './entityFields.js';
+import { heldTypes, HeldTypesWalk } from './heldTypes.js';
+import type { KeyFields } from './keyFields.js';
 import { queriedTypes } from './queriedTypes.js';
 import { invalidationTag } from './tags.js';
 
 /**
- * The `type` tags of every object type a mutation's root fields can return: their named return
- * types, interfaces and unions expanded to their possible types. What a mutation stands for when
- * its answer cannot be read (streamed, not GraphQL JSON, encoded, too large, bodiless): svc-cache
- * still knows what the mutation could have changed, and invalidating more than asked is safe,
- * less is not (docs/graphql-caching.md, Invalidation). Linear in the operation's size: the root
- * selection is collected once, each fragment entered once.
+ * The `type` tags of every object type a mutation's root fields can return, and of what those can
+ * hold down to entities, as a vacancy is tagged (heldTypes.ts): interfaces and unions expanded to
+ * their possible types, and a payload type no query holds (`updateTodo: UpdateTodoPayload`, Relay's
+ * convention) walked to the `Todo` in it, which alone names the entries the mutation changed. What a
+ * mutation stands for when its answer cannot be read (streamed, not GraphQL JSON, encoded, too
+ * large, bodiless): svc-cache still knows what the mutation could have changed, and invalidating
+ * more than asked is safe, less is not (docs/graphql-caching.md, Invalidation). Linear in the
+ * operation's size: the root selection is collected once, each fragment entered once, and what a
+ * type holds is worked out once per schema.
  */
 export function rootFieldTypeTags(schema: GraphQLSchema, prepared: PreparedOperation): string[] {
   const operation = prepared.document.definitions.find(
     (definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION,
   );
-  return operation ? operationsRootFieldTypeTags(schema, [operation], fragmentsOf(prepared.document)) : [];
+  return operation ? operationsRootFieldTypeTags(schema, prepared.keyFields, [operation], fragmentsOf(prepared.document)) : [];
 }
 
 /**
@@ -26,6 +31,7 @@ export function rootFieldTypeTags(schema: GraphQLSchema, prepared: PreparedOpera
  */
 export function operationsRootFieldTypeTags(
   schema: GraphQLSchema,
+  keyFields: KeyFields,
   operations: readonly OperationDefinitionNode[],
   fragments: ReadonlyMap<string, FragmentDefinitionNode>,
 ): string[] {
@@ -33,14 +39,16 @@ export function operationsRootFieldTypeTags(
   if (!root) return [];
   const rootFields = root.getFields();
   const tags = new Set<string>();
+  const held = new HeldTypesWalk((component) => {
+    for (const tag of component.typeTags) tags.add(tag);
+    return true;
+  });
   for (const field of collectFields(operations.map((operation) => operation.selectionSet), fragments)) {
     const definition = rootFields[field.name.value];
     // A root field the schema lacks (the origin's is newer) may return any type queries hold.
     if (!definition && !field.name.value.startsWith('__')) return [...queriedTypes(schema)].map(invalidationTag.type);
     if (!definition) continue;
-    const type = getNamedType(definition.type);
-    const objectTypes = isAbstractType(type) ? schema.getPossibleTypes(type) : isObjectType(type) ? [type] : [];
-    for (const objectType of objectTypes) tags.add(invalidationTag.type(objectType.name));
+    held.walk(heldTypes(schema, keyFields, getNamedType(definition.type)), false);
   }
   return [...tags];
 }
