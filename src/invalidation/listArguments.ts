@@ -24,6 +24,7 @@ import { canonicalJson } from '../graphql/index.js';
 import { getOrInsertComputed, isPlainObject } from '../util/index.js';
 import { heldTypes, possibleObjectTypes } from './heldTypes.js';
 import { entityKeyField, type KeyFields } from './keyFields.js';
+import { isRelayConnection } from './relayTypes.js';
 import { invalidationTag } from './tags.js';
 
 /**
@@ -201,9 +202,7 @@ export class ListArgumentIndex {
    * items (`team(name:)` returning a `Team` with `members`), so its lists keep their own.
    */
   private isConnection(parent: GraphQLObjectType): boolean {
-    if (this.isEntity(parent) || parent === this.schema.getQueryType()) return false;
-    const fields = parent.getFields();
-    return parent.name.endsWith('Connection') || (Object.hasOwn(fields, 'edges') && Object.hasOwn(fields, 'pageInfo'));
+    return !this.isEntity(parent) && parent !== this.schema.getQueryType() && isRelayConnection(parent);
   }
 
   /** Makes `parent.field` a list of `type`, narrowed by those of its arguments that narrow for it. */

@@ -22,6 +22,7 @@ import { rootFieldTypeTags } from './rootFieldTypes.js';
 import { entityKeyField, type KeyFields } from './keyFields.js';
 import type { ListArgumentIndex } from './listArguments.js';
 import { fragmentsFor, operationPlan, type SelectionPlan } from './selectionPlan.js';
+import { isRelayConnection, isRelayEdge } from './relayTypes.js';
 import { invalidationTag } from './tags.js';
 import { isPlainObject } from '../util/index.js';
 
@@ -173,11 +174,11 @@ export function mutationInvalidationTags(
       if (key !== undefined) {
         entityTypes.add(type.name);
         if (entities.size < MAX_RESPONSE_TAGS) entities.add(invalidationTag.entity(type.name, key));
-      } else if (atRoot && queriedTypes(schema).has(type.name)) {
+      } else if (atRoot && queriedTypes(schema).has(type.name) && !isRelayConnection(type) && !isRelayEdge(type)) {
         // What the mutation returns and no key names, of a type queries hold (a viewer's settings,
-        // a note): no narrower tag names the answers holding it. Nested key-less objects (edges,
-        // page info, values inside an entity) are left to their entity or list (README, Objects no
-        // key names).
+        // a note), itself or inside a payload no query holds: no narrower tag names the answers
+        // holding it. A connection or edge, and key-less objects inside others (page info, values
+        // inside an entity), are left to their entity or list (README, Objects no key names).
         unnamedTypes.add(type.name);
       }
       return true;
@@ -255,7 +256,8 @@ interface ResponseVisitor {
    * An object of the concrete `type`, with its key when it is an entity; `inList` when it is in a
    * list, directly or below objects without a key in one (a connection's edges and their nodes);
    * `value` reads the fields its type's lists are named by (listArguments.ts), undefined when absent;
-   * `atRoot` when it is a root field's value (or an item of one).
+   * `atRoot` when it is a root field's value (or an item of one), or is reached from one through
+   * objects of types no query holds alone (a mutation's payload).
    */
   object(type: GraphQLObjectType, key: string | undefined, inList: boolean, value: (field: string) => unknown, atRoot: boolean): boolean;
   /**
@@ -379,7 +381,8 @@ class ResponseWalk {
     // What an object without a key holds is in its list too (a connection's edge and the edge's
     // node); an entity's fields are its own (README, Lists by argument).
     const holdsInList = inList && shape.keyResponseKeys === undefined;
-    return this.visitor.object(concrete, entityKey, inList, fieldValue, atRoot) && this.fields(value, concrete, plan, false, holdsInList);
+    const throughPayload = atRoot && !queriedTypes(this.schema).has(concrete.name);
+    return this.visitor.object(concrete, entityKey, inList, fieldValue, atRoot) && this.fields(value, concrete, plan, throughPayload, holdsInList);
   }
 
   /** Whether a `__typename` the object received names another type than the field's own object type. */

@@ -352,8 +352,9 @@ describe('mutationInvalidationTags', () => {
       type PageInfo { hasNextPage: Boolean! }
       type TodoConnection { edges: [TodoEdge!]! pageInfo: PageInfo! }
       type CreateTodoPayload { todoEdge: TodoEdge! query: Query! }
+      type SetThemePayload { settings: Settings! }
       type Query { settings: Settings! todos: TodoConnection! }
-      type Mutation { setTheme(theme: String!): Settings! createTodo: CreateTodoPayload! }
+      type Mutation { setTheme(theme: String!): Settings! createTodo: CreateTodoPayload! setThemeInPayload(theme: String!): SetThemePayload! addTodoEdge: TodoEdge! }
     `);
     const tagsAfter = (query: string, data: Record<string, unknown>, policy: MutationPolicy): string[] =>
       sorted(mutationInvalidationTags(relaySchema, prepareOperation(relaySchema, parse(query), keyFields), { data }, policy));
@@ -362,6 +363,18 @@ describe('mutationInvalidationTags', () => {
       const data = { setTheme: { theme: 'dark', money: { amount: 1 } } };
       expect(tagsAfter('mutation { setTheme(theme: "dark") { theme money { amount } } }', data, policy)).toContain(tag.type('Settings'));
       expect(tagsAfter('mutation { setTheme(theme: "dark") { theme money { amount } } }', data, policy)).not.toContain(tag.type('Money'));
+    });
+
+    it.each(['Entity', 'List'] as const)('invalidate their type under %s when a payload no query holds carries one that queries hold', (policy) => {
+      const data = { setThemeInPayload: { settings: { theme: 'dark', money: { amount: 1 } } } };
+      const tags = tagsAfter('mutation { setThemeInPayload(theme: "dark") { settings { theme money { amount } } } }', data, policy);
+      expect(tags).toContain(tag.type('Settings'));
+      expect(tags).not.toContain(tag.type('Money'));
+    });
+
+    it('leave an edge a root field returns to the entity in it', () => {
+      const data = { addTodoEdge: { cursor: 'c', node: { id: '1', price: { amount: 2 } } } };
+      expect(tagsAfter('mutation { addTodoEdge { cursor node { id price { amount } } } }', data, 'Entity')).toEqual([tag.entity('Todo', '1'), tag.unkeyed('Todo')]);
     });
 
     it('leave a payload no query holds, and the edges and page info below it, to the entities in them', () => {
