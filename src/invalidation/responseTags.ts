@@ -125,6 +125,12 @@ export function responseTags(
       tags.add(invalidationTag.unkeyed(type.name));
       return tags.size <= maxTags;
     },
+    summarised(entities) {
+      // A count or cursors of a connection change with its entities, which the answer does not
+      // name: it holds them as objects without their key do (README, Objects no key names).
+      for (const entity of entities) tags.add(invalidationTag.type(entity.name)).add(invalidationTag.unkeyed(entity.name));
+      return tags.size <= maxTags;
+    },
   });
   return complete && tags.size <= maxTags ? [...tags] : undefined;
 }
@@ -281,6 +287,11 @@ interface ResponseVisitor {
   unknownField(): boolean;
   /** An object of an entity type whose key field the response lacks or holds as null (reported besides `object`). */
   keyMissing(type: GraphQLObjectType): boolean;
+  /**
+   * A Relay connection whose selection reaches none of these entity types it holds (`{ totalCount }`,
+   * `edges { cursor }`): what the answer says of them names none of them (reported besides `object`).
+   */
+  summarised?(entities: readonly GraphQLObjectType[]): boolean;
 }
 
 /**
@@ -312,6 +323,8 @@ interface ObjectShape {
    * them; not a field the type lacks, or has as a leaf selected within (selectsBeyondSchema).
    */
   knownResponseKeys: ReadonlySet<string>;
+  /** The entity types a selection of the type reaches, through objects without a key; worked out when first asked. */
+  reachedEntities?: ReadonlySet<string>;
 }
 
 interface ObjectField {
@@ -376,6 +389,7 @@ class ResponseWalk {
     const key = shape.keyResponseKeys && keyOf(value, shape.keyResponseKeys);
     // A key that came back null names no entity either: the object may be any of its type.
     if ((key === MISSING_KEY || key === null) && !this.visitor.keyMissing(concrete)) return false;
+    if (this.visitor.summarised && shape.keyResponseKeys === undefined && isRelayConnection(concrete) && !this.summarisedAs(concrete, plan)) return false;
     const entityKey = typeof key === 'string' ? key : undefined;
     const fieldValue = (field: string): unknown => firstPresent(value, shape.valueResponseKeys.get(field) ?? []);
     // What an object without a key holds is in its list too (a connection's edge and the edge's
@@ -383,6 +397,32 @@ class ResponseWalk {
     const holdsInList = inList && shape.keyResponseKeys === undefined;
     const throughPayload = atRoot && !queriedTypes(this.schema).has(concrete.name);
     return this.visitor.object(concrete, entityKey, inList, fieldValue, atRoot) && this.fields(value, concrete, plan, throughPayload, holdsInList);
+  }
+
+  /** Reports the entity types a connection holds and its selection does not reach; false when the visitor ended the walk. */
+  private summarisedAs(connection: GraphQLObjectType, plan: SelectionPlan): boolean {
+    const reached = this.reachedEntities(connection, plan);
+    const unreached = this.held(connection).entities().filter((entity) => !reached.has(entity.name));
+    return unreached.length === 0 || this.visitor.summarised!(unreached);
+  }
+
+  /**
+   * The entity types the selection of `type` at `plan` reaches, directly or through objects without
+   * a key; once per plan node and type, each from those of the nodes below it, so the whole
+   * operation's cost is its plan's size.
+   */
+  private reachedEntities(type: GraphQLObjectType, plan: SelectionPlan): ReadonlySet<string> {
+    const shape = this.shape(type, plan);
+    if (shape.reachedEntities) return shape.reachedEntities;
+    const reached = new Set<string>();
+    for (const field of shape.objectFields) {
+      for (const possible of possibleObjectTypes(this.schema, getNamedType(field.definition.type))) {
+        if (entityKeyField(possible, this.prepared.keyFields) !== undefined) reached.add(possible.name);
+        else for (const name of this.reachedEntities(possible, field.plan)) reached.add(name);
+      }
+    }
+    shape.reachedEntities = reached;
+    return reached;
   }
 
   /** Whether a `__typename` the object received names another type than the field's own object type. */

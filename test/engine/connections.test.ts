@@ -73,6 +73,32 @@ describe('Relay connections through the engine', () => {
     });
   });
 
+  describe('a connection page whose selection reaches no todo (a count, cursors, page info)', () => {
+    const SUMMARIES = ['{ todosConnection(done: false) { pageInfo { hasNextPage } } }', '{ todosConnection(done: false) { edges { cursor } } }'];
+
+    it.each(['Entity', 'List', 'Type'] as const)('is emptied under %s by an update that moves a todo out of it', async (mutationPolicy) => {
+      build({ mutationPolicy });
+      await warm(SUMMARIES);
+      expect(await send('mutation { updateTodo(id: "1", done: true) { id done } }')).toBe('PASS');
+      expect(await statuses(SUMMARIES)).toEqual(['MISS', 'MISS']);
+    });
+
+    it.each(['mutation { _purgeTodo }', 'mutation { purgeTodo(id: "1") }'])('is emptied by %s', async (purge) => {
+      build({});
+      await warm(SUMMARIES);
+      const { decision } = await decide(purge, [['svc-purge-token', TOKEN]]);
+      expect(decision.kind).toBe('respond');
+      expect(await statuses(SUMMARIES)).toEqual(['MISS', 'MISS']);
+    });
+
+    it('is left alone when its selection reaches the todos, which their own tags name', async () => {
+      build({});
+      await warm([DONE]);
+      expect(await send('mutation { updateTodo(id: "3", title: "x") { id title } }')).toBe('PASS');
+      expect(await send(DONE)).toBe('HIT');
+    });
+  });
+
   describe('under List, a created todo', () => {
     it('empties every connection page it fits, and not the done ones, under listArguments mode match', async () => {
       build({ mutationPolicy: 'List' });

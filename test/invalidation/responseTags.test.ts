@@ -327,6 +327,16 @@ describe('responseTags', () => {
       expect(mutationInvalidationTags(connectionSchema, create, nulled, 'Entity')).toEqual([tag.type('CreateTodoPayload'), tag.type('TodoEdge'), tag.type('Todo')]);
     });
 
+    it('tags a connection whose selection reaches no todo with the todos it holds, as objects without their key', () => {
+      const page = { pageInfo: { hasNextPage: false }, edges: [{ cursor: 'c1' }] };
+      expect(tagsOf('{ todosConnection { pageInfo { hasNextPage } edges { cursor } } }', { todosConnection: page })).toEqual(
+        sorted([tag.query('todosConnection'), tag.type('TodoConnection'), tag.type('PageInfo'), tag.type('TodoEdge'), tag.list('TodoEdge'), tag.type('Todo'), tag.unkeyed('Todo')]),
+      );
+      const reached = tagsOf('{ todosConnection { edges { node { id } } } }', { todosConnection: { edges: [{ node: { id: '1' } }] } });
+      expect(reached).not.toContain(tag.unkeyed('Todo'));
+      expect(reached).toContain(tag.entity('Todo', '1'));
+    });
+
     it('ends at a type that holds itself', () => {
       expect(tagsOf('{ folder { name } }', { folder: null })).toEqual(
         sorted([tag.query('folder'), tag.type('Folder'), tag.list('Folder'), tag.type('Todo'), tag.list('Todo')]),
