@@ -12,8 +12,12 @@ export function isRelayConnection(type: GraphQLObjectType): boolean {
   return type.name.endsWith('Connection') || (Object.hasOwn(fields, 'edges') && Object.hasOwn(fields, 'pageInfo'));
 }
 
-/** An edge: named `…Edge`, or holding `node` and `cursor`. */
-export function isRelayEdge(type: GraphQLObjectType): boolean {
+/**
+ * An edge or a connection by its fields alone (`node` and `cursor`, `edges` and `pageInfo`), as a
+ * payload carries one: a name ending in `Edge` or `Connection` is not enough there, as a type of
+ * one's own (`SmtpConnection`) must still be invalidated when a mutation returns it.
+ */
+export function isRelayPage(type: GraphQLObjectType): boolean {
   const fields = type.getFields();
-  return type.name.endsWith('Edge') || (Object.hasOwn(fields, 'node') && Object.hasOwn(fields, 'cursor'));
+  return (Object.hasOwn(fields, 'node') && Object.hasOwn(fields, 'cursor')) || (Object.hasOwn(fields, 'edges') && Object.hasOwn(fields, 'pageInfo'));
 }

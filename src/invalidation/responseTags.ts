@@ -22,7 +22,7 @@ import { rootFieldTypeTags } from './rootFieldTypes.js';
 import { entityKeyField, type KeyFields } from './keyFields.js';
 import type { ListArgumentIndex } from './listArguments.js';
 import { fragmentsFor, operationPlan, type SelectionPlan } from './selectionPlan.js';
-import { isRelayConnection, isRelayEdge } from './relayTypes.js';
+import { isRelayConnection, isRelayPage } from './relayTypes.js';
 import { invalidationTag } from './tags.js';
 import { isPlainObject } from '../util/index.js';
 
@@ -174,17 +174,18 @@ export function mutationInvalidationTags(
     return true;
   });
   walkResponse(schema, prepared, result, {
-    object(type, key, _inList, value, atRoot) {
+    object(type, key, _inList, value, place) {
       returnedTypes.add(type.name);
       lists?.add(type, value);
       if (key !== undefined) {
         entityTypes.add(type.name);
         if (entities.size < MAX_RESPONSE_TAGS) entities.add(invalidationTag.entity(type.name, key));
-      } else if (atRoot && queriedTypes(schema).has(type.name) && !isRelayConnection(type) && !isRelayEdge(type)) {
+      } else if (place !== 'inside' && queriedTypes(schema).has(type.name) && !(place === 'payload' && isRelayPage(type))) {
         // What the mutation returns and no key names, of a type queries hold (a viewer's settings,
         // a note), itself or inside a payload no query holds: no narrower tag names the answers
-        // holding it. A connection or edge, and key-less objects inside others (page info, values
-        // inside an entity), are left to their entity or list (README, Objects no key names).
+        // holding it. A payload's edge or connection, and key-less objects inside others (page
+        // info, values inside an entity), are left to their entity or list (README, Objects no key
+        // names).
         unnamedTypes.add(type.name);
       }
       return true;
@@ -256,16 +257,22 @@ function coercedVariables(schema: GraphQLSchema, operation: OperationDefinitionN
   return 'coerced' in values ? values.coerced : undefined;
 }
 
+/**
+ * Where an object is: a root field's value (or an item of one); reached from one through objects of
+ * types no query holds, but for the query root (a mutation's payload: `SetThemePayload`); or inside
+ * any other object.
+ */
+type ObjectPlace = 'root' | 'payload' | 'inside';
+
 /** What a walk over a response reports; each call returns false to end the walk. */
 interface ResponseVisitor {
   /**
    * An object of the concrete `type`, with its key when it is an entity; `inList` when it is in a
    * list, directly or below objects without a key in one (a connection's edges and their nodes);
    * `value` reads the fields its type's lists are named by (listArguments.ts), undefined when absent;
-   * `atRoot` when it is a root field's value (or an item of one), or is reached from one through
-   * objects of types no query holds alone (a mutation's payload).
+   * `place` where it is (ObjectPlace).
    */
-  object(type: GraphQLObjectType, key: string | undefined, inList: boolean, value: (field: string) => unknown, atRoot: boolean): boolean;
+  object(type: GraphQLObjectType, key: string | undefined, inList: boolean, value: (field: string) => unknown, place: ObjectPlace): boolean;
   /**
    * A field present in the response (its value may be `null`), below an object of `parent`, whose
    * value `prepared.lists` tags as a list: a list field, or one returning a connection.
@@ -307,7 +314,7 @@ function walkResponse(
   const operation = operationPlan(prepared);
   const root = operation && schema.getRootType(operation.operation.operation);
   if (!operation || !root || !isPlainObject(result) || !isPlainObject(result.data)) return true;
-  return new ResponseWalk(schema, prepared, visitor).fields(result.data, root, operation.plan, true);
+  return new ResponseWalk(schema, prepared, visitor).fields(result.data, root, operation.plan, 'root');
 }
 
 /** What reading an object of one type at one place of the operation needs, worked out once. */
@@ -343,6 +350,12 @@ const shapesByPlan = new WeakMap<SelectionPlan, Map<string, ObjectShape>>();
 const typenameKeysByPlan = new WeakMap<SelectionPlan, readonly string[]>();
 
 class ResponseWalk {
+  /** Entity objects and vacancies met so far, to tell whether a connection's answer named any of its entities (summarise). */
+  private namingPlaces = 0;
+  /** Shapes of connections already summarised in this answer, as naming none of their entities or by their selection. */
+  private readonly summarisedWhole = new Set<ObjectShape>();
+  private readonly summarisedUnreached = new Set<ObjectShape>();
+
   constructor(
     private readonly schema: GraphQLSchema,
     private readonly prepared: PreparedOperation,
@@ -350,7 +363,7 @@ class ResponseWalk {
   ) {}
 
   /** `inList` when what the object holds is in a list too: an object without a key in one (an edge). */
-  fields(object: Record<string, unknown>, type: GraphQLObjectType, plan: SelectionPlan, atRoot = false, inList = false): boolean {
+  fields(object: Record<string, unknown>, type: GraphQLObjectType, plan: SelectionPlan, place: ObjectPlace, inList = false): boolean {
     const shape = this.shape(type, plan);
     // What the origin sent beyond what the schema describes of this type's own selection is not
     // walked: a field the schema lacks, or a fragment whose type condition svc-cache's schema says
@@ -363,19 +376,19 @@ class ResponseWalk {
       const { definition } = field;
       if (this.visitor.listField && field.tagsLists && !this.visitor.listField(type, definition, field.node)) return false;
       if (this.visitor.nullField && object[field.responseKey] === null && !this.visitor.nullField(definition, field.node)) return false;
-      if (!this.value(object[field.responseKey], definition.type, field.plan, inList, atRoot)) return false;
+      if (!this.value(object[field.responseKey], definition.type, field.plan, inList, place)) return false;
     }
     return true;
   }
 
-  private value(value: unknown, type: GraphQLOutputType, plan: SelectionPlan, inList: boolean, atRoot: boolean): boolean {
+  private value(value: unknown, type: GraphQLOutputType, plan: SelectionPlan, inList: boolean, place: ObjectPlace): boolean {
     const nullable = getNullableType(type);
-    if (value === null || value === undefined) return this.visitor.vacancy(this.held(nullable), inList || isListType(nullable));
+    if (value === null || value === undefined) return this.vacancy(nullable, inList || isListType(nullable));
     if (isListType(nullable) !== Array.isArray(value) && holdsObject(value)) return this.visitor.unknownField();
     if (isListType(nullable)) {
       if (!Array.isArray(value)) return true;
-      if (value.length === 0) return this.visitor.vacancy(this.held(nullable), true);
-      return value.every((item) => this.value(item, nullable.ofType, plan, true, atRoot));
+      if (value.length === 0) return this.vacancy(nullable, true);
+      return value.every((item) => this.value(item, nullable.ofType, plan, true, place));
     }
     if (!isCompositeType(nullable) || !isPlainObject(value)) return true;
     // The origin's schema returns other types here (a field now of an interface): an answer is not
@@ -389,21 +402,41 @@ class ResponseWalk {
     const key = shape.keyResponseKeys && keyOf(value, shape.keyResponseKeys);
     // A key that came back null names no entity either: the object may be any of its type.
     if ((key === MISSING_KEY || key === null) && !this.visitor.keyMissing(concrete)) return false;
-    if (this.visitor.summarised && shape.keyResponseKeys === undefined && isRelayConnection(concrete) && !this.summarisedAs(concrete, plan)) return false;
+    if (shape.keyResponseKeys !== undefined) this.namingPlaces++;
     const entityKey = typeof key === 'string' ? key : undefined;
     const fieldValue = (field: string): unknown => firstPresent(value, shape.valueResponseKeys.get(field) ?? []);
     // What an object without a key holds is in its list too (a connection's edge and the edge's
     // node); an entity's fields are its own (README, Lists by argument).
     const holdsInList = inList && shape.keyResponseKeys === undefined;
-    const throughPayload = atRoot && !queriedTypes(this.schema).has(concrete.name);
-    return this.visitor.object(concrete, entityKey, inList, fieldValue, atRoot) && this.fields(value, concrete, plan, throughPayload, holdsInList);
+    const below = place !== 'inside' && concrete !== this.schema.getQueryType() && !queriedTypes(this.schema).has(concrete.name) ? 'payload' : 'inside';
+    if (!this.visitor.object(concrete, entityKey, inList, fieldValue, place)) return false;
+    const namingPlacesBefore = this.namingPlaces;
+    if (!this.fields(value, concrete, plan, below, holdsInList)) return false;
+    if (!this.visitor.summarised || shape.keyResponseKeys !== undefined || !isRelayConnection(concrete)) return true;
+    // Which entities the answer names of a connection: none when neither an entity object nor a
+    // place that could hold one came in it (its edges left out by @include or @skip, which the plan
+    // does not evaluate), else those its selection reaches; an empty page is tagged as a vacancy.
+    return this.summarise(shape, concrete, plan, this.namingPlaces === namingPlacesBefore);
   }
 
-  /** Reports the entity types a connection holds and its selection does not reach; false when the visitor ended the walk. */
-  private summarisedAs(connection: GraphQLObjectType, plan: SelectionPlan): boolean {
-    const reached = this.reachedEntities(connection, plan);
-    const unreached = this.held(connection).entities().filter((entity) => !reached.has(entity.name));
-    return unreached.length === 0 || this.visitor.summarised!(unreached);
+  private vacancy(type: GraphQLOutputType, list: boolean): boolean {
+    if (isCompositeType(getNamedType(type))) this.namingPlaces++;
+    return this.visitor.vacancy(this.held(type), list);
+  }
+
+  /**
+   * Reports the entity types a connection holds and the answer does not name, once per plan node
+   * and type of the answer: what a shape leaves unnamed is worked out once, so a page of thousands of
+   * connections of a type with hundreds of possible entities costs a lookup each.
+   */
+  private summarise(shape: ObjectShape, connection: GraphQLObjectType, plan: SelectionPlan, namesNone: boolean): boolean {
+    const reported = namesNone ? this.summarisedWhole : this.summarisedUnreached;
+    if (reported.has(shape)) return true;
+    reported.add(shape);
+    const held = this.held(connection).entities();
+    const reached = namesNone ? NO_NAMES : this.reachedEntities(connection, plan);
+    const unnamed = held.filter((entity) => !reached.has(entity.name));
+    return unnamed.length === 0 || this.visitor.summarised!(unnamed);
   }
 
   /**
@@ -540,6 +573,8 @@ function firstPresent(object: Record<string, unknown>, responseKeys: readonly st
 }
 
 const MISSING_KEY = Symbol('missing key');
+
+const NO_NAMES: ReadonlySet<string> = new Set();
 
 /**
  * The entity key, from whichever selection of the key field (the client's or an added one) came

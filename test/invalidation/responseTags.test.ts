@@ -337,6 +337,13 @@ describe('responseTags', () => {
       expect(reached).toContain(tag.entity('Todo', '1'));
     });
 
+    it('tags a connection whose edges @include or @skip left out as naming none of its todos', () => {
+      const query = 'query ($n: Boolean!) { todosConnection { pageInfo { hasNextPage } edges @include(if: $n) { node { id } } } }';
+      expect(tagsOf(query, { todosConnection: { pageInfo: { hasNextPage: false } } })).toEqual(expect.arrayContaining([tag.type('Todo'), tag.unkeyed('Todo')]));
+      const included = tagsOf(query, { todosConnection: { pageInfo: { hasNextPage: false }, edges: [{ node: { id: '1' } }] } });
+      expect(included).not.toContain(tag.unkeyed('Todo'));
+    });
+
     it('ends at a type that holds itself', () => {
       expect(tagsOf('{ folder { name } }', { folder: null })).toEqual(
         sorted([tag.query('folder'), tag.type('Folder'), tag.list('Folder'), tag.type('Todo'), tag.list('Todo')]),
@@ -382,9 +389,22 @@ describe('mutationInvalidationTags', () => {
       expect(tags).not.toContain(tag.type('Money'));
     });
 
-    it('leave an edge a root field returns to the entity in it', () => {
+    it('invalidate the type a root field returns whatever its name, a connection\'s or an edge\'s too', () => {
       const data = { addTodoEdge: { cursor: 'c', node: { id: '1', price: { amount: 2 } } } };
-      expect(tagsAfter('mutation { addTodoEdge { cursor node { id price { amount } } } }', data, 'Entity')).toEqual([tag.entity('Todo', '1'), tag.unkeyed('Todo')]);
+      expect(tagsAfter('mutation { addTodoEdge { cursor node { id price { amount } } } }', data, 'Entity')).toEqual([
+        tag.entity('Todo', '1'),
+        tag.type('TodoEdge'),
+        tag.unkeyed('Todo'),
+      ]);
+      const smtp = buildSchema('type SmtpConnection { host: String! } type Query { smtpConnection: SmtpConnection! } type Mutation { setSmtpHost(host: String!): SmtpConnection! }');
+      const prepared = prepareOperation(smtp, parse('mutation { setSmtpHost(host: "b") { host } }'), keyFields);
+      expect(mutationInvalidationTags(smtp, prepared, { data: { setSmtpHost: { host: 'b' } } }, 'Entity')).toEqual([tag.type('SmtpConnection')]);
+    });
+
+    it('leave what a payload\'s query root holds to its entities and lists, as in any answer', () => {
+      const data = { createTodo: { todoEdge: { cursor: 'c', node: { id: '1', price: { amount: 2 } } }, query: { settings: { theme: 'dark' } } } };
+      const query = 'mutation { createTodo { todoEdge { cursor node { id price { amount } } } query { settings { theme } } } }';
+      expect(tagsAfter(query, data, 'Entity')).toEqual([tag.entity('Todo', '1'), tag.unkeyed('Todo')]);
     });
 
     it('leave a payload no query holds, and the edges and page info below it, to the entities in them', () => {
