@@ -38,7 +38,7 @@ export function configWarnings(config: Config): string[] {
     // Stellate makes each listed key field a purge argument; svc-cache keys an object by one field
     // (README, Every key), so a purge job by the others would fail validation.
     warnings.push(
-      `keyFields.types.${type} lists ${fields.join(', ')}: a ${type} is identified by one key field, the first the schema gives it (${fields[0]}); only that one tags its objects and names purge${type}'s argument, so a purge by ${fields.slice(1).join(' or ')} fails validation`,
+      `keyFields.types.${type} lists ${fields.join(', ')}: a ${type} is identified by one key field, the first of them its type has in the schema; only that one tags its objects and names purge${type}'s argument, and a purge by another fails validation`,
     );
   }
   if (config.schema?.file !== undefined && config.schema.refreshSeconds !== undefined) {

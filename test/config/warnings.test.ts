@@ -44,7 +44,7 @@ describe('configWarnings', () => {
   it('says that of a type\'s several key fields only the first identifies it, as a Stellate user may list several to purge by each', () => {
     const config = parseConfig('origin:\n  url: http://origin.test/graphql\nkeyFields:\n  types:\n    User: [id, email, handle]\n    Product: [sku]\n', { source: 'config.yaml', env: {} });
     expect(configWarnings(config)).toEqual([
-      "keyFields.types.User lists id, email, handle: a User is identified by one key field, the first the schema gives it (id); only that one tags its objects and names purgeUser's argument, so a purge by email or handle fails validation",
+      "keyFields.types.User lists id, email, handle: a User is identified by one key field, the first of them its type has in the schema; only that one tags its objects and names purgeUser's argument, and a purge by another fails validation",
     ]);
   });
 
