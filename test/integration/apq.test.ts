@@ -161,9 +161,6 @@ describe('automatic persisted queries', () => {
     const extensions = persistedQueryExtensions(query);
     const registered = await postGraphQL(stack().url, { query, extensions });
     expect(registered.headers['svc-cache']).toBe('MISS');
-    // A cached answer needs no forwarding; only a miss would have to put the query in the path. (With
-    // a JSON content type, which no CSRF check refuses, the POST's entry serves it: Cache key.)
-    expect((await getGraphQL(stack().url, { extensions }, { 'content-type': 'application/json' })).headers['svc-cache']).toBe('HIT');
     await stack().sidecar.store.invalidateAll();
     stack().origin.reset();
     const overGet = await getGraphQL(stack().url, { extensions });
