@@ -91,7 +91,7 @@ function valueProblem(message: string, path: KeyPath, context: IssueContext): Pr
   const scalar = typeof value !== 'object' || value === null;
   const secrecy = secrecyAt(context.schema, path) ?? (scalar ? secrecyWithin(schemaAt(context.schema, path)) : undefined);
   const shown =
-    secrecy === 'value' ? describeSecret(value) : secrecy === 'url-password'
+    secrecy === 'value' ? context.showValue(value, describeSecret, true) : secrecy === 'url-password'
         ? context.showValue(value, describeUrlWithoutCredentials, true)
         : context.showValue(value, describeWrittenValue);
   const found = message.startsWith('expected ') ? `, got ${shown}` : '';
@@ -107,8 +107,17 @@ function closestBranch(branches: readonly (readonly z.core.$ZodIssue[])[]): read
   return shapeMatched.length === 1 ? shapeMatched[0] : undefined;
 }
 
+/**
+ * A secret is never quoted, but what YAML read it as is told: an unquoted `${SVC_SCOPE_KEY_SECRET}`
+ * whose value is all digits, or `true`, is read as a number or a boolean (README, Environment
+ * variables), and "got a secret" alone left the operator to guess why a long enough one was refused.
+ */
 function describeSecret(value: unknown): string {
-  return typeof value === 'string' ? `a secret of ${value.length} characters (not shown)` : 'a secret (not shown)';
+  if (typeof value === 'string') return `a secret of ${value.length} characters (not shown)`;
+  if (typeof value === 'number') return 'a secret read as a number (not shown; a quoted value stays a string)';
+  if (typeof value === 'boolean') return 'a secret read as true or false (not shown; a quoted value stays a string)';
+  if (value === null) return 'an empty value';
+  return `a secret read as ${Array.isArray(value) ? 'a list' : 'a mapping'} (not shown)`;
 }
 
 /**

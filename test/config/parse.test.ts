@@ -350,6 +350,28 @@ logging: verbose
     ]);
   });
 
+  // The deployment audit: an unquoted `${SVC_SCOPE_KEY_SECRET}` whose value was all digits or `true`
+  // was read as a number or a boolean, and refused as "a secret (not shown)" with no hint of why.
+  it('says what type a secret was read as, and which variable gave it, without showing it', () => {
+    const digits = '12345678901234567890';
+    const written = `${ORIGIN}cache:\n  scopeKeySecret: \${SVC_SCOPE_KEY_SECRET}\npurge:\n  tokens:\n    - \${SVC_PURGE_TOKEN}\n`;
+    const refused = problems(written, { SVC_SCOPE_KEY_SECRET: digits, SVC_PURGE_TOKEN: 'true' });
+    expect(refused).toEqual([
+      'config.yaml: cache.scopeKeySecret: expected a string of at least 16 characters, got a secret read as a number (not shown; a quoted value stays a string) (with the value of ${SVC_SCOPE_KEY_SECRET}) (line 4)',
+      'config.yaml: purge.tokens[0]: expected a non-empty string, got a secret read as true or false (not shown; a quoted value stays a string) (with the value of ${SVC_PURGE_TOKEN}) (line 7)',
+    ]);
+    expect(refused.join('\n')).not.toContain(digits.slice(0, 12));
+    expect(problems(`${ORIGIN}cache:\n  scopeKeySecret: 1234567890123456789\n`)).toEqual([
+      'config.yaml: cache.scopeKeySecret: expected a string of at least 16 characters, got a secret read as a number (not shown; a quoted value stays a string) (line 4)',
+    ]);
+    const quoted = parse(`${ORIGIN}cache:\n  scopeKeySecret: "\${SVC_SCOPE_KEY_SECRET}"\npurge:\n  tokens: ["\${SVC_PURGE_TOKEN}"]\n`, {
+      SVC_SCOPE_KEY_SECRET: digits,
+      SVC_PURGE_TOKEN: 'true',
+    });
+    expect(quoted.cache.scopeKeySecret).toBe(digits);
+    expect(quoted.purge.tokens).toEqual(['true']);
+  });
+
   // The admin-surface audit: `check` said valid, and `serve` could never load the schema (fetch
   // refuses a URL with credentials), showing the password on /readyz.
   it('refuses an origin.url with a user or password, quoting it without them', () => {
@@ -496,7 +518,7 @@ describe('parseConfig: redis section', () => {
       throw new Error('expected the configuration to be refused');
     };
     expect(problemsOf(`${ORIGIN}redis:\n  url: 6379\n  keyPrefix: "svc{x}"\n`)).toEqual([
-      'config.yaml: redis.url: expected a string, got a secret (not shown) (line 4)',
+      'config.yaml: redis.url: expected a string, got a secret read as a number (not shown; a quoted value stays a string) (line 4)',
       'config.yaml: redis.keyPrefix: must not contain "{" or "}": svc-cache places its own Redis Cluster hash tags (line 5)',
     ]);
     expect(
