@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
+import { isScalar, parse as parseYaml, parseDocument, visit } from 'yaml';
 import { parseConfig } from '../../src/config/index.js';
 import { configSchema } from '../../src/config/schema.js';
 import { EXT_PROC_SERVICE } from '../../src/extproc/protocol.js';
@@ -254,6 +254,30 @@ describe('docker-compose.yml', () => {
     expect(endpointOf('graphql_origin')).toEqual({ address: '127.0.0.1', port_value: 4000 });
     expect(services.origin!.command).toEqual(['demo-origin', '--port', '4000']);
     expect(services.origin!.build).toEqual({ context: '.', target: 'demo' });
+  });
+});
+
+// The deployment audit: `scopeKeySecret: ${SVC_SCOPE_KEY_SECRET}` unquoted read a secret of digits as
+// a number, which svc-cache refused (README, Environment variables).
+describe('the svc-cache configurations shipped (deploy/, examples/)', () => {
+  const files = ['deploy/compose/config.yaml', 'deploy/examples/app/config.yaml', 'examples/config.yaml'];
+
+  it.each(files)('%s quotes every ${...} reference', (file) => {
+    const unquoted: string[] = [];
+    visit(parseDocument(read(file)), {
+      Scalar(_key, node) {
+        if (isScalar(node) && typeof node.value === 'string' && node.value.includes('${') && node.type === 'PLAIN') unquoted.push(node.value);
+      },
+    });
+    expect(unquoted).toEqual([]);
+  });
+
+  it.each(files)('%s keeps a secret of digits or `true` a string', (file) => {
+    const digits = '12345678901234567890';
+    const env = { SVC_PURGE_TOKEN: 'true', SVC_SCOPE_KEY_SECRET: digits, SVC_REDIS_URL: 'redis://:1234@redis:6379', REDIS_PASSWORD: '1234', JWT_SECRET: digits.repeat(2) };
+    const config = parseConfig(read(file), { source: file, env, baseDir: join(ROOT, 'examples') });
+    expect(config.purge.tokens).toEqual(['true']);
+    expect(config.cache.scopeKeySecret).toBe(digits);
   });
 });
 
