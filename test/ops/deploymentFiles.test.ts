@@ -1,6 +1,7 @@
 import { SIDECAR_MAX_REQUESTS_PER_CONNECTION } from '../../src/gateway/processorClient.js';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -60,6 +61,16 @@ describe('deploy/sidecar/envoy.yaml (Envoy 1.36)', () => {
     ]);
     expect(cluster('graphql_origin').type).toBe('STATIC');
     expect(endpointOf('graphql_origin')).toEqual({ address: '127.0.0.1', port_value: 4000 });
+  });
+
+  // The deployment audit: Envoy's default of an hour against Node's 5 s keep-alive gave a 503
+  // "connection termination" whenever a request met the app closing its idle connection.
+  it("closes idle connections to the app before a Node server's keep-alive timeout does, over HTTP/1.1", () => {
+    const protocol = cluster('graphql_origin').typed_extension_protocol_options['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'];
+    expect(protocol.explicit_http_config).toEqual({ http_protocol_options: {} });
+    const nodeKeepAliveMs = new Server().keepAliveTimeout;
+    expect(nodeKeepAliveMs).toBe(5000);
+    expect(seconds(protocol.common_http_protocol_options.idle_timeout) * 1000).toBeLessThan(nodeKeepAliveMs);
   });
 
   it('takes the client address from the connection and trusts no client-supplied x-forwarded-for hop', () => {
