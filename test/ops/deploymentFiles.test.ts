@@ -132,6 +132,14 @@ describe('deploy/sidecar/envoy.yaml (Envoy 1.36)', () => {
     expect(limit).toBeGreaterThan(DEFAULTS.limits.maxResponseBodyBytes);
   });
 
+  // An HTTP/2 client's stream is limited by its initial window, not the listener's buffer (the
+  // deployment audit): both are written out, equal, so that raising one shows the other.
+  it("gives an HTTP/2 client's stream the same buffer as an HTTP/1.1 connection", () => {
+    const window = connectionManager('graphql').http2_protocol_options.initial_stream_window_size as number;
+    expect(window).toBe(listener('graphql').per_connection_buffer_limit_bytes);
+    expect(window).toBeGreaterThan(DEFAULTS.limits.maxResponseBodyBytes);
+  });
+
   it('reaches the sidecar over HTTP/2 on 127.0.0.1:50051 with raised circuit breakers and a gRPC health check', () => {
     const sidecar = cluster('svc_cache');
     expect(sidecar.type).toBe('STATIC');
