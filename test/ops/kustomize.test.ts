@@ -180,6 +180,17 @@ describe.skipIf(kubectlMissing !== undefined)('the sidecar component added to th
     expect(pod().terminationGracePeriodSeconds).toBeGreaterThan(sleepOf('svc-cache') + svcCacheDrainSeconds);
   });
 
+  // The deployment audit: the app had no preStop, so it got SIGTERM at once while Envoy kept
+  // sending it requests for 10 s, and each MISS and PASS got Envoy's 503 during a rollout.
+  it('keeps the app serving until Envoy and svc-cache are gone, with time to exit after', () => {
+    const sleepOf = (name: string): number => Number(container(name).lifecycle.preStop.exec.command[1]);
+    expect(container('app').lifecycle.preStop.exec.command).toEqual(['sleep', '15']);
+    expect(sleepOf('app')).toBeGreaterThan(sleepOf('envoy'));
+    expect(sleepOf('app')).toBeGreaterThan(sleepOf('svc-cache'));
+    const appExitSeconds = 10;
+    expect(pod().terminationGracePeriodSeconds).toBeGreaterThanOrEqual(sleepOf('app') + appExitSeconds);
+  });
+
   it('gives every container resources and runs none as root', () => {
     for (const deployment of objects.filter((each) => each.kind === 'Deployment')) {
       const spec = deployment.spec.template.spec;
