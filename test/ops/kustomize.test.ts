@@ -1,12 +1,13 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Service } from 'kubernetes-models/v1';
-import { describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { parseConfig } from '../../src/config/index.js';
 
 /**
@@ -202,5 +203,65 @@ describe.skipIf(kubectlMissing !== undefined)('the sidecar component added to th
         expect(each.securityContext.allowPrivilegeEscalation, each.name).toBe(false);
       }
     }
+  });
+});
+
+// README, "Add it to your pod", step 4, built as written there. The deployment audit: the step had
+// the overlay replace svc-cache-envoy in its own configMapGenerator, which kustomize 5 refuses.
+describe.skipIf(kubectlMissing !== undefined)("an app on another port: the sidecar's Envoy config replaced by a Component of the overlay's", () => {
+  const APP_PORT_ELSEWHERE = 5000;
+  const scratch = kubectlMissing ? '' : mkdtempSync(join(tmpdir(), 'svc-cache-overlay-'));
+  // The component vendored beside the overlays, as step 2 has it.
+  if (scratch) cpSync(join(ROOT, 'deploy/sidecar'), join(scratch, 'svc-cache/sidecar'), { recursive: true });
+  afterAll(() => {
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  });
+
+  const overlay = (name: string, kustomization: string): string => {
+    const directory = join(scratch, name);
+    mkdirSync(directory, { recursive: true });
+    for (const file of ['app.yaml', 'config.yaml']) cpSync(join(ROOT, 'deploy/examples/app', file), join(directory, file));
+    writeFileSync(join(directory, 'kustomization.yaml'), kustomization);
+    return directory;
+  };
+  const copiedEnvoyConfig = (): string => {
+    const text = readFileSync(join(ROOT, 'deploy/sidecar/envoy.yaml'), 'utf8');
+    expect(text.match(/port_value: 4000\b/g)).toHaveLength(1);
+    return text.replace(/port_value: 4000\b/, `port_value: ${APP_PORT_ELSEWHERE}`);
+  };
+  const svcCacheConfig = 'configMapGenerator:\n  - name: svc-cache-config\n    files: [config.yaml]\n';
+  const replaceEnvoy = '  - name: svc-cache-envoy\n    behavior: replace\n    files: [envoy.yaml]\n';
+
+  it('renders Envoy pointed at the new port, and only that config mounted', () => {
+    if (!scratch) return;
+    const directory = overlay(
+      'overlay',
+      `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [app.yaml]\ncomponents: [../svc-cache/sidecar, envoy-port]\n${svcCacheConfig}`,
+    );
+    mkdirSync(join(directory, 'envoy-port'));
+    writeFileSync(join(directory, 'envoy-port/envoy.yaml'), copiedEnvoyConfig());
+    writeFileSync(join(directory, 'envoy-port/kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nconfigMapGenerator:\n${replaceEnvoy}`);
+
+    const objects = parseAllDocuments(execFileSync('kubectl', ['kustomize', directory], { encoding: 'utf8' })).map((document) => document.toJS() as Yaml);
+    const envoyConfigMaps = objects.filter((each) => each.kind === 'ConfigMap' && (each.metadata.name as string).startsWith('svc-cache-envoy'));
+    expect(envoyConfigMaps).toHaveLength(1);
+    const envoy = parseYaml(envoyConfigMaps[0]!.data['envoy.yaml'] as string) as Yaml;
+    const origin = envoy.static_resources.clusters.find((each: Yaml) => each.name === 'graphql_origin');
+    expect(origin.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address).toEqual({ address: '127.0.0.1', port_value: APP_PORT_ELSEWHERE });
+    expect(envoyConfigMaps[0]!.data['envoy.yaml']).not.toMatch(/port_value: 4000\b/);
+    const volumes = objects.find((each) => each.kind === 'Deployment')!.spec.template.spec.volumes as Yaml[];
+    expect(volumes.find((each) => each.name === 'svc-cache-envoy')?.configMap.name).toBe(envoyConfigMaps[0]!.metadata.name);
+  });
+
+  it("is refused when the overlay's own configMapGenerator replaces it, as the step says", () => {
+    if (!scratch) return;
+    const directory = overlay(
+      'own-generator',
+      `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [app.yaml]\ncomponents: [../svc-cache/sidecar]\n${svcCacheConfig}${replaceEnvoy}`,
+    );
+    writeFileSync(join(directory, 'envoy.yaml'), copiedEnvoyConfig());
+    const run = spawnSync('kubectl', ['kustomize', directory], { encoding: 'utf8' });
+    expect(run.status).not.toBe(0);
+    expect(run.stderr).toContain('does not exist; cannot merge or replace');
   });
 });
