@@ -174,8 +174,17 @@ describe.skipIf(kubectlMissing !== undefined)('the sidecar component added to th
     expect(JSON.stringify(pod())).not.toContain('/readyz');
   });
 
+  /** The seconds a container's preStop sleeps: `sleep N`, alone or ending a shell command. */
+  const sleepOf = (name: string): number => {
+    const command = container(name).lifecycle.preStop.exec.command as string[];
+    if (command[0] === 'sleep') return Number(command[1]);
+    expect(command.slice(0, 2)).toEqual(['sh', '-c']);
+    const seconds = /(?:^|[;&]\s*)sleep (\d+)$/.exec(command[2]!)?.[1];
+    expect(seconds, command[2]).toBeDefined();
+    return Number(seconds);
+  };
+
   it('lets svc-cache outlive Envoy at termination and drain within the grace period', () => {
-    const sleepOf = (name: string): number => Number(container(name).lifecycle.preStop.exec.command[1]);
     expect(sleepOf('svc-cache')).toBeGreaterThan(sleepOf('envoy'));
     const svcCacheDrainSeconds = 10 + 5;
     expect(pod().terminationGracePeriodSeconds).toBeGreaterThan(sleepOf('svc-cache') + svcCacheDrainSeconds);
@@ -184,12 +193,26 @@ describe.skipIf(kubectlMissing !== undefined)('the sidecar component added to th
   // The deployment audit: the app had no preStop, so it got SIGTERM at once while Envoy kept
   // sending it requests for 10 s, and each MISS and PASS got Envoy's 503 during a rollout.
   it('keeps the app serving until Envoy and svc-cache are gone, with time to exit after', () => {
-    const sleepOf = (name: string): number => Number(container(name).lifecycle.preStop.exec.command[1]);
     expect(container('app').lifecycle.preStop.exec.command).toEqual(['sleep', '15']);
     expect(sleepOf('app')).toBeGreaterThan(sleepOf('envoy'));
     expect(sleepOf('app')).toBeGreaterThan(sleepOf('svc-cache'));
     const appExitSeconds = 10;
     expect(pod().terminationGracePeriodSeconds).toBeGreaterThanOrEqual(sleepOf('app') + appExitSeconds);
+  });
+
+  // The deployment audit: a plain `sleep 10` never told keep-alive clients to go; Envoy drains
+  // (connection: close, GOAWAY) only once its health check has failed.
+  it("fails Envoy's health check on its admin address at the start of termination, with the svc-cache image's busybox wget", () => {
+    const envoy = parseYaml(mountedFile('envoy', '/etc/envoy/envoy.yaml')) as Yaml;
+    const admin = envoy.admin.address.socket_address as { address: string; port_value: number };
+    const command = container('svc-cache').lifecycle.preStop.exec.command as string[];
+    expect(command.slice(0, 2)).toEqual(['sh', '-c']);
+    // In the background: an Envoy that does not answer must not hold up the sleep.
+    expect(command[2]).toBe(`wget -q -O /dev/null --post-data '' http://${admin.address}:${admin.port_value}/healthcheck/fail & sleep ${sleepOf('svc-cache')}`);
+    expect(container('envoy').lifecycle.preStop.exec.command).toEqual(['sleep', String(sleepOf('envoy'))]);
+    // busybox's wget is in the Alpine image svc-cache runs on (Envoy's Ubuntu image has no HTTP client).
+    const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8').split('\n').filter((line) => line.startsWith('FROM '));
+    expect(dockerfile[dockerfile.length - 1]).toMatch(/^FROM node:\d+-alpine$/);
   });
 
   it('gives every container resources and runs none as root', () => {
