@@ -29,8 +29,8 @@ export function stopPretenuring(): void {
  * servers run with them.
  *
  * A young generation of 16 MiB per semi-space, always. V8 otherwise sizes it from the memory it
- * sees, which Node reports as the container's limit: in a memory cgroup of the pod's 512 MiB it
- * started at 1 MiB and grew to 2 MiB under allocation, a collection every megabyte or two (on a
+ * sees, which Node reports as the container's limit: in a memory cgroup of 512 MiB (the pod's limit
+ * then) it started at 1 MiB and grew to 2 MiB under allocation, a collection every megabyte or two (on a
  * large host V8 allows 16 MiB). And it shrinks it to 1 MiB whenever traffic pauses, growing it back
  * through dozens of collections when traffic resumes. Measured in turns of load and pause
  * (`npm run bench -- --only hit`): the first sidecar's POST HIT cost 72.8-78.5 µs of CPU in 7 of 7

@@ -9,6 +9,8 @@ import { ConfigMap, Service } from 'kubernetes-models/v1';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { parseConfig } from '../../src/config/index.js';
+import { SIDECAR_NODE_FLAGS } from '../../src/sidecar/index.js';
+import { localCacheSettings } from '../../src/store/redisConnection.js';
 
 /**
  * The sidecar install as a platform engineer applies it: the kustomize component in deploy/sidecar
@@ -138,6 +140,23 @@ describe.skipIf(kubectlMissing !== undefined)('the sidecar component added to th
   it("keeps the image's entry point, whose Node flags size the young generation the memory limit budgets for", () => {
     expect(container('svc-cache').command).toBeUndefined();
     expect(container('svc-cache').env.find((each: Yaml) => each.name === 'NODE_OPTIONS')?.value).toBe('--max-old-space-size=336');
+  });
+
+  // The deployment audit: under 512 MiB the heap, the local cache and Node itself left about
+  // 10 MiB, less than one 10 MB response in flight.
+  it('leaves svc-cache room for several large responses in flight beside its heap, its local cache and Node', () => {
+    const quantity = String(container('svc-cache').resources.limits.memory);
+    expect(quantity).toMatch(/^\d+Mi$/);
+    const limit = Number(quantity.slice(0, -'Mi'.length));
+    const oldGeneration = Number(/--max-old-space-size=(\d+)/.exec(container('svc-cache').env.find((each: Yaml) => each.name === 'NODE_OPTIONS').value)![1]);
+    const semiSpace = Number(SIDECAR_NODE_FLAGS.find((flag) => flag.startsWith('--max-semi-space-size='))!.split('=')[1]);
+    const youngGeneration = 3 * semiSpace;
+    const config = svcCacheConfig();
+    const localCache = localCacheSettings(config.redis!)!.maxBytes / 2 ** 20;
+    const nodeOutsideTheHeap = 56;
+    const left = (limit - oldGeneration - youngGeneration - localCache - nodeOutsideTheHeap) * 2 ** 20;
+    // Each body in flight is held a few times over outside the heap (README, Resources).
+    expect(left).toBeGreaterThanOrEqual(5 * 4 * config.limits.maxResponseBodyBytes);
   });
 
   it('keeps the ext_proc port on the pod loopback and publishes only Envoy and the admin port', () => {
