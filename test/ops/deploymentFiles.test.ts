@@ -162,6 +162,27 @@ describe('deploy/sidecar/envoy.yaml (Envoy 1.36)', () => {
     expect(JSON.stringify(envoy).toLowerCase()).not.toContain('x-envoy');
   });
 
+  // The deployment audit: Envoy's stats (ext_proc's failure_mode_allowed among them) reached no
+  // Prometheus, and its admin must stay on loopback.
+  it('serves its stats for Prometheus on :9903, GET /stats/prometheus alone, passed to the loopback admin', () => {
+    expect(socketPort(listener('stats').address)).toBe(9903);
+    const routes = connectionManager('stats').route_config.virtual_hosts[0].routes as Yaml[];
+    expect(routes).toEqual([
+      {
+        match: { path: '/stats/prometheus', headers: [{ name: ':method', string_match: { exact: 'GET' } }] },
+        route: { cluster: 'envoy_admin', timeout: '5s' },
+      },
+      { match: { prefix: '/' }, direct_response: { status: 404 } },
+    ]);
+    expect(connectionManager('stats').http_filters.map((filter: Yaml) => filter.name)).toEqual(['envoy.filters.http.router']);
+    expect(endpointOf('envoy_admin')).toEqual(envoy.admin.address.socket_address);
+    // No other route reaches the admin.
+    const routed = envoy.static_resources.listeners.flatMap((each: Yaml) =>
+      (each.filter_chains[0].filters[0].typed_config.route_config.virtual_hosts as Yaml[]).flatMap((host) => (host.routes as Yaml[]).map((route) => route.route?.cluster)),
+    );
+    expect(routed.filter((name: string | undefined) => name === 'envoy_admin')).toHaveLength(1);
+  });
+
   it('answers Kubernetes readiness on :8081/ready without involving svc-cache or the origin', () => {
     expect(socketPort(listener('health').address)).toBe(8081);
     const healthCheck = connectionManager('health').http_filters[0].typed_config;

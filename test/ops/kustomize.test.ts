@@ -167,7 +167,20 @@ describe.skipIf(kubectlMissing !== undefined)('the sidecar component added to th
     expect(policy.spec.podSelector.matchLabels).toEqual(SIDECAR_LABEL);
     expect(policy.spec.policyTypes).toEqual(['Ingress']);
     const open = policy.spec.ingress.flatMap((rule: Yaml) => rule.ports.map((port: Yaml) => port.port));
-    expect(open.sort()).toEqual([8080, 8081, 9901]);
+    expect(open.sort()).toEqual([8080, 8081, 9901, 9903]);
+  });
+
+  it("declares Envoy's stats port by name for Prometheus, and keeps Envoy's admin off the pod's ports", () => {
+    const envoy = parseYaml(mountedFile('envoy', '/etc/envoy/envoy.yaml')) as Yaml;
+    const stats = envoy.static_resources.listeners.find((each: Yaml) => each.name === 'stats');
+    const port = container('envoy').ports.find((each: Yaml) => each.name === 'envoy-stats');
+    expect(port?.containerPort).toBe(stats.address.socket_address.port_value);
+    const adminPort = envoy.admin.address.socket_address.port_value as number;
+    expect(envoy.admin.address.socket_address.address).toBe('127.0.0.1');
+    expect(pod().containers.flatMap((each: Yaml) => (each.ports ?? []).map((declared: Yaml) => declared.containerPort))).not.toContain(adminPort);
+    expect(find('NetworkPolicy', 'svc-cache-sidecar-ingress').spec.ingress.flatMap((rule: Yaml) => rule.ports.map((each: Yaml) => each.port))).not.toContain(adminPort);
+    // The annotations name svc-cache's port; Envoy's is found by its name (README, Metrics).
+    expect(find('Deployment', 'todo-api').spec.template.metadata.annotations['prometheus.io/port']).toBe('9901');
   });
 
   it('lets only pods with the sidecar reach Redis', () => {
