@@ -26,6 +26,7 @@ import { documentHashOf, Exchange, type BatchPlan, type Explanation, type Mutati
 import type { PassReason } from './passReason.js';
 import {
   ambiguousRequest,
+  expandedBatchTooLarge,
   payloadTooLarge,
   checkLimits,
   checkSentQueryText,
@@ -434,6 +435,9 @@ export class DecisionEngine {
     const unseen: number[] = [];
     const changes: Array<OriginChanges | undefined> = [];
     const registrations: Array<PersistedQueryRegistration | undefined> = [];
+    // Texts a hash or an id names are read as a body's are: their bytes count against its limit,
+    // or a batch of 100-byte references would have megabytes parsed (README, Bad input).
+    let readBytes = body.length;
     for (const operation of operations) {
       const { params, documentIds } = operation;
       const sentTooLarge = checkSentQueryText(params, config.limits);
@@ -450,6 +454,8 @@ export class DecisionEngine {
         this.report((events) => events.persistedQuery(resolved.refusal));
         return this.conclude(exchange, refusedForEach(resolved.verdict, operations.length));
       }
+      if (params.query === undefined && resolved.query !== undefined) readBytes += Buffer.byteLength(resolved.query);
+      if (readBytes > config.limits.maxRequestBodyBytes) return this.conclude(exchange, expandedBatchTooLarge(config.limits));
       changes.push(originChangesOf(operation, resolved, config));
       const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
       if (isVerdict(checked) && checked.kind === 'respond') return this.conclude(exchange, checked);
@@ -459,6 +465,8 @@ export class DecisionEngine {
       mutations.push(isVerdict(checked) ? undefined : this.batchedMutation(checked, config, schema));
     }
     const origin = changes.some((changed) => changed !== undefined) ? batchForOrigin(requestHeadOf(exchange).path, body, changes) : undefined;
+    // JSON escapes a text's control characters in six bytes each.
+    if (origin?.body !== undefined && origin.body.length > config.limits.maxRequestBodyBytes) return this.conclude(exchange, expandedBatchTooLarge(config.limits));
     const registers = registrations.some((registration) => registration !== undefined);
     const watched = unseen.length > 0 || mutations.some((mutation) => mutation !== undefined) || registers;
     if (!watched && origin === undefined) return this.passOn(exchange, 'batch');

@@ -390,6 +390,11 @@ export function payloadTooLarge(limits: Config['limits']): Verdict {
   return ownError('PAYLOAD_TOO_LARGE', 413, `Request body is larger than ${limits.maxRequestBodyBytes} bytes`);
 }
 
+/** A batch whose persisted queries, expanded, take it over the body limit: refused as a body over it would be. */
+export function expandedBatchTooLarge(limits: Config['limits']): Verdict {
+  return ownError('PAYLOAD_TOO_LARGE', 413, `Request body is larger than ${limits.maxRequestBodyBytes} bytes with the persisted queries it names expanded`);
+}
+
 export function ambiguousRequest(head: RequestHead): Verdict {
   const response = ambiguousRequestResponse(ownAnswerMediaType(headerValue(head.headers, 'accept')));
   return { kind: 'respond', outcome: 'ERROR', errorCode: 'AMBIGUOUS_REQUEST', response };

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { persistedQueryExtensions, postGraphQL, startDemoOrigin, type DemoOrigin } from '../support/origin.js';
+import { getGraphQL, persistedQueryExtensions, postGraphQL, startDemoOrigin, type DemoOrigin } from '../support/origin.js';
 import { startStack, type Stack } from '../support/stack.js';
 
 /**
@@ -87,6 +87,48 @@ describe.each(['Entity', 'Type'] as const)('batches, mutationPolicy %s', (policy
     const refused = await batch([{ query: RENAME }, { query: deep }]);
     expect(refused.status).toBe(400);
     expect(demo.requestCount()).toBe(0);
+  });
+});
+
+describe('a batch of persisted queries expanded past the body limit', () => {
+  let demo: DemoOrigin;
+  let batching: Server;
+  let stack: Stack;
+
+  beforeAll(async () => {
+    demo = await startDemoOrigin({ port: 0 });
+    batching = await startBatchingOrigin(demo.url);
+    stack = await startStack({ limits: { maxRequestBodyBytes: 4096 } }, { origin: { ...demo, url: `http://127.0.0.1:${(batching.address() as AddressInfo).port}/graphql` } });
+  });
+  afterAll(async () => {
+    await stack.close();
+    await new Promise((resolve) => batching.close(resolve));
+    await demo.close();
+  });
+
+  const TOO_LARGE = {
+    errors: [{ message: 'Request body is larger than 4096 bytes with the persisted queries it names expanded', extensions: { code: 'PAYLOAD_TOO_LARGE' } }],
+  };
+
+  it('is refused with 413 and never forwarded, by the texts the hashes name or by the body they make', async () => {
+    // Each reference is some 100 bytes of the request and names a text of 1,500: two fit, three do not.
+    const long = `${TODO_1} #${'x'.repeat(1500)}`;
+    expect((await postGraphQL(stack.url, { query: long, extensions: persistedQueryExtensions(long) })).status).toBe(200);
+    const hashOnly = { extensions: persistedQueryExtensions(long) };
+    demo.reset();
+    const fits = await postGraphQL(stack.url, JSON.stringify([hashOnly, hashOnly]));
+    expect([fits.status, demo.requestCount()]).toEqual([200, 2]);
+    demo.reset();
+    const over = await postGraphQL(stack.url, JSON.stringify([hashOnly, hashOnly, hashOnly]));
+    expect([over.status, over.json, demo.requestCount()]).toEqual([413, TOO_LARGE, 0]);
+    // A text's control characters take six bytes each in the JSON the origin would get; registered
+    // over GET, whose URL escapes them in three.
+    const controls = `${TODO_1} #${'\u0001'.repeat(800)}`;
+    const registered = await getGraphQL(stack.url, { query: controls, extensions: persistedQueryExtensions(controls) });
+    expect(registered.status).toBe(200);
+    demo.reset();
+    const escaped = await postGraphQL(stack.url, JSON.stringify([{ extensions: persistedQueryExtensions(controls) }]));
+    expect([escaped.status, escaped.json, demo.requestCount()]).toEqual([413, TOO_LARGE, 0]);
   });
 });
 
