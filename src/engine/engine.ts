@@ -8,7 +8,7 @@ import { graphQLErrorResponse, hitNegotiation, mayAnswerWithHtml, namesStreaming
 import { headerValue, preconditionVerdict, varyNames, type HeaderList } from '../http/index.js';
 import { endpointOf, endpointRouting, forbidsTransform, keyedHeaders, hostKey, requestForbidsStoring, type EndpointRouting } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
-import { mutationInvalidationTags } from '../invalidation/index.js';
+import { MAX_INVALIDATED_ENTITIES, mutationInvalidationTags } from '../invalidation/index.js';
 import { operationsRootFieldTypeTags, rootFieldTypeTags } from '../invalidation/index.js';
 import { RepeatedWarning, type InvalidationSource, type Logger } from '../observability/index.js';
 import {
@@ -1002,7 +1002,11 @@ export class DecisionEngine {
       const answer = answers?.[index];
       const ran = isPlainObject(answer) ? whatRan(answer, plan) : 'unknown';
       if (ran === 'unknown') for (const tag of rootFieldTypeTags(mutation.schema, mutation.prepared)) fromRootFields.add(tag);
-      else if (ran === 'has-data' && isPlainObject(answer)) for (const tag of mutationInvalidationTags(mutation.schema, mutation.prepared, answer, mutation.policy)) fromAnswers.add(tag);
+      else if (ran === 'has-data' && isPlainObject(answer)) {
+        // One budget for the batch: a hundred mutations may not name a hundred times as many objects.
+        const budget = MAX_INVALIDATED_ENTITIES - fromAnswers.size;
+        for (const tag of mutationInvalidationTags(mutation.schema, mutation.prepared, answer, mutation.policy, budget)) fromAnswers.add(tag);
+      }
     });
     if (plan.unseen.some((index) => answers === undefined || ranUnseenMutation(answers[index]))) await this.invalidateEverything('unseen-operation');
     if (policy === undefined) return;

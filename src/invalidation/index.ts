@@ -2,6 +2,6 @@
 export { prepareOperation, stripAddedFields, type PreparedOperation } from './entityFields.js';
 export { entityKeyField, entityKeyText, type KeyFields } from './keyFields.js';
 export { listArgumentIndex, narrowingArgument, type ListArgumentIndex } from './listArguments.js';
-export { mutationInvalidationTags, responseTags } from './responseTags.js';
+export { MAX_INVALIDATED_ENTITIES, mutationInvalidationTags, responseTags } from './responseTags.js';
 export { operationsRootFieldTypeTags, rootFieldTypeTags } from './rootFieldTypes.js';
 export { invalidationTag } from './tags.js';

@@ -34,6 +34,14 @@ import { isPlainObject } from '../util/index.js';
  */
 export const MAX_RESPONSE_TAGS = 10_000;
 
+/**
+ * Past this many entity (or list) tags a request's mutations invalidate by type instead: each tag
+ * invalidated is a record in every shard of the store for as long as the race guard needs it
+ * (README, Redis memory), so a request naming tens of thousands of objects (one bulk mutation, or
+ * a batch of a hundred) would cost the store hundreds of megabytes. Shared by the mutations of a batch.
+ */
+export const MAX_INVALIDATED_ENTITIES = 1_000;
+
 import type { MutationPolicy } from '../config/index.js';
 
 export type { MutationPolicy };
@@ -144,8 +152,8 @@ export function responseTags(
  * created touches no list under `Entity` (docs/graphql-caching.md, Invalidation).
  *
  * Where the tags cannot be precise, broader ones stand in: invalidating more than asked is safe,
- * less is not. Beyond `MAX_RESPONSE_TAGS` returned entities, their tags give way to the `type` tags
- * of their types; an object whose type the schema does not know invalidates every type it could be,
+ * less is not. Beyond `maxEntities` returned entities (MAX_INVALIDATED_ENTITIES), their tags give
+ * way to the `type` tags of their types; an object whose type the schema does not know invalidates every type it could be,
  * objects where the schema has none every type queries hold, and an entity that came back without
  * its key, its type.
  */
@@ -154,9 +162,11 @@ export function mutationInvalidationTags(
   prepared: PreparedOperation,
   result: unknown,
   policy: MutationPolicy,
+  maxEntities: number = MAX_INVALIDATED_ENTITIES,
 ): string[] {
   if (policy === 'None') return [];
   const entities = new Set<string>();
+  let tooMany = false;
   const returnedTypes = new Set<string>();
   const entityTypes = new Set<string>();
   /** Types invalidated whole because their objects could not be named precisely. */
@@ -168,7 +178,7 @@ export function mutationInvalidationTags(
   // types it could have held (README, Invalidation after mutations).
   const trusted = !isPlainObject(result) || result.errors === undefined;
   if (!trusted && !isPlainObject((result as { data?: unknown }).data)) return rootFieldTypeTags(schema, prepared);
-  const lists = policy === 'List' && prepared.lists?.matching && trusted ? new ReturnedLists(prepared.lists, prepared.keyFields) : undefined;
+  const lists = policy === 'List' && prepared.lists?.matching && trusted ? new ReturnedLists(prepared.lists, prepared.keyFields, maxEntities) : undefined;
   const vacancies = new HeldTypesWalk((held) => {
     for (const type of held.types) unnamedTypes.add(type.name);
     return true;
@@ -179,7 +189,9 @@ export function mutationInvalidationTags(
       lists?.add(type, value);
       if (key !== undefined) {
         entityTypes.add(type.name);
-        if (entities.size < MAX_RESPONSE_TAGS) entities.add(invalidationTag.entity(type.name, key));
+        const tag = invalidationTag.entity(type.name, key);
+        if (entities.size < maxEntities || entities.has(tag)) entities.add(tag);
+        else tooMany = true;
       } else if (place !== 'inside' && queriedTypes(schema).has(type.name) && !(place === 'payload' && isRelayPage(type))) {
         // What the mutation returns and no key names, of a type queries hold (a viewer's settings,
         // a note), itself or inside a payload no query holds: no narrower tag names the answers
@@ -208,24 +220,24 @@ export function mutationInvalidationTags(
   });
   const unnamedTags = [...unnamedTypes].map(invalidationTag.type);
   if (policy === 'Type') return [...new Set([...[...returnedTypes].map(invalidationTag.type), ...unnamedTags])];
-  const entityTags = returnedEntityTags(entities, entityTypes);
+  const entityTags = returnedEntityTags(entities, entityTypes, tooMany);
   const listTags = policy !== 'List' ? [] : lists ? lists.tags() : [...returnedTypes].map(invalidationTag.list);
   return [...new Set([...entityTags, ...listTags, ...unnamedTags])];
 }
 
 /**
  * The returned entities' tags, and those of their types' objects whose key an answer lacks (any of
- * which may be one of them); past `MAX_RESPONSE_TAGS` entities, their types' tags instead.
+ * which may be one of them); when there were too many to name, their types' tags instead.
  */
-function returnedEntityTags(entities: ReadonlySet<string>, entityTypes: ReadonlySet<string>): string[] {
-  if (entities.size >= MAX_RESPONSE_TAGS) return [...entityTypes].map(invalidationTag.type);
+function returnedEntityTags(entities: ReadonlySet<string>, entityTypes: ReadonlySet<string>, tooMany: boolean): string[] {
+  if (tooMany) return [...entityTypes].map(invalidationTag.type);
   return [...entities, ...[...entityTypes].map(invalidationTag.unkeyed)];
 }
 
 /**
  * The list tags of a mutation's returned objects under `listArguments.mode: match`: per object,
  * those of the lists it could belong to; for a type one of whose objects lacks a value they need
- * (the answer was not rewritten, as in a batch), or past `MAX_RESPONSE_TAGS`, every list of the type.
+ * (the answer was not rewritten, as in a batch), or past `maxTags`, every list of the type.
  * A type without a key field always names every list of it: its objects carry no entity tag, so a
  * list that held the object before the mutation changed the values it was listed by (the old
  * values, which the answer no longer shows) is named by nothing else.
@@ -237,12 +249,13 @@ class ReturnedLists {
   constructor(
     private readonly lists: ListArgumentIndex,
     private readonly keyFields: KeyFields,
+    private readonly maxTags: number,
   ) {}
 
   add(type: GraphQLObjectType, value: (field: string) => unknown): void {
     if (this.wholeTypes.has(type.name)) return;
     const tags = entityKeyField(type, this.keyFields) === undefined ? undefined : this.lists.mutationTags(type, value);
-    if (tags === undefined || this.named.size + tags.length > MAX_RESPONSE_TAGS) this.wholeTypes.add(type.name);
+    if (tags === undefined || this.named.size + tags.length > this.maxTags) this.wholeTypes.add(type.name);
     else for (const tag of tags) this.named.add(tag);
   }
 
