@@ -9,7 +9,7 @@ import { headerValue, preconditionVerdict, varyNames, type HeaderList } from '..
 import { endpointOf, endpointRouting, forbidsTransform, keyedHeaders, hostKey, requestForbidsStoring, type EndpointRouting } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { MAX_INVALIDATED_ENTITIES, mutationInvalidationTags } from '../invalidation/index.js';
-import { operationsRootFieldTypeTags, rootFieldTypeTags } from '../invalidation/index.js';
+import { operationsRootFieldTypes, rootFieldTypes, rootFieldTypeTags } from '../invalidation/index.js';
 import { RepeatedWarning, type InvalidationSource, type Logger } from '../observability/index.js';
 import {
   carriesPurgeToken,
@@ -764,8 +764,9 @@ export class DecisionEngine {
     const unseen = possible.unseen && !foundOnly;
     if (mutations.length === 0 && !unseen) return this.passOn(exchange, reason, detail);
     this.deps.logger.debug({ passReason: reason, detail, mutations: mutations.reduce((count, each) => count + each.operations.length, 0), unseen }, 'request passed; it may run mutations');
-    const tags = new Set(mutations.flatMap(({ document, operations }) => operationsRootFieldTypeTags(schema, config.keyFields, operations, fragmentsOf(document))));
-    const unread = mutations.length === 0 ? undefined : { policy: config.mutationPolicy, tags: [...tags] };
+    const types = mutations.map(({ document, operations }) => operationsRootFieldTypes(schema, config.keyFields, operations, fragmentsOf(document)));
+    const tags = [...new Set(types.flatMap((each) => each.tags))];
+    const unread = mutations.length === 0 ? undefined : { policy: config.mutationPolicy, tags, unknownField: types.some((each) => each.unknownField) };
     return this.forwardUntouched(exchange, { kind: 'pass', reason, unread, ...(unseen ? { unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } } : {}) });
   }
 
@@ -1246,18 +1247,25 @@ function dropsIdBeside(operation: GraphQLOperation, resolved: ResolvedQuery, con
 }
 
 /**
- * The root fields' types a forwarded request may have changed, and under which policy: of a
- * mutation, of each mutation of a batch, of those found in a body svc-cache could not read.
+ * The root fields' types a forwarded request may have changed, and under which policy, when its
+ * stream ended without an answer: of a mutation, of each mutation of a batch, of those found in a
+ * body svc-cache could not read. Not those of a root field svc-cache's schema lacks, which name
+ * every type queries hold: any client could empty the store by sending one and going away, as with
+ * an operation svc-cache cannot see (README, Answers with errors).
  */
 function rootFieldTypesOwed(plan: ResponsePlan): { policy: MutationPolicy; tags: string[] } | undefined {
-  if (plan.kind === 'mutation') return plan.policy === 'None' ? undefined : { policy: plan.policy, tags: rootFieldTypeTags(plan.schema, plan.prepared) };
+  if (plan.kind === 'mutation') {
+    const owed = plan.policy === 'None' ? undefined : rootFieldTypes(plan.schema, plan.prepared);
+    return owed === undefined || owed.unknownField ? undefined : { policy: plan.policy, tags: owed.tags };
+  }
   if (plan.kind === 'batch') {
     const mutations = plan.mutations.filter((mutation): mutation is MutationPlan => mutation !== undefined && mutation.policy !== 'None');
+    const owed = mutations.map((mutation) => rootFieldTypes(mutation.schema, mutation.prepared)).filter((types) => !types.unknownField);
     const first = mutations[0];
-    if (first === undefined) return undefined;
-    return { policy: first.policy, tags: [...new Set(mutations.flatMap((mutation) => rootFieldTypeTags(mutation.schema, mutation.prepared)))] };
+    if (first === undefined || owed.length === 0) return undefined;
+    return { policy: first.policy, tags: [...new Set(owed.flatMap((types) => types.tags))] };
   }
-  return plan.kind === 'pass' && plan.unread ? { policy: plan.unread.policy, tags: plan.unread.tags } : undefined;
+  return plan.kind === 'pass' && plan.unread && !plan.unread.unknownField ? { policy: plan.unread.policy, tags: plan.unread.tags } : undefined;
 }
 
 /** The purge token is for svc-cache alone and never reaches the origin. */

@@ -242,9 +242,10 @@ export interface PassPlan {
   added?: PreparedOperation;
   /**
    * Mutations an origin might run from a request svc-cache could not read: the `type` tags of their
-   * root fields' types, invalidated under `policy` once it answered.
+   * root fields' types, invalidated under `policy` once it answered; `unknownField` when a root
+   * field its schema lacks made them every type queries hold.
    */
-  unread?: { policy: Exclude<MutationPolicy, 'None'>; tags: string[] };
+  unread?: { policy: Exclude<MutationPolicy, 'None'>; tags: string[]; unknownField: boolean };
   /**
    * The origin may run an operation svc-cache cannot see (a stored document's id): an answer showing
    * a mutation may have run, read up to the response body limit, empties the store.

@@ -3,5 +3,5 @@ export { prepareOperation, stripAddedFields, type PreparedOperation } from './en
 export { entityKeyField, entityKeyText, type KeyFields } from './keyFields.js';
 export { listArgumentIndex, narrowingArgument, type ListArgumentIndex } from './listArguments.js';
 export { MAX_INVALIDATED_ENTITIES, mutationInvalidationTags, responseTags } from './responseTags.js';
-export { operationsRootFieldTypeTags, rootFieldTypeTags } from './rootFieldTypes.js';
+export { operationsRootFieldTypes, rootFieldTypes, rootFieldTypeTags } from './rootFieldTypes.js';
 export { invalidationTag } from './tags.js';

@@ -18,25 +18,37 @@ import { invalidationTag } from './tags.js';
  * type holds is worked out once per schema.
  */
 export function rootFieldTypeTags(schema: GraphQLSchema, prepared: PreparedOperation): string[] {
+  return rootFieldTypes(schema, prepared).tags;
+}
+
+/** The tags of rootFieldTypeTags, and whether a root field the schema lacks made them every type queries hold. */
+export interface RootFieldTypes {
+  tags: string[];
+  unknownField: boolean;
+}
+
+export function rootFieldTypes(schema: GraphQLSchema, prepared: PreparedOperation): RootFieldTypes {
   const operation = prepared.document.definitions.find(
     (definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION,
   );
-  return operation ? operationsRootFieldTypeTags(schema, prepared.keyFields, [operation], fragmentsOf(prepared.document)) : [];
+  return operation ? operationsRootFieldTypes(schema, prepared.keyFields, [operation], fragmentsOf(prepared.document)) : NO_TYPES;
 }
+
+const NO_TYPES: RootFieldTypes = { tags: [], unknownField: false };
 
 /**
  * The same for several operations of one document and one kind (the mutations a request svc-cache
  * could not read may run), their root selections collected together: each fragment is entered
  * once however many of them spread it, so the cost stays the document's size (README, Bad input).
  */
-export function operationsRootFieldTypeTags(
+export function operationsRootFieldTypes(
   schema: GraphQLSchema,
   keyFields: KeyFields,
   operations: readonly OperationDefinitionNode[],
   fragments: ReadonlyMap<string, FragmentDefinitionNode>,
-): string[] {
+): RootFieldTypes {
   const root = operations[0] && schema.getRootType(operations[0].operation);
-  if (!root) return [];
+  if (!root) return NO_TYPES;
   const rootFields = root.getFields();
   const tags = new Set<string>();
   const held = new HeldTypesWalk((component) => {
@@ -46,9 +58,9 @@ export function operationsRootFieldTypeTags(
   for (const field of collectFields(operations.map((operation) => operation.selectionSet), fragments)) {
     const definition = rootFields[field.name.value];
     // A root field the schema lacks (the origin's is newer) may return any type queries hold.
-    if (!definition && !field.name.value.startsWith('__')) return [...queriedTypes(schema)].map(invalidationTag.type);
+    if (!definition && !field.name.value.startsWith('__')) return { tags: [...queriedTypes(schema)].map(invalidationTag.type), unknownField: true };
     if (!definition) continue;
     held.walk(heldTypes(schema, keyFields, getNamedType(definition.type)), false);
   }
-  return [...tags];
+  return { tags: [...tags], unknownField: false };
 }
