@@ -272,8 +272,8 @@ function coercedVariables(schema: GraphQLSchema, operation: OperationDefinitionN
 
 /**
  * Where an object is: a root field's value (or an item of one); reached from one through objects of
- * types no query holds, but for the query root (a mutation's payload: `SetThemePayload`); or inside
- * any other object.
+ * types no query holds (a mutation's payload, `SetThemePayload`, and the query root a Relay payload
+ * re-selects through its `query` field); or inside any other object.
  */
 type ObjectPlace = 'root' | 'payload' | 'inside';
 
@@ -359,12 +359,23 @@ interface ObjectField {
 /** Shapes by plan node and concrete type name; a plan belongs to one prepared operation, so to one schema. */
 const shapesByPlan = new WeakMap<SelectionPlan, Map<string, ObjectShape>>();
 
+/** What a connection holds in its lists (ResponseWalk.listedEntities), by its component of types. */
+interface ListedEntities {
+  types: readonly GraphQLObjectType[];
+  names: ReadonlySet<string>;
+}
+
+const listedEntitiesByHeld = new WeakMap<HeldTypes, ListedEntities>();
+
 /** Response keys that hold `__typename`, whatever fragment they came from, by plan node. */
 const typenameKeysByPlan = new WeakMap<SelectionPlan, readonly string[]>();
 
 class ResponseWalk {
-  /** Entity objects and vacancies met so far, to tell whether a connection's answer named any of its entities (summarise). */
-  private namingPlaces = 0;
+  /**
+   * The innermost connection being walked: the entity types it holds, and whether one of them, or
+   * a place in one of its lists that could have held one, came in its answer (summarise).
+   */
+  private connection: { entities: ReadonlySet<string>; named: boolean } | undefined;
   /** Shapes of connections already summarised in this answer, as naming none of their entities or by their selection. */
   private readonly summarisedWhole = new Set<ObjectShape>();
   private readonly summarisedUnreached = new Set<ObjectShape>();
@@ -415,26 +426,49 @@ class ResponseWalk {
     const key = shape.keyResponseKeys && keyOf(value, shape.keyResponseKeys);
     // A key that came back null names no entity either: the object may be any of its type.
     if ((key === MISSING_KEY || key === null) && !this.visitor.keyMissing(concrete)) return false;
-    if (shape.keyResponseKeys !== undefined) this.namingPlaces++;
+    if (this.connection?.entities.has(concrete.name)) this.connection.named = true;
     const entityKey = typeof key === 'string' ? key : undefined;
     const fieldValue = (field: string): unknown => firstPresent(value, shape.valueResponseKeys.get(field) ?? []);
     // What an object without a key holds is in its list too (a connection's edge and the edge's
     // node); an entity's fields are its own (README, Lists by argument).
     const holdsInList = inList && shape.keyResponseKeys === undefined;
-    const below = place !== 'inside' && concrete !== this.schema.getQueryType() && !queriedTypes(this.schema).has(concrete.name) ? 'payload' : 'inside';
+    const below = place !== 'inside' && !queriedTypes(this.schema).has(concrete.name) ? 'payload' : 'inside';
     if (!this.visitor.object(concrete, entityKey, inList, fieldValue, place)) return false;
-    const namingPlacesBefore = this.namingPlaces;
-    if (!this.fields(value, concrete, plan, below, holdsInList)) return false;
-    if (!this.visitor.summarised || shape.keyResponseKeys !== undefined || !isRelayConnection(concrete)) return true;
-    // Which entities the answer names of a connection: none when neither an entity object nor a
-    // place that could hold one came in it (its edges left out by @include or @skip, which the plan
+    if (!this.visitor.summarised || shape.keyResponseKeys !== undefined || !isRelayConnection(concrete)) return this.fields(value, concrete, plan, below, holdsInList);
+    const outer = this.connection;
+    const walked = (this.connection = { entities: this.listedEntities(concrete).names, named: false });
+    const complete = this.fields(value, concrete, plan, below, holdsInList);
+    this.connection = outer;
+    if (outer && walked.named) outer.named = true;
+    // Which entities the answer names of a connection: none when none of them, and no place in a
+    // list that could hold one, came in it (its edges left out by @include or @skip, which the plan
     // does not evaluate), else those its selection reaches; an empty page is tagged as a vacancy.
-    return this.summarise(shape, concrete, plan, this.namingPlaces === namingPlacesBefore);
+    return complete && this.summarise(shape, concrete, plan, !walked.named);
   }
 
   private vacancy(type: GraphQLOutputType, list: boolean): boolean {
-    if (isCompositeType(getNamedType(type))) this.namingPlaces++;
+    // An empty page, or an edge's null node: the connection's answer says where its entities are not.
+    if (list && this.connection && isCompositeType(getNamedType(type))) this.connection.named = true;
     return this.visitor.vacancy(this.held(type), list);
+  }
+
+  /**
+   * The entity types a connection holds in its lists (its edges' nodes), not those of its other
+   * fields (an `owner`): worked out once per type.
+   */
+  private listedEntities(connection: GraphQLObjectType): ListedEntities {
+    const held = this.held(connection);
+    let listed = listedEntitiesByHeld.get(held);
+    if (!listed) {
+      const types = new Map<string, GraphQLObjectType>();
+      new HeldTypesWalk((component, inList) => {
+        if (inList) for (const type of component.types) if (entityKeyField(type, this.prepared.keyFields) !== undefined) types.set(type.name, type);
+        return true;
+      }).walk(held, false);
+      listed = { types: [...types.values()], names: new Set(types.keys()) };
+      listedEntitiesByHeld.set(held, listed);
+    }
+    return listed;
   }
 
   /**
@@ -446,9 +480,8 @@ class ResponseWalk {
     const reported = namesNone ? this.summarisedWhole : this.summarisedUnreached;
     if (reported.has(shape)) return true;
     reported.add(shape);
-    const held = this.held(connection).entities();
     const reached = namesNone ? NO_NAMES : this.reachedEntities(connection, plan);
-    const unnamed = held.filter((entity) => !reached.has(entity.name));
+    const unnamed = this.listedEntities(connection).types.filter((entity) => !reached.has(entity.name));
     return unnamed.length === 0 || this.visitor.summarised!(unnamed);
   }
 

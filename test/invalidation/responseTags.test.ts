@@ -337,11 +337,18 @@ describe('responseTags', () => {
       expect(reached).toContain(tag.entity('Todo', '1'));
     });
 
-    it('tags a connection whose edges @include or @skip left out as naming none of its todos', () => {
-      const query = 'query ($n: Boolean!) { todosConnection { pageInfo { hasNextPage } edges @include(if: $n) { node { id } } } }';
-      expect(tagsOf(query, { todosConnection: { pageInfo: { hasNextPage: false } } })).toEqual(expect.arrayContaining([tag.type('Todo'), tag.unkeyed('Todo')]));
-      const included = tagsOf(query, { todosConnection: { pageInfo: { hasNextPage: false }, edges: [{ node: { id: '1' } }] } });
-      expect(included).not.toContain(tag.unkeyed('Todo'));
+    it('tags a connection whose edges @include or @skip left out as naming none of its todos, whatever else it holds', () => {
+      const owned = buildSchema(`
+        type Todo { id: ID! } type User { id: ID! } type Stats { count: Int }
+        type TodoEdge { cursor: String node: Todo } type PageInfo { hasNextPage: Boolean! }
+        type TodoConnection { edges: [TodoEdge!]! pageInfo: PageInfo! owner: User stats: Stats }
+        type Query { todosConnection: TodoConnection! }
+      `);
+      const query = 'query ($n: Boolean!) { todosConnection { owner { id } stats { count } edges @include(if: $n) { node { id } } } }';
+      const tagsIn = (data: Record<string, unknown>) => sorted(responseTags(owned, prepareOperation(owned, parse(query), keyFields), { data }, ''));
+      expect(tagsIn({ todosConnection: { owner: { id: 'u1' }, stats: null } })).toEqual(expect.arrayContaining([tag.type('Todo'), tag.unkeyed('Todo')]));
+      expect(tagsIn({ todosConnection: { owner: { id: 'u1' }, stats: null, edges: [{ node: { id: '1' } }] } })).not.toContain(tag.unkeyed('Todo'));
+      expect(tagsIn({ todosConnection: { owner: { id: 'u1' }, stats: null, edges: [{ node: null }] } })).not.toContain(tag.unkeyed('Todo'));
     });
 
     it('ends at a type that holds itself', () => {
@@ -401,10 +408,10 @@ describe('mutationInvalidationTags', () => {
       expect(mutationInvalidationTags(smtp, prepared, { data: { setSmtpHost: { host: 'b' } } }, 'Entity')).toEqual([tag.type('SmtpConnection')]);
     });
 
-    it('leave what a payload\'s query root holds to its entities and lists, as in any answer', () => {
+    it('invalidate their type when a payload\'s query root carries one, as the payload itself would', () => {
       const data = { createTodo: { todoEdge: { cursor: 'c', node: { id: '1', price: { amount: 2 } } }, query: { settings: { theme: 'dark' } } } };
       const query = 'mutation { createTodo { todoEdge { cursor node { id price { amount } } } query { settings { theme } } } }';
-      expect(tagsAfter(query, data, 'Entity')).toEqual([tag.entity('Todo', '1'), tag.unkeyed('Todo')]);
+      expect(tagsAfter(query, data, 'Entity')).toEqual([tag.entity('Todo', '1'), tag.type('Settings'), tag.unkeyed('Todo')]);
     });
 
     it('leave a payload no query holds, and the edges and page info below it, to the entities in them', () => {
