@@ -766,7 +766,8 @@ export class DecisionEngine {
     this.deps.logger.debug({ passReason: reason, detail, mutations: mutations.reduce((count, each) => count + each.operations.length, 0), unseen }, 'request passed; it may run mutations');
     const types = mutations.map(({ document, operations }) => operationsRootFieldTypes(schema, config.keyFields, operations, fragmentsOf(document)));
     const tags = [...new Set(types.flatMap((each) => each.tags))];
-    const unread = mutations.length === 0 ? undefined : { policy: config.mutationPolicy, tags, unknownField: types.some((each) => each.unknownField) };
+    const ofKnownFields = [...new Set(types.flatMap((each) => each.ofKnownFields))];
+    const unread = mutations.length === 0 ? undefined : { policy: config.mutationPolicy, tags, ofKnownFields };
     return this.forwardUntouched(exchange, { kind: 'pass', reason, unread, ...(unseen ? { unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } } : {}) });
   }
 
@@ -1249,23 +1250,20 @@ function dropsIdBeside(operation: GraphQLOperation, resolved: ResolvedQuery, con
 /**
  * The root fields' types a forwarded request may have changed, and under which policy, when its
  * stream ended without an answer: of a mutation, of each mutation of a batch, of those found in a
- * body svc-cache could not read. Not those of a root field svc-cache's schema lacks, which name
- * every type queries hold: any client could empty the store by sending one and going away, as with
- * an operation svc-cache cannot see (README, Answers with errors).
+ * body svc-cache could not read. Of the root fields svc-cache's schema has: one it lacks would name
+ * every type queries hold, and any client could empty the store by sending one and going away, as
+ * with an operation svc-cache cannot see (README, Answers with errors).
  */
 function rootFieldTypesOwed(plan: ResponsePlan): { policy: MutationPolicy; tags: string[] } | undefined {
-  if (plan.kind === 'mutation') {
-    const owed = plan.policy === 'None' ? undefined : rootFieldTypes(plan.schema, plan.prepared);
-    return owed === undefined || owed.unknownField ? undefined : { policy: plan.policy, tags: owed.tags };
-  }
+  const owed = (policy: MutationPolicy, tags: string[]) => (tags.length === 0 ? undefined : { policy, tags });
+  if (plan.kind === 'mutation') return plan.policy === 'None' ? undefined : owed(plan.policy, rootFieldTypes(plan.schema, plan.prepared).ofKnownFields);
   if (plan.kind === 'batch') {
     const mutations = plan.mutations.filter((mutation): mutation is MutationPlan => mutation !== undefined && mutation.policy !== 'None');
-    const owed = mutations.map((mutation) => rootFieldTypes(mutation.schema, mutation.prepared)).filter((types) => !types.unknownField);
     const first = mutations[0];
-    if (first === undefined || owed.length === 0) return undefined;
-    return { policy: first.policy, tags: [...new Set(owed.flatMap((types) => types.tags))] };
+    if (first === undefined) return undefined;
+    return owed(first.policy, [...new Set(mutations.flatMap((mutation) => rootFieldTypes(mutation.schema, mutation.prepared).ofKnownFields))]);
   }
-  return plan.kind === 'pass' && plan.unread && !plan.unread.unknownField ? { policy: plan.unread.policy, tags: plan.unread.tags } : undefined;
+  return plan.kind === 'pass' && plan.unread ? owed(plan.unread.policy, plan.unread.ofKnownFields) : undefined;
 }
 
 /** The purge token is for svc-cache alone and never reaches the origin. */

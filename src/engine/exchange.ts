@@ -242,10 +242,10 @@ export interface PassPlan {
   added?: PreparedOperation;
   /**
    * Mutations an origin might run from a request svc-cache could not read: the `type` tags of their
-   * root fields' types, invalidated under `policy` once it answered; `unknownField` when a root
-   * field its schema lacks made them every type queries hold.
+   * root fields' types, invalidated under `policy` once it answered; `ofKnownFields` those of the
+   * root fields the schema has alone (rootFieldTypesOwed).
    */
-  unread?: { policy: Exclude<MutationPolicy, 'None'>; tags: string[]; unknownField: boolean };
+  unread?: { policy: Exclude<MutationPolicy, 'None'>; tags: string[]; ofKnownFields: string[] };
   /**
    * The origin may run an operation svc-cache cannot see (a stored document's id): an answer showing
    * a mutation may have run, read up to the response body limit, empties the store.

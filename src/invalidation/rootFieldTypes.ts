@@ -21,10 +21,13 @@ export function rootFieldTypeTags(schema: GraphQLSchema, prepared: PreparedOpera
   return rootFieldTypes(schema, prepared).tags;
 }
 
-/** The tags of rootFieldTypeTags, and whether a root field the schema lacks made them every type queries hold. */
+/**
+ * The tags of rootFieldTypeTags, which a root field the schema lacks makes every type queries hold,
+ * and those of the fields the schema has alone.
+ */
 export interface RootFieldTypes {
   tags: string[];
-  unknownField: boolean;
+  ofKnownFields: string[];
 }
 
 export function rootFieldTypes(schema: GraphQLSchema, prepared: PreparedOperation): RootFieldTypes {
@@ -34,7 +37,7 @@ export function rootFieldTypes(schema: GraphQLSchema, prepared: PreparedOperatio
   return operation ? operationsRootFieldTypes(schema, prepared.keyFields, [operation], fragmentsOf(prepared.document)) : NO_TYPES;
 }
 
-const NO_TYPES: RootFieldTypes = { tags: [], unknownField: false };
+const NO_TYPES: RootFieldTypes = { tags: [], ofKnownFields: [] };
 
 /**
  * The same for several operations of one document and one kind (the mutations a request svc-cache
@@ -55,12 +58,13 @@ export function operationsRootFieldTypes(
     for (const tag of component.typeTags) tags.add(tag);
     return true;
   });
+  let unknownField = false;
   for (const field of collectFields(operations.map((operation) => operation.selectionSet), fragments)) {
     const definition = rootFields[field.name.value];
-    // A root field the schema lacks (the origin's is newer) may return any type queries hold.
-    if (!definition && !field.name.value.startsWith('__')) return { tags: [...queriedTypes(schema)].map(invalidationTag.type), unknownField: true };
-    if (!definition) continue;
-    held.walk(heldTypes(schema, keyFields, getNamedType(definition.type)), false);
+    if (definition) held.walk(heldTypes(schema, keyFields, getNamedType(definition.type)), false);
+    else unknownField ||= !field.name.value.startsWith('__');
   }
-  return { tags: [...tags], unknownField: false };
+  // A root field the schema lacks (the origin's is newer) may return any type queries hold.
+  const ofKnownFields = [...tags];
+  return { tags: unknownField ? [...queriedTypes(schema)].map(invalidationTag.type) : ofKnownFields, ofKnownFields };
 }

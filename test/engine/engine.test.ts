@@ -349,7 +349,7 @@ describe('DecisionEngine', () => {
     await vi.waitFor(() => expect(invalidate).toHaveBeenCalledWith(['t:Todo']));
   });
 
-  it('invalidates nothing for a mutation of a root field the schema lacks whose stream ended without an answer', async () => {
+  it('owes only the types of the root fields the schema has when a stream ended without an answer', async () => {
     // Such a field names every type queries hold: any client could empty the store by sending one
     // and going away (the work-per-request audit's `mutation { zzz }`).
     const invalidate = vi.spyOn(store, 'invalidate');
@@ -361,12 +361,15 @@ describe('DecisionEngine', () => {
       expect((await engine.requestBody(exchange, typeof body === 'string' ? Buffer.from(body) : request.body)).kind).toBe('forward');
       exchange.endWithoutResponsePhase();
     }
-    const known = post({ query: 'mutation { addTodo(title: "x") { id } }' });
-    const exchange = engine.begin(known.head);
-    await engine.requestBody(exchange, known.body);
-    exchange.endWithoutResponsePhase();
-    await vi.waitFor(() => expect(invalidate).toHaveBeenCalledWith(['t:Todo']));
-    expect([invalidate.mock.calls.length, flush.mock.calls.length]).toEqual([1, 0]);
+    // The fields it has beside one it lacks still owe their types.
+    for (const query of ['mutation { addTodo(title: "x") { id } }', 'mutation { addTodo(title: "x") { id } zzz }']) {
+      const known = post({ query });
+      const exchange = engine.begin(known.head);
+      await engine.requestBody(exchange, known.body);
+      exchange.endWithoutResponsePhase();
+    }
+    await vi.waitFor(() => expect(invalidate.mock.calls).toEqual([[['t:Todo']], [['t:Todo']]]));
+    expect(flush).not.toHaveBeenCalled();
   });
 
   it('forwards a mutation to read its answer, or passes it untouched under mutationPolicy None', async () => {
@@ -414,10 +417,10 @@ describe('DecisionEngine', () => {
     const operations = Array.from({ length: count }, (_, index) => `mutation m${index}{...F}`).join(' ');
     const query = `${operations} mutation u { updateUser(id: "1", name: "x") { id } } fragment F on Mutation { ${'updateTodo(id:1){title} '.repeat(count)} }`;
     const decision = await decide(head, Buffer.from(JSON.stringify({ query })));
-    expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'uninterpretable-body', unread: { policy: 'Entity', tags: ['t:Todo', 't:User'], unknownField: false } });
+    expect(decision.kind === 'forward' && decision.plan).toEqual({ kind: 'pass', reason: 'uninterpretable-body', unread: { policy: 'Entity', tags: ['t:Todo', 't:User'], ofKnownFields: ['t:Todo', 't:User'] } });
     // The operation named is the only one that may run; one over the limits is refused as a readable one is.
     const named = await decide(head, Buffer.from(JSON.stringify({ query, operationName: 'u' })));
-    expect(named.kind === 'forward' && named.plan).toEqual({ kind: 'pass', reason: 'uninterpretable-body', unread: { policy: 'Entity', tags: ['t:User'], unknownField: false } });
+    expect(named.kind === 'forward' && named.plan).toEqual({ kind: 'pass', reason: 'uninterpretable-body', unread: { policy: 'Entity', tags: ['t:User'], ofKnownFields: ['t:User'] } });
     const deep = `mutation a { ...F } mutation b { ...G } fragment F on Mutation { updateTodo(id: 1) { title } } fragment G on Mutation { updateUser(id: "1", name: "x") ${'{ todos { author '.repeat(15)}{ id }${' } }'.repeat(15)} }`;
     // An anonymous mutation beside other operations is none an origin could pick.
     const anonymous = await decide(head, Buffer.from(JSON.stringify({ query: 'query q { todos { id } } mutation { updateUser(id: "1", name: "x") { id } }' })));
@@ -521,7 +524,7 @@ describe('DecisionEngine', () => {
     expect(await decideHead(head('POST', mutation))).toEqual({
       kind: 'forward',
       requestHeaders: { set: [], remove: [] },
-      plan: { kind: 'pass', reason: 'not-an-endpoint', unread: { policy: 'Entity', tags: ['t:Todo'], unknownField: false } },
+      plan: { kind: 'pass', reason: 'not-an-endpoint', unread: { policy: 'Entity', tags: ['t:Todo'], ofKnownFields: ['t:Todo'] } },
     });
     const refused = await decideHead(head('GET', mutation));
     expect(refused.kind === 'respond' && [refused.status, refused.response.status, refused.response.headers, JSON.parse(refused.response.body.toString())]).toEqual([
