@@ -242,6 +242,13 @@ describe.skipIf(kubectlMissing !== undefined)('the sidecar component added to th
     // In the background: an Envoy that does not answer must not hold up the sleep.
     expect(command[2]).toBe(`wget -q -O /dev/null --post-data '' http://${admin.address}:${admin.port_value}/healthcheck/fail & sleep ${sleepOf('svc-cache')}`);
     expect(container('envoy').lifecycle.preStop.exec.command).toEqual(['sleep', String(sleepOf('envoy'))]);
+    // The kubelet runs the preStop before a liveness restart too, where the pod stays: each start
+    // passes Envoy's check again, or the pod would stay out of the Service (second review).
+    expect(container('svc-cache').lifecycle.postStart.exec.command).toEqual([
+      'sh',
+      '-c',
+      `wget -q -O /dev/null --post-data '' http://${admin.address}:${admin.port_value}/healthcheck/ok >/dev/null 2>&1 & exit 0`,
+    ]);
     // busybox's wget is in the Alpine image svc-cache runs on (Envoy's Ubuntu image has no HTTP client).
     const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8').split('\n').filter((line) => line.startsWith('FROM '));
     expect(dockerfile[dockerfile.length - 1]).toMatch(/^FROM node:\d+-alpine$/);
