@@ -359,6 +359,17 @@ interface ObjectField {
 /** Shapes by plan node and concrete type name; a plan belongs to one prepared operation, so to one schema. */
 const shapesByPlan = new WeakMap<SelectionPlan, Map<string, ObjectShape>>();
 
+/** Whether a place of these types could hold an entity of one of the named types; remembered per pair. */
+function holdsAnyOf(held: HeldTypes, names: ReadonlySet<string>): boolean {
+  let byNames = heldAnyOf.get(held);
+  if (!byNames) heldAnyOf.set(held, (byNames = new WeakMap()));
+  let holds = byNames.get(names);
+  if (holds === undefined) byNames.set(names, (holds = held.entities().some((entity) => names.has(entity.name))));
+  return holds;
+}
+
+const heldAnyOf = new WeakMap<HeldTypes, WeakMap<ReadonlySet<string>, boolean>>();
+
 /** What a connection holds in its lists (ResponseWalk.listedEntities), by its component of types. */
 interface ListedEntities {
   types: readonly GraphQLObjectType[];
@@ -434,22 +445,26 @@ class ResponseWalk {
     const holdsInList = inList && shape.keyResponseKeys === undefined;
     const below = place !== 'inside' && !queriedTypes(this.schema).has(concrete.name) ? 'payload' : 'inside';
     if (!this.visitor.object(concrete, entityKey, inList, fieldValue, place)) return false;
-    if (!this.visitor.summarised || shape.keyResponseKeys !== undefined || !isRelayConnection(concrete)) return this.fields(value, concrete, plan, below, holdsInList);
-    const outer = this.connection;
-    const walked = (this.connection = { entities: this.listedEntities(concrete).names, named: false });
+    const isConnection = this.visitor.summarised !== undefined && shape.keyResponseKeys === undefined && isRelayConnection(concrete);
+    // What an entity or another connection holds says nothing of the page around it: the
+    // connection being walked is set aside below them (an owner's todos, a nested connection's nodes).
+    const page = this.connection;
+    if (isConnection) this.connection = { entities: this.listedEntities(concrete).names, named: false };
+    else if (shape.keyResponseKeys !== undefined) this.connection = undefined;
+    const walked = this.connection;
     const complete = this.fields(value, concrete, plan, below, holdsInList);
-    this.connection = outer;
-    if (outer && walked.named) outer.named = true;
-    // Which entities the answer names of a connection: none when none of them, and no place in a
-    // list that could hold one, came in it (its edges left out by @include or @skip, which the plan
-    // does not evaluate), else those its selection reaches; an empty page is tagged as a vacancy.
-    return complete && this.summarise(shape, concrete, plan, !walked.named);
+    this.connection = page;
+    // Which entities the answer names of a connection: none when none of them, and no place that
+    // could hold one, came on its page (its edges left out by @include or @skip, which the plan does
+    // not evaluate), else those its selection reaches; an empty page is tagged as a vacancy.
+    return complete && (!isConnection || this.summarise(shape, concrete, plan, !walked!.named));
   }
 
   private vacancy(type: GraphQLOutputType, list: boolean): boolean {
+    const held = this.held(type);
     // An empty page, or an edge's null node: the connection's answer says where its entities are not.
-    if (list && this.connection && isCompositeType(getNamedType(type))) this.connection.named = true;
-    return this.visitor.vacancy(this.held(type), list);
+    if (this.connection && !this.connection.named && holdsAnyOf(held, this.connection.entities)) this.connection.named = true;
+    return this.visitor.vacancy(held, list);
   }
 
   /**

@@ -351,6 +351,32 @@ describe('responseTags', () => {
       expect(tagsIn({ todosConnection: { owner: { id: 'u1' }, stats: null, edges: [{ node: null }] } })).not.toContain(tag.unkeyed('Todo'));
     });
 
+    it('reads only the connection\'s own page for whether it names its todos: not an entity\'s fields, nor a nested connection', () => {
+      const nested = buildSchema(`
+        type Todo { id: ID! } type Tag { name: String } type Project { id: ID! } type PageInfo { hasNextPage: Boolean! }
+        type ProjectEdge { cursor: String node: Project } type ProjectConnection { edges: [ProjectEdge!]! pageInfo: PageInfo! }
+        type User { id: ID! tags: [Tag!]! friends: [User!]! projects: ProjectConnection! todos: [Todo!]! }
+        type TodoEdge { cursor: String node: Todo } type TodoConnection { totalCount: Int edges: [TodoEdge!]! pageInfo: PageInfo! owner: User }
+        type Group { name: String todos: TodoConnection! }
+        type Query { todosConnection: TodoConnection! groups: [Group!]! }
+      `);
+      const edges = 'edges @include(if: $n) { node { id } }';
+      const tagsIn = (query: string, data: Record<string, unknown>) =>
+        sorted(responseTags(nested, prepareOperation(nested, parse(`query ($n: Boolean!) ${query}`), keyFields), { data }, ''));
+      const cases: Array<[string, Record<string, unknown>]> = [
+        [`{ todosConnection { totalCount owner { id tags { name } } ${edges} } }`, { todosConnection: { totalCount: 1, owner: { id: 'u1', tags: [] } } }],
+        [`{ todosConnection { totalCount owner { id friends { id } } ${edges} } }`, { todosConnection: { totalCount: 1, owner: { id: 'u1', friends: [] } } }],
+        [
+          `{ todosConnection { totalCount owner { id projects { edges { node { id } } } } ${edges} } }`,
+          { todosConnection: { totalCount: 1, owner: { id: 'u1', projects: { edges: [{ node: { id: 'p1' } }] } } } },
+        ],
+        [`{ todosConnection { totalCount owner { id projects { edges { node { id } } } } ${edges} } }`, { todosConnection: { totalCount: 1, owner: { id: 'u1', projects: { edges: [] } } } }],
+        [`{ groups { todos { totalCount owner { id } ${edges} } } }`, { groups: [{ todos: { totalCount: 1, owner: null } }] }],
+        [`{ todosConnection { totalCount owner { id todos { id } } ${edges} } }`, { todosConnection: { totalCount: 1, owner: { id: 'u1', todos: [{ id: '1' }] } } }],
+      ];
+      for (const [query, data] of cases) expect(tagsIn(query, data), query).toEqual(expect.arrayContaining([tag.type('Todo'), tag.unkeyed('Todo')]));
+    });
+
     it('ends at a type that holds itself', () => {
       expect(tagsOf('{ folder { name } }', { folder: null })).toEqual(
         sorted([tag.query('folder'), tag.type('Folder'), tag.list('Folder'), tag.type('Todo'), tag.list('Todo')]),
