@@ -6,7 +6,7 @@ import { startRedisSentinel, startRedisServer } from '../support/redis.js';
 import { redisServerForTests } from '../support/redisForTests.js';
 import { startTcpProxy } from '../support/tcpProxy.js';
 import { bodyText, describeStoreContract, jsonResponse, sleep, untilReady } from './contract.js';
-import { keysInSameShard, scanKeys } from './redisInspection.js';
+import { afterTrims, keysInSameShard, scanKeys } from './redisInspection.js';
 
 const redis = redisServerForTests();
 let prefixNumber = 0;
@@ -30,22 +30,6 @@ afterEach(async () => {
 async function storeAfterMiss(store: CacheStore, key: string, tags: readonly string[], ttlSeconds = 60, text = key): Promise<boolean> {
   const { mark } = await store.lookup(key);
   return store.store(key, jsonResponse(text), { tags, ttlSeconds, mark });
-}
-
-let trimWaits = 0;
-
-/**
- * Resolves once the index trims of `store`'s stores so far are done: each is written in the turn
- * after its store's answer, and Redis answers one connection's commands in order. A trim that
- * finds its script not yet loaded on the server is sent again (EVAL) once that reply is in, within
- * the next turn: hence a second round.
- */
-async function afterTrims(store: CacheStore): Promise<void> {
-  for (let round = 0; round < 2; round += 1) {
-    await new Promise((resolve) => setImmediate(resolve));
-    trimWaits += 1;
-    await store.lookup(`after-trims-${trimWaits}`);
-  }
 }
 
 describeStoreContract('standalone Redis', () => openStore(uniquePrefix('contract')));

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { CacheStore } from '../../src/store/index.js';
 import type { RedisKeyLayout } from '../../src/store/redisLayout.js';
 
 /** SCAN of a test's own server, to prove what the store left behind (the store itself never scans). */
@@ -22,5 +23,21 @@ export function keysInSameShard(layout: RedisKeyLayout, count: number): string[]
     const keys = [...(byShard.get(shard) ?? []), key];
     if (keys.length === count) return keys;
     byShard.set(shard, keys);
+  }
+}
+
+let trimWaits = 0;
+
+/**
+ * Resolves once the index trims of `store`'s stores so far are done: each is written in the turn
+ * after its store's answer, and Redis answers one connection's commands in order. A trim that
+ * finds its script not yet loaded on the server is sent again (EVAL) once that reply is in, within
+ * the next turn: hence a second round.
+ */
+export async function afterTrims(store: CacheStore): Promise<void> {
+  for (let round = 0; round < 2; round += 1) {
+    await new Promise((resolve) => setImmediate(resolve));
+    trimWaits += 1;
+    await store.lookup(`after-trims-${trimWaits}`);
   }
 }
