@@ -535,7 +535,10 @@ export function scopeAndKey(
   const key = cacheKey(bucket, target, selected.name, selected.normalised, variables, parameters.canonicalExtensions, parameters.otherMembers, taggingPart(config));
   // A request with a bypass header is answered otherwise (classifyQuery): a cache downstream must
   // not hand a cached answer to it, as Stellate's `vary` says (README, Scopes).
-  const varyNames = [...scopeVaryHeaders(policy.scopes, config.scopes), ...config.cache.bypassCacheHeaders.map((name) => name.toLowerCase())];
+  // This runs on every HIT: nothing is copied when no bypass header is configured (the default).
+  const scopeVary = scopeVaryHeaders(policy.scopes, config.scopes);
+  const bypass = config.cache.bypassCacheHeaders;
+  const varyNames = bypass.length === 0 ? scopeVary : [...scopeVary, ...bypass.map((name) => name.toLowerCase())];
   const vary: Array<[string, string]> = varyNames.length === 0 ? [] : [['vary', varyNames.join(', ')]];
   const scopeHeaders: Array<[string, string]> = policy.scopes.length === 0 ? vary : [['cache-control', 'private, no-cache'], ...vary];
   return { bucket, key, varyNames, scopeHeaders };
