@@ -334,8 +334,12 @@ export const configSchema = z
         publicForCredentialedRequests: z.boolean().default(false),
         /** Origin max-age / s-maxage normally shortens the rule's TTL; this turns that off. */
         ignoreOriginCacheControl: z.boolean().default(false),
-        /** Request headers that make a request skip the cache (off by default: any client could use them). */
-        bypassCacheHeaders: z.array(headerName).default([]),
+        /**
+         * Request headers that make a request skip the cache (off by default: any client could use
+         * them). Lower-cased here, once: names are case-insensitive, and a request's are lower-cased
+         * as the ext_proc layer reads them.
+         */
+        bypassCacheHeaders: z.array(headerName.transform((name) => name.toLowerCase())).default([]),
         /**
          * Key of the hash that names scope buckets. Replicas sharing one store need the same secret to
          * share scoped entries; without it each process picks a random one.

@@ -1280,8 +1280,7 @@ function tokenRemoval(head: RequestHead, config: Config): string[] {
  * charset, two spellings of one body) share a key.
  */
 function keyedRequestHeaders(policy: CachePolicy, config: Config): ReadonlySet<string> {
-  const bypass = config.cache.bypassCacheHeaders.map((name) => name.toLowerCase());
-  return new Set(['accept', 'accept-encoding', 'origin', ...bypass, ...scopeKeyedHeaders(policy.scopes, config.scopes)]);
+  return new Set(['accept', 'accept-encoding', 'origin', ...config.cache.bypassCacheHeaders, ...scopeKeyedHeaders(policy.scopes, config.scopes)]);
 }
 
 /**

@@ -481,7 +481,7 @@ function classifyQuery(checked: CheckedOperation, headers: HeaderList, config: C
   if (acceptsNoJson(headerValue(headers, 'accept'))) return passVerdict('streaming-request');
   if (checked.analysis.unnamedIntrospection) return passVerdict('introspection');
   if (checked.analysis.untypedSelection) return passVerdict('schema-lacks-field');
-  if (config.cache.bypassCacheHeaders.some((name) => headerValue(headers, name.toLowerCase()) !== undefined)) {
+  if (config.cache.bypassCacheHeaders.some((name) => headerValue(headers, name) !== undefined)) {
     return passVerdict('bypass-header');
   }
   // One pass over the request's headers: this runs on every HIT.
@@ -538,7 +538,7 @@ export function scopeAndKey(
   // This runs on every HIT: nothing is copied when no bypass header is configured (the default).
   const scopeVary = scopeVaryHeaders(policy.scopes, config.scopes);
   const bypass = config.cache.bypassCacheHeaders;
-  const varyNames = bypass.length === 0 ? scopeVary : [...scopeVary, ...bypass.map((name) => name.toLowerCase())];
+  const varyNames = bypass.length === 0 ? scopeVary : [...scopeVary, ...bypass];
   const vary: Array<[string, string]> = varyNames.length === 0 ? [] : [['vary', varyNames.join(', ')]];
   const scopeHeaders: Array<[string, string]> = policy.scopes.length === 0 ? vary : [['cache-control', 'private, no-cache'], ...vary];
   return { bucket, key, varyNames, scopeHeaders };
