@@ -43,6 +43,18 @@ export interface HeldTypes {
   readonly next: ReadonlyArray<{ readonly held: HeldTypes; readonly list: boolean }>;
   /** The entity types it could hold, worked out once when first asked. */
   entities(): readonly GraphQLObjectType[];
+  /**
+   * The entity types it could hold below a list, worked out once when first asked: of a Relay
+   * connection, its edges' nodes, not its other fields' (an `owner`).
+   */
+  listedEntities(): ListedEntities;
+  /** Whether it could hold an entity of one of `names` (a connection's `listedEntities().names`); remembered per set. */
+  holdsAnyOf(names: ReadonlySet<string>): boolean;
+}
+
+export interface ListedEntities {
+  readonly types: readonly GraphQLObjectType[];
+  readonly names: ReadonlySet<string>;
 }
 
 /** Worked out once per schema and `keyFields`, for every type at once: a walk of the schema, not of an answer. */
@@ -89,7 +101,16 @@ export function possibleObjectTypes(schema: GraphQLSchema, type: GraphQLNamedTyp
 }
 
 /** What a leaf type holds, or a type the schema does not know. */
-const NOTHING: HeldTypes = { types: [], typeTags: [], listTags: [], listedWithin: false, next: [], entities: () => [] };
+const NOTHING: HeldTypes = {
+  types: [],
+  typeTags: [],
+  listTags: [],
+  listedWithin: false,
+  next: [],
+  entities: () => [],
+  listedEntities: () => ({ types: [], names: new Set() }),
+  holdsAnyOf: () => false,
+};
 
 /** One edge of the graph: to the index of a composite type, and whether through a list field. */
 interface Edge {
@@ -168,22 +189,32 @@ function newComponent(
     else next.set(held, next.get(held) === true || list);
   }
   let entities: readonly GraphQLObjectType[] | undefined;
+  let listed: ListedEntities | undefined;
+  const holds = new WeakMap<ReadonlySet<string>, boolean>();
   const self: HeldTypes = {
     types,
     typeTags: types.map((type) => invalidationTag.type(type.name)),
     listTags: types.map((type) => invalidationTag.list(type.name)),
     listedWithin,
     next: [...next].map(([held, list]) => ({ held, list })),
-    entities: () => (entities ??= entitiesHeld(self, keyFields)),
+    entities: () => (entities ??= entitiesHeld(self, keyFields, false)),
+    listedEntities: () => (listed ??= listedEntitiesOf(self, keyFields)),
+    holdsAnyOf: (names) => getOrInsertComputed(holds, names, () => self.entities().some((entity) => names.has(entity.name))),
   };
   return self;
 }
 
-function entitiesHeld(held: HeldTypes, keyFields: KeyFields): readonly GraphQLObjectType[] {
-  const found: GraphQLObjectType[] = [];
-  new HeldTypesWalk((component) => {
-    found.push(...component.types.filter((type) => entityKeyField(type, keyFields) !== undefined));
+/** The entity types `held` could hold anywhere, or only below a list. */
+function entitiesHeld(held: HeldTypes, keyFields: KeyFields, listedOnly: boolean): readonly GraphQLObjectType[] {
+  const found = new Map<string, GraphQLObjectType>();
+  new HeldTypesWalk((component, inList) => {
+    if (inList || !listedOnly) for (const type of component.types) if (entityKeyField(type, keyFields) !== undefined) found.set(type.name, type);
     return true;
-  }).walk(held, true);
-  return found;
+  }).walk(held, !listedOnly);
+  return [...found.values()];
+}
+
+function listedEntitiesOf(held: HeldTypes, keyFields: KeyFields): ListedEntities {
+  const types = entitiesHeld(held, keyFields, true);
+  return { types, names: new Set(types.map((type) => type.name)) };
 }

@@ -359,25 +359,6 @@ interface ObjectField {
 /** Shapes by plan node and concrete type name; a plan belongs to one prepared operation, so to one schema. */
 const shapesByPlan = new WeakMap<SelectionPlan, Map<string, ObjectShape>>();
 
-/** Whether a place of these types could hold an entity of one of the named types; remembered per pair. */
-function holdsAnyOf(held: HeldTypes, names: ReadonlySet<string>): boolean {
-  let byNames = heldAnyOf.get(held);
-  if (!byNames) heldAnyOf.set(held, (byNames = new WeakMap()));
-  let holds = byNames.get(names);
-  if (holds === undefined) byNames.set(names, (holds = held.entities().some((entity) => names.has(entity.name))));
-  return holds;
-}
-
-const heldAnyOf = new WeakMap<HeldTypes, WeakMap<ReadonlySet<string>, boolean>>();
-
-/** What a connection holds in its lists (ResponseWalk.listedEntities), by its component of types. */
-interface ListedEntities {
-  types: readonly GraphQLObjectType[];
-  names: ReadonlySet<string>;
-}
-
-const listedEntitiesByHeld = new WeakMap<HeldTypes, ListedEntities>();
-
 /** Response keys that hold `__typename`, whatever fragment they came from, by plan node. */
 const typenameKeysByPlan = new WeakMap<SelectionPlan, readonly string[]>();
 
@@ -449,7 +430,7 @@ class ResponseWalk {
     // What an entity or another connection holds says nothing of the page around it: the
     // connection being walked is set aside below them (an owner's todos, a nested connection's nodes).
     const page = this.connection;
-    if (isConnection) this.connection = { entities: this.listedEntities(concrete).names, named: false };
+    if (isConnection) this.connection = { entities: this.held(concrete).listedEntities().names, named: false };
     else if (shape.keyResponseKeys !== undefined) this.connection = undefined;
     const walked = this.connection;
     const complete = this.fields(value, concrete, plan, below, holdsInList);
@@ -463,27 +444,8 @@ class ResponseWalk {
   private vacancy(type: GraphQLOutputType, list: boolean): boolean {
     const held = this.held(type);
     // An empty page, or an edge's null node: the connection's answer says where its entities are not.
-    if (this.connection && !this.connection.named && holdsAnyOf(held, this.connection.entities)) this.connection.named = true;
+    if (this.connection && !this.connection.named && held.holdsAnyOf(this.connection.entities)) this.connection.named = true;
     return this.visitor.vacancy(held, list);
-  }
-
-  /**
-   * The entity types a connection holds in its lists (its edges' nodes), not those of its other
-   * fields (an `owner`): worked out once per type.
-   */
-  private listedEntities(connection: GraphQLObjectType): ListedEntities {
-    const held = this.held(connection);
-    let listed = listedEntitiesByHeld.get(held);
-    if (!listed) {
-      const types = new Map<string, GraphQLObjectType>();
-      new HeldTypesWalk((component, inList) => {
-        if (inList) for (const type of component.types) if (entityKeyField(type, this.prepared.keyFields) !== undefined) types.set(type.name, type);
-        return true;
-      }).walk(held, false);
-      listed = { types: [...types.values()], names: new Set(types.keys()) };
-      listedEntitiesByHeld.set(held, listed);
-    }
-    return listed;
   }
 
   /**
@@ -496,7 +458,7 @@ class ResponseWalk {
     if (reported.has(shape)) return true;
     reported.add(shape);
     const reached = namesNone ? NO_NAMES : this.reachedEntities(connection, plan);
-    const unnamed = this.listedEntities(connection).types.filter((entity) => !reached.has(entity.name));
+    const unnamed = this.held(connection).listedEntities().types.filter((entity) => !reached.has(entity.name));
     return unnamed.length === 0 || this.visitor.summarised!(unnamed);
   }
 
