@@ -113,6 +113,23 @@ describe.skipIf(!CHROMIUM)('dashboard page in Chromium', () => {
     expect(soft.slice(1, 8)).toEqual(['purge', '_purgeTodo', 't:Todo', '0', '1', 'soft', 'ok']);
   });
 
+  // The new-user audit: keys were written as numbers when all digits, which a String key field
+  // refuses, and `007` is no GraphQL literal; every key now goes as a string.
+  it('purges a type by key, whatever the keys look like', async () => {
+    await postGraphQL(stack.url, { query: PRODUCTS });
+    expect((await postGraphQL(stack.url, { query: PRODUCTS })).headers['svc-cache']).toBe('HIT');
+    await page.select('#purge-kind', 'ids');
+    await page.select('#purge-mode', 'hard');
+    await page.$eval('#purge-target', (input) => ((input as HTMLInputElement).value = 'Product'));
+    await page.$eval('#purge-key', (input) => ((input as HTMLInputElement).value = 'sku'));
+    await page.$eval('#purge-ids', (input) => ((input as HTMLInputElement).value = '007, 12345, sku-1'));
+    await page.$eval('#purge-result', (node) => (node.textContent = ''));
+    await page.click('#purge-submit');
+    await page.waitForFunction(() => document.getElementById('purge-result')!.textContent!.includes('_purgeType'));
+    expect(await page.$eval('#purge-result', (node) => node.textContent)).toBe('HTTP 200\n{\n  "data": {\n    "_purgeType": true\n  }\n}');
+    expect((await postGraphQL(stack.url, { query: PRODUCTS })).headers['svc-cache']).toBe('MISS');
+  });
+
   it('inspects a query with the token, and writes a screenshot', async () => {
     await page.type('#inspect-query', PRODUCTS);
     // The key holds the host the clients named (README, Cache key).

@@ -154,8 +154,6 @@
     text(node, (answer.status === 401 ? 'Refused: the purge token was not accepted.\n' : 'HTTP ' + answer.status + '\n') + shown);
   }
 
-  function literal(value) { return /^-?[0-9]+$/.test(value) ? value : JSON.stringify(value); }
-
   function purgeMutation() {
     var kind = $('purge-kind').value;
     var target = $('purge-target').value.trim();
@@ -164,8 +162,12 @@
     if (kind === 'all') return 'mutation { _purgeAll' + args([]) + ' }';
     if (kind === 'root') return 'mutation { _purgeQuery' + args(['queries: [' + target + ']']) + ' }';
     if (kind === 'type') return 'mutation { _purge' + target + args([]) + ' }';
+    // The schemaless form takes every key as a string, whatever the key field's type: an all-digit
+    // SKU written as a number was refused by a String field, and `007` is no GraphQL literal at all.
+    var key = JSON.stringify($('purge-key').value.trim());
     var ids = $('purge-ids').value.split(',').map(function (id) { return id.trim(); }).filter(Boolean);
-    return 'mutation { purge' + target + args([$('purge-key').value.trim() + ': [' + ids.map(literal).join(', ') + ']']) + ' }';
+    var keyFields = ids.map(function (id) { return '{ name: ' + key + ', value: ' + JSON.stringify(id) + ' }'; });
+    return 'mutation { _purgeType' + args(['type: ' + JSON.stringify(target), 'keyFields: [' + keyFields.join(', ') + ']']) + ' }';
   }
 
   function parsedJson(id) {
