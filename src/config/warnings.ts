@@ -1,4 +1,4 @@
-import { isCookieAttributeName } from '../http/index.js';
+import { endpointOf, isCookieAttributeName } from '../http/index.js';
 import type { Config } from './schema.js';
 import { definitionOf, scopeSources } from './scopeSources.js';
 
@@ -39,6 +39,14 @@ export function configWarnings(config: Config): string[] {
     // (README, Every key), so a purge job by the others would fail validation.
     warnings.push(
       `keyFields.types.${type} lists ${fields.join(', ')}: a ${type} is identified by one key field, the first of them its type has in the schema; only that one tags its objects and names purge${type}'s argument, and a purge by another fails validation`,
+    );
+  }
+  const originPath = new URL(config.origin.url).pathname;
+  if (endpointOf(originPath, config.endpoints) === undefined) {
+    // A new user's mistake (an origin on /api/graphql, `endpoints` left at its default): nothing is
+    // cached, and every request passes as `not-an-endpoint` (README, HIT, MISS, PASS).
+    warnings.push(
+      `origin.url's path ${originPath} is not in endpoints (${config.endpoints.join(', ')}): requests to it pass uncached (PASS not-an-endpoint); list it in endpoints, unless Envoy rewrites the path clients use to it`,
     );
   }
   if (config.schema?.file !== undefined && config.schema.refreshSeconds !== undefined) {

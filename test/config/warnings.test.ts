@@ -48,6 +48,16 @@ describe('configWarnings', () => {
     ]);
   });
 
+  // The new-user audit: an origin on /api/graphql with endpoints left at ["/graphql"] cached nothing, silently.
+  it("says when origin.url's path is not among the endpoints, so every request to it would pass", () => {
+    const at = (url: string, endpoints = '') => configWarnings(parseConfig(`origin:\n  url: ${url}\n${endpoints}`, { source: 'config.yaml', env: {} }));
+    expect(at('http://origin.test/api/graphql')).toEqual([
+      "origin.url's path /api/graphql is not in endpoints (/graphql): requests to it pass uncached (PASS not-an-endpoint); list it in endpoints, unless Envoy rewrites the path clients use to it",
+    ]);
+    expect(at('http://origin.test/api/graphql?x=1', 'endpoints: [/graphql, /api/graphql]\n')).toEqual([]);
+    expect(at('http://origin.test:4000/graphql')).toEqual([]);
+  });
+
   it('has none for scopes on headers and cookies alone', () => {
     expect(configWarnings(parse('  TEAM: header:x-team\n  SESSION: cookie:session\n'))).toEqual([]);
   });
