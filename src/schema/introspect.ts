@@ -32,12 +32,12 @@ export async function introspectOrigin(url: string, options: IntrospectionOption
   try {
     body = JSON.parse(text) as typeof body;
   } catch {
-    throw new SchemaLoadError(`${shown} answered HTTP ${status} with ${contentType ?? 'no content type'}, not a GraphQL JSON response`);
+    throw new SchemaLoadError(`${shown} answered HTTP ${status} with ${contentType ?? 'no content type'}, not a GraphQL JSON response: ${NOT_GRAPHQL_HINT}`);
   }
   if (!body?.data?.__schema) {
-    const messages = Array.isArray(body?.errors) ? body.errors.map((error) => String(error.message)).join('; ') : '';
-    if (messages) throw new SchemaLoadError(`${shown} refused the introspection query (HTTP ${status}): ${messages}; give svc-cache the origin's SDL in schema.file instead`);
-    throw new SchemaLoadError(`${shown} answered HTTP ${status} without an introspection result`);
+    const messages = Array.isArray(body?.errors) ? originMessages(body.errors) : '';
+    if (messages) throw new SchemaLoadError(`${shown} refused the introspection query (HTTP ${status}): give svc-cache the origin's SDL in schema.file instead; the origin said: ${messages}`);
+    throw new SchemaLoadError(`${shown} answered HTTP ${status} without an introspection result: ${NOT_GRAPHQL_HINT}`);
   }
   let schema: GraphQLSchema;
   try {
@@ -51,6 +51,21 @@ export async function introspectOrigin(url: string, options: IntrospectionOption
   }
   return { schema, answerDigest };
 }
+
+const NOT_GRAPHQL_HINT = "is origin.url the origin's GraphQL endpoint? (or give svc-cache the origin's SDL in schema.file)";
+
+/**
+ * The origin's error messages, each once and the first few only: an origin that disables
+ * introspection refuses every field of the query, and forty copies of one refusal buried the hint
+ * (found by a new-user run).
+ */
+function originMessages(errors: readonly { message?: unknown }[]): string {
+  const distinct = [...new Set(errors.map((error) => String(error.message)))];
+  const shown = distinct.slice(0, SHOWN_ORIGIN_MESSAGES).join('; ');
+  return distinct.length > SHOWN_ORIGIN_MESSAGES ? `${shown}; and ${distinct.length - SHOWN_ORIGIN_MESSAGES} more` : shown;
+}
+
+const SHOWN_ORIGIN_MESSAGES = 3;
 
 async function post(url: string, options: IntrospectionOptions): Promise<{ status: number; contentType: string | undefined; text: string }> {
   // A timer of our own rather than AbortSignal.timeout inside AbortSignal.any: Node 20 holds the

@@ -248,7 +248,23 @@ describe('schema by introspection of origin.url', () => {
     source = createSchemaSource(config({ origin: { url } }), capturingLogger().logger, { retryDelaysMs: [1000] });
     await eventually(() =>
       expect(source?.unavailableReason()).toBe(
-        `${url} refused the introspection query (HTTP 400): GraphQL introspection is not allowed; give svc-cache the origin's SDL in schema.file instead`,
+        `${url} refused the introspection query (HTTP 400): give svc-cache the origin's SDL in schema.file instead; the origin said: GraphQL introspection is not allowed`,
+      ),
+    );
+  });
+
+  // The new-user audit: graphql-js's NoSchemaIntrospectionCustomRule refuses each introspection
+  // field, and forty copies of its message came before the hint in /readyz and every log line.
+  it('gives the hint first, and the origin\'s messages each once, the first three', async () => {
+    const refusals = ['__schema', '__type', 'kind', 'name', 'fields'].flatMap((field) => [1, 2, 3].map(() => ({ message: `introspection disabled: field "${field}"` })));
+    const url = await startOrigin((_request, response) => {
+      response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ errors: refusals }));
+    });
+    source = createSchemaSource(config({ origin: { url } }), capturingLogger().logger, { retryDelaysMs: [1000] });
+    await eventually(() =>
+      expect(source?.unavailableReason()).toBe(
+        `${url} refused the introspection query (HTTP 400): give svc-cache the origin's SDL in schema.file instead; the origin said: ` +
+          'introspection disabled: field "__schema"; introspection disabled: field "__type"; introspection disabled: field "kind"; and 2 more',
       ),
     );
   });
@@ -260,7 +276,7 @@ describe('schema by introspection of origin.url', () => {
     source = createSchemaSource(config({ origin: { url } }), capturingLogger().logger, { retryDelaysMs: [1000] });
     await eventually(() =>
       expect(source?.unavailableReason()).toBe(
-        `${url} answered HTTP 502 with text/html, not a GraphQL JSON response`,
+        `${url} answered HTTP 502 with text/html, not a GraphQL JSON response: is origin.url the origin's GraphQL endpoint? (or give svc-cache the origin's SDL in schema.file)`,
       ),
     );
   });
