@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { Command, Redis } from 'ioredis';
+import { Cluster, Command, Redis } from 'ioredis';
 import { performance } from 'node:perf_hooks';
 import { silentLogger, type Logger } from '../observability/index.js';
 import { decodeEntry, encodeEntry, FORMAT_VERSION as ENTRY_FORMAT_VERSION } from './entryCodec.js';
@@ -78,9 +78,15 @@ export class RedisStore implements CacheStore {
     // Every (re)connection may find a Redis that lost its data: give each shard an epoch at once,
     // so stores are refused only in the moment before it, not until the first invalidation.
     this.client.on('ready', () => {
+      this.connections += 1;
       this.epochs = this.startEpochs();
       this.connectionError = undefined;
     });
+    // A Cluster stays ready while one node's connection is made again (that node restarted, or
+    // failed over to its replica): each node's own connections count as well.
+    if (this.client instanceof Cluster) {
+      this.client.on('+node', (node: Redis) => node.on('ready', () => (this.connections += 1)));
+    }
     this.client.on('error', (error: Error) => {
       this.connectionError = errorMessage(error);
     });
@@ -92,6 +98,15 @@ export class RedisStore implements CacheStore {
   }
 
   private epochs: Promise<void> = Promise.resolve();
+  /**
+   * Connections made so far; a mark holds the count at its lookup's reply, and a store refuses a
+   * mark from an earlier connection. A Redis restarted from a snapshot (or a replica it failed over
+   * to) comes back with the shards' epochs and lower sequences: invalidations after it record
+   * sequences a mark from before may exceed, and its store passed them, putting the answer an
+   * in-flight MISS fetched before a mutation or purge back as a HIT (found by a Redis failure
+   * audit). Every such change of server ends the connection first.
+   */
+  private connections = 0;
 
   /**
    * Where recent keys live, for lookups and stores. Hashing the key on every lookup was 2-3% of a
@@ -133,6 +148,7 @@ export class RedisStore implements CacheStore {
       !(ttlMs > 0) ||
       mark === undefined ||
       mark.shard !== location.shard ||
+      mark.connection !== this.connections ||
       performance.now() - mark.takenAt > MARK_LIFETIME_MS
     ) {
       return false;
@@ -267,6 +283,8 @@ export class RedisStore implements CacheStore {
         shard: location.shard,
         sequence: Number(sequence ?? 0),
         takenAt: performance.now(),
+        // Read at the reply: a lookup resent on a new connection was answered by the new server.
+        connection: this.connections,
         epoch: epoch?.toString() ?? '',
       }),
     };
@@ -416,20 +434,22 @@ interface DecodedMark {
   sequence: number;
   /** performance.now() of the lookup: marks never leave the process that took them. */
   takenAt: number;
+  /** RedisStore.connections at the lookup's reply. */
+  connection: number;
   /** The shard's epoch at the lookup ('' before its first invalidation). */
   epoch: string;
 }
 
 function encodeMark(mark: DecodedMark): InvalidationMark {
-  return { value: `${mark.shard}:${mark.sequence}:${mark.takenAt}:${mark.epoch}` };
+  return { value: `${mark.shard}:${mark.sequence}:${mark.takenAt}:${mark.connection}:${mark.epoch}` };
 }
 
 function decodeMark(mark: InvalidationMark): DecodedMark | undefined {
   const parts = mark.value.split(':');
-  if (parts.length !== 4) return undefined;
-  const [shard, sequence, takenAt] = parts.slice(0, 3).map(Number) as [number, number, number];
-  if (!Number.isInteger(shard) || !Number.isSafeInteger(sequence) || !Number.isFinite(takenAt)) return undefined;
-  return { shard, sequence, takenAt, epoch: parts[3]! };
+  if (parts.length !== 5) return undefined;
+  const [shard, sequence, takenAt, connection] = parts.slice(0, 4).map(Number) as [number, number, number, number];
+  if (!Number.isInteger(shard) || !Number.isSafeInteger(sequence) || !Number.isFinite(takenAt) || !Number.isInteger(connection)) return undefined;
+  return { shard, sequence, takenAt, connection, epoch: parts[4]! };
 }
 
 /** The entry in a value, unless its key check (its last bytes, redisLayout.ts) names another cache key. */

@@ -265,25 +265,33 @@ return redis.call('ZREM', KEYS[1], ARGV[1])
  * the tags' indexes (same order). ARGV: entry key prefix, record ttl ms, budget, '1' on the first call
  * (which records the invalidation) or '0' on the calls that only drain what the budget left.
  * Returns { entries deleted, members still listed }.
+ *
+ * It drains before it records. Over `maxmemory` with `noeviction` Redis refuses a script's write
+ * that may use memory (INCR, SET), but only while the script has written nothing yet, and never
+ * SPOP or DEL, which free memory: a script that recorded first failed whole on a full Redis,
+ * deleting nothing, and every entry it should have removed stayed a HIT until it expired (found by
+ * a Redis failure audit). Within one script the order is invisible to other clients.
  */
 export const INVALIDATE_TAGS = new LuaScript(`${DRAIN_INDEXES}${ENSURE_EPOCH}${RECORD_INVALIDATION}
 local tagCount = (#KEYS - 2) / 2
+local drained = drain(3 + tagCount, 2 + 2 * tagCount, ARGV[1], tonumber(ARGV[3]))
 if ARGV[4] == '1' then
   recordInvalidation(KEYS[1], KEYS[2], 3, 2 + tagCount, tonumber(ARGV[2]))
 end
-return drain(3 + tagCount, 2 + 2 * tagCount, ARGV[1], tonumber(ARGV[3]))
+return drained
 `);
 
 /**
  * Invalidates every entry of one shard. KEYS: sequence, floor, all-entries index, epoch. ARGV: entry key
  * prefix, budget, '1' on the first call (which raises the floor) or '0' on draining calls.
- * Returns { entries deleted, members still listed }.
+ * Returns { entries deleted, members still listed }. It drains first, as INVALIDATE_TAGS does.
  */
 export const INVALIDATE_SHARD = new LuaScript(`${DRAIN_INDEXES}${ENSURE_EPOCH}${RAISE_FLOOR}
+local drained = drain(3, 3, ARGV[1], tonumber(ARGV[2]))
 if ARGV[3] == '1' then
   raiseFloor(KEYS[1], KEYS[2], KEYS[4])
 end
-return drain(3, 3, ARGV[1], tonumber(ARGV[2]))
+return drained
 `);
 
 /**

@@ -67,6 +67,63 @@ describe('race guard across a loss of Redis data', () => {
   });
 });
 
+// The Redis failure audit: a Redis restarted from a snapshot keeps the shards' epochs and brings
+// their sequences back, so invalidations after it recorded sequences below a mark taken before.
+describe('race guard across a Redis that comes back from a snapshot', () => {
+  it('refuses a mark taken on an earlier connection, however the sequences compare', async () => {
+    const keyPrefix = uniquePrefix('restore');
+    const store = await openStore(keyPrefix, 1000, { enabled: false, maxBytes: 1 });
+    const layout = new RedisKeyLayout(keyPrefix);
+    for (let purge = 0; purge < 3; purge += 1) await store.invalidate(['Todo:9']);
+    const { mark } = await store.lookup('todo-1');
+    const shard = layout.locate('todo-1').shard;
+    // What a restore does to the shard: its epoch stays, its sequence goes back to the snapshot's.
+    await redis.inspector.set(layout.sequenceKey(shard), '1');
+    await redis.inspector.client('KILL', 'TYPE', 'normal');
+    await vi.waitFor(() => store.ping(), { timeout: 5000, interval: 50 });
+    await store.invalidate(['Todo:1']);
+    expect(await store.store('todo-1', jsonResponse('old'), { tags: ['Todo:1'], ttlSeconds: 60, mark })).toBe(false);
+    expect((await store.lookup('todo-1')).entry).toBeUndefined();
+    expect(await storeAfterMiss(store, 'todo-1', ['Todo:1'])).toBe(true);
+  });
+});
+
+// The Redis failure audit: at maxmemory with noeviction (deploy/redis), every invalidation failed,
+// deleting nothing, and the entries stayed HITs until they expired.
+describe('a full Redis (maxmemory, noeviction)', () => {
+  it('still deletes what an invalidation or a purge of everything names, and records it', async () => {
+    const full = await startRedisServer();
+    const admin = new Redis(full.url);
+    try {
+      const store = await untilReady(createStore({ url: full.url, keyPrefix: 'full:', commandTimeoutMs: 1000, localCache: { enabled: false, maxBytes: 1 } }, { memoryMaxBytes: 0 }));
+      openStores.push(store);
+      expect(await storeAfterMiss(store, 'todo-1', ['Todo:1'])).toBe(true);
+      expect(await storeAfterMiss(store, 'todo-2', ['Todo:2'])).toBe(true);
+      const { mark } = await store.lookup('todo-1');
+      // Below what Redis holds: every write that may use memory is refused, as on a full Redis.
+      const belowUsed = async () => String(Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]) - 64 * 1024);
+      await admin.config('SET', 'maxmemory-policy', 'noeviction');
+      await admin.config('SET', 'maxmemory', await belowUsed());
+      await expect(admin.set('filler', 'x')).rejects.toThrow(/^OOM/);
+      const { mark: newMark } = await store.lookup('todo-3');
+      await expect(store.store('todo-3', jsonResponse('todo-3'), { tags: ['Todo:3'], ttlSeconds: 60, mark: newMark })).rejects.toThrow(/^OOM/);
+
+      expect(await store.invalidate(['Todo:1'])).toBe(1);
+      expect((await store.lookup('todo-1')).entry).toBeUndefined();
+      await admin.config('SET', 'maxmemory', '0');
+      // Recorded too: an answer fetched before it is not stored once Redis has room again.
+      expect(await store.store('todo-1', jsonResponse('old'), { tags: ['Todo:1'], ttlSeconds: 60, mark })).toBe(false);
+      await admin.config('SET', 'maxmemory', await belowUsed());
+      expect(await store.invalidateAll()).toBe(1);
+      expect((await store.lookup('todo-2')).entry).toBeUndefined();
+    } finally {
+      await Promise.all(openStores.splice(0).map((store) => store.close()));
+      admin.disconnect();
+      await full.stop();
+    }
+  });
+});
+
 describe('Redis connection', () => {
   /**
    * The first `count` MGETs and EVALSHAs a new store on keys under `keyPrefix` writes while `act`

@@ -1,6 +1,6 @@
 import { REGISTRATION_OVERHEAD_BYTES } from '../../src/apq/index.js';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createHash } from 'node:crypto';
 import { createStore, createStores, type CacheStore } from '../../src/store/index.js';
 import { RedisKeyLayout, SHARD_COUNT } from '../../src/store/redisLayout.js';
@@ -95,5 +95,23 @@ describe('Redis Cluster', () => {
     expect(recordsPerMaster.reduce((sum, count) => sum + count, 0)).toBe(SHARD_COUNT);
     const stillCached = await Promise.all(keys.map(async (key) => (await store.lookup(key)).entry !== undefined));
     expect(stillCached.filter(Boolean)).toEqual([]);
+  });
+
+  // The Redis failure audit: a node restarted from a snapshot (or failed over) while the Cluster
+  // stays up brings its shards' sequences back, below marks taken before.
+  it("refuses a mark taken before a node's connection was made again, however the sequences compare", async () => {
+    const keyPrefix = uniquePrefix('restore');
+    const layout = new RedisKeyLayout(keyPrefix);
+    const store = await openStore(keyPrefix);
+    for (let purge = 0; purge < 3; purge += 1) await store.invalidate(['Todo:9']);
+    const { mark } = await store.lookup('todo-1');
+    const sequenceKey = layout.sequenceKey(layout.locate('todo-1').shard);
+    // Only the master holding the slot takes the key; the others answer MOVED.
+    const owners = (await Promise.all(masters.map((master) => master.set(sequenceKey, '1').then(() => master, () => undefined)))).filter(Boolean);
+    expect(owners).toHaveLength(1);
+    await owners[0]!.client('KILL', 'TYPE', 'normal');
+    await vi.waitFor(() => store.invalidate(['Todo:1']), { timeout: 5000, interval: 50 });
+    expect(await store.store('todo-1', jsonResponse('old'), { tags: ['Todo:1'], ttlSeconds: 60, mark })).toBe(false);
+    expect((await store.lookup('todo-1')).entry).toBeUndefined();
   });
 });
