@@ -81,6 +81,7 @@ export class RedisStore implements CacheStore {
       this.connections += 1;
       this.epochs = this.startEpochs();
       this.connectionError = undefined;
+      void this.checkEvictionPolicy();
     });
     // A Cluster stays ready while one node's connection is made again (that node restarted, or
     // failed over to its replica): each node's own connections count as well.
@@ -126,6 +127,22 @@ export class RedisStore implements CacheStore {
   }
 
   private readonly locations = new Map<string, { location: EntryLocation; entryKey: string }>();
+
+  /**
+   * Says, at error, when Redis may evict svc-cache's keys: an evicted tag index or invalidation
+   * record lets a purge answered `true`, or a mutation, leave entries that are then served (found
+   * by a Redis failure audit: under allkeys-lru a purge answered `true` and the entry stayed a HIT).
+   * A Redis that does not answer CONFIG (managed services rename it) is taken on trust. Nothing
+   * is refused: the setting can change at any time, and the README says what is required.
+   */
+  private async checkEvictionPolicy(): Promise<void> {
+    const policy = await this.withinTimeout(evictionPolicyOf(this.client), 'config').catch(() => undefined);
+    if (policy === undefined || policy === 'noeviction') return;
+    this.logger.error(
+      { maxmemoryPolicy: policy },
+      'Redis may evict svc-cache\'s keys (maxmemory-policy is not noeviction): an evicted tag index lets a purge or a mutation leave the entries it names, which are then served; set maxmemory-policy noeviction',
+    );
+  }
 
   private async startEpochs(): Promise<void> {
     const epoch = `${Date.now()}.${randomUUID()}`;
@@ -428,6 +445,13 @@ const DRAIN_BUDGET = 1000;
  * not per call, keep that wait short (a purge of 3,000 tags in calls of 1,000 timed out at 250 ms).
  */
 const KEYS_PER_CALL = Math.ceil(1000 / SHARD_COUNT);
+
+/** `maxmemory-policy`, from one node of a Cluster (they are configured alike). */
+async function evictionPolicyOf(client: RedisClient): Promise<string | undefined> {
+  const node = client instanceof Cluster ? client.nodes('master')[0] : client;
+  const reply = (await node?.config('GET', 'maxmemory-policy')) as unknown;
+  return Array.isArray(reply) && typeof reply[1] === 'string' ? reply[1] : undefined;
+}
 
 interface DecodedMark {
   shard: number;

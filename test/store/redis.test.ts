@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createStore, type CacheStore, type InvalidationMark } from '../../src/store/index.js';
 import { RedisKeyLayout, SHARD_COUNT } from '../../src/store/redisLayout.js';
@@ -120,6 +121,37 @@ describe('a full Redis (maxmemory, noeviction)', () => {
       await Promise.all(openStores.splice(0).map((store) => store.close()));
       admin.disconnect();
       await full.stop();
+    }
+  });
+});
+
+// The Redis failure audit: under allkeys-lru a tag index was evicted and its entry kept, so a purge
+// answered true and the entry stayed a HIT; nothing said the policy was wrong.
+describe('an evicting Redis', () => {
+  it("says at error, on each connection, that Redis may evict svc-cache's keys", async () => {
+    const evicting = await startRedisServer();
+    const admin = new Redis(evicting.url);
+    const lines: Array<{ level: number; msg: string; maxmemoryPolicy?: string }> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as (typeof lines)[number]) });
+    const policyLines = () => lines.filter((line) => line.maxmemoryPolicy !== undefined);
+    try {
+      const open = async () => {
+        const store = await untilReady(createStore({ url: evicting.url, keyPrefix: 'evicting:', commandTimeoutMs: 1000 }, { memoryMaxBytes: 0, logger }));
+        openStores.push(store);
+        return store;
+      };
+      await open();
+      await sleep(100);
+      expect(policyLines()).toEqual([]);
+      await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+      await open();
+      await vi.waitFor(() => expect(policyLines()).toHaveLength(1));
+      expect(policyLines()[0]).toMatchObject({ level: 50, maxmemoryPolicy: 'allkeys-lru' });
+      expect(policyLines()[0]!.msg).toMatch(/^Redis may evict svc-cache's keys .*set maxmemory-policy noeviction$/);
+    } finally {
+      await Promise.all(openStores.splice(0).map((store) => store.close()));
+      admin.disconnect();
+      await evicting.stop();
     }
   });
 });
