@@ -230,6 +230,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly configSchemaMismatches = new Gauge({
+    name: 'svc_cache_config_schema_mismatches',
+    help: 'Names in the configuration (rules, keyFields, listArguments) that the origin schema lacked at its last load, each logged; one in a rule with a scope is logged at error, as other rules may cache what it would keep in its scope.',
+    registers: [this.registry],
+  });
+
   private readonly lastConfigReloadSuccessful = new Gauge({
     name: 'svc_cache_config_last_reload_successful',
     help: '1 when the last change of the configuration file was applied (or none happened yet), 0 when it was refused.',
@@ -347,6 +353,10 @@ export class Metrics {
   }
 
   /** The last ping of the store: answered, or failed. */
+  setConfigSchemaMismatches(count: number): void {
+    this.configSchemaMismatches.set(count);
+  }
+
   setStoreUp(up: boolean): void {
     this.storeUp.set(up ? 1 : 0);
   }

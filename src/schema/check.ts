@@ -47,6 +47,17 @@ export function configSchemaMismatches(config: Config, schema: GraphQLSchema): s
 }
 
 /**
+ * Those of `mismatches` in rules that keep their answers in a scope. A scoped rule naming what the
+ * schema lacks matches nothing of it, and a broader rule (`[Query]`, PUBLIC) may then cache, for
+ * everyone, the answers it was written to keep per user: a typo (`Stok` for `Stock`) did just that
+ * in a new-user run. The name may also be one the origin is about to gain, so it is not refused.
+ */
+export function scopedRuleMismatches(config: Config, mismatches: readonly string[]): string[] {
+  const scoped = config.rules.flatMap((rule, index) => (rule.scope !== undefined && rule.scope !== 'PUBLIC' ? [`rules[${index}].`] : []));
+  return mismatches.filter((mismatch) => scoped.some((prefix) => mismatch.startsWith(prefix)));
+}
+
+/**
  * Why a `listArguments.fields` mapping (`Query.usersByTeam.team: User.teamId`, or `null` for an
  * argument that must never narrow) names what is not there: the list field, its argument or the
  * object field is missing, or the argument could never equal the field's value (listArguments.ts

@@ -1,7 +1,7 @@
 import { printSchema, type GraphQLSchema } from 'graphql';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../observability/index.js';
-import { configSchemaMismatches } from './check.js';
+import { configSchemaMismatches, scopedRuleMismatches } from './check.js';
 import { formatDuration } from './duration.js';
 import { SchemaLoadError } from './error.js';
 import { introspectOrigin } from './introspect.js';
@@ -35,9 +35,10 @@ export interface SchemaSourceOptions {
   refreshMs?: number;
   /**
    * Told of every schema put in use, with the configuration it was loaded for: what else depends
-   * on the schema (the purge API) reports its own findings without this folder knowing of it.
+   * on the schema (the purge API) reports its own findings without this folder knowing of it, and
+   * how many names of the configuration the schema lacks (configSchemaMismatches).
    */
-  onLoaded?: (schema: GraphQLSchema, config: Config) => void;
+  onLoaded?: (schema: GraphQLSchema, config: Config, mismatches: number) => void;
 }
 
 const DEFAULT_RETRY_DELAYS_MS = [1_000, 2_000, 4_000, 8_000, 16_000, 30_000];
@@ -80,10 +81,13 @@ export function createSchemaSource(config: Config, logger: Logger, options: Sche
     const typeCount = Object.keys(loaded.getTypeMap()).filter((name) => !name.startsWith('__')).length;
     const after = attempts > 1 ? ` after ${attempts} attempts` : '';
     logger.info({ source: from, types: typeCount }, `origin schema loaded from ${from}${after}`);
-    for (const mismatch of configSchemaMismatches(forConfig, loaded)) {
-      logger.warn(`configuration does not match the origin schema: ${mismatch}`);
+    const mismatches = configSchemaMismatches(forConfig, loaded);
+    const scoped = new Set(scopedRuleMismatches(forConfig, mismatches));
+    for (const mismatch of mismatches) {
+      if (!scoped.has(mismatch)) logger.warn(`configuration does not match the origin schema: ${mismatch}`);
+      else logger.error(`a scoped rule does not match the origin schema: ${mismatch}; until it does, other rules, PUBLIC ones too, may cache what it would keep in its scope`);
     }
-    options.onLoaded?.(loaded, forConfig);
+    options.onLoaded?.(loaded, forConfig, mismatches.length);
   };
 
   const loadFile = (file: string, forConfig: Config): (() => void) => {

@@ -76,7 +76,10 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
   });
   const store = new MeasuredStore(stores.cache, metrics);
   const schemaSource = createSchemaSource(config, logger, {
-    onLoaded: (schema, forConfig) => warnOmittedPurgeFields(schema, forConfig.keyFields, logger),
+    onLoaded: (schema, forConfig, mismatches) => {
+      metrics.setConfigSchemaMismatches(mismatches);
+      warnOmittedPurgeFields(schema, forConfig.keyFields, logger);
+    },
   });
   const state = (): RuntimeState => ({ config, schema: schemaSource.current() });
   const dashboard = new Dashboard({

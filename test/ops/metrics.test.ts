@@ -163,6 +163,7 @@ describe('metrics with real traffic', () => {
       svc_cache_config_reloads_total: 'counter',
       svc_cache_store_up: 'gauge',
       svc_cache_config_last_reload_successful: 'gauge',
+      svc_cache_config_schema_mismatches: 'gauge',
     });
     expect(types.get('process_cpu_seconds_total')).toBe('counter');
     expect(types.get('nodejs_heap_size_used_bytes')).toBe('gauge');
@@ -212,6 +213,25 @@ describe('store errors', () => {
     await response.arrayBuffer();
     const text = await scrape(stack.sidecar.adminPort);
     expect(sampleValue(text, 'svc_cache_store_errors_total', { operation: 'lookup' })).toBeGreaterThanOrEqual(1);
+  });
+});
+
+// The new-user audit: a misspelt type in a scoped rule was one log line, and nothing to alert on.
+describe('svc_cache_config_schema_mismatches', () => {
+  it('counts the names of the configuration the origin schema lacks, once it is loaded', async () => {
+    const stack = await startStack({
+      scopes: { USER: 'header:x-user-id' },
+      rules: [
+        { types: ['Query'], maxAge: 60 },
+        { types: { Todoo: [], Todo: ['titel'] }, maxAge: 60, scope: 'USER' },
+      ],
+    });
+    try {
+      await stack.sidecar.schemaReady;
+      expect(sampleValue(await scrape(stack.sidecar.adminPort), 'svc_cache_config_schema_mismatches')).toBe(2);
+    } finally {
+      await stack.close();
+    }
   });
 });
 

@@ -362,6 +362,35 @@ describe('configuration checked against the schema', () => {
       'configuration does not match the origin schema: keyFields.types.Product: the origin schema has no type Product',
     ]);
   });
+
+  // The new-user audit: a scoped rule for `Stok` (meant: Stock) matched nothing, the PUBLIC
+  // `[Query]` rule cached one user's stock for every user, and one warning line said so.
+  it('says at error when a scoped rule names what the schema lacks, and tells how many names it lacks', async () => {
+    const file = join(directory, 'origin.graphql');
+    await writeFile(file, ORIGIN_SDL);
+    const { logger, lines } = capturingLogger();
+    const counts: number[] = [];
+    source = createSchemaSource(
+      config({
+        origin: { url: 'http://127.0.0.1:1/graphql' },
+        schema: { file },
+        scopes: { USER: 'header:x-user-id' },
+        rules: [
+          { types: ['Query'], maxAge: 60 },
+          { types: { Todoo: [] }, maxAge: 60, scope: 'USER' },
+          { types: ['Userr'], maxAge: 60, scope: 'PUBLIC' },
+        ],
+      }),
+      logger,
+      { onLoaded: (_schema, _config, mismatches) => counts.push(mismatches) },
+    );
+    await source.ready;
+    expect(lines.filter((line) => line.level >= WARN).map((line) => [line.level, line.msg])).toEqual([
+      [ERROR, 'a scoped rule does not match the origin schema: rules[1].types.Todoo: the origin schema has no type Todoo; did you mean Todo?; until it does, other rules, PUBLIC ones too, may cache what it would keep in its scope'],
+      [WARN, 'configuration does not match the origin schema: rules[2].types: the origin schema has no type Userr; did you mean User?'],
+    ]);
+    expect(counts).toEqual([2]);
+  });
 });
 
 /** Waits for an assertion to hold; generous because the whole suite may be running alongside. */
