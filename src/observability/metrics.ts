@@ -232,7 +232,7 @@ export class Metrics {
 
   private readonly configSchemaMismatches = new Gauge({
     name: 'svc_cache_config_schema_mismatches',
-    help: 'Names in the configuration (rules, keyFields, listArguments) that the origin schema lacked at its last load, each logged; one in a rule with a scope is logged at error, as other rules may cache what it would keep in its scope.',
+    help: 'Names in the configuration (rules, keyFields, listArguments) that the origin schema lacked at its last load, each logged; one in a rule with a scope or maxAge 0 is logged at error, as other rules may cache what it would keep in its scope or uncached.',
     registers: [this.registry],
   });
 
@@ -352,11 +352,12 @@ export class Metrics {
     this.localCacheCounts.add(result);
   }
 
-  /** The last ping of the store: answered, or failed. */
+  /** Names of the configuration the origin schema lacked at its last load. */
   setConfigSchemaMismatches(count: number): void {
     this.configSchemaMismatches.set(count);
   }
 
+  /** The last ping of the store: answered, or failed. */
   setStoreUp(up: boolean): void {
     this.storeUp.set(up ? 1 : 0);
   }

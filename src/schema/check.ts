@@ -47,14 +47,15 @@ export function configSchemaMismatches(config: Config, schema: GraphQLSchema): s
 }
 
 /**
- * Those of `mismatches` in rules that keep their answers in a scope. A scoped rule naming what the
- * schema lacks matches nothing of it, and a broader rule (`[Query]`, PUBLIC) may then cache, for
- * everyone, the answers it was written to keep per user: a typo (`Stok` for `Stock`) did just that
- * in a new-user run. The name may also be one the origin is about to gain, so it is not refused.
+ * Those of `mismatches` (as configSchemaMismatches words them) in rules that keep answers in a
+ * scope or out of the cache (`maxAge: 0`). Such a rule naming what the schema lacks matches nothing
+ * of it, and a broader rule (`[Query]`, PUBLIC) may then cache, for everyone, the answers it was
+ * written to keep per user or uncached: a typo (`Stok` for `Stock`) did just that in a new-user
+ * run. The name may also be one the origin is about to gain, so it is not refused.
  */
-export function scopedRuleMismatches(config: Config, mismatches: readonly string[]): string[] {
-  const scoped = config.rules.flatMap((rule, index) => (rule.scope !== undefined && rule.scope !== 'PUBLIC' ? [`rules[${index}].`] : []));
-  return mismatches.filter((mismatch) => scoped.some((prefix) => mismatch.startsWith(prefix)));
+export function guardingRuleMismatches(config: Config, mismatches: readonly string[]): string[] {
+  const guarding = config.rules.flatMap((rule, index) => ((rule.scope !== undefined && rule.scope !== 'PUBLIC') || rule.maxAge === 0 ? [`rules[${index}].`] : []));
+  return mismatches.filter((mismatch) => guarding.some((prefix) => mismatch.startsWith(prefix)));
 }
 
 /**

@@ -1,4 +1,4 @@
-export { configSchemaMismatches, scopedRuleMismatches } from './check.js';
+export { configSchemaMismatches, guardingRuleMismatches } from './check.js';
 export { SchemaLoadError } from './error.js';
 export { loadSchemaFile } from './sdl.js';
 export { createSchemaSource, type SchemaSource, type SchemaSourceOptions } from './source.js';

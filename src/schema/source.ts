@@ -1,7 +1,7 @@
 import { printSchema, type GraphQLSchema } from 'graphql';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../observability/index.js';
-import { configSchemaMismatches, scopedRuleMismatches } from './check.js';
+import { configSchemaMismatches, guardingRuleMismatches } from './check.js';
 import { formatDuration } from './duration.js';
 import { SchemaLoadError } from './error.js';
 import { introspectOrigin } from './introspect.js';
@@ -82,10 +82,10 @@ export function createSchemaSource(config: Config, logger: Logger, options: Sche
     const after = attempts > 1 ? ` after ${attempts} attempts` : '';
     logger.info({ source: from, types: typeCount }, `origin schema loaded from ${from}${after}`);
     const mismatches = configSchemaMismatches(forConfig, loaded);
-    const scoped = new Set(scopedRuleMismatches(forConfig, mismatches));
+    const guarding = new Set(guardingRuleMismatches(forConfig, mismatches));
     for (const mismatch of mismatches) {
-      if (!scoped.has(mismatch)) logger.warn(`configuration does not match the origin schema: ${mismatch}`);
-      else logger.error(`a scoped rule does not match the origin schema: ${mismatch}; until it does, other rules, PUBLIC ones too, may cache what it would keep in its scope`);
+      if (!guarding.has(mismatch)) logger.warn(`configuration does not match the origin schema: ${mismatch}`);
+      else logger.error(`a rule with a scope or maxAge 0 does not match the origin schema (until it does, other rules, PUBLIC ones too, may cache what it would keep in its scope or uncached): ${mismatch}`);
     }
     options.onLoaded?.(loaded, forConfig, mismatches.length);
   };

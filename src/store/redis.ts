@@ -83,10 +83,14 @@ export class RedisStore implements CacheStore {
       this.connectionError = undefined;
       void this.checkEvictionPolicy();
     });
-    // A Cluster stays ready while one node's connection is made again (that node restarted, or
-    // failed over to its replica): each node's own connections count as well.
+    // A Cluster stays ready while one node's connection ends (that node restarted, or died and its
+    // replica took over) and another is added: each counts, at once, before a command can reach the
+    // node that is new or back (commands wait in the node's own queue until it is ready).
     if (this.client instanceof Cluster) {
-      this.client.on('+node', (node: Redis) => node.on('ready', () => (this.connections += 1)));
+      const anotherConnection = (): void => {
+        this.connections += 1;
+      };
+      this.client.on('-node', anotherConnection).on('+node', anotherConnection);
     }
     this.client.on('error', (error: Error) => {
       this.connectionError = errorMessage(error);
@@ -105,7 +109,8 @@ export class RedisStore implements CacheStore {
    * to) comes back with the shards' epochs and lower sequences: invalidations after it record
    * sequences a mark from before may exceed, and its store passed them, putting the answer an
    * in-flight MISS fetched before a mutation or purge back as a HIT (found by a Redis failure
-   * audit). Every such change of server ends the connection first.
+   * audit). A restart, or a failover that takes the old server away, ends the connection first; a
+   * coordinated failover (CLUSTER FAILOVER without FORCE) may not, and loses no writes.
    */
   private connections = 0;
 
@@ -208,8 +213,9 @@ export class RedisStore implements CacheStore {
   async invalidate(tags: readonly string[]): Promise<number> {
     const uniqueTags = [...new Set(tags)];
     if (uniqueTags.length === 0) return 0;
-    // A slice's tags are recorded before their entries are drained, so none can be refreshed from
-    // an answer fetched before; the count stays exact, as an entry already deleted counts no more.
+    // A slice's tags are recorded in the same script call as its first entries are drained (after
+    // them: INVALIDATE_TAGS), so none can be refreshed from an answer fetched before; the count
+    // stays exact, as an entry already deleted counts no more.
     return this.onEveryShard(async (shard) => {
       let removed = 0;
       for (const slice of slices(uniqueTags, KEYS_PER_CALL)) {

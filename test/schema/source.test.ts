@@ -365,7 +365,7 @@ describe('configuration checked against the schema', () => {
 
   // The new-user audit: a scoped rule for `Stok` (meant: Stock) matched nothing, the PUBLIC
   // `[Query]` rule cached one user's stock for every user, and one warning line said so.
-  it('says at error when a scoped rule names what the schema lacks, and tells how many names it lacks', async () => {
+  it('says at error when a rule with a scope or maxAge 0 names what the schema lacks, and tells how many names it lacks', async () => {
     const file = join(directory, 'origin.graphql');
     await writeFile(file, ORIGIN_SDL);
     const { logger, lines } = capturingLogger();
@@ -379,17 +379,20 @@ describe('configuration checked against the schema', () => {
           { types: ['Query'], maxAge: 60 },
           { types: { Todoo: [] }, maxAge: 60, scope: 'USER' },
           { types: ['Userr'], maxAge: 60, scope: 'PUBLIC' },
+          { types: { User: ['emial'] }, maxAge: 0 },
         ],
       }),
       logger,
       { onLoaded: (_schema, _config, mismatches) => counts.push(mismatches) },
     );
     await source.ready;
+    const guarding = 'a rule with a scope or maxAge 0 does not match the origin schema (until it does, other rules, PUBLIC ones too, may cache what it would keep in its scope or uncached)';
     expect(lines.filter((line) => line.level >= WARN).map((line) => [line.level, line.msg])).toEqual([
-      [ERROR, 'a scoped rule does not match the origin schema: rules[1].types.Todoo: the origin schema has no type Todoo; did you mean Todo?; until it does, other rules, PUBLIC ones too, may cache what it would keep in its scope'],
+      [ERROR, `${guarding}: rules[1].types.Todoo: the origin schema has no type Todoo; did you mean Todo?`],
       [WARN, 'configuration does not match the origin schema: rules[2].types: the origin schema has no type Userr; did you mean User?'],
+      [ERROR, `${guarding}: rules[3].types.User: type User has no field emial; did you mean email?`],
     ]);
-    expect(counts).toEqual([2]);
+    expect(counts).toEqual([3]);
   });
 });
 
