@@ -145,7 +145,7 @@ export class RedisStore implements CacheStore {
     if (policy === undefined || policy === 'noeviction') return;
     this.logger.error(
       { maxmemoryPolicy: policy },
-      'Redis may evict svc-cache\'s keys (maxmemory-policy is not noeviction): an evicted tag index lets a purge or a mutation leave the entries it names, which are then served; set maxmemory-policy noeviction',
+      'Redis may evict svc-cache\'s keys (maxmemory-policy is not noeviction): an evicted tag index lets a purge or a mutation leave the entries it names, which are then served; set maxmemory-policy noeviction, and once keys were evicted delete those under redis.keyPrefix (no purge reaches an entry whose indexes are gone)',
     );
   }
 

@@ -147,7 +147,7 @@ describe('an evicting Redis', () => {
       await open();
       await vi.waitFor(() => expect(policyLines()).toHaveLength(1));
       expect(policyLines()[0]).toMatchObject({ level: 50, maxmemoryPolicy: 'allkeys-lru' });
-      expect(policyLines()[0]!.msg).toMatch(/^Redis may evict svc-cache's keys .*set maxmemory-policy noeviction$/);
+      expect(policyLines()[0]!.msg).toMatch(/^Redis may evict svc-cache's keys .*set maxmemory-policy noeviction, and once keys were evicted delete those under redis.keyPrefix/);
     } finally {
       await Promise.all(openStores.splice(0).map((store) => store.close()));
       admin.disconnect();
