@@ -104,8 +104,8 @@ export class RedisStore implements CacheStore {
 
   private epochs: Promise<void> = Promise.resolve();
   /**
-   * Connections made so far; a mark holds the count at its lookup's reply, and a store refuses a
-   * mark from an earlier connection. A Redis restarted from a snapshot (or a replica it failed over
+   * Connections made (and, with a Cluster, nodes' connections ended) so far; a mark holds the count
+   * at its lookup's reply, and a store refuses a mark from an earlier connection. A Redis restarted from a snapshot (or a replica it failed over
    * to) comes back with the shards' epochs and lower sequences: invalidations after it record
    * sequences a mark from before may exceed, and its store passed them, putting the answer an
    * in-flight MISS fetched before a mutation or purge back as a HIT (found by a Redis failure
