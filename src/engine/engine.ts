@@ -224,6 +224,7 @@ export class DecisionEngine {
       notRegistered: warning('persisted query not registered'),
     };
     this.purgeRefusals = warning('purge refused');
+    deps.store.onReconnect(() => this.pendingInvalidations.retryNow());
   }
 
   /** Invalidations after mutations that failed and wait for their retry (README, Invalidation after mutations). */

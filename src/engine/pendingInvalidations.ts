@@ -37,6 +37,18 @@ export class PendingInvalidations {
     this.schedule();
   }
 
+  /**
+   * Retries what is waiting now, its backoff forgotten: the store's connection was made again, and a
+   * Redis restored from a snapshot serves the entries a waiting invalidation names until it applies
+   * (README, Invalidation after mutations).
+   */
+  retryNow(): void {
+    this.failures = 0;
+    if (this.timer === undefined) return;
+    clearTimeout(this.timer);
+    void this.retry();
+  }
+
   private coverEverything(): void {
     this.everything = true;
     this.tags = new Set();

@@ -49,6 +49,10 @@ export class MeasuredStore implements CacheStore {
     return this.measure('markAllStale', () => this.inner.markAllStale());
   }
 
+  onReconnect(listener: () => void): void {
+    this.inner.onReconnect(listener);
+  }
+
   /** Also tells whether the store is up (`svc_cache_store_up`). */
   ping(): Promise<void> {
     return this.measure('ping', () => this.inner.ping()).then(

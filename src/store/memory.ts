@@ -92,6 +92,9 @@ export class MemoryStore implements CacheStore {
 
   async ping(): Promise<void> {}
 
+  /** Never called: this store lives in the process and has no connection to lose. */
+  onReconnect(_listener: () => void): void {}
+
   async close(): Promise<void> {
     this.entries.clear();
     this.tagInvalidatedAt.clear();

@@ -82,6 +82,7 @@ export class RedisStore implements CacheStore {
       this.epochs = this.startEpochs();
       this.connectionError = undefined;
       void this.checkEvictionPolicy();
+      for (const listener of this.reconnectListeners) listener();
     });
     // A Cluster stays ready while one node's connection ends (that node restarted, or died and its
     // replica took over) and another is added: each counts, at once, before a command can reach the
@@ -90,7 +91,10 @@ export class RedisStore implements CacheStore {
       const anotherConnection = (): void => {
         this.connections += 1;
       };
-      this.client.on('-node', anotherConnection).on('+node', anotherConnection);
+      this.client.on('-node', anotherConnection).on('+node', () => {
+        anotherConnection();
+        for (const listener of this.reconnectListeners) listener();
+      });
     }
     this.client.on('error', (error: Error) => {
       this.connectionError = errorMessage(error);
@@ -105,14 +109,15 @@ export class RedisStore implements CacheStore {
   private epochs: Promise<void> = Promise.resolve();
   /**
    * Connections made (and, with a Cluster, nodes' connections ended) so far; a mark holds the count
-   * at its lookup's reply, and a store refuses a mark from an earlier connection. A Redis restarted from a snapshot (or a replica it failed over
-   * to) comes back with the shards' epochs and lower sequences: invalidations after it record
-   * sequences a mark from before may exceed, and its store passed them, putting the answer an
-   * in-flight MISS fetched before a mutation or purge back as a HIT (found by a Redis failure
-   * audit). A restart, or a failover that takes the old server away, ends the connection first; a
+   * at its lookup's reply, and a store refuses a mark from an earlier connection. A Redis restarted
+   * from a snapshot (or a replica it failed over to) comes back with the shards' epochs and lower
+   * sequences: invalidations after it record sequences a mark from before may exceed, and its store
+   * passed them, putting the answer an in-flight MISS fetched before a mutation or purge back as a
+   * HIT (found by a Redis failure audit). A restart, or a failover that takes the old server away, ends the connection first; a
    * coordinated failover (CLUSTER FAILOVER without FORCE) may not, and loses no writes.
    */
   private connections = 0;
+  private readonly reconnectListeners: Array<() => void> = [];
 
   /**
    * Where recent keys live, for lookups and stores. Hashing the key on every lookup was 2-3% of a
@@ -281,6 +286,11 @@ export class RedisStore implements CacheStore {
     }
     await this.withinTimeout(this.client.ping(), 'ping');
     await this.epochs;
+  }
+
+  /** Called at each connection made (a Cluster's: at each node added, before it is ready). */
+  onReconnect(listener: () => void): void {
+    this.reconnectListeners.push(listener);
   }
 
   async close(): Promise<void> {

@@ -111,5 +111,10 @@ export interface CacheStore {
   markAllStale(): Promise<number>;
   /** Resolves when the store answers; used by `/readyz`. */
   ping(): Promise<void>;
+  /**
+   * Calls `listener` each time a connection to the store is made again (Redis back after a restart
+   * or a failover): what failed while it was away may apply now.
+   */
+  onReconnect(listener: () => void): void;
   close(): Promise<void>;
 }

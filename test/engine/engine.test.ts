@@ -250,6 +250,26 @@ describe('DecisionEngine', () => {
     expect((await roundTrip(query)).status).toBe('MISS');
   });
 
+  // The Redis failure audit: a Redis back with its data (a restart from a snapshot) served the entries
+  // a failed invalidation named until its next backoff step, up to 5 s later.
+  it('retries a failed invalidation as soon as the store connects again, not at its next backoff step', async () => {
+    const onReconnect = vi.spyOn(MemoryStore.prototype, 'onReconnect');
+    build({ mutationPolicy: 'Entity' });
+    const reconnected = onReconnect.mock.calls[0]![0];
+    onReconnect.mockRestore();
+    const query = post({ query: '{ todos { id } }' });
+    expect((await roundTrip(query)).status).toBe('MISS');
+    const unreachable = vi.spyOn(store, 'invalidate').mockRejectedValue(new Error("Stream isn't writeable"));
+    const mutation = post({ query: 'mutation { updateTodo(id: "1", title: "x") { id } }' });
+    expect((await roundTrip(mutation, { body: Buffer.from('{"data":{"updateTodo":{"id":"1"}}}') })).status).toBe('PASS');
+    // The first try and three retries (after 100, 200 and 400 ms); the next would be 800 ms later.
+    await vi.waitFor(() => expect(unreachable.mock.calls.length).toBe(4), { timeout: 2_000, interval: 10 });
+    unreachable.mockRestore();
+    reconnected();
+    await vi.waitFor(() => expect(engine.invalidationsPending).toBe(false), { timeout: 200, interval: 5 });
+    expect((await roundTrip(query)).status).toBe('MISS');
+  });
+
   it('refuses with 413 a coded body that decodes to more than limits.maxRequestBodyBytes, as that body would be', async () => {
     const { head } = post({}, [['content-encoding', 'gzip']]);
     const bomb = gzipSync(Buffer.from(`{"query":"mutation { addTodo(title: \\"x\\") { id } }","padding":"${' '.repeat(2 * 1024 * 1024)}"}`));

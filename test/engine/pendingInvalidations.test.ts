@@ -61,6 +61,36 @@ describe('PendingInvalidations', () => {
     expect(pending.pending).toBe(false);
   });
 
+  it('retries at once when the store connects again, its backoff forgotten', async () => {
+    failing = 5;
+    pending.add(['Todo:1']);
+    await vi.advanceTimersByTimeAsync(100 + 200 + 400 + 800 + 1600);
+    expect(failures).toEqual([1, 2, 3, 4, 5]);
+    pending.retryNow();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(applied).toHaveLength(6);
+    expect(pending.pending).toBe(false);
+  });
+
+  it('starts its backoff over when the retry at a new connection fails', async () => {
+    failing = 7;
+    pending.add(['Todo:1']);
+    await vi.advanceTimersByTimeAsync(100 + 200 + 400 + 800 + 1600 + 3200);
+    pending.retryNow();
+    await vi.advanceTimersByTimeAsync(0);
+    expect([applied.length, failures.at(-1)]).toEqual([7, 1]);
+    await vi.advanceTimersByTimeAsync(199);
+    expect(applied).toHaveLength(7);
+    await vi.advanceTimersByTimeAsync(1);
+    expect([applied.length, pending.pending]).toEqual([8, false]);
+  });
+
+  it('does nothing at a new connection when nothing waits', async () => {
+    pending.retryNow();
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(applied).toEqual([]);
+  });
+
   it('empties the whole store when everything was asked for, whatever tags were kept', async () => {
     pending.add(['Todo:1']);
     pending.add('everything');

@@ -277,6 +277,14 @@ describe('the measured store', () => {
     expect(sampleValue(text, 'svc_cache_store_duration_seconds_count', { operation: 'lookup' })).toBe(1);
   });
 
+  it("passes a reconnection's listener to the wrapped store, which calls it", () => {
+    const inner = new MemoryStore({ maxBytes: 1024 });
+    const forwarded = vi.spyOn(inner, 'onReconnect');
+    const listener = (): void => {};
+    new MeasuredStore(inner, new Metrics({ processMetrics: false })).onReconnect(listener);
+    expect(forwarded).toHaveBeenCalledWith(listener);
+  });
+
   it('hands back a replica-local answer at once, counted and not timed', async () => {
     const local: Lookup = { entry: undefined, mark: { value: 'mark' }, localCache: 'hit' };
     const { metrics, store } = measured(() => local);

@@ -89,6 +89,18 @@ describe('race guard across a Redis that comes back from a snapshot', () => {
   });
 });
 
+describe('reconnections', () => {
+  it('tells its listeners of each connection made again, once it is ready for commands', async () => {
+    const store = await openStore(uniquePrefix('reconnect'));
+    const answers: string[] = [];
+    store.onReconnect(() => void store.ping().then(() => answers.push('ping')));
+    await redis.inspector.client('KILL', 'TYPE', 'normal');
+    await vi.waitFor(() => expect(answers).toEqual(['ping']), { timeout: 5000, interval: 20 });
+    await redis.inspector.client('KILL', 'TYPE', 'normal');
+    await vi.waitFor(() => expect(answers).toEqual(['ping', 'ping']), { timeout: 5000, interval: 20 });
+  });
+});
+
 // The Redis failure audit: at maxmemory with noeviction (deploy/redis), every invalidation failed,
 // deleting nothing, and the entries stayed HITs until they expired.
 describe('a full Redis (maxmemory, noeviction)', () => {

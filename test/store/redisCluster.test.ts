@@ -114,4 +114,12 @@ describe('Redis Cluster', () => {
     expect(await store.store('todo-1', jsonResponse('old'), { tags: ['Todo:1'], ttlSeconds: 60, mark })).toBe(false);
     expect((await store.lookup('todo-1')).entry).toBeUndefined();
   });
+
+  it("tells its listeners of a node's connection made again", async () => {
+    const store = await openStore(uniquePrefix('reconnect'));
+    const reconnections = vi.fn();
+    store.onReconnect(reconnections);
+    await masters[1]!.client('KILL', 'TYPE', 'normal');
+    await vi.waitFor(() => expect(reconnections).toHaveBeenCalled(), { timeout: 5000, interval: 20 });
+  });
 });
