@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { silentLogger, type Logger } from '../observability/index.js';
 import { decodeEntry, encodeEntry, FORMAT_VERSION as ENTRY_FORMAT_VERSION } from './entryCodec.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
-import { connectRedis, connectSubscriber, isCommandTimeout, localCacheSettings, StalledConnection, stalledAfterMs, withinTimeout, type RedisConfig } from './redisConnection.js';
+import { connectRedis, connectSubscriber, isCommandTimeout, localCacheSettings, RedisNotConnected, StalledConnection, stalledAfterMs, withinTimeout, type RedisConfig } from './redisConnection.js';
 import { RedisLocalCache } from './redisLocalCache.js';
 import { KEY_CHECK_BYTES, RedisKeyLayout, SHARD_COUNT, type EntryLocation } from './redisLayout.js';
 import {
@@ -281,7 +281,7 @@ export class RedisStore implements CacheStore {
   async ping(): Promise<void> {
     if (this.client.status !== 'ready') {
       await once(this.client, 'ready', { signal: AbortSignal.timeout(this.timeoutMs) }).catch((error: unknown) => {
-        throw new Error(this.connectionError === undefined ? 'redis is not connected' : `redis is not connected: ${this.connectionError}`, { cause: error });
+        throw this.notConnected(error);
       });
     }
     await this.withinTimeout(this.client.ping(), 'ping');
@@ -439,9 +439,14 @@ export class RedisStore implements CacheStore {
       },
       (error: unknown) => {
         this.stall.settled(isCommandTimeout(error));
-        throw error;
+        throw error instanceof RedisNotConnected ? this.notConnected(error) : error;
       },
     );
+  }
+
+  /** What the logs say of a store operation while no connection is ready, with why the last one ended. */
+  private notConnected(cause: unknown): Error {
+    return new Error(this.connectionError === undefined ? 'redis is not connected' : `redis is not connected: ${this.connectionError}`, { cause });
   }
 }
 

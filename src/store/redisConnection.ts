@@ -181,10 +181,15 @@ export async function withinTimeout<T>(operation: Promise<T>, what: string, time
   });
   try {
     return await Promise.race([operation, timeout]);
+  } catch (error) {
+    throw isRefusedOffline(error) ? new RedisNotConnected('redis is not connected', { cause: error }) : error;
   } finally {
     clearTimeout(timer);
   }
 }
+
+/** A command refused because no connection was ready (RedisStore adds why the last one ended). */
+export class RedisNotConnected extends Error {}
 
 /** A command Redis did not answer within `redis.commandTimeoutMs`. */
 export class RedisCommandTimeout extends Error {}
@@ -196,6 +201,16 @@ export function isCommandTimeout(error: unknown): boolean {
 
 /** The message of ioredis's error for a command past `commandTimeout` (ioredis's Command.setTimeout). */
 const IOREDIS_COMMAND_TIMEOUT = 'Command timed out';
+
+/**
+ * ioredis's refusal of a command sent while no connection is ready (`enableOfflineQueue: false`):
+ * "Stream isn't writeable and …", or "Cluster isn't ready and …", words an operator cannot act on.
+ */
+function isRefusedOffline(error: unknown): boolean {
+  return error instanceof Error && error.message.endsWith(IOREDIS_OFFLINE_REFUSAL);
+}
+
+const IOREDIS_OFFLINE_REFUSAL = 'and enableOfflineQueue options is false';
 
 /**
  * A connection whose Redis stopped answering without closing it (a stalled process, a network black

@@ -94,6 +94,21 @@ describe('Redis store faults', () => {
     expect(await store.invalidate(['A'])).toBe(1);
   });
 
+  // ioredis's own words ("Stream isn't writeable and enableOfflineQueue options is false") reached
+  // the logs of every failed operation while Redis was down (a new user's run).
+  it('says that Redis is not connected, and why, for an operation refused while it is down', async () => {
+    await server.kill();
+    try {
+      await vi.waitFor(() => expect(store.invalidate(['A'])).rejects.toThrow(/^redis is not connected: connect ECONNREFUSED 127\.0\.0\.1:\d+$/), {
+        timeout: 5000,
+        interval: 50,
+      });
+      await expect(store.lookup('query')).rejects.toThrow(/^redis is not connected: connect ECONNREFUSED/);
+    } finally {
+      await server.restart();
+    }
+  });
+
   it('bounds every call by the command timeout when Redis is slow', async () => {
     const { mark } = await store.lookup('query');
     const admin = new Redis(server.url);
