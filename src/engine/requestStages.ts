@@ -3,7 +3,7 @@ import { resolvePersistedQuery, type PersistedQueryRefusal, type PersistedQueryR
 import type { Config } from '../config/index.js';
 import { parseDocument, selectOperation, variablesKeyText, type ParsedDocument } from '../graphql/index.js';
 import type { GraphQLParams } from '../graphql/index.js';
-import { operationsViolation, operationViolation, queryTextViolation, selectionOf, type LimitViolation } from '../graphql/index.js';
+import { operationsViolation, operationViolation, queryTextViolation, selectionNestingLimit, selectionOf, type LimitViolation } from '../graphql/index.js';
 import { ambiguousRequestResponse, possibleOperations, readGetRequest, readPostRequest, type RequestParameters } from '../graphql/index.js';
 import { acceptsNoJson, ownAnswerMediaType } from '../http/index.js';
 import { headerValue, type HeaderList } from '../http/index.js';
@@ -285,13 +285,10 @@ export function checkLimits(
  * (its normalised text, the query sent with key fields) took 116 ms and 7 MB for 15 KB of them.
  */
 function nestingViolation(nesting: number, limits: Config['limits']): LimitViolation | undefined {
-  // The root's set, then a field's and an inline fragment's at each level of `maxDepth`.
-  const most = Math.max(MIN_SELECTION_NESTING, 2 * (limits.maxDepth + 1));
+  const most = selectionNestingLimit(limits.maxDepth);
   if (nesting <= most) return undefined;
   return { code: 'QUERY_TOO_DEEP', message: `Query nests selection sets ${nesting} deep, inline fragments included; the limit is ${most}` };
 }
-
-const MIN_SELECTION_NESTING = 32;
 
 /**
  * Whether a stored document the limits stopped (`stored-document-over-limits`) holds a mutation the

@@ -4,7 +4,7 @@ export { readJson } from './canonicalVariables.js';
 export { parseDocument, selectOperation, type ParsedDocument } from './document.js';
 export { FragmentMemo, collectFields, fragmentsOf } from './fragments.js';
 export { batchForOrigin, hasUrlParameter, rewrittenForOrigin, type GraphQLParams, type OriginChanges } from './httpRequest.js';
-export { operationsViolation, operationViolation, queryTextViolation, type LimitViolation } from './limits.js';
+export { operationsViolation, operationViolation, queryTextViolation, selectionNestingLimit, type LimitViolation } from './limits.js';
 export {
   ambiguousRequestResponse,
   possibleOperations,

@@ -17,11 +17,31 @@ export interface LimitViolation {
   code: 'QUERY_TOO_LARGE' | 'QUERY_TOO_DEEP' | 'TOO_MANY_ALIASES';
 }
 
+/**
+ * What a query's text alone is refused for, before it is parsed: its size, and brackets nested
+ * deeper than twice the selection sets' limit (selectionNestingLimit). graphql-js's parser recurses
+ * at each bracket, and a few KB nested a few thousand deep overflowed the stack, which read as a
+ * syntax error: the request then went on unchecked, and its answer emptied the store as an
+ * operation svc-cache could not see (found by an outside audit; README, Bad input).
+ */
 export function queryTextViolation(query: string, limits: OperationLimits): LimitViolation | undefined {
   const bytes = Buffer.byteLength(query);
-  if (bytes <= limits.maxQueryBytes) return undefined;
-  return { message: `Query is ${bytes} bytes; the limit is ${limits.maxQueryBytes}`, code: 'QUERY_TOO_LARGE' };
+  if (bytes > limits.maxQueryBytes) return { message: `Query is ${bytes} bytes; the limit is ${limits.maxQueryBytes}`, code: 'QUERY_TOO_LARGE' };
+  const most = 2 * selectionNestingLimit(limits.maxDepth);
+  if (!bracketsNestDeeperThan(query, most)) return undefined;
+  return { message: `Query nests brackets ({, [, () more than ${most} deep, the limit`, code: 'QUERY_TOO_DEEP' };
 }
+
+/**
+ * How deep selection sets may nest, fields and inline fragments alike: twice `limits.maxDepth` and
+ * one (the root's set, then a field's and an inline fragment's at each level), never fewer than 32
+ * (README, Bad input).
+ */
+export function selectionNestingLimit(maxDepth: number): number {
+  return Math.max(MIN_SELECTION_NESTING, 2 * (maxDepth + 1));
+}
+
+const MIN_SELECTION_NESTING = 32;
 
 /** `document` holds one operation and the fragments it uses (`selectOperation(...).document`). */
 export function operationViolation(document: DocumentNode, limits: OperationLimits): LimitViolation | undefined {
@@ -133,3 +153,54 @@ function addBelow(figures: Figures, below: Figures, extraDepth: number, aliasCap
 
 const NOTHING: Figures = { depth: 0, aliases: 0 };
 const ONE_ALIAS: Figures = { depth: 0, aliases: 1 };
+
+/**
+ * Whether `{`, `[` and `(` nest deeper than `most` anywhere outside strings and comments (GraphQL's
+ * lexical grammar), in one pass. A text that does not lex is left to the parser to refuse.
+ */
+function bracketsNestDeeperThan(text: string, most: number): boolean {
+  let depth = 0;
+  for (let index = 0; index < text.length; index += 1) {
+    switch (text[index]) {
+      case '{':
+      case '[':
+      case '(':
+        depth += 1;
+        if (depth > most) return true;
+        break;
+      case '}':
+      case ']':
+      case ')':
+        depth = Math.max(0, depth - 1);
+        break;
+      case '#':
+        index = lineEnd(text, index);
+        break;
+      case '"':
+        index = text.startsWith('"""', index) ? blockStringEnd(text, index + 3) : stringEnd(text, index + 1);
+        break;
+    }
+  }
+  return false;
+}
+
+/** The index of the line break that ends a comment, or the text's length. */
+function lineEnd(text: string, from: number): number {
+  let index = from;
+  while (index < text.length && text[index] !== '\n' && text[index] !== '\r') index += 1;
+  return index;
+}
+
+/** The index of the quote closing a string whose first character is at `from`, escapes skipped. */
+function stringEnd(text: string, from: number): number {
+  let index = from;
+  while (index < text.length && text[index] !== '"' && text[index] !== '\n' && text[index] !== '\r') index += text[index] === '\\' ? 2 : 1;
+  return index;
+}
+
+/** The index of the last quote closing a block string whose content starts at `from` (`\"""` escapes one). */
+function blockStringEnd(text: string, from: number): number {
+  let index = from;
+  while (index < text.length && !text.startsWith('"""', index)) index += text.startsWith('\\"""', index) ? 4 : 1;
+  return Math.min(index + 2, text.length);
+}

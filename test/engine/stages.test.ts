@@ -230,7 +230,7 @@ describe('checkSentQueryText and checkLimits', () => {
     expect(checkLimits(resolved(nested(1_900), false, true), current.limits, undefined, analyse(current))).toEqual({
       kind: 'pass',
       reason: 'stored-document-over-limits',
-      detail: 'Query nests selection sets 1902 deep, inline fragments included; the limit is 52',
+      detail: 'Query nests brackets ({, [, () more than 104 deep, the limit',
     });
   });
 

@@ -34,4 +34,35 @@ describe('operation limits', () => {
     expect(queryTextViolation('é'.repeat(50), LIMITS)).toBeUndefined();
     expect(queryTextViolation('é'.repeat(51), LIMITS)).toEqual({ message: 'Query is 102 bytes; the limit is 100', code: 'QUERY_TOO_LARGE' });
   });
+
+  // An outside audit: graphql-js's parser overflowed the stack on a few KB nested a few thousand
+  // deep, which read as a syntax error, and the request went on unchecked.
+  describe('brackets nested in the text, before it is parsed', () => {
+    const TEXT_LIMITS = { maxQueryBytes: 1_000_000, maxDepth: 25, maxAliases: 50 };
+    const TOO_DEEP = { message: 'Query nests brackets ({, [, () more than 104 deep, the limit', code: 'QUERY_TOO_DEEP' };
+    const nested = (open: string, close: string, levels: number) => `{ a(x: ${open.repeat(levels)}1${close.repeat(levels)}) }`;
+
+    it('counts braces, square brackets and parentheses together, up to twice the selection sets\' limit', () => {
+      // `{ a(x: ` opens two before the value's own.
+      expect(queryTextViolation(nested('[', ']', 102), TEXT_LIMITS)).toBeUndefined();
+      expect(queryTextViolation(nested('[', ']', 103), TEXT_LIMITS)).toEqual(TOO_DEEP);
+      expect(queryTextViolation(nested('{a:', '}', 103), TEXT_LIMITS)).toEqual(TOO_DEEP);
+      expect(queryTextViolation(`${'{ q '.repeat(105)}${'}'.repeat(105)}`, TEXT_LIMITS)).toEqual(TOO_DEEP);
+      expect(queryTextViolation(`query Q(${'$v: ['.repeat(60)}Int${']'.repeat(60)}) ${'{ q '.repeat(50)}${'}'.repeat(50)}`, TEXT_LIMITS)).toBeUndefined();
+      expect(queryTextViolation(nested('[', ']', 103), { ...TEXT_LIMITS, maxDepth: 60 })).toBeUndefined();
+      expect(queryTextViolation(nested('[', ']', 63), { ...TEXT_LIMITS, maxDepth: 3 })).toMatchObject({ message: 'Query nests brackets ({, [, () more than 64 deep, the limit' });
+      expect(queryTextViolation(nested('[', ']', 3_000), TEXT_LIMITS)).toEqual(TOO_DEEP);
+    });
+
+    it('counts none in strings, block strings and comments', () => {
+      const within = (text: string) => queryTextViolation(`{ a(x: ${text}) }`, TEXT_LIMITS);
+      expect(within(`"${'['.repeat(200)} \\" ${'{'.repeat(200)}"`)).toBeUndefined();
+      expect(within(`"""${'['.repeat(200)} \\""" ${'('.repeat(200)}"""`)).toBeUndefined();
+      expect(within(`1 # ${'{'.repeat(200)}\n`)).toBeUndefined();
+      expect(within(`1 # ${'{'.repeat(200)}\r`)).toBeUndefined();
+      // A string ends at its line, as the lexer ends it: what follows counts.
+      expect(within(`"${'['.repeat(10)}\n${'['.repeat(200)}`)).toEqual(TOO_DEEP);
+      expect(within(`"\\\\" ${'['.repeat(200)}`)).toEqual(TOO_DEEP);
+    });
+  });
 });

@@ -137,6 +137,10 @@ describe('bad input through the gateway', () => {
     ['a query over limits.maxQueryBytes', () => postGraphQL(stack().url, { query: `{ todos { id } } #${'x'.repeat(3000)}` }), 400, 'QUERY_TOO_LARGE', 'Query is 3018 bytes; the limit is 2048'],
     ['a query deeper than limits.maxDepth', () => postGraphQL(stack().url, { query: '{ users { todos { author { todos { author { todos { id } } } } } } }' }), 400, 'QUERY_TOO_DEEP', 'Query is deeper than 5 levels'],
     ['depth hidden in fragments', () => postGraphQL(stack().url, { query: '{ users { ...U } } fragment U on User { todos { author { todos { ...T } } } } fragment T on Todo { author { todos { id } } }' }), 400, 'QUERY_TOO_DEEP', 'Query is deeper than 5 levels'],
+    // An outside audit: a text nested past what graphql-js's parser could recurse read as a syntax
+    // error and went to the origin unchecked; its answer then emptied the store.
+    ['brackets nested past twice the selection sets\' limit', () => postGraphQL(stack().url, { query: `{ todos(first: ${'['.repeat(70)}1${']'.repeat(70)}) { id } }` }), 400, 'QUERY_TOO_DEEP', 'Query nests brackets ({, [, () more than 64 deep, the limit'],
+    ['a mutation over GET behind such brackets', () => getGraphQL(stack().url, { query: `mutation { addTodo(title: "x") { id } } query Q { todos(first: ${'['.repeat(70)}1${']'.repeat(70)}) { id } }`, operationName: 'Q' }), 400, 'QUERY_TOO_DEEP', 'Query nests brackets ({, [, () more than 64 deep, the limit'],
     ['more aliases than limits.maxAliases', () => postGraphQL(stack().url, { query: '{ a: todos { id } b: todos { id } c: todos { id } d: todos { id } }' }), 400, 'TOO_MANY_ALIASES', 'Query has more than 3 aliases'],
     ['aliases multiplied by fragment spreads', () => postGraphQL(stack().url, { query: '{ todos { ...F } users { todos { ...F } } } fragment F on Todo { x: id y: title }' }), 400, 'TOO_MANY_ALIASES', 'Query has more than 3 aliases'],
   ])('answers %s itself, never forwarded', async (_name, send, status, code, message) => {
