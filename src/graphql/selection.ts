@@ -9,6 +9,7 @@ import {
   isInterfaceType,
   isObjectType,
   isOutputType,
+  isUnionType,
   typeFromAST,
   type DocumentNode,
   type GraphQLCompositeType,
@@ -23,7 +24,10 @@ import {
 /**
  * What a query selects, in the terms caching rules are written in: type names, and schema
  * coordinates `Type.field`. An interface or union counts as each of its possible types, so a rule on
- * `Todo` also matches `node(id:) { id }`. A field the schema lacks on a type it has, and a type
+ * `Todo` also matches `node(id:) { id }`; and a type as each interface and union it belongs to, so a
+ * rule on `Node` or `Account.email` also matches `user(id:) { email }` (an outside audit: a scoped
+ * rule on an interface's field did not match the field selected on the type implementing it, and
+ * one tenant's answer was stored for all). A field the schema lacks on a type it has, and a type
  * condition naming a type it lacks, count by their names: a rule may name what the origin is about
  * to gain (README, Every key), and a scoped rule written before the deploy must match the query
  * that selects it, or the answer would be stored under another rule's scope.
@@ -74,7 +78,7 @@ class SelectionWalk {
     const parent = isCompositeType(named) ? named : undefined;
     for (const selection of selectionSet.selections) {
       if (selection.kind === Kind.FIELD) {
-        for (const owner of owners ?? []) this.fields.add(`${owner}.${selection.name.value}`);
+        for (const owner of owners ?? []) this.addField(owner, selection.name.value);
         const returned = parent && fieldDefinition(this.schema, parent, selection.name.value)?.type;
         const returnedType = returned && getNamedType(returned);
         const returnedOwners = returnedType && this.addType(returnedType);
@@ -105,13 +109,55 @@ class SelectionWalk {
     }
   }
 
-  /** Adds the type, and an abstract type's possible types; returns the names added. */
+  /**
+   * Adds the type, an abstract type's possible types, and the interfaces and unions each of these
+   * belongs to; returns the names of the first two, which own the fields selected on it.
+   */
   addType(type: GraphQLNamedType): string[] {
-    const names = isAbstractType(type) ? [type.name, ...this.schema.getPossibleTypes(type).map((possible) => possible.name)] : [type.name];
-    for (const name of names) this.types.add(name);
-    return names;
+    const owners = isAbstractType(type) ? [type.name, ...this.schema.getPossibleTypes(type).map((possible) => possible.name)] : [type.name];
+    for (const name of owners) {
+      this.types.add(name);
+      for (const abstract of abstractTypesOf(this.schema, name)) this.types.add(abstract);
+    }
+    return owners;
+  }
+
+  /** Adds `owner.name`, and the same field of each interface of the owner's that declares it. */
+  private addField(owner: string, name: string): void {
+    this.fields.add(`${owner}.${name}`);
+    for (const abstract of abstractTypesOf(this.schema, owner)) {
+      const type = this.schema.getType(abstract);
+      if (isInterfaceType(type) && type.getFields()[name] !== undefined) this.fields.add(`${abstract}.${name}`);
+    }
   }
 }
+
+/** The interfaces a type implements and the unions it is a member of, by name. */
+function abstractTypesOf(schema: GraphQLSchema, name: string): readonly string[] {
+  let byType = abstractTypesBySchema.get(schema);
+  if (byType === undefined) {
+    byType = abstractTypesByType(schema);
+    abstractTypesBySchema.set(schema, byType);
+  }
+  return byType.get(name) ?? [];
+}
+
+/** Computed once per schema: a walk of every type, as its possible types are (getPossibleTypes). */
+function abstractTypesByType(schema: GraphQLSchema): Map<string, string[]> {
+  const byType = new Map<string, string[]>();
+  const add = (member: string, abstract: string): void => {
+    const known = byType.get(member);
+    if (known === undefined) byType.set(member, [abstract]);
+    else known.push(abstract);
+  };
+  for (const type of Object.values(schema.getTypeMap())) {
+    if (isUnionType(type)) for (const member of type.getTypes()) add(member.name, type.name);
+    else if (isObjectType(type) || isInterfaceType(type)) for (const implemented of type.getInterfaces()) add(type.name, implemented.name);
+  }
+  return byType;
+}
+
+const abstractTypesBySchema = new WeakMap<GraphQLSchema, Map<string, string[]>>();
 
 function conditionType(schema: GraphQLSchema, condition: NamedTypeNode): GraphQLOutputType | undefined {
   const type = typeFromAST(schema, condition);

@@ -1,4 +1,4 @@
-import { TypeInfo, buildSchema, getNamedType, isAbstractType, parse, visit, visitWithTypeInfo, type DocumentNode, type GraphQLNamedType, type GraphQLSchema } from 'graphql';
+import { TypeInfo, buildSchema, getNamedType, isAbstractType, isInterfaceType, isObjectType, isUnionType, parse, visit, visitWithTypeInfo, type DocumentNode, type GraphQLNamedType, type GraphQLSchema } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { selectionOf } from '../../src/graphql/selection.js';
 
@@ -18,10 +18,22 @@ function typeInfoSelection(schema: GraphQLSchema, document: DocumentNode): { typ
   const types = new Set<string>();
   const fields = new Set<string>();
   const typeInfo = new TypeInfo(schema);
-  const addType = (type: GraphQLNamedType): string[] => {
-    const names = isAbstractType(type) ? [type.name, ...schema.getPossibleTypes(type).map((t) => t.name)] : [type.name];
-    for (const name of names) types.add(name);
-    return names;
+  // Each type also as the interfaces and unions it belongs to.
+  const supertypes = (type: GraphQLNamedType): string[] => [
+    ...(isObjectType(type) || isInterfaceType(type) ? type.getInterfaces().map((implemented) => implemented.name) : []),
+    ...Object.values(schema.getTypeMap()).filter((union) => isUnionType(union) && union.getTypes().includes(type as never)).map((union) => union.name),
+  ];
+  const addType = (type: GraphQLNamedType): GraphQLNamedType[] => {
+    const owners = isAbstractType(type) ? [type, ...schema.getPossibleTypes(type)] : [type];
+    for (const owner of owners) for (const name of [owner.name, ...supertypes(owner)]) types.add(name);
+    return owners;
+  };
+  // A field also as the same field of each interface of its owner's that declares it.
+  const addField = (owner: GraphQLNamedType, name: string): void => {
+    fields.add(`${owner.name}.${name}`);
+    for (const implemented of isObjectType(owner) || isInterfaceType(owner) ? owner.getInterfaces() : []) {
+      if (implemented.getFields()[name] !== undefined) fields.add(`${implemented.name}.${name}`);
+    }
   };
   visit(
     document,
@@ -34,7 +46,7 @@ function typeInfoSelection(schema: GraphQLSchema, document: DocumentNode): { typ
         const parent = typeInfo.getParentType();
         const returned = typeInfo.getType();
         if (!parent || !returned) return;
-        for (const owner of addType(parent)) fields.add(`${owner}.${node.name.value}`);
+        for (const owner of addType(parent)) addField(owner, node.name.value);
         addType(getNamedType(returned));
       },
     }),
@@ -48,8 +60,17 @@ const within = (query: string): boolean => selectionOf(schema, parse(query)).unt
 describe('selectionOf', () => {
   it('names the types and fields a query selects, an abstract type as each of its possible types', () => {
     expect(sorted(selectionOf(schema, parse('{ node(id: 1) { id ... on Todo { title } } }')))).toEqual({
-      types: ['ID', 'Node', 'Query', 'String', 'Todo', 'User'],
-      fields: ['Node.id', 'Query.node', 'Todo.id', 'Todo.title', 'User.id'],
+      types: ['Entry', 'ID', 'Node', 'Query', 'SearchResult', 'String', 'Todo', 'User'],
+      fields: ['Entry.id', 'Entry.title', 'Node.id', 'Query.node', 'Todo.id', 'Todo.title', 'User.id'],
+    });
+  });
+
+  // An outside audit: a scoped rule on an interface's field (`{ Account: [email] }`) did not match
+  // `user { email }` on a type implementing it, and one tenant's answer was stored for all.
+  it('names a type also as each interface and union it belongs to, and a field as each such interface\'s that declares it', () => {
+    expect(sorted(selectionOf(schema, parse('{ todos { title author { name } } }')))).toEqual({
+      types: ['Entry', 'Node', 'Query', 'SearchResult', 'String', 'Todo', 'User'],
+      fields: ['Entry.title', 'Query.todos', 'Todo.author', 'Todo.title', 'User.name'],
     });
   });
 
@@ -71,7 +92,7 @@ describe('selectionOf', () => {
   // deploy, matched nothing, and the answer was stored under the `[Query]` rule's PUBLIC.
   it('names a field the schema lacks on a type it has, as rules name it', () => {
     expect(sorted(selectionOf(schema, parse('{ teamBalance me { nope { ... on User { name } } __schema { x } } }')))).toEqual({
-      types: ['Query', 'String', 'User'],
+      types: ['Node', 'Query', 'SearchResult', 'String', 'User'],
       fields: ['Query.me', 'Query.teamBalance', 'User.__schema', 'User.name', 'User.nope'],
     });
   });
@@ -85,15 +106,15 @@ describe('selectionOf', () => {
 
   it('names what an unknown field holds only through the type conditions of its fragments', () => {
     expect(sorted(selectionOf(schema, parse('{ nope { id ... on Todo { title } ... { name } } }')))).toEqual({
-      types: ['Query', 'String', 'Todo'],
-      fields: ['Query.nope', 'Todo.title'],
+      types: ['Entry', 'Node', 'Query', 'SearchResult', 'String', 'Todo'],
+      fields: ['Entry.title', 'Query.nope', 'Todo.title'],
     });
   });
 
   it('names a fragment on a type the schema lacks, and what it selects, by their names; not an input or scalar condition', () => {
     const query = '{ me { ... on Missing { id secret } ... on TodoFilter { done } ... on String { x } } } fragment F on Later { id }';
     expect(sorted(selectionOf(schema, parse(query)))).toEqual({
-      types: ['Later', 'Missing', 'Query', 'User'],
+      types: ['Later', 'Missing', 'Node', 'Query', 'SearchResult', 'User'],
       fields: ['Later.id', 'Missing.id', 'Missing.secret', 'Query.me'],
     });
   });

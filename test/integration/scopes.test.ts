@@ -391,6 +391,43 @@ describe('scope options that change a stack', () => {
     }
   });
 
+  // An outside audit: a rule naming an interface or a union matched queries only through it, so
+  // `user { email }` under a scoped `{ Account: [email] }` was stored PUBLIC and served to every tenant.
+  it('applies a rule on an interface or a union to the types that belong to it, selected directly', async () => {
+    const stack = await startStack({
+      scopes: { TEAM: 'header:X-Team' },
+      rules: [
+        { types: ['Query'], maxAge: 60 },
+        { types: { Node: ['id'] }, maxAge: 60, scope: 'TEAM' },
+        { types: ['SearchResult'], maxAge: 0 },
+      ],
+    });
+    try {
+      const query = '{ user(id: "u1") { id name } }';
+      const results = [
+        await postGraphQL(stack.url, { query }, { 'x-team': 'a' }),
+        await postGraphQL(stack.url, { query }, { 'x-team': 'b' }),
+        await postGraphQL(stack.url, { query }, { 'x-team': 'a' }),
+      ];
+      expect([...statuses(results), results[2]?.headers['vary']]).toEqual(['PASS', 'PASS', 'PASS', undefined]);
+      const products = '{ products { sku name } }';
+      expect(statuses([await postGraphQL(stack.url, { query: products }), await postGraphQL(stack.url, { query: products })])).toEqual(['PASS', 'PASS']);
+      const withoutUnion = await startStack({ scopes: { TEAM: 'header:X-Team' }, rules: [{ types: ['Query'], maxAge: 60 }, { types: { Node: ['id'] }, maxAge: 60, scope: 'TEAM' }] });
+      try {
+        const scoped = [
+          await postGraphQL(withoutUnion.url, { query }, { 'x-team': 'a' }),
+          await postGraphQL(withoutUnion.url, { query }, { 'x-team': 'b' }),
+          await postGraphQL(withoutUnion.url, { query }, { 'x-team': 'a' }),
+        ];
+        expect([...statuses(scoped), scoped[2]?.headers['vary']]).toEqual(['MISS', 'MISS', 'HIT', 'x-team']);
+      } finally {
+        await withoutUnion.close();
+      }
+    } finally {
+      await stack.close();
+    }
+  });
+
   it('skips the cache for a request carrying a configured bypass header, even an empty one, in any case', async () => {
     const stack = await startStack({ ...SCOPED_CONFIG, cache: { bypassCacheHeaders: ['X-Cache-Bypass'] } });
     stack.origin.reset();
