@@ -398,7 +398,7 @@ export class DecisionEngine {
     if (isVerdict(checked)) {
       if (head.method === 'GET' && isStoredMutation(checked, resolved, params.operationName)) return this.conclude(exchange, mutationOverGet());
       const purge = await this.emptyParenthesesPurge(context, checked, schema);
-      if (purge === undefined && checked.kind === 'pass' && runsUnseen(checked.reason, resolved.query)) return this.passUnseen(exchange, config, checked);
+      if (purge === undefined && checked.kind === 'pass' && runsUnseen(checked.reason, resolved.query)) return this.passUnseen(exchange, config, checked, context);
       return this.conclude(exchange, purge ?? checked, context);
     }
     // It parses and passes the limits: registered once an answer with data shows the origin runs it.
@@ -792,14 +792,17 @@ export class DecisionEngine {
    * answer showing that an operation ran empties the store (README, Invalidation after mutations:
    * `ranUnseenMutation`).
    */
-  private passUnseen(exchange: Exchange, config: Config, verdict: Verdict & { kind: 'pass' }): RequestDecision {
+  private passUnseen(exchange: Exchange, config: Config, verdict: Verdict & { kind: 'pass' }, context?: RequestContext): RequestDecision {
     const { reason, detail } = verdict;
-    if (requestHeadOf(exchange).method !== 'POST' || config.mutationPolicy === 'None') return this.passOn(exchange, reason, detail);
+    if (requestHeadOf(exchange).method !== 'POST' || config.mutationPolicy === 'None') return this.passOn(exchange, reason, detail, context);
     this.deps.logger.debug(
       { passReason: reason, ...(detail === undefined ? {} : { detail: shortened(detail, LOGGED_DETAIL_CHARACTERS) }) },
       'request passed; it may run an operation svc-cache cannot see',
     );
-    return this.forwardUntouched(exchange, { kind: 'pass', reason, unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } });
+    const plan: PassPlan = { kind: 'pass', reason, unseen: { maxResponseBodyBytes: config.limits.maxResponseBodyBytes } };
+    // With a context, as the origin must get it: an APQ hash expanded to its text (an outside audit
+    // saw the hash of a document with a mutation and no operation named reach the origin alone).
+    return context ? this.forward(context, plan) : this.forwardUntouched(exchange, plan);
   }
 
   /**

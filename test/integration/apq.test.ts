@@ -107,6 +107,19 @@ describe('automatic persisted queries', () => {
     expect(forwarded.has('extensions')).toBe(false);
   });
 
+  // An outside audit: the hash alone of a document holding a mutation, with no operation named,
+  // went to the origin unexpanded, which answered "Must provide query string".
+  it('expands a registered hash for the origin when no operation of its document is named and one is a mutation', async () => {
+    const query = 'query Q { todos { id } } mutation M { addTodo(title: "x") { id } }';
+    await postGraphQL(stack().url, { query, operationName: 'Q', extensions: persistedQueryExtensions(query) });
+    stack().origin.reset();
+    for (const operationName of [undefined, '']) {
+      const answer = await postGraphQL(stack().url, { operationName, extensions: persistedQueryExtensions(query) });
+      expect(answer.headers['svc-cache']).toBe('PASS');
+    }
+    expect(stack().origin.requests.map((request) => JSON.parse(request.body))).toEqual([{ query }, { query, operationName: '' }]);
+  });
+
   it('keeps variables and operation name in the key of a hashed query', async () => {
     const query = 'query A($id: ID!) { todo(id: $id) { id } } query B { todos { id } }';
     const extensions = persistedQueryExtensions(query);
