@@ -22,6 +22,45 @@ const headerName = z
   .string()
   .regex(new RegExp(`^${TOKEN}$`), "expected a header name: letters, digits and !#$%&'*+-.^_`|~ (an RFC 9110 token)");
 
+/**
+ * Node's timers hold at most 2^31 - 1 ms and fire at once (1 ms) past it: a longer Redis timeout
+ * then failed every command, a longer acknowledgement wait every purge (an outside audit).
+ */
+const MAX_TIMER_MS = 2_147_483_647;
+const milliseconds = z.number().int().max(MAX_TIMER_MS);
+
+/**
+ * Ten years. Redis's scripts take an entry's lifetime in ms as a Lua number, which prints as an
+ * exponent (`1e+17`) past 10^14 and is refused then: every store failed (an outside audit).
+ */
+const MAX_SECONDS = 315_360_000;
+const seconds = z.number().int().min(0).max(MAX_SECONDS);
+
+/**
+ * Headers requests carry for what they mean to the origin: svc-cache removes the purge token's
+ * header from every request it forwards, so `purge.header: authorization` signed every user out at
+ * the origin (an outside audit). A scope's own headers are refused too (scopeReferenceIssues).
+ */
+const HEADERS_REQUESTS_NEED = new Set([
+  'accept',
+  'accept-encoding',
+  'authorization',
+  'connection',
+  'content-encoding',
+  'content-length',
+  'content-type',
+  'cookie',
+  'forwarded',
+  'host',
+  'proxy-authorization',
+  'te',
+  'transfer-encoding',
+  'upgrade',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+]);
+
 const SCOPE_DEFINITION = '"header:NAME", "cookie:NAME" or several joined with "|", e.g. "header:x-team|cookie:team"';
 
 const scopeDefinition = z
@@ -114,9 +153,9 @@ const rule = z
   .object({
     description: z.string().optional(),
     types: typeSelection,
-    maxAge: z.number().int().min(0),
-    swr: z.number().int().min(0).default(0),
-    staleIfError: z.number().int().min(0).default(0),
+    maxAge: seconds,
+    swr: seconds.default(0),
+    staleIfError: seconds.default(0),
     scope: z.string().min(1).optional(),
   })
   .strict();
@@ -239,7 +278,7 @@ export const configSchema = z
           .object({ name: z.string().min(1), sentinels: z.array(redisNode).min(1) })
           .strict()
           .optional(),
-        commandTimeoutMs: z.number().int().positive().default(250),
+        commandTimeoutMs: milliseconds.positive().default(250),
         /**
          * The replica-local cache in front of Redis (README, Redis: the replica-local cache). `enabled` defaults
          * to true for a standalone or Sentinel Redis and false with `cluster`, where it is refused;
@@ -249,7 +288,7 @@ export const configSchema = z
           .object({
             enabled: z.boolean().optional(),
             maxBytes: z.number().int().positive().default(LOCAL_CACHE_DEFAULT_MAX_BYTES),
-            ackTimeoutMs: z.number().int().positive().optional(),
+            ackTimeoutMs: milliseconds.positive().optional(),
           })
           .strict()
           .optional(),
@@ -292,14 +331,19 @@ export const configSchema = z
     purge: z
       .object({
         tokens: z.array(z.string().min(1).meta({ secret: 'value' })).default([]),
-        header: headerName.default('svc-purge-token'),
+        header: headerName
+          .refine(
+            (name) => !HEADERS_REQUESTS_NEED.has(name.toLowerCase()),
+            'a header requests carry for the origin: svc-cache removes the purge token header from every request it forwards; name one of its own, e.g. svc-purge-token',
+          )
+          .default('svc-purge-token'),
       })
       .strict()
       .default({ tokens: [], header: 'svc-purge-token' }),
     apq: z
       .object({
         enabled: z.boolean().default(true),
-        ttl: z.number().int().positive().default(86400),
+        ttl: z.number().int().positive().max(MAX_SECONDS).default(86400),
         /** Keep `extensions.persistedQuery` on requests to the origin (for an origin with APQ of its own). */
         forwardPersistedQuery: z.boolean().default(false),
         /** Bound on the registry's hashes and query texts; the oldest registrations go first. */
@@ -349,7 +393,7 @@ export const configSchema = z
          * How long identical misses wait for the one request already fetching their answer, in ms.
          * Kept under Envoy's ext_proc message_timeout (1 s in deploy/sidecar/envoy.yaml); 0 turns coalescing off.
          */
-        coalesceWaitMs: z.number().int().min(0).default(800),
+        coalesceWaitMs: milliseconds.min(0).default(800),
         /** How stored bodies are compressed (README, "Every key"; src/store/bodyEncoding.ts). */
         compression: compressionSchema,
       })

@@ -12,6 +12,7 @@ export function scopeReferenceIssues(config: unknown): KeyIssue[] {
   if (Object.hasOwn(scopes, 'PUBLIC')) {
     issues.push({ path: ['scopes', 'PUBLIC'], message: 'PUBLIC is built in and cannot be redefined' });
   }
+  issues.push(...purgeHeaderIssues(config.purge, scopes));
   if (!Array.isArray(config.rules)) return issues;
   const known = ['PUBLIC', ...Object.keys(scopes).filter((name) => name !== 'PUBLIC')].join(', ');
   config.rules.forEach((rule: unknown, index) => {
@@ -23,6 +24,21 @@ export function scopeReferenceIssues(config: unknown): KeyIssue[] {
     });
   });
   return issues;
+}
+
+/**
+ * The purge token's header is removed from every request svc-cache forwards: one a scope reads
+ * would reach the origin never, and every request would fall in that scope's bucket of no value.
+ */
+function purgeHeaderIssues(purge: unknown, scopes: Record<string, unknown>): KeyIssue[] {
+  if (!isRecord(purge) || typeof purge.header !== 'string') return [];
+  const header = purge.header.toLowerCase();
+  const readBy = Object.entries(scopes).find(([, scope]) => {
+    const definition = isRecord(scope) ? scope.definition : scope;
+    return typeof definition === 'string' && definition.split('|').some((part) => part.trim().toLowerCase() === `header:${header}`);
+  });
+  if (readBy === undefined) return [];
+  return [{ path: ['purge', 'header'], message: `scope "${readBy[0]}" reads this header: svc-cache removes the purge token header from every request it forwards; name one of its own, e.g. svc-purge-token` }];
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

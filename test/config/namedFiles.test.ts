@@ -47,7 +47,7 @@ describe('files named by the configuration', () => {
       `grpc.tls.key: cannot read "${file('tls.key')}": no such file (line 6)`,
       `grpc.tls.clientCa: cannot read "${file('ca.crt')}": no such file (line 7)`,
       `schema.file: cannot read "${file('schema.graphql')}": no such file (line 9)`,
-      'rules[0].maxAge: expected a whole number >= 0, got -1 (line 12)',
+      'rules[0].maxAge: expected a whole number >= 0 and <= 315360000, got -1 (line 12)',
     ]);
   });
 

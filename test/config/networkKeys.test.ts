@@ -76,4 +76,39 @@ describe('header names: purge.header and cache.bypassCacheHeaders', () => {
       `config.yaml: cache.bypassCacheHeaders[2]: ${token}, got "" (line 6)`,
     ]);
   });
+
+  // An outside audit: svc-cache removes the purge token's header from every request it forwards, and
+  // `purge.header: authorization` signed every user out at the origin, `check` passing.
+  it('refuses for purge.header a header requests carry for the origin, or one a scope reads', () => {
+    const own = 'a header requests carry for the origin: svc-cache removes the purge token header from every request it forwards; name one of its own, e.g. svc-purge-token';
+    for (const header of ['authorization', 'Cookie', 'content-type', 'Host', 'accept-encoding']) {
+      expect(problems(`${ORIGIN}purge:\n  header: ${header}\n`)).toEqual([`config.yaml: purge.header: ${own} (line 4)`]);
+    }
+    const scoped = 'scope "TENANT" reads this header: svc-cache removes the purge token header from every request it forwards; name one of its own, e.g. svc-purge-token';
+    expect(problems(`${ORIGIN}scopes:\n  TENANT: header:x-team|header:X-Tenant\npurge:\n  header: x-tenant\n`)).toEqual([`config.yaml: purge.header: ${scoped} (line 6)`]);
+    expect(parse(`${ORIGIN}scopes:\n  TEAM: cookie:x-tenant\npurge:\n  header: x-tenant\n`).purge.header).toBe('x-tenant');
+  });
+});
+
+describe('bounds: Node timers and Redis lifetimes', () => {
+  // An outside audit: past 2^31 - 1 ms Node fires a timer at once, and past 10^14 ms Redis's scripts
+  // refuse a lifetime; `check` passed, then every Redis command, purge or store failed.
+  it('refuses milliseconds past 2147483647 and seconds past ten years', () => {
+    const text = [
+      ORIGIN,
+      'redis:\n  url: redis://redis:6379\n  commandTimeoutMs: 3000000000\n  localCache:\n    ackTimeoutMs: 2147483648\n',
+      'cache:\n  coalesceWaitMs: 2147483648\n',
+      'apq:\n  ttl: 315360001\n',
+      'rules:\n  - { types: [Query], maxAge: 100000000000000, swr: 315360001, staleIfError: 315360001 }\n',
+    ].join('');
+    expect(problems(text).map((problem) => problem.replace(/ \(line \d+\)$/, ''))).toEqual([
+      'config.yaml: redis.commandTimeoutMs: expected a whole number > 0 and <= 2147483647, got 3000000000',
+      'config.yaml: redis.localCache.ackTimeoutMs: expected a whole number > 0 and <= 2147483647, got 2147483648',
+      'config.yaml: cache.coalesceWaitMs: expected a whole number >= 0 and <= 2147483647, got 2147483648',
+      'config.yaml: apq.ttl: expected a whole number > 0 and <= 315360000, got 315360001',
+      'config.yaml: rules[0].maxAge: expected a whole number >= 0 and <= 315360000, got 100000000000000',
+      'config.yaml: rules[0].swr: expected a whole number >= 0 and <= 315360000, got 315360001',
+      'config.yaml: rules[0].staleIfError: expected a whole number >= 0 and <= 315360000, got 315360001',
+    ]);
+  });
 });

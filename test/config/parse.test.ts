@@ -206,14 +206,14 @@ describe('parseConfig: ${ENV_VAR} substitution', () => {
 
   it('never shows a value that came from the environment', () => {
     expect(problems(`${ORIGIN}apq:\n  ttl: \${APQ_TTL}\nlogging:\n  level: "\${LEVEL}"\n`, { APQ_TTL: 'hunter2', LEVEL: 'hunter3' })).toEqual([
-      'config.yaml: apq.ttl: expected a positive whole number, got the value of ${APQ_TTL} (line 4)',
+      'config.yaml: apq.ttl: expected a whole number > 0 and <= 315360000, got the value of ${APQ_TTL} (line 4)',
       'config.yaml: logging.level: expected one of debug, info, warn, error, got the value of ${LEVEL} (line 6)',
     ]);
   });
 
   it('explains a quoted reference to a number', () => {
     expect(problems(`${ORIGIN}apq:\n  ttl: "\${APQ_TTL}"\n`, { APQ_TTL: '60' })).toEqual([
-      'config.yaml: apq.ttl: expected a positive whole number, got the value of ${APQ_TTL} as a string (leave the reference unquoted for a number or true/false) (line 4)',
+      'config.yaml: apq.ttl: expected a whole number > 0 and <= 315360000, got the value of ${APQ_TTL} as a string (leave the reference unquoted for a number or true/false) (line 4)',
     ]);
   });
 });
@@ -227,7 +227,7 @@ describe('parseConfig: refusals', () => {
 
   it('refuses an unknown nested key, suggesting the close one', () => {
     expect(problems(`${ORIGIN}rules:\n  - types: [Query]\n    maxAge: 60\n  - types: [Query]\n    maxage: 10\n`)).toEqual([
-      'config.yaml: rules[1].maxAge: required, expected a whole number >= 0 (line 6)',
+      'config.yaml: rules[1].maxAge: required, expected a whole number >= 0 and <= 315360000 (line 6)',
       'config.yaml: unknown key "maxage" in rules[1]; did you mean "maxAge"? (line 7)',
     ]);
     expect(problems(`origin:\n  url: http://origin.test/graphql\n  URL: http://x\n`)).toEqual([
@@ -257,13 +257,13 @@ limits:
 logging: verbose
 `),
     ).toEqual([
-      'config.yaml: rules[0].maxAge: expected a whole number >= 0, got "ten" (line 5)',
+      'config.yaml: rules[0].maxAge: expected a whole number >= 0 and <= 315360000, got "ten" (line 5)',
       'config.yaml: rules[1].types: expected a list of type names, or a mapping of type name to a list of its field names, got "Query" (line 6)',
-      'config.yaml: rules[1].maxAge: expected a whole number >= 0, got -1 (line 7)',
-      'config.yaml: rules[1].swr: expected a whole number >= 0, got 1.5 (line 8)',
+      'config.yaml: rules[1].maxAge: expected a whole number >= 0 and <= 315360000, got -1 (line 7)',
+      'config.yaml: rules[1].swr: expected a whole number >= 0 and <= 315360000, got 1.5 (line 8)',
       'config.yaml: rules[2].types.Query: expected a list of field names, got "me" (line 9)',
       'config.yaml: apq.enabled: expected true or false, got "yes" (line 12)',
-      'config.yaml: apq.ttl: expected a positive whole number, got 0 (line 13)',
+      'config.yaml: apq.ttl: expected a whole number > 0 and <= 315360000, got 0 (line 13)',
       'config.yaml: mutationPolicy: expected one of None, Entity, List, Type, got "Entities" (line 14)',
       'config.yaml: keyFields.types.Product: expected a non-empty list of field names, got an empty list (line 16)',
       'config.yaml: limits.maxDepth: expected a positive whole number, got a list (line 18)',
@@ -336,7 +336,7 @@ logging: verbose
     expect(
       problems(`${ORIGIN}scopes:\n  AUTHENTICATED: header:authorization\nrules:\n  - types: [Query]\n    maxAge: 1.5\n    scope: AUTHENTICATD\n  - types: [Query]\n    maxAge: 1\n    scope: toString\n  - types: [Query]\n    maxAge: 1\n    scope: PUBLIC\n`),
     ).toEqual([
-      'config.yaml: rules[0].maxAge: expected a whole number >= 0, got 1.5 (line 7)',
+      'config.yaml: rules[0].maxAge: expected a whole number >= 0 and <= 315360000, got 1.5 (line 7)',
       `config.yaml: rules[0].scope: ${unknown('AUTHENTICATD')} (line 8)`,
       `config.yaml: rules[1].scope: ${unknown('toString')} (line 11)`,
     ]);
@@ -524,7 +524,7 @@ describe('parseConfig: redis section', () => {
     expect(
       problemsOf(`${ORIGIN}rules:\n  - types: [Query]\n    maxAge: soon\nredis:\n  cluster:\n    nodes: [a:1]\n  sentinel:\n    name: m\n    sentinels: [b:2]\n  localCache:\n    enabled: true\n`),
     ).toEqual([
-      'config.yaml: rules[0].maxAge: expected a whole number >= 0, got "soon" (line 5)',
+      'config.yaml: rules[0].maxAge: expected a whole number >= 0 and <= 315360000, got "soon" (line 5)',
       'config.yaml: redis.sentinel: cluster and sentinel exclude each other: configure one of them (line 10)',
       'config.yaml: redis.localCache.enabled: the local cache is not available with redis.cluster: invalidation tracking and the purge acknowledgement are per node; remove it or set it to false (line 13)',
     ]);
