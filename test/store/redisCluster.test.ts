@@ -120,6 +120,8 @@ describe('Redis Cluster', () => {
     const reconnections = vi.fn();
     store.onReconnect(reconnections);
     await masters[1]!.client('KILL', 'TYPE', 'normal');
+    // The node is added again when a command is routed to it (or at the next slots refresh).
+    await vi.waitFor(() => store.invalidate(['Todo:1']), { timeout: 5000, interval: 50 });
     await vi.waitFor(() => expect(reconnections).toHaveBeenCalled(), { timeout: 5000, interval: 20 });
   });
 });
