@@ -33,7 +33,12 @@ import type { LocalCacheObserver, Lookup } from './types.js';
  * 5. A heartbeat PINGs the subscriber and registers the replica in Redis as serving for
  *    REGISTRATION_MS more (REGISTER_LOCAL_CACHE, by Redis's clock): records are served only while
  *    both answered within LEASE_MS, counted from before each was sent, so the registration outlives
- *    the serving. A registry Redis lost with its data is not trusted at once (registryTrusted).
+ *    the serving. The subscriber is PINGed more often, a third of `ackTimeoutMs` at most, and
+ *    records are served only while it answered within `ackTimeoutMs`: a replica paused or stalled
+ *    past that has not acknowledged an invalidation whose mutation was answered anyway
+ *    (UnconfirmedInvalidation), and when it runs again it may take a lookup before the push that
+ *    waits on its subscriber; its lease has run out by then, so the lookup reads Redis (found by
+ *    an outside audit: 3 stale HITs in 26 pauses of 0.56-0.6 s). A registry Redis lost with its data is not trusted at once (registryTrusted).
  *    A replica Redis dropped the subscriber of, that has not run since to notice (paused, busy),
  *    stays registered and makes purges fail until its lease ran out, rather than answer `true`
  *    while it may still serve. A subscriber silent a heartbeat longer than the lease is reconnected,
@@ -47,6 +52,9 @@ export class RedisLocalCache {
   private readonly acknowledgements: PurgeAcknowledgements;
   private readonly channels: { barrier: string; acknowledgement: string };
   private readonly heartbeat: NodeJS.Timeout;
+  private readonly pings: NodeJS.Timeout;
+  /** How long after the subscriber last answered records are still served: `ackTimeoutMs`, at most LEASE_MS. */
+  private readonly servedSilenceMs: number;
   /** Raised whenever the connection is lost: a setup begun before does not count after. */
   private subscriberEpoch = 0;
   private clientEpoch = 0;
@@ -85,6 +93,9 @@ export class RedisLocalCache {
     });
     this.subscriber.on('messageBuffer', (channel: Buffer, message: unknown) => this.received(channel.toString(), message));
     this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_INTERVAL_MS).unref();
+    this.servedSilenceMs = Math.min(LEASE_MS, settings.ackTimeoutMs);
+    const pingEveryMs = Math.max(MIN_PING_INTERVAL_MS, Math.min(HEARTBEAT_INTERVAL_MS, this.servedSilenceMs / 3));
+    this.pings = setInterval(() => this.pingSubscriber(), pingEveryMs).unref();
   }
 
   /**
@@ -117,6 +128,7 @@ export class RedisLocalCache {
 
   async close(): Promise<void> {
     clearInterval(this.heartbeat);
+    clearInterval(this.pings);
     this.acknowledgements.abandonAll('the store is closing');
     this.disable();
     try {
@@ -294,6 +306,14 @@ export class RedisLocalCache {
       this.subscriber.disconnect(true);
       return;
     }
+    // A subscriber silent for the lease serves no more: its registration would only hold purges back.
+    if (this.cache.isEnabled && performance.now() < this.lastHeardAt + LEASE_MS) this.register().catch(() => undefined);
+    else if (!this.cache.isEnabled) void this.setUp();
+  }
+
+  /** Step 5: the subscriber is alive as long as it answers (heard). */
+  private pingSubscriber(): void {
+    if (this.subscription === undefined) return;
     const epoch = this.subscriberEpoch;
     const sentAt = performance.now();
     this.subscriber.ping().then(
@@ -302,9 +322,6 @@ export class RedisLocalCache {
       },
       () => undefined,
     );
-    // A subscriber silent for the lease serves no more: its registration would only hold purges back.
-    if (this.cache.isEnabled && performance.now() < this.lastHeardAt + LEASE_MS) this.register().catch(() => undefined);
-    else if (!this.cache.isEnabled) void this.setUp();
   }
 
   /**
@@ -341,9 +358,9 @@ export class RedisLocalCache {
     this.renewLease();
   }
 
-  /** Records are served until LEASE_MS after the older of the subscriber's last answer and the last registration. */
+  /** Records are served until `servedSilenceMs` after the subscriber's last answer, and LEASE_MS after the last registration. */
   private renewLease(): void {
-    this.cache.renewLease(Math.min(this.lastHeardAt, this.lastRegisteredAt) + LEASE_MS);
+    this.cache.renewLease(Math.min(this.lastHeardAt + this.servedSilenceMs, this.lastRegisteredAt + LEASE_MS));
   }
 
   /** Logged once per distinct failure: a setup retried every heartbeat must not flood the log. */
@@ -360,6 +377,8 @@ const TRACKING_CHANNEL = '__redis__:invalidate';
 /** CLIENT LIST names the subscriber connections of svc-cache's local caches so. */
 const SUBSCRIBER_NAME_PREFIX = 'svc-cache-local-cache-';
 const HEARTBEAT_INTERVAL_MS = 1000;
+/** With a very short `ackTimeoutMs` records are seldom served rather than the subscriber pinged without pause. */
+const MIN_PING_INTERVAL_MS = 20;
 /** Barriers answered once the command connection is back; purges waiting longer have failed anyway. */
 const MAX_UNSENT_ACKNOWLEDGEMENTS = 1000;
 /**

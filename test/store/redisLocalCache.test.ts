@@ -361,6 +361,19 @@ describe('replica-local cache', () => {
     await cachedLocally(b, 'query', 'first');
   });
 
+  // An outside audit: a replica paused 0.56-0.6 s missed an invalidation whose mutation was answered
+  // after ackTimeoutMs anyway (unconfirmed); running again, it took a lookup before the push waiting
+  // on its subscriber and served the old entry, its lease of 3 s still running.
+  it('serves no record once its subscriber has been silent for ackTimeoutMs, so none an unconfirmed invalidation removed', async () => {
+    const { a, b } = await twoReplicas('silence', { localCache: { enabled: true, maxBytes: 1024 * 1024, ackTimeoutMs: 300 } });
+    expect(await storeAfterMiss(a.store, 'query', 'first')).toBe(true);
+    await cachedLocally(b, 'query', 'first');
+    proxiedConnection(b, (await connectionsOf(b)).subscriber).hold();
+    await expect(a.store.invalidate(['Product:1'])).rejects.toBeInstanceOf(UnconfirmedInvalidation);
+    const afterwards = await b.store.lookup('query');
+    expect([afterwards.entry, afterwards.localCache, b.enabled()]).toEqual([undefined, 'miss', true]);
+  });
+
   it('is off with enabled: false: no subscriber, every lookup reads Redis, purges wait for no one', async () => {
     const { a, b, keyPrefix } = await twoReplicas('off', { localCache: { enabled: false, maxBytes: 1024 } });
     expect(await storeAfterMiss(a.store, 'query', 'first')).toBe(true);
