@@ -4,7 +4,7 @@ import { canonicalJson } from '../graphql/index.js';
 
 /** Where a request is for, as the key holds it (src/http/requestTarget.ts). */
 export interface KeyedTarget {
-  /** `hostKey` of `:authority` and `:scheme`. */
+  /** `:authority` as sent. */
   host: string;
   /** The configured endpoint: the path without its query string. */
   endpoint: string;

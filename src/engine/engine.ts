@@ -6,7 +6,7 @@ import { batchForOrigin, fragmentsOf, hasUrlParameter, parseDocument, rewrittenF
 import { type GraphQLOperation, type OriginChanges, type RequestParameters } from '../graphql/index.js';
 import { graphQLErrorResponse, hitNegotiation, mayAnswerWithHtml, namesStreamingType, ownAnswerMediaType, type HitNegotiation } from '../http/index.js';
 import { headerValue, preconditionVerdict, varyNames, type HeaderList } from '../http/index.js';
-import { endpointOf, endpointRouting, forbidsTransform, keyedHeaders, hostKey, requestForbidsStoring, type EndpointRouting } from '../http/index.js';
+import { endpointOf, endpointRouting, forbidsTransform, keyedHeaders, requestForbidsStoring, type EndpointRouting } from '../http/index.js';
 import { listArgumentIndex, prepareOperation, type PreparedOperation } from '../invalidation/index.js';
 import { MAX_INVALIDATED_ENTITIES, mutationInvalidationTags } from '../invalidation/index.js';
 import { operationsRootFieldTypes, rootFieldTypes, rootFieldTypeTags } from '../invalidation/index.js';
@@ -1362,10 +1362,16 @@ function readsFoundMutationsOnly(routing: EndpointRouting | undefined): boolean 
   return routing === 'root' || routing === 'suffix';
 }
 
-/** The key's host and endpoint; only requests for a configured endpoint get this far. */
+/**
+ * The key's host and endpoint; only requests for a configured endpoint get this far. The host is
+ * `:authority` as sent: host names are case-insensitive and a scheme's default port names the same
+ * server, but an origin may echo the spelling it got (Yoga's `request.url`, links built from
+ * `Host`), and lower-cased without `:80` one client's spelling was served to others (found by an
+ * outside audit).
+ */
 function keyedTargetOf(head: RequestHead, config: Config, otherUrlParameters: string): KeyedTarget {
   return {
-    host: hostKey(headerValue(head.headers, ':authority') ?? '', headerValue(head.headers, ':scheme') ?? ''),
+    host: headerValue(head.headers, ':authority') ?? '',
     endpoint: endpointOf(head.path, config.endpoints) ?? head.path,
     parameters: otherUrlParameters,
     keyedHeaders: keyedHeaders(head.headers, head.method === 'GET'),

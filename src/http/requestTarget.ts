@@ -250,20 +250,3 @@ function withoutForParameters(forwarded: string): string {
 
 const FOR_PAIR = /^\s*for=("[^"\\]*"|[!#$%&'*+\-.^_`|~0-9A-Za-z]+)\s*$/i;
 
-const DEFAULT_PORTS: Readonly<Record<string, string>> = { http: '80', https: '443' };
-
-/**
- * The host part of the key from `:authority`: lower-cased (host names are case-insensitive, RFC 3986
- * section 3.2.2), the scheme's default port dropped, IPv6 literals kept in their brackets. A
- * trailing dot is kept: `example.com.` may be a different virtual host to the origin's router.
- */
-export function hostKey(authority: string, scheme: string): string {
-  const host = authority.trim().toLowerCase();
-  const defaultPort = DEFAULT_PORTS[scheme.toLowerCase()];
-  if (defaultPort === undefined) return host;
-  const suffix = `:${defaultPort}`;
-  // The port follows the last colon, after an IPv6 literal's closing bracket if there is one.
-  const portColon = host.lastIndexOf(':');
-  const isPort = portColon > host.lastIndexOf(']');
-  return isPort && host.endsWith(suffix) && host.length - suffix.length === portColon ? host.slice(0, portColon) : host;
-}

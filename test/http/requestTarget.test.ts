@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_ENDPOINTS, endpointOf, endpointRouting, keyedHeaders, hostKey } from '../../src/http/requestTarget.js';
+import { DEFAULT_ENDPOINTS, endpointOf, endpointRouting, keyedHeaders } from '../../src/http/requestTarget.js';
 
 describe('endpointOf', () => {
   it('defaults to /graphql', () => {
@@ -63,32 +63,6 @@ describe('endpointOf', () => {
     expect(endpointOf('/t/globex/graphql', endpoints)).toBe('/t/globex/graphql');
     expect(endpointOf('/graphql', endpoints)).toBeUndefined();
     expect(endpointOf('/graphql', [])).toBeUndefined();
-  });
-});
-
-describe('hostKey', () => {
-  it.each([
-    ['Example.COM', 'https', 'example.com'],
-    ['example.com:443', 'https', 'example.com'],
-    ['example.com:443', 'HTTPS', 'example.com'],
-    ['example.com:80', 'http', 'example.com'],
-    ['example.com:80', 'https', 'example.com:80'],
-    ['example.com:443', 'http', 'example.com:443'],
-    ['example.com:8443', 'https', 'example.com:8443'],
-    ['example.com:4430', 'https', 'example.com:4430'],
-    ['example.com:0443', 'https', 'example.com:0443'],
-    ['example.com.', 'https', 'example.com.'],
-    ['example.com.:443', 'https', 'example.com.'],
-    ['[::1]', 'https', '[::1]'],
-    ['[::1]:443', 'https', '[::1]'],
-    ['[2001:DB8::443]', 'https', '[2001:db8::443]'],
-    ['[2001:db8::1]:8080', 'https', '[2001:db8::1]:8080'],
-    ['127.0.0.1:80', 'http', '127.0.0.1'],
-    ['example.com:443', 'grpc', 'example.com:443'],
-    ['', 'https', ''],
-    [':443', 'https', ''],
-  ])('%j over %s is %j', (authority, scheme, expected) => {
-    expect(hostKey(authority, scheme)).toBe(expected);
   });
 });
 

@@ -11,7 +11,7 @@ import Negotiator from 'negotiator';
  * with `echoAnswer` for the request at hand: no model of the data is needed.
  *
  * What the answer depends on, and how the origin reads it:
- * - host (`Host`, lower-cased, default port dropped: host names are case-insensitive) and path;
+ * - host (`Host` as sent: an origin may echo its spelling, as Yoga's `request.url` does) and path;
  * - the GraphQL parameters as lenient servers read them (graphql-ruby, PHP, express-graphql): the
  *   last of a repeated URL parameter, URL parameters before the body's in a POST; the document
  *   (printed, so only its meaning counts), operationName, variables with each number's literal text
@@ -324,7 +324,7 @@ function describe(operation: Operation, document: DocumentNode, execution: Execu
   delete extensions.persistedQuery;
   const reads = Object.fromEntries(directives.reads.map((name) => [name, request.headers[name] ?? null]));
   return {
-    host: normalisedHost(request.headers.host),
+    host: request.headers.host ?? null,
     path: url.pathname,
     query: print(document),
     operationName: operation.operationName ?? null,
@@ -352,10 +352,6 @@ function forwardingRead(request: EchoRequest): Record<string, string> {
   return read;
 }
 
-function normalisedHost(host: string | undefined): string | null {
-  if (host === undefined) return null;
-  return host.toLowerCase().replace(/:80$/, '');
-}
 
 function sessionCookie(cookie: string | undefined): string | null {
   for (const pair of (cookie ?? '').split(';')) {
