@@ -122,12 +122,19 @@ class SelectionWalk {
     return owners;
   }
 
-  /** Adds `owner.name`, and the same field of each interface of the owner's that declares it. */
+  /**
+   * Adds `owner.name`, and the same field of each interface of the owner's that declares it, or of
+   * each when the owner lacks it too: a field the schema lacks counts by its name (Selection), and
+   * the origin may be gaining it on the interface as well (a review: `{ Account: [balance] }`
+   * matched no `user { balance }` until the schema was loaded again).
+   */
   private addField(owner: string, name: string): void {
     this.fields.add(`${owner}.${name}`);
+    const ownerType = this.schema.getType(owner);
+    const lacked = !isCompositeType(ownerType) || fieldDefinition(this.schema, ownerType, name) === undefined;
     for (const abstract of abstractTypesOf(this.schema, owner)) {
       const type = this.schema.getType(abstract);
-      if (isInterfaceType(type) && type.getFields()[name] !== undefined) this.fields.add(`${abstract}.${name}`);
+      if (isInterfaceType(type) && (lacked || type.getFields()[name] !== undefined)) this.fields.add(`${abstract}.${name}`);
     }
   }
 }

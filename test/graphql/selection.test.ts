@@ -93,7 +93,7 @@ describe('selectionOf', () => {
   it('names a field the schema lacks on a type it has, as rules name it', () => {
     expect(sorted(selectionOf(schema, parse('{ teamBalance me { nope { ... on User { name } } __schema { x } } }')))).toEqual({
       types: ['Node', 'Query', 'SearchResult', 'String', 'User'],
-      fields: ['Query.me', 'Query.teamBalance', 'User.__schema', 'User.name', 'User.nope'],
+      fields: ['Node.__schema', 'Node.nope', 'Query.me', 'Query.teamBalance', 'User.__schema', 'User.name', 'User.nope'],
     });
   });
 
