@@ -359,7 +359,11 @@ export const configSchema = z
         maxRequestBodyBytes: z.number().int().positive().default(1024 * 1024),
         maxResponseBodyBytes: z.number().int().positive().default(10 * 1000 * 1000),
         maxQueryBytes: z.number().int().positive().default(100 * 1024),
-        maxDepth: z.number().int().positive().default(25),
+        /**
+         * At most 200: brackets may nest four times this and four more (src/graphql/limits.ts), and
+         * graphql-js's parser overflows the stack from about 1,500 (a review).
+         */
+        maxDepth: z.number().int().positive().max(200).default(25),
         maxAliases: z.number().int().positive().default(50),
       })
       .strict()

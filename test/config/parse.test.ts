@@ -266,7 +266,7 @@ logging: verbose
       'config.yaml: apq.ttl: expected a whole number > 0 and <= 315360000, got 0 (line 13)',
       'config.yaml: mutationPolicy: expected one of None, Entity, List, Type, got "Entities" (line 14)',
       'config.yaml: keyFields.types.Product: expected a non-empty list of field names, got an empty list (line 16)',
-      'config.yaml: limits.maxDepth: expected a positive whole number, got a list (line 18)',
+      'config.yaml: limits.maxDepth: expected a whole number > 0 and <= 200, got a list (line 18)',
       'config.yaml: logging: expected a mapping with the key level, got "verbose" (line 19)',
     ]);
   });
