@@ -9,6 +9,7 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
+import { bracketNesting } from './brackets.js';
 import { fragmentsOf, fragmentsUsedBy } from './fragments.js';
 
 /**
@@ -24,6 +25,8 @@ export interface ParsedDocument {
    * that deep, so its printed size is its size times this (README, Bad input).
    */
   nesting: number;
+  /** How deep brackets nest in its text (bracketNesting): a HIT's query is not scanned again. */
+  brackets: number;
 }
 
 export type SelectedOperation =
@@ -57,10 +60,19 @@ export function parseDocument(query: string): ParsedDocument | { kind: 'syntax-e
   const operations = document.definitions.filter(
     (definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION,
   );
-  const parsed: ParsedDocument = { document, operations, nesting: selectionNesting(document) };
+  const parsed: ParsedDocument = { document, operations, nesting: selectionNesting(document), brackets: bracketNesting(query) };
   parsedByText.set(query, parsed, { size: retainedBytesOf(document, query) });
   textOfDocument.set(parsed, query);
   return parsed;
+}
+
+/**
+ * How deep brackets nest in `text`: as its parse found when it was parsed before (a HIT's query),
+ * else scanned (bracketNesting), since parsing a text nested deeper than graphql-js's parser can
+ * recurse overflows the stack.
+ */
+export function bracketNestingOf(text: string): number {
+  return parsedByText.peek(text)?.brackets ?? bracketNesting(text);
 }
 
 /** Picks the operation to run as GraphQL's "GetOperation" does, and the digest of its normalised text. */

@@ -1,4 +1,5 @@
 import { Kind, type DocumentNode, type OperationDefinitionNode, type SelectionNode, type SelectionSetNode } from 'graphql';
+import { bracketNestingOf } from './document.js';
 import { FragmentMemo, fragmentsOf } from './fragments.js';
 
 /**
@@ -28,7 +29,7 @@ export function queryTextViolation(query: string, limits: OperationLimits): Limi
   const bytes = Buffer.byteLength(query);
   if (bytes > limits.maxQueryBytes) return { message: `Query is ${bytes} bytes; the limit is ${limits.maxQueryBytes}`, code: 'QUERY_TOO_LARGE' };
   const most = 2 * selectionNestingLimit(limits.maxDepth);
-  if (!bracketsNestDeeperThan(query, most)) return undefined;
+  if (bracketNestingOf(query) <= most) return undefined;
   return { message: `Query nests brackets ({, [, () more than ${most} deep, the limit`, code: 'QUERY_TOO_DEEP' };
 }
 
@@ -153,54 +154,3 @@ function addBelow(figures: Figures, below: Figures, extraDepth: number, aliasCap
 
 const NOTHING: Figures = { depth: 0, aliases: 0 };
 const ONE_ALIAS: Figures = { depth: 0, aliases: 1 };
-
-/**
- * Whether `{`, `[` and `(` nest deeper than `most` anywhere outside strings and comments (GraphQL's
- * lexical grammar), in one pass. A text that does not lex is left to the parser to refuse.
- */
-function bracketsNestDeeperThan(text: string, most: number): boolean {
-  let depth = 0;
-  for (let index = 0; index < text.length; index += 1) {
-    switch (text[index]) {
-      case '{':
-      case '[':
-      case '(':
-        depth += 1;
-        if (depth > most) return true;
-        break;
-      case '}':
-      case ']':
-      case ')':
-        depth = Math.max(0, depth - 1);
-        break;
-      case '#':
-        index = lineEnd(text, index);
-        break;
-      case '"':
-        index = text.startsWith('"""', index) ? blockStringEnd(text, index + 3) : stringEnd(text, index + 1);
-        break;
-    }
-  }
-  return false;
-}
-
-/** The index of the line break that ends a comment, or the text's length. */
-function lineEnd(text: string, from: number): number {
-  let index = from;
-  while (index < text.length && text[index] !== '\n' && text[index] !== '\r') index += 1;
-  return index;
-}
-
-/** The index of the quote closing a string whose first character is at `from`, escapes skipped. */
-function stringEnd(text: string, from: number): number {
-  let index = from;
-  while (index < text.length && text[index] !== '"' && text[index] !== '\n' && text[index] !== '\r') index += text[index] === '\\' ? 2 : 1;
-  return index;
-}
-
-/** The index of the last quote closing a block string whose content starts at `from` (`\"""` escapes one). */
-function blockStringEnd(text: string, from: number): number {
-  let index = from;
-  while (index < text.length && !text.startsWith('"""', index)) index += text.startsWith('\\"""', index) ? 4 : 1;
-  return Math.min(index + 2, text.length);
-}
