@@ -278,7 +278,8 @@ export const configSchema = z
           .object({ name: z.string().min(1), sentinels: z.array(redisNode).min(1) })
           .strict()
           .optional(),
-        commandTimeoutMs: milliseconds.positive().default(250),
+        /** At most a minute: requests wait on it, and `ackTimeoutMs` defaults to twice it, a timer. */
+        commandTimeoutMs: z.number().int().positive().max(60_000).default(250),
         /**
          * The replica-local cache in front of Redis (README, Redis: the replica-local cache). `enabled` defaults
          * to true for a standalone or Sentinel Redis and false with `cluster`, where it is refused;

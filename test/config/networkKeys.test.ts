@@ -102,7 +102,7 @@ describe('bounds: Node timers and Redis lifetimes', () => {
       'rules:\n  - { types: [Query], maxAge: 100000000000000, swr: 315360001, staleIfError: 315360001 }\n',
     ].join('');
     expect(problems(text).map((problem) => problem.replace(/ \(line \d+\)$/, ''))).toEqual([
-      'config.yaml: redis.commandTimeoutMs: expected a whole number > 0 and <= 2147483647, got 3000000000',
+      'config.yaml: redis.commandTimeoutMs: expected a whole number > 0 and <= 60000, got 3000000000',
       'config.yaml: redis.localCache.ackTimeoutMs: expected a whole number > 0 and <= 2147483647, got 2147483648',
       'config.yaml: cache.coalesceWaitMs: expected a whole number >= 0 and <= 2147483647, got 2147483648',
       'config.yaml: apq.ttl: expected a whole number > 0 and <= 315360000, got 315360001',
