@@ -120,6 +120,15 @@ describe('automatic persisted queries', () => {
     expect(stack().origin.requests.map((request) => JSON.parse(request.body))).toEqual([{ query }, { query, operationName: '' }]);
   });
 
+  // A review: the same through Hot Chocolate's batchOperations, which passes whatever the document holds.
+  it('expands a registered hash for the origin in a request naming batchOperations', async () => {
+    const query = 'query Q { todos { id } } mutation M { addTodo(title: "x") { id } }';
+    await postGraphQL(stack().url, { query, operationName: 'Q', extensions: persistedQueryExtensions(query) });
+    stack().origin.reset();
+    const answer = await postGraphQL(`${stack().url}?batchOperations=[Q]`, { extensions: persistedQueryExtensions(query) });
+    expect([answer.headers['svc-cache'], stack().origin.requests.map((request) => JSON.parse(request.body))]).toEqual(['PASS', [{ query }]]);
+  });
+
   it('keeps variables and operation name in the key of a hashed query', async () => {
     const query = 'query A($id: ID!) { todo(id: $id) { id } } query B { todos { id } }';
     const extensions = persistedQueryExtensions(query);
