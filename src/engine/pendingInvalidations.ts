@@ -12,6 +12,8 @@ export class PendingInvalidations {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private failures = 0;
+  /** The connection was made again while a retry ran: one that fails is tried again at once. */
+  private retryAtOnce = false;
 
   constructor(
     private readonly apply: (what: readonly string[] | 'everything') => Promise<void>,
@@ -44,6 +46,7 @@ export class PendingInvalidations {
    */
   retryNow(): void {
     this.failures = 0;
+    if (this.running) this.retryAtOnce = true;
     if (this.timer === undefined) return;
     clearTimeout(this.timer);
     void this.retry();
@@ -56,7 +59,8 @@ export class PendingInvalidations {
 
   private schedule(): void {
     if (this.timer !== undefined || this.running || !this.waiting) return;
-    const delay = Math.min(FIRST_DELAY_MS * 2 ** this.failures, MAX_DELAY_MS);
+    const delay = this.retryAtOnce ? 0 : Math.min(FIRST_DELAY_MS * 2 ** this.failures, MAX_DELAY_MS);
+    this.retryAtOnce = false;
     this.timer = setTimeout(() => void this.retry(), delay);
     this.timer.unref();
   }
@@ -70,6 +74,7 @@ export class PendingInvalidations {
     try {
       await this.apply(everything ? 'everything' : [...tags]);
       this.failures = 0;
+      this.retryAtOnce = false;
     } catch (error) {
       this.failures += 1;
       // Back in line, merged with what failed since.

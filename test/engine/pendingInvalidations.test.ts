@@ -85,6 +85,31 @@ describe('PendingInvalidations', () => {
     expect([applied.length, pending.pending]).toEqual([8, false]);
   });
 
+  // A review: a connection made again while a retry ran (a stalled Redis whose connection was
+  // replaced) left the next try 200 ms away.
+  it('tries again at once when a retry running as the store connects again fails, and backs off as usual after', async () => {
+    let failRunning: (error: Error) => void = () => {};
+    const applied: unknown[] = [];
+    const held = new PendingInvalidations(
+      (what) => {
+        applied.push(what);
+        return applied.length === 1 ? new Promise((_, reject) => (failRunning = reject)) : Promise.reject(new Error('still down'));
+      },
+      () => {},
+    );
+    held.add(['Todo:1']);
+    await vi.advanceTimersByTimeAsync(100);
+    held.retryNow();
+    failRunning(new Error('Connection is closed.'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(applied).toHaveLength(2);
+    // Two failures since the connection was made again: 400 ms.
+    await vi.advanceTimersByTimeAsync(399);
+    expect(applied).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(applied).toHaveLength(3);
+  });
+
   it('does nothing at a new connection when nothing waits', async () => {
     pending.retryNow();
     await vi.advanceTimersByTimeAsync(10_000);
