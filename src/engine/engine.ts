@@ -237,12 +237,16 @@ export class DecisionEngine {
     this.lateInvalidations.close();
   }
 
-  /** The exchange of one HTTP request; without a head, a response whose request svc-cache never saw. */
-  begin(head?: RequestHead): Exchange {
+  /**
+   * The exchange of one HTTP request; without a head, a response whose request svc-cache never saw.
+   * `explain` explains the decision as `svc-debug: 1` with the purge token does, without the token,
+   * whose header routes an introspection query to the purge API (the dashboard's inspector).
+   */
+  begin(head?: RequestHead, { explain = false }: { explain?: boolean } = {}): Exchange {
     const exchange = new Exchange(head);
     if (!head) return exchange;
     const { config } = this.deps.state();
-    if (explanationRequested(head, config)) exchange.explanation = {};
+    if (explain || explanationRequested(head, config)) exchange.explanation = {};
     if (carriesPurgeToken(head.headers, config.purge)) exchange.tokenHeader = purgeTokenHeader(config.purge);
     return exchange;
   }

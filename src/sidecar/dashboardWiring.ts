@@ -74,7 +74,6 @@ async function inspect(engine: DecisionEngine, config: Config, input: InspectInp
   const body = Buffer.from(
     JSON.stringify({ query: input.query, variables: input.variables, operationName: input.operationName }),
   );
-  const token = config.purge.tokens[0] ?? '';
   // Clients of the page's kind ask for JSON; a given `host` names the site, part of the cache key
   // (README, Cache key), and is sent as `:authority` as Envoy sends it. Envoy's connection manager
   // adds `x-forwarded-proto` to every request, and the key holds it, so the request inspected has it
@@ -84,8 +83,6 @@ async function inspect(engine: DecisionEngine, config: Config, input: InspectInp
     [':authority', host ?? ''],
     [':scheme', 'http'],
     ...Object.entries({ accept: 'application/json', 'x-forwarded-proto': 'http', ...given }).map(([name, value]): [string, string] => [name, value]),
-    ['svc-debug', '1'],
-    [config.purge.header, token],
   ];
   const { decision, exchange } = await decide(engine, graphQLPost(body, headers));
   exchange.dispose();
@@ -128,7 +125,8 @@ async function decide(
   engine: DecisionEngine,
   request: { head: RequestHead; body: Buffer },
 ): Promise<{ decision: RequestDecision; exchange: Exchange }> {
-  const exchange = engine.begin(request.head);
+  // Explained without the purge token, which would route an introspection query to the purge API.
+  const exchange = engine.begin(request.head, { explain: true });
   const first = await engine.requestHead(exchange);
   const decision = first.kind === 'need-body' ? await engine.requestBody(exchange, request.body) : first;
   return { decision, exchange };

@@ -190,6 +190,9 @@ describe('dashboard API', () => {
     });
     const fresh = JSON.parse((await post('/api/inspect', { query: 'query { time }' }, TOKEN)).text);
     expect(fresh).toMatchObject({ decision: 'MISS', cachedNow: false, scope: 'PUBLIC', matchedRules: 'all queries' });
+    // An outside audit: sent with the purge token, introspection was answered by the purge API's schema.
+    const introspection = JSON.parse((await post('/api/inspect', { query: '{ __schema { queryType { name } } }' }, TOKEN)).text);
+    expect(introspection).toMatchObject({ decision: 'PASS', passReason: 'introspection' });
     const mutation = JSON.parse((await post('/api/inspect', { query: 'mutation { _purgeAll }' }, TOKEN)).text);
     expect(mutation.error).toBe('not-a-query');
     expect((await post('/api/inspect', { variables: {} }, TOKEN)).status).toBe(400);
