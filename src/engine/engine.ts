@@ -772,7 +772,10 @@ export class DecisionEngine {
     if (verdict.kind === 'pass') return this.passOn(exchange, verdict.reason, verdict.detail, context);
     if (verdict.outcome === 'ERROR') exchange.settle('ERROR', { errorCode: verdict.errorCode });
     else exchange.settle('PASS', { passReason: verdict.passReason });
-    return { kind: 'respond', response: inOwnMediaType(verdict.response, requestHeadOf(exchange)) };
+    const response = inOwnMediaType(verdict.response, requestHeadOf(exchange));
+    // A purge is a PASS answered here: explained as one forwarded is (an outside audit found no reason on it).
+    const explained = verdict.outcome === 'PASS' ? explanationHeaders(exchange.explanation, verdict.passReason) : [];
+    return { kind: 'respond', response: explained.length === 0 ? response : { ...response, headers: [...response.headers, ...explained] } };
   }
 
   /**

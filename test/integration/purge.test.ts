@@ -84,6 +84,12 @@ describe('purge mutations', () => {
     expect([response.status, response.json]).toEqual([200, { data: { _purgeAll: true } }]);
   });
 
+  // An outside audit: a purge is a PASS answered by svc-cache, and had no svc-debug-pass-reason.
+  it('explains a purge asked with svc-debug as the PASS it is', async () => {
+    const response = await postGraphQL(stack().url, { query: 'mutation { _purgeAll }' }, { 'svc-purge-token': TOKEN, 'svc-debug': '1' });
+    expect([response.status, response.headers['svc-cache'], response.headers['svc-debug-pass-reason']]).toEqual([200, 'PASS', 'purge']);
+  });
+
   it('refuses a purge without a token or with a wrong one, and purges nothing', async () => {
     for (const token of [null, 'wrong-token', `${TOKEN}x`, '']) {
       const response = await purge(stack(), 'mutation { _purgeAll }', token);
