@@ -50,6 +50,8 @@ export interface CompletedRequest {
   outcome: RequestOutcome | undefined;
   /** A stable code from a closed set (the engine's `PassReason`), so the label stays bounded. */
   passReason: string | undefined;
+  /** svc-cache's own error code of an ERROR, from a closed set (`OwnErrorCode`). */
+  errorCode: string | undefined;
   bytesServedFromCache: number;
 }
 
@@ -93,6 +95,13 @@ export class Metrics {
     name: 'svc_cache_pass_total',
     help: 'Requests passed to the origin without being answered from or stored in the cache, by reason (a stable code, as in svc-debug-pass-reason).',
     labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly errors = new Counter({
+    name: 'svc_cache_errors_total',
+    help: "Requests svc-cache answered with an error of its own, by code (a stable code, as in the answer's extensions.code).",
+    labelNames: ['code'] as const,
     registers: [this.registry],
   });
 
@@ -274,6 +283,7 @@ export class Metrics {
   recordRequest(request: CompletedRequest): void {
     if (request.outcome !== undefined) this.recordOutcome(request.outcome);
     if (request.outcome === 'PASS' && request.passReason !== undefined) this.passes.inc({ reason: request.passReason });
+    if (request.outcome === 'ERROR' && request.errorCode !== undefined) this.errors.inc({ code: request.errorCode });
     this.addBytesServedFromCache(request.bytesServedFromCache);
   }
 

@@ -58,8 +58,11 @@ describe('metrics with real traffic', () => {
     expect(sampleValue(exposition, 'svc_cache_store_duration_seconds_count', { operation: 'store' })).toBeGreaterThanOrEqual(1);
   });
 
-  it('counts errors svc-cache answers itself as ERROR', async () => {
-    const before = sampleValue(await scrape(stack().sidecar.adminPort), 'svc_cache_requests_total', { outcome: 'ERROR' })!;
+  // An outside audit: issue 14 asked for svc-cache's own error codes as a label.
+  it('counts errors svc-cache answers itself as ERROR, and by their code', async () => {
+    const scraped = await scrape(stack().sidecar.adminPort);
+    const before = sampleValue(scraped, 'svc_cache_requests_total', { outcome: 'ERROR' })!;
+    const byCode = sampleValue(scraped, 'svc_cache_errors_total', { code: 'METHOD_NOT_ALLOWED' }) ?? 0;
     const path = `${stack().url}?query=${encodeURIComponent('mutation { addTodo(title: "by GET") { id } }')}`;
     const refused = await fetch(path);
     expect(refused.status).toBe(405);
@@ -67,6 +70,7 @@ describe('metrics with real traffic', () => {
     await eventually(async () => {
       const text = await scrape(stack().sidecar.adminPort);
       expect(sampleValue(text, 'svc_cache_requests_total', { outcome: 'ERROR' })).toBe(before + 1);
+      expect(sampleValue(text, 'svc_cache_errors_total', { code: 'METHOD_NOT_ALLOWED' })).toBe(byCode + 1);
     });
   });
 
@@ -143,6 +147,7 @@ describe('metrics with real traffic', () => {
     expect(Object.fromEntries([...types].filter(([name]) => name.startsWith('svc_cache_')))).toEqual({
       svc_cache_requests_total: 'counter',
       svc_cache_pass_total: 'counter',
+      svc_cache_errors_total: 'counter',
       svc_cache_decision_duration_seconds: 'histogram',
       svc_cache_bytes_served_from_cache_total: 'counter',
       svc_cache_streams_active: 'gauge',
