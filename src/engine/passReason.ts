@@ -44,7 +44,7 @@ export type PassReason =
    */
   | 'schema-lacks-field'
   | 'not-acceptable'
-  /** A GET with `If-Match` or `If-Unmodified-Since`, which the origin may answer 412 (README, Response headers stored and replayed). */
+  /** A GET with `If-Match` or `If-Unmodified-Since` that would be a HIT, which the origin may answer 412 (README, Response headers stored and replayed). */
   | 'precondition'
   | 'purge'
   | 'bypass-header'
