@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { silentLogger, type Logger } from '../observability/index.js';
 import { decodeEntry, encodeEntry, FORMAT_VERSION as ENTRY_FORMAT_VERSION } from './entryCodec.js';
 import type { PersistedQueryRegistry } from '../apq/index.js';
-import { connectRedis, connectSubscriber, isCommandTimeout, localCacheSettings, RedisNotConnected, StalledConnection, stalledAfterMs, withinTimeout, type RedisConfig } from './redisConnection.js';
+import { connectRedis, connectSubscriber, isCommandTimeout, isOutOfMemory, localCacheSettings, RedisNotConnected, StalledConnection, stalledAfterMs, withinTimeout, type RedisConfig } from './redisConnection.js';
 import { RedisLocalCache } from './redisLocalCache.js';
 import { KEY_CHECK_BYTES, RedisKeyLayout, SHARD_COUNT, type EntryLocation } from './redisLayout.js';
 import {
@@ -250,7 +250,30 @@ export class RedisStore implements CacheStore {
     );
   }
 
+  /**
+   * On a full Redis (`noeviction`) the record a soft purge writes first is refused: the entries are
+   * removed instead, as a hard purge removes them (it deletes before it writes), rather than the
+   * purge failing whole until Redis has room (README, Redis).
+   */
   async markStale(tags: readonly string[]): Promise<number> {
+    return this.removedWhenFull(this.ageEntries(tags), () => this.invalidate(tags));
+  }
+
+  async markAllStale(): Promise<number> {
+    return this.removedWhenFull(this.ageAllEntries(), () => this.invalidateAll());
+  }
+
+  private async removedWhenFull(aging: Promise<number>, remove: () => Promise<number>): Promise<number> {
+    try {
+      return await aging;
+    } catch (error) {
+      if (!isOutOfMemory(error)) throw error;
+      this.logger.warn({ err: errorMessage(error) }, 'redis is full: a soft purge removes its entries instead');
+      return remove();
+    }
+  }
+
+  private async ageEntries(tags: readonly string[]): Promise<number> {
     const uniqueTags = [...new Set(tags)];
     if (uniqueTags.length === 0) return 0;
     const nowMs = Date.now();
@@ -263,7 +286,7 @@ export class RedisStore implements CacheStore {
     });
   }
 
-  async markAllStale(): Promise<number> {
+  private async ageAllEntries(): Promise<number> {
     const nowMs = Date.now();
     return this.onEveryShard(async (shard) => {
       const keys = [this.layout.sequenceKey(shard), this.layout.floorKey(shard), this.layout.epochKey(shard)];

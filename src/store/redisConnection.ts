@@ -202,6 +202,11 @@ export function isCommandTimeout(error: unknown): boolean {
 /** The message of ioredis's error for a command past `commandTimeout` (ioredis's Command.setTimeout). */
 const IOREDIS_COMMAND_TIMEOUT = 'Command timed out';
 
+/** Redis's refusal of a write at `maxmemory` under `noeviction` (a script's too, before its first write). */
+export function isOutOfMemory(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('OOM ');
+}
+
 /**
  * ioredis's refusal of a command sent while no connection is ready (`enableOfflineQueue: false`):
  * "Stream isn't writeable and …", or "Cluster isn't ready and …", words an operator cannot act on.

@@ -104,36 +104,58 @@ describe('reconnections', () => {
 // The Redis failure audit: at maxmemory with noeviction (deploy/redis), every invalidation failed,
 // deleting nothing, and the entries stayed HITs until they expired.
 describe('a full Redis (maxmemory, noeviction)', () => {
-  it('still deletes what an invalidation or a purge of everything names, and records it', async () => {
+  /** A store on a Redis of its own; `fill` is the memory limit set below what Redis holds, so that every write that may use memory is refused. */
+  async function onFullRedis(use: (store: CacheStore, room: { fill: () => Promise<void>; free: () => Promise<void> }) => Promise<void>): Promise<void> {
     const full = await startRedisServer();
     const admin = new Redis(full.url);
     try {
       const store = await untilReady(createStore({ url: full.url, keyPrefix: 'full:', commandTimeoutMs: 1000, localCache: { enabled: false, maxBytes: 1 } }, { memoryMaxBytes: 0 }));
       openStores.push(store);
-      expect(await storeAfterMiss(store, 'todo-1', ['Todo:1'])).toBe(true);
-      expect(await storeAfterMiss(store, 'todo-2', ['Todo:2'])).toBe(true);
-      const { mark } = await store.lookup('todo-1');
-      // Below what Redis holds: every write that may use memory is refused, as on a full Redis.
-      const belowUsed = async () => String(Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]) - 64 * 1024);
       await admin.config('SET', 'maxmemory-policy', 'noeviction');
-      await admin.config('SET', 'maxmemory', await belowUsed());
-      await expect(admin.set('filler', 'x')).rejects.toThrow(/^OOM/);
-      const { mark: newMark } = await store.lookup('todo-3');
-      await expect(store.store('todo-3', jsonResponse('todo-3'), { tags: ['Todo:3'], ttlSeconds: 60, mark: newMark })).rejects.toThrow(/^OOM/);
-
-      expect(await store.invalidate(['Todo:1'])).toBe(1);
-      expect((await store.lookup('todo-1')).entry).toBeUndefined();
-      await admin.config('SET', 'maxmemory', '0');
-      // Recorded too: an answer fetched before it is not stored once Redis has room again.
-      expect(await store.store('todo-1', jsonResponse('old'), { tags: ['Todo:1'], ttlSeconds: 60, mark })).toBe(false);
-      await admin.config('SET', 'maxmemory', await belowUsed());
-      expect(await store.invalidateAll()).toBe(1);
-      expect((await store.lookup('todo-2')).entry).toBeUndefined();
+      const fill = async (): Promise<void> => {
+        await admin.config('SET', 'maxmemory', String(Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]) - 64 * 1024));
+        await expect(admin.set('filler', 'x')).rejects.toThrow(/^OOM/);
+      };
+      await use(store, { fill, free: async () => void (await admin.config('SET', 'maxmemory', '0')) });
     } finally {
       await Promise.all(openStores.splice(0).map((store) => store.close()));
       admin.disconnect();
       await full.stop();
     }
+  }
+
+  it('still deletes what an invalidation or a purge of everything names, and records it', async () => {
+    await onFullRedis(async (store, room) => {
+      expect(await storeAfterMiss(store, 'todo-1', ['Todo:1'])).toBe(true);
+      expect(await storeAfterMiss(store, 'todo-2', ['Todo:2'])).toBe(true);
+      const { mark } = await store.lookup('todo-1');
+      await room.fill();
+      const { mark: newMark } = await store.lookup('todo-3');
+      await expect(store.store('todo-3', jsonResponse('todo-3'), { tags: ['Todo:3'], ttlSeconds: 60, mark: newMark })).rejects.toThrow(/^OOM/);
+
+      expect(await store.invalidate(['Todo:1'])).toBe(1);
+      expect((await store.lookup('todo-1')).entry).toBeUndefined();
+      await room.free();
+      // Recorded too: an answer fetched before it is not stored once Redis has room again.
+      expect(await store.store('todo-1', jsonResponse('old'), { tags: ['Todo:1'], ttlSeconds: 60, mark })).toBe(false);
+      await room.fill();
+      expect(await store.invalidateAll()).toBe(1);
+      expect((await store.lookup('todo-2')).entry).toBeUndefined();
+    });
+  });
+
+  // A soft purge writes its record first, which a full Redis refuses: it failed whole (503) until
+  // Redis had room, the entries served fresh meanwhile.
+  it('removes what a soft purge names instead of aging it, as a hard purge does', async () => {
+    await onFullRedis(async (store, room) => {
+      for (const id of [1, 2, 3]) expect(await storeAfterMiss(store, `todo-${id}`, [`Todo:${id}`])).toBe(true);
+      await room.fill();
+      expect(await store.markStale(['Todo:1'])).toBe(1);
+      expect((await store.lookup('todo-1')).entry).toBeUndefined();
+      expect((await store.lookup('todo-2')).entry).toBeDefined();
+      expect(await store.markAllStale()).toBe(2);
+      expect([(await store.lookup('todo-2')).entry, (await store.lookup('todo-3')).entry]).toEqual([undefined, undefined]);
+    });
   });
 });
 
