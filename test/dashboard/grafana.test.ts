@@ -59,20 +59,23 @@ describe('Grafana dashboard', () => {
     expect(unknown).toEqual([]);
   });
 
-  it('charts hit ratio by replica and in total, outcomes, PASS reasons, purges, invalidations, store errors, coalescing, stream errors and config reloads', () => {
+  it('charts hit ratio by replica and in total, outcomes, PASS reasons, errors, purges and their acknowledgement, invalidations, the store, coalescing, stream errors and config reloads', () => {
     expect([...referencedNames()].sort()).toEqual([
       'svc_cache_coalesced_requests_total',
       'svc_cache_config_last_reload_successful',
       'svc_cache_config_reloads_total',
       'svc_cache_decision_duration_seconds_bucket',
+      'svc_cache_errors_total',
       'svc_cache_invalidated_entries_total',
       'svc_cache_invalidations_total',
       'svc_cache_pass_total',
+      'svc_cache_purge_ack_seconds_bucket',
       'svc_cache_purged_entries_total',
       'svc_cache_purges_total',
       'svc_cache_requests_total',
       'svc_cache_store_duration_seconds_bucket',
       'svc_cache_store_errors_total',
+      'svc_cache_store_up',
       'svc_cache_stream_errors_total',
       'svc_cache_streams_abandoned_total',
     ]);
