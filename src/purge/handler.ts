@@ -13,7 +13,7 @@ import { collectFields, fragmentsOf, validationErrors } from '../graphql/index.j
 import { CACHE_STATUS_HEADER, type HttpResponse } from '../http/index.js';
 import { headerValue, type HeaderList } from '../http/index.js';
 import type { Logger, RepeatedWarning } from '../observability/index.js';
-import { isCommandTimeout, UnconfirmedInvalidation, type CacheStore } from '../store/index.js';
+import { isCommandTimeout, StoreFull, UnconfirmedInvalidation, type CacheStore } from '../store/index.js';
 import type { GraphQLResponseMediaType } from '../http/index.js';
 import { derivePurgeApi, type PurgeApi } from './schema.js';
 import { PurgeTargets } from './targets.js';
@@ -172,7 +172,7 @@ export async function handlePurgeRequest(
  * (logged as such), and the job's retry applies it again.
  */
 async function confirmedPurge(summary: PurgeSummary, deps: PurgeDependencies): Promise<AppliedPurge | undefined> {
-  const applying = applyPurge(summary, deps.store);
+  const applying = applyPurge(summary, deps.store, deps.logger);
   const confirmationMs = deps.confirmationMs ?? PURGE_CONFIRMATION_MS;
   let deadline: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<'late'>((resolve) => {
@@ -260,18 +260,24 @@ function summaryOf(targets: PurgeTargets): PurgeSummary {
  * whole. `invalidateAll` covers every tag, so `_purgeAll` alongside other purge fields needs nothing
  * more; a tag purged both ways is purged hard (summaryOf).
  */
-async function applyPurge(summary: PurgeSummary, store: CacheStore): Promise<AppliedPurge> {
+async function applyPurge(summary: PurgeSummary, store: CacheStore, logger: Logger): Promise<AppliedPurge> {
   const removedEntries = summary.everything
     ? await store.invalidateAll()
     : summary.tags.length > 0
       ? await store.invalidate(summary.tags)
       : 0;
-  const staleEntries = summary.soft.everything
-    ? await store.markAllStale()
-    : summary.soft.tags.length > 0
-      ? await store.markStale(summary.soft.tags)
-      : 0;
-  return { removedEntries, staleEntries };
+  const { soft } = summary;
+  try {
+    const staleEntries = soft.everything ? await store.markAllStale() : soft.tags.length > 0 ? await store.markStale(soft.tags) : 0;
+    return { removedEntries, staleEntries };
+  } catch (error) {
+    if (!(error instanceof StoreFull)) throw error;
+    // A soft purge that failed whole kept its entries fresh until the store had room (a Redis
+    // failure audit): they go as a hard purge's do, counted as removed.
+    logger.warn({ ...logFields(summary), err: error.message }, 'cache store full: the soft purge removes its entries instead');
+    const removedInstead = soft.everything ? await store.invalidateAll() : await store.invalidate(soft.tags);
+    return { removedEntries: removedEntries + removedInstead, staleEntries: 0 };
+  }
 }
 
 /**

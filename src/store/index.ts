@@ -7,7 +7,7 @@ import { hasRedisConnection } from './redisConnection.js';
 import type { CacheStore, LocalCacheObserver } from './types.js';
 
 export type { CacheStore, CachedResponse, InvalidationMark, LocalCacheObserver, Lookup, StoreOptions } from './types.js';
-export { UnconfirmedInvalidation } from './types.js';
+export { StoreFull, UnconfirmedInvalidation } from './types.js';
 export { isCommandTimeout } from './redisConnection.js';
 export { isFresh } from './freshness.js';
 export { compressBody, decompressBody, identityBodyOf, type BodyEncoding, type CompressionSettings } from './bodyEncoding.js';

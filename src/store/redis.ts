@@ -22,7 +22,7 @@ import {
 import { STALE_MARGIN_MS } from './softPurge.js';
 import { errorMessage } from '../util/index.js';
 import { RedisPersistedQueryRegistry } from './redisPersistedQueries.js';
-import { UnconfirmedInvalidation, type CacheStore, type CachedResponse, type InvalidationMark, type LocalCacheObserver, type Lookup, type StoreOptions } from './types.js';
+import { StoreFull, UnconfirmedInvalidation, type CacheStore, type CachedResponse, type InvalidationMark, type LocalCacheObserver, type Lookup, type StoreOptions } from './types.js';
 
 export interface RedisStoreOptions {
   logger?: Logger;
@@ -250,27 +250,13 @@ export class RedisStore implements CacheStore {
     );
   }
 
-  /**
-   * On a full Redis (`noeviction`) the record a soft purge writes first is refused: the entries are
-   * removed instead, as a hard purge removes them (it deletes before it writes), rather than the
-   * purge failing whole until Redis has room (README, Redis).
-   */
+  /** Rejects with StoreFull on a full Redis (`noeviction`), which refuses the record written first. */
   async markStale(tags: readonly string[]): Promise<number> {
-    return this.removedWhenFull(this.ageEntries(tags), () => this.invalidate(tags));
+    return refusedWhenFull(this.ageEntries(tags));
   }
 
   async markAllStale(): Promise<number> {
-    return this.removedWhenFull(this.ageAllEntries(), () => this.invalidateAll());
-  }
-
-  private async removedWhenFull(aging: Promise<number>, remove: () => Promise<number>): Promise<number> {
-    try {
-      return await aging;
-    } catch (error) {
-      if (!isOutOfMemory(error)) throw error;
-      this.logger.warn({ err: errorMessage(error) }, 'redis is full: a soft purge removes its entries instead');
-      return remove();
-    }
+    return refusedWhenFull(this.ageAllEntries());
   }
 
   private async ageEntries(tags: readonly string[]): Promise<number> {
@@ -470,6 +456,14 @@ export class RedisStore implements CacheStore {
   /** What the logs say of a store operation while no connection is ready, with why the last one ended. */
   private notConnected(cause: unknown): Error {
     return new Error(this.connectionError === undefined ? 'redis is not connected' : `redis is not connected: ${this.connectionError}`, { cause });
+  }
+}
+
+async function refusedWhenFull(aging: Promise<number>): Promise<number> {
+  try {
+    return await aging;
+  } catch (error) {
+    throw isOutOfMemory(error) ? new StoreFull(errorMessage(error), { cause: error }) : error;
   }
 }
 

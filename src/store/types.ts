@@ -78,6 +78,15 @@ export class UnconfirmedInvalidation extends Error {
   override readonly name = 'UnconfirmedInvalidation';
 }
 
+/**
+ * A soft purge the store refused for lack of memory (Redis at `maxmemory` under `noeviction`): its
+ * record is written first, which a full Redis refuses, while a hard purge deletes before it writes
+ * and is applied (src/purge/handler.ts removes the entries instead).
+ */
+export class StoreFull extends Error {
+  override readonly name = 'StoreFull';
+}
+
 export interface CacheStore {
   /**
    * Reads an entry and the current invalidation mark in one round trip. An answer the replica-local

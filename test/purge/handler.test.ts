@@ -16,7 +16,7 @@ import {
 import { invalidationTag as tag } from '../../src/invalidation/tags.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { RedisCommandTimeout } from '../../src/store/redisConnection.js';
-import { UnconfirmedInvalidation } from '../../src/store/types.js';
+import { StoreFull, UnconfirmedInvalidation } from '../../src/store/types.js';
 import { demoSchemaSDL } from '../support/origin.js';
 
 /** The purge handler alone, as the engine calls it: a parsed request, a real in-memory store. */
@@ -377,6 +377,21 @@ describe('handlePurgeRequest', () => {
       await expectAnswer(query, { _purgeUser: true, _purgeQuery: true, purgeTodo: true }, { variables: { soft: true } });
       expect(await remaining()).toEqual(everyKeyBut('namedTime'));
       expect(await fresh()).toEqual(['product2']);
+    });
+
+    // The Redis failure audit: a full Redis refuses a soft purge's record, and the purge answered 503
+    // until Redis had room, its entries fresh HITs meanwhile.
+    it('removes what a soft purge names when the store is full, counted as removed', async () => {
+      vi.spyOn(store, 'markStale').mockRejectedValue(new StoreFull("OOM command not allowed when used memory > 'maxmemory'."));
+      vi.spyOn(store, 'markAllStale').mockRejectedValue(new StoreFull("OOM command not allowed when used memory > 'maxmemory'."));
+      await expectAnswer('mutation { purgeTodo(id: "1", soft: true) }', { purgeTodo: true });
+      expect(await remaining()).toEqual(everyKeyBut('todos', 'todo1'));
+      await expectAnswer('mutation { _purgeAll(soft: true) }', { _purgeAll: true });
+      expect(await remaining()).toEqual([]);
+      expect(events).toMatchObject([
+        { result: 'purged', removedEntries: 2, staleEntries: 0 },
+        { result: 'purged', removedEntries: Object.keys(SEEDED).length - 2, staleEntries: 0 },
+      ]);
     });
 
     it('applies hard and soft fields of one mutation with one call each, a tag named both ways hard', async () => {

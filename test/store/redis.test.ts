@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createStore, type CacheStore, type InvalidationMark } from '../../src/store/index.js';
+import { createStore, StoreFull, type CacheStore, type InvalidationMark } from '../../src/store/index.js';
 import { RedisKeyLayout, SHARD_COUNT } from '../../src/store/redisLayout.js';
 import { startRedisSentinel, startRedisServer } from '../support/redis.js';
 import { redisServerForTests } from '../support/redisForTests.js';
@@ -144,17 +144,14 @@ describe('a full Redis (maxmemory, noeviction)', () => {
     });
   });
 
-  // A soft purge writes its record first, which a full Redis refuses: it failed whole (503) until
-  // Redis had room, the entries served fresh meanwhile.
-  it('removes what a soft purge names instead of aging it, as a hard purge does', async () => {
+  // A soft purge writes its record first, which a full Redis refuses: the purge handler then removes
+  // the entries instead (test/purge/handler.test.ts).
+  it('refuses a soft purge as StoreFull', async () => {
     await onFullRedis(async (store, room) => {
-      for (const id of [1, 2, 3]) expect(await storeAfterMiss(store, `todo-${id}`, [`Todo:${id}`])).toBe(true);
+      expect(await storeAfterMiss(store, 'todo-1', ['Todo:1'])).toBe(true);
       await room.fill();
-      expect(await store.markStale(['Todo:1'])).toBe(1);
-      expect((await store.lookup('todo-1')).entry).toBeUndefined();
-      expect((await store.lookup('todo-2')).entry).toBeDefined();
-      expect(await store.markAllStale()).toBe(2);
-      expect([(await store.lookup('todo-2')).entry, (await store.lookup('todo-3')).entry]).toEqual([undefined, undefined]);
+      await expect(store.markStale(['Todo:1'])).rejects.toBeInstanceOf(StoreFull);
+      await expect(store.markAllStale()).rejects.toThrow(/^OOM /);
     });
   });
 });
