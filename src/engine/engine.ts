@@ -289,6 +289,10 @@ export class DecisionEngine {
     if (parameters.kind !== 'graphql') return mayRunMutation(parameters) ? this.passUnseen(exchange, config, batch) : this.passOn(exchange, 'batch');
     const head = requestHeadOf(exchange);
     const request: ReadRequest = { ...parameters, method: 'POST', body, target: keyedTargetOf(head, config, parameters.otherUrlParameters) };
+    // Held to the limits a plain POST is, before its text is parsed (a review).
+    const sentTooLarge = checkSentQueryText(request.params, config.limits);
+    if (sentTooLarge) return this.conclude(exchange, sentTooLarge);
+    if (runsDocumentByIdInstead(parameters)) return this.passUnseen(exchange, config, { kind: 'pass', reason: 'query-beside-document-id' });
     const resolving = resolveQuery(request.params, parameters.documentIds, this.resolutionDependencies(config));
     const resolved = resolving instanceof Promise ? await resolving : resolving;
     if ('kind' in resolved) {

@@ -187,6 +187,14 @@ describe('DecisionEngine', () => {
     const queries = post({ query: 'query A { todos { id } } query B { users { id } }', operationName: 'A' });
     queries.head.path = '/graphql?batchOperations=[A,B]';
     expect(await decide(queries.head, queries.body)).toEqual({ kind: 'forward', requestHeaders: { set: [], remove: [] }, plan: { kind: 'pass', reason: 'batch' } });
+    // A review: held to the limits of a plain POST before its text is parsed, and a text beside a
+    // document id may run that document instead, as on a plain POST.
+    const deep = post({ query: `query A { todos(first: ${'['.repeat(200)}1${']'.repeat(200)}) { id } }` });
+    deep.head.path = '/graphql?batchOperations=[A]';
+    expect(await decide(deep.head, deep.body)).toMatchObject({ kind: 'respond', status: 'ERROR', response: { status: 400 } });
+    const besideId = post({ query: 'query A { todos { id } }', documentId: 'abc' });
+    besideId.head.path = '/graphql?batchOperations=[A]';
+    expect(await decide(besideId.head, besideId.body)).toMatchObject({ kind: 'forward', plan: { kind: 'pass', reason: 'query-beside-document-id', unseen: {} } });
     build({ limits: { maxRequestBodyBytes: 64 } });
     const large = post({ ...operation, padding: 'x'.repeat(100) });
     large.head.path = '/graphql?batchOperations=[A,B]';
