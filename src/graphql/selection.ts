@@ -123,20 +123,18 @@ class SelectionWalk {
   }
 
   /**
-   * Adds `owner.name`, and the same field of each interface of the owner's that declares it, or of
-   * each when the owner lacks it too: a field the schema lacks counts by its name (Selection), and
-   * the origin may be gaining it on the interface as well (a review: `{ Account: [balance] }`
-   * matched no `user { balance }` until the schema was loaded again).
+   * Adds `owner.name`, and the same field of each interface of the owner's: the field the interface
+   * declares, or one it lacks, as a field the schema lacks counts by its name (Selection) and the
+   * origin may be adding it to the interface (reviews: `{ Account: [balance] }` matched no
+   * `user { balance }` while the schema lacked it on Account, and one tenant's answer went to another).
    */
   private addField(owner: string, name: string): void {
     this.fields.add(`${owner}.${name}`);
-    const ownerType = this.schema.getType(owner);
-    const lacked = !isCompositeType(ownerType) || fieldDefinition(this.schema, ownerType, name) === undefined;
     for (const abstract of abstractTypesOf(this.schema, owner)) {
-      const type = this.schema.getType(abstract);
-      if (isInterfaceType(type) && (lacked || type.getFields()[name] !== undefined)) this.fields.add(`${abstract}.${name}`);
+      if (isInterfaceType(this.schema.getType(abstract))) this.fields.add(`${abstract}.${name}`);
     }
   }
+
 }
 
 /** The interfaces a type implements and the unions it is a member of, by name. */
