@@ -210,7 +210,11 @@ function isKeyedHeader(name: string): boolean {
 /**
  * Spring and Rack read `x-forwarded-ssl` and `-prefix`; Rack `x-forwarded-scheme`; IIS's URL Rewrite
  * and Symfony route by `x-original-url` and `x-rewrite-url`; IIS's Application Request Routing
- * sends the client's host as `x-original-host`, and Traefik its path as `x-forwarded-uri`.
+ * sends the client's host as `x-original-host`, and Traefik its path as `x-forwarded-uri`. An
+ * outside audit found scheme headers other frameworks read: Tornado's `xheaders` reads `x-scheme`
+ * before `x-forwarded-proto`; Jetty's `x-proxied-https` and `x-forwarded-server`; Echo and
+ * gunicorn `x-forwarded-protocol`, Echo `x-url-scheme`; IIS-era `front-end-https`; and the path
+ * prefixes `x-forwarded-path` and `x-script-name`.
  */
 const KEYED_HEADERS: ReadonlySet<string> = new Set([
   'forwarded',
@@ -224,6 +228,14 @@ const KEYED_HEADERS: ReadonlySet<string> = new Set([
   'x-rewrite-url',
   'x-original-host',
   'x-forwarded-uri',
+  'x-scheme',
+  'x-forwarded-protocol',
+  'x-url-scheme',
+  'x-proxied-https',
+  'x-forwarded-server',
+  'front-end-https',
+  'x-forwarded-path',
+  'x-script-name',
   'origin',
 ]);
 

@@ -86,6 +86,8 @@ describe('keyedHeaders', () => {
       [['forwarded', 'proto=https']],
       [['x-original-host', 'evil.example']],
       [['x-forwarded-uri', '/evil/graphql']],
+      // An outside audit: scheme and prefix headers Tornado, Jetty, Echo and gunicorn read.
+      ...['x-scheme', 'x-forwarded-protocol', 'x-url-scheme', 'x-proxied-https', 'x-forwarded-server', 'front-end-https', 'x-forwarded-path', 'x-script-name'].map((name) => [[name, 'https']]),
       [['origin', 'https://a.example']],
       [['origin', 'https://b.example']],
     ].map((headers) => keyedHeaders([...(headers as Array<[string, string]>), ['content-type', 'application/json']], false));
