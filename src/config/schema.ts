@@ -1,4 +1,5 @@
 import { createPublicKey } from 'node:crypto';
+import { isKeyedRequestHeader } from '../http/index.js';
 import { z } from 'zod';
 import type { PersistedDocuments } from '../persistedDocuments/index.js';
 import { parseRedisNode, parseRedisUrl, type RedisNodeProblem, type RedisUrlProblem } from './redisAddress.js';
@@ -39,13 +40,13 @@ const seconds = z.number().int().min(0).max(MAX_SECONDS);
 /**
  * Headers requests carry for what they mean to the origin: svc-cache removes the purge token's
  * header from every request it forwards, so `purge.header: authorization` signed every user out at
- * the origin (an outside audit). A scope's own headers are refused too (scopeReferenceIssues).
+ * the origin (an outside audit). Those the key holds are refused too (isKeyedRequestHeader), and a
+ * scope's own headers and the bypass headers (purgeHeaderIssues).
  */
 const HEADERS_REQUESTS_NEED = new Set([
   'accept',
   'accept-encoding',
   'accept-language',
-  'apollo-require-preflight',
   'authorization',
   'cache-control',
   'connection',
@@ -53,14 +54,12 @@ const HEADERS_REQUESTS_NEED = new Set([
   'content-length',
   'content-type',
   'cookie',
-  'forwarded',
   'graphql-preflight',
   'host',
   'if-match',
   'if-modified-since',
   'if-none-match',
   'if-unmodified-since',
-  'origin',
   'pragma',
   'proxy-authorization',
   'referer',
@@ -71,12 +70,8 @@ const HEADERS_REQUESTS_NEED = new Set([
   'transfer-encoding',
   'upgrade',
   'user-agent',
-  'x-apollo-operation-name',
   'x-forwarded-for',
-  'x-forwarded-host',
-  'x-forwarded-prefix',
-  'x-forwarded-proto',
-  'x-graphql-yoga-csrf',
+  'x-real-ip',
   'x-request-id',
 ]);
 
@@ -353,7 +348,7 @@ export const configSchema = z
         tokens: z.array(z.string().min(1).meta({ secret: 'value' })).default([]),
         header: headerName
           .refine(
-            (name) => !HEADERS_REQUESTS_NEED.has(name.toLowerCase()),
+            (name) => !HEADERS_REQUESTS_NEED.has(name.toLowerCase()) && !isKeyedRequestHeader(name.toLowerCase()),
             'a header requests carry for the origin: svc-cache removes the purge token header from every request it forwards; name one of its own, e.g. svc-purge-token',
           )
           .default('svc-purge-token'),

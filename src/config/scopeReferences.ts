@@ -12,7 +12,7 @@ export function scopeReferenceIssues(config: unknown): KeyIssue[] {
   if (Object.hasOwn(scopes, 'PUBLIC')) {
     issues.push({ path: ['scopes', 'PUBLIC'], message: 'PUBLIC is built in and cannot be redefined' });
   }
-  issues.push(...purgeHeaderIssues(config.purge, scopes));
+  issues.push(...purgeHeaderIssues(config.purge, scopes, isRecord(config.cache) ? config.cache.bypassCacheHeaders : undefined));
   if (!Array.isArray(config.rules)) return issues;
   const known = ['PUBLIC', ...Object.keys(scopes).filter((name) => name !== 'PUBLIC')].join(', ');
   config.rules.forEach((rule: unknown, index) => {
@@ -29,10 +29,14 @@ export function scopeReferenceIssues(config: unknown): KeyIssue[] {
 /**
  * The purge token's header is removed from every request svc-cache forwards: one a scope reads
  * would reach the origin never, and every request would fall in that scope's bucket of no value.
+ * One that is a bypass header would make every purge and `svc-debug` request skip the cache.
  */
-function purgeHeaderIssues(purge: unknown, scopes: Record<string, unknown>): KeyIssue[] {
+function purgeHeaderIssues(purge: unknown, scopes: Record<string, unknown>, bypassCacheHeaders: unknown): KeyIssue[] {
   if (!isRecord(purge) || typeof purge.header !== 'string') return [];
   const header = purge.header.toLowerCase();
+  if (Array.isArray(bypassCacheHeaders) && bypassCacheHeaders.some((name) => typeof name === 'string' && name.toLowerCase() === header)) {
+    return [{ path: ['purge', 'header'], message: 'also in cache.bypassCacheHeaders: every purge and svc-debug request would skip the cache; name a header of its own, e.g. svc-purge-token' }];
+  }
   const readBy = Object.entries(scopes).find(([, scope]) => {
     const definition = isRecord(scope) ? scope.definition : scope;
     return typeof definition === 'string' && definition.split('|').some((part) => part.trim().toLowerCase() === `header:${header}`);

@@ -199,6 +199,15 @@ function keyedHeaderPart(name: string, value: string): string {
 }
 
 /**
+ * Whether the key holds a request header (its lower-case name): a forwarding header, `origin` or a
+ * CSRF header (keyedHeaders). An origin reads them, so none may carry the purge token, which
+ * svc-cache removes from every request it forwards (src/config/schema.ts).
+ */
+export function isKeyedRequestHeader(name: string): boolean {
+  return isKeyedHeader(name) || PREFLIGHT_HEADERS.includes(name);
+}
+
+/**
  * A keyed header, also under a name with `_` for `-` (`x_forwarded_host`), which CGI-style
  * origins (WSGI, Rack, PHP) read as the same header (headerSpeltOtherwise): keyed as sent, it keeps
  * such a request's answer apart from others'.

@@ -81,12 +81,15 @@ describe('header names: purge.header and cache.bypassCacheHeaders', () => {
   // `purge.header: authorization` signed every user out at the origin, `check` passing.
   it('refuses for purge.header a header requests carry for the origin, or one a scope reads', () => {
     const own = 'a header requests carry for the origin: svc-cache removes the purge token header from every request it forwards; name one of its own, e.g. svc-purge-token';
-    for (const header of ['authorization', 'Cookie', 'content-type', 'Host', 'accept-encoding', 'Origin', 'x-apollo-operation-name', 'traceparent', 'svc-debug']) {
+    for (const header of ['authorization', 'Cookie', 'content-type', 'Host', 'accept-encoding', 'Origin', 'x-apollo-operation-name', 'traceparent', 'svc-debug', 'mercurius-require-preflight', 'x-original-url', 'X_Forwarded_Proto', 'x-scheme', 'x-real-ip']) {
       expect(problems(`${ORIGIN}purge:\n  header: ${header}\n`)).toEqual([`config.yaml: purge.header: ${own} (line 4)`]);
     }
     const scoped = 'scope "TENANT" reads this header: svc-cache removes the purge token header from every request it forwards; name one of its own, e.g. svc-purge-token';
     expect(problems(`${ORIGIN}scopes:\n  TENANT: header:x-team|header:X-Tenant\npurge:\n  header: x-tenant\n`)).toEqual([`config.yaml: purge.header: ${scoped} (line 6)`]);
     expect(parse(`${ORIGIN}scopes:\n  TEAM: cookie:x-tenant\npurge:\n  header: x-tenant\n`).purge.header).toBe('x-tenant');
+    expect(problems(`${ORIGIN}purge:\n  header: x-purge\ncache:\n  bypassCacheHeaders: [X-Purge]\n`)).toEqual([
+      'config.yaml: purge.header: also in cache.bypassCacheHeaders: every purge and svc-debug request would skip the cache; name a header of its own, e.g. svc-purge-token (line 4)',
+    ]);
   });
 });
 
