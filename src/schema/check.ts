@@ -26,7 +26,9 @@ export function configSchemaMismatches(config: Config, schema: GraphQLSchema): s
     for (const field of fields) {
       // A rule may name introspection to cache it (README, HIT, MISS, PASS); it is no field of Query's own.
       if (isQueryRoot && INTROSPECTION_FIELDS.has(field)) continue;
-      if (!Object.hasOwn(known, field)) mismatches.push(`${where}: type ${typeName} has no field ${field}${suggestion(field, Object.keys(known))}`);
+      // On an interface, a field its types have matches there (README, rules[].types), though it lacks it itself.
+      const implemented = isInterfaceType(type) && schema.getPossibleTypes(type).some((possible) => Object.hasOwn(possible.getFields(), field));
+      if (!Object.hasOwn(known, field) && !implemented) mismatches.push(`${where}: type ${typeName} has no field ${field}${suggestion(field, Object.keys(known))}`);
     }
   };
   config.rules.forEach((rule, index) => {

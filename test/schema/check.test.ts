@@ -29,3 +29,17 @@ describe('configSchemaMismatches: listArguments.fields', () => {
     ]);
   });
 });
+
+describe('configSchemaMismatches: rules', () => {
+  // A new user's run: the README's own `{ Node: [email] }` (the field on the types implementing
+  // Node, not yet on Node) was logged at error, counted as a mismatch and failed `check`.
+  it('takes a field an interface lacks but a type implementing it has as a match', () => {
+    const schema = buildSchema(`
+      interface Node { id: ID! }
+      type User implements Node { id: ID! email: String }
+      type Query { node(id: ID!): Node }
+    `);
+    const rules = [{ types: { Node: ['email', 'nickname'] }, maxAge: 60 }];
+    expect(configSchemaMismatches(testConfig('http://origin.test/graphql', { rules }), schema)).toEqual(['rules[0].types.Node: type Node has no field nickname']);
+  });
+});
