@@ -42,6 +42,7 @@ import {
   type ResolutionDependencies,
   scopeAndKey,
   scopeExplanation,
+  matchedRuleNames,
   analyseDocument,
   type CheckedOperation,
   type DocumentAnalysis,
@@ -444,7 +445,12 @@ export class DecisionEngine {
     } else {
       next = classified;
     }
-    if (isVerdict(next)) return this.conclude(exchange, next, context);
+    if (isVerdict(next)) {
+      // The rules that said maxAge 0 are named, as those of a query cached are (a new user's run).
+      const { policy } = checked.analysis;
+      if (exchange.explanation && policy && next.kind === 'pass' && next.reason === 'max-age-zero') exchange.explanation.rules = matchedRuleNames(policy, config);
+      return this.conclude(exchange, next, context);
+    }
     if (next.kind === 'mutation') return this.forwardMutation(context, checked, next.schema);
     // A GET (a mutation in it was refused above) may run the query its id names instead: not stored.
     if (runsDocumentByIdInstead(parameters)) return this.passOn(exchange, 'query-beside-document-id', undefined, context);

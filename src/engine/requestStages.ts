@@ -278,7 +278,7 @@ export function checkLimits(
 }
 
 /**
- * Selection sets nested deeper than twice `limits.maxDepth` and one (never fewer than 32), fields and
+ * Selection sets nested deeper than twice one more than `limits.maxDepth` (never fewer than 32), fields and
  * inline fragments alike, are over the depth limit too (README, Bad input): a query as deep as the
  * limit with an inline fragment at each level stays within it. Inline fragments nested within
  * one another add no depth, and graphql-js parses them a few thousand deep; printing such a document
@@ -543,11 +543,12 @@ export function scopeAndKey(
 
 /** What `svc-debug` shows of a request's scope, bucket and rules; built only for a request that asks. */
 export function scopeExplanation(policy: CachePolicy, bucket: string, config: Config): Explanation {
-  return {
-    scope: policy.scopes.length === 0 ? 'PUBLIC' : policy.scopes.join('+'),
-    bucket,
-    rules: policy.matched.map((rule) => rule.description ?? `rules[${config.rules.indexOf(rule)}]`).join('; '),
-  };
+  return { scope: policy.scopes.length === 0 ? 'PUBLIC' : policy.scopes.join('+'), bucket, rules: matchedRuleNames(policy, config) };
+}
+
+/** The matched rules as `svc-debug-rules` names them: each one's description, or `rules[i]`. */
+export function matchedRuleNames(policy: CachePolicy, config: Config): string {
+  return policy.matched.map((rule) => rule.description ?? `rules[${config.rules.indexOf(rule)}]`).join('; ');
 }
 
 // Stage 6: lookup/coalesce.

@@ -14,6 +14,7 @@ describe('debug headers', () => {
       rules: [
         { description: 'all todos', types: { Query: ['todos'] }, maxAge: 60 },
         { types: { Query: ['me'] }, maxAge: 30, scope: 'AUTHENTICATED' },
+        { description: 'products live', types: { Query: ['products'] }, maxAge: 0 },
       ],
     },
     { freshEachTest: false },
@@ -28,6 +29,15 @@ describe('debug headers', () => {
     const expected = { 'svc-debug-scope': 'PUBLIC', 'svc-debug-bucket': 'PUBLIC', 'svc-debug-rules': 'all todos' };
     expect([miss.headers['svc-cache'], explanation(miss.headers)]).toEqual(['MISS', expected]);
     expect([hit.headers['svc-cache'], explanation(hit.headers)]).toEqual(['HIT', expected]);
+  });
+
+  // A new user's run: a PASS for maxAge 0 did not say which rule set it.
+  it('names the rules that gave a query maxAge 0', async () => {
+    const pass = await postGraphQL(stack().url, { query: '{ products { sku } todos { id } }' }, debugHeaders);
+    expect([pass.headers['svc-cache'], explanation(pass.headers)]).toEqual([
+      'PASS',
+      { 'svc-debug-rules': 'all todos; products live', 'svc-debug-pass-reason': 'max-age-zero' },
+    ]);
   });
 
   it('names a scoped bucket by its keyed hash, never the raw value', async () => {
