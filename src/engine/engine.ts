@@ -423,8 +423,11 @@ export class DecisionEngine {
       return this.conclude(exchange, resolved.verdict);
     }
     // A stored document named by its persisted-query hash is keyed by it: the origin runs the id, and
-    // may refuse the text (README, Stored documents sent by id).
-    const keyed = resolved.storedById ? { ...request, canonicalExtensions: request.canonicalExtensionsById } : request;
+    // may refuse the text (README, Stored documents sent by id). So is a persisted query forwarded as
+    // sent (`apq.forwardPersistedQuery`): an origin with APQ of its own refuses a hash not spelt as
+    // the lower-case SHA-256 it computes (an outside audit saw one served the other's answer).
+    const keyedById = resolved.storedById || (resolved.persisted && config.apq.forwardPersistedQuery);
+    const keyed = keyedById ? { ...request, canonicalExtensions: request.canonicalExtensionsById } : request;
     const context: RequestContext = { exchange, head, config, request: keyed, resolved };
     const checked = checkLimits(resolved, config.limits, params.operationName, (document) => this.analysisOf(document, config, schema));
     if (isVerdict(checked)) {

@@ -258,6 +258,22 @@ describe('DecisionEngine', () => {
     expect((await roundTrip(query)).status).toBe('MISS');
   });
 
+  // An outside audit: with the reference forwarded, an origin with APQ of its own refuses a hash not
+  // spelt as the lower-case SHA-256, and svc-cache served the upper-case one the other's answer.
+  it('keys a persisted query as sent when it is forwarded as the reference, and as the text when it is expanded', async () => {
+    const todosHash = createHash('sha256').update('{ todos { id } }').digest('hex');
+    const reference = (hash: string) => ({ query: '{ todos { id } }', extensions: { persistedQuery: { version: 1, sha256Hash: hash } } });
+    for (const [forwardPersistedQuery, statuses] of [
+      [true, ['MISS', 'MISS', 'HIT']],
+      [false, ['MISS', 'HIT', 'HIT']],
+    ] as const) {
+      build({ apq: { forwardPersistedQuery } });
+      const seen = [];
+      for (const hash of [todosHash, todosHash.toUpperCase(), todosHash]) seen.push((await roundTrip(post(reference(hash)))).status);
+      expect(seen, String(forwardPersistedQuery)).toEqual(statuses);
+    }
+  });
+
   // An outside audit: the key held `:authority` lower-cased without `:80`, and an origin that echoes
   // the spelling it got (Yoga's `request.url`) had one client's spelling served to the others.
   it('keys the host as sent: another host, its case and a default port make other entries', async () => {
