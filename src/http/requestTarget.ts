@@ -221,9 +221,10 @@ function isKeyedHeader(name: string): boolean {
  * and Symfony route by `x-original-url` and `x-rewrite-url`; IIS's Application Request Routing
  * sends the client's host as `x-original-host`, and Traefik its path as `x-forwarded-uri`. An
  * outside audit found scheme headers other frameworks read: Tornado's `xheaders` reads `x-scheme`
- * before `x-forwarded-proto`; Jetty's `x-proxied-https` and `x-forwarded-server`; Echo and
- * gunicorn `x-forwarded-protocol`, Echo `x-url-scheme`; IIS-era `front-end-https`; and the path
- * prefixes `x-forwarded-path` and `x-script-name`.
+ * before `x-forwarded-proto`; Jetty's `x-proxied-https`; Echo and gunicorn `x-forwarded-protocol`,
+ * Echo `x-url-scheme`; IIS-era `front-end-https`; and the path prefixes `x-forwarded-path` and
+ * `x-script-name`. Not `x-forwarded-server`: Traefik and Apache set it to their own host name, so
+ * keyed it would give each proxy replica entries of its own (a review).
  */
 const KEYED_HEADERS: ReadonlySet<string> = new Set([
   'forwarded',
@@ -241,7 +242,6 @@ const KEYED_HEADERS: ReadonlySet<string> = new Set([
   'x-forwarded-protocol',
   'x-url-scheme',
   'x-proxied-https',
-  'x-forwarded-server',
   'front-end-https',
   'x-forwarded-path',
   'x-script-name',
