@@ -81,7 +81,7 @@ describe('header names: purge.header and cache.bypassCacheHeaders', () => {
   // `purge.header: authorization` signed every user out at the origin, `check` passing.
   it('refuses for purge.header a header requests carry for the origin, or one a scope reads', () => {
     const own = 'a header requests carry for the origin: svc-cache removes the purge token header from every request it forwards; name one of its own, e.g. svc-purge-token';
-    for (const header of ['authorization', 'Cookie', 'content-type', 'Host', 'accept-encoding', 'Origin', 'x-apollo-operation-name', 'traceparent', 'svc-debug', 'mercurius-require-preflight', 'x-original-url', 'X_Forwarded_Proto', 'x-scheme', 'x-real-ip']) {
+    for (const header of ['authorization', 'Cookie', 'content-type', 'Host', 'accept-encoding', 'Origin', 'x-apollo-operation-name', 'traceparent', 'svc-debug', 'mercurius-require-preflight', 'x-original-url', 'X_Forwarded_Proto', 'x-scheme', 'x-real-ip', 'x-api-key', 'x-csrf-token', 'x-forwarded-client-cert']) {
       expect(problems(`${ORIGIN}purge:\n  header: ${header}\n`)).toEqual([`config.yaml: purge.header: ${own} (line 4)`]);
     }
     const scoped = 'scope "TENANT" reads this header: svc-cache removes the purge token header from every request it forwards; name one of its own, e.g. svc-purge-token';
