@@ -113,8 +113,9 @@ export class RedisStore implements CacheStore {
    * from a snapshot (or a replica it failed over to) comes back with the shards' epochs and lower
    * sequences: invalidations after it record sequences a mark from before may exceed, and its store
    * passed them, putting the answer an in-flight MISS fetched before a mutation or purge back as a
-   * HIT (found by a Redis failure audit). A restart, or a failover that takes the old server away, ends the connection first; a
-   * coordinated failover (CLUSTER FAILOVER without FORCE) may not, and loses no writes.
+   * HIT (found by a Redis failure audit). A restart, or a failover that takes the old server away,
+   * ends the connection first; a coordinated failover (CLUSTER FAILOVER without FORCE) may not, and
+   * loses no writes.
    */
   private connections = 0;
   private readonly reconnectListeners: Array<() => void> = [];
