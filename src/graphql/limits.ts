@@ -35,8 +35,8 @@ export function queryTextViolation(query: string, limits: OperationLimits): Limi
 
 /**
  * How deep selection sets may nest, fields and inline fragments alike: twice one more than
- * `limits.maxDepth` (the root's set, then a field's and an inline fragment's at each level), never fewer than 32
- * (README, Bad input).
+ * `limits.maxDepth` (the root's set, then a field's and an inline fragment's at each level), never
+ * fewer than 32 (README, Bad input).
  */
 export function selectionNestingLimit(maxDepth: number): number {
   return Math.max(MIN_SELECTION_NESTING, 2 * (maxDepth + 1));

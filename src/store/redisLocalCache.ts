@@ -38,7 +38,8 @@ import type { LocalCacheObserver, Lookup } from './types.js';
  *    past that has not acknowledged an invalidation whose mutation was answered anyway
  *    (UnconfirmedInvalidation), and when it runs again it may take a lookup before the push that
  *    waits on its subscriber; its lease has run out by then, so the lookup reads Redis (found by
- *    an outside audit: 3 stale HITs in 26 pauses of 0.56-0.6 s). A registry Redis lost with its data is not trusted at once (registryTrusted).
+ *    an outside audit: 3 stale HITs in 26 pauses of 0.56-0.6 s). A registry Redis lost with its
+ *    data is not trusted at once (registryTrusted).
  *    A replica Redis dropped the subscriber of, that has not run since to notice (paused, busy),
  *    stays registered and makes purges fail until its lease ran out, rather than answer `true`
  *    while it may still serve. A subscriber silent a heartbeat longer than the lease is reconnected,
