@@ -1,5 +1,4 @@
 import type { KeyIssue } from './keyPath.js';
-import { scopeSources } from './scopeSources.js';
 
 /**
  * Rules name scopes defined elsewhere in the file. The check reads unvalidated data: zod skips
@@ -40,7 +39,7 @@ function purgeHeaderIssues(purge: unknown, scopes: Record<string, unknown>, bypa
   }
   const readBy = Object.entries(scopes).find(([, scope]) => {
     const definition = isRecord(scope) ? scope.definition : scope;
-    return typeof definition === 'string' && scopeSources(definition).some((source) => source.kind === 'header' && source.name === header);
+    return typeof definition === 'string' && definition.split('|').some((part) => part.trim().toLowerCase() === `header:${header}`);
   });
   if (readBy === undefined) return [];
   return [{ path: ['purge', 'header'], message: `scope "${readBy[0]}" reads this header: svc-cache removes the purge token header from every request it forwards; name one of its own, e.g. svc-purge-token` }];
